@@ -1,0 +1,60 @@
+// The integer budget model behind T1 (net spend never exceeds the budget) and T4 (gross spend
+// never decreases).
+#pragma once
+
+#include <cstdint>
+
+namespace clampai::kernel {
+
+/// Amounts of budget in fixed point: an integer count of 10^-scale units (see `BudgetSpec`).
+using Amount = std::int64_t;
+
+/// The budget ledger of one kernel: a total, a gross spend and the refunds granted.
+/// Net spend is `gross - refunded`. Every operation is exact integer arithmetic.
+/// Not thread-safe by itself: `SafetyKernel` holds its lock around every use.
+/// Lean: lean/ClampAI/Spec/Budget.lean. TLA+: tla/BudgetSafety.tla.
+class BudgetController {
+ public:
+  /// Creates a ledger with nothing spent.
+  /// @throws InvalidArgument if `total` is negative.
+  explicit BudgetController(Amount total);
+
+  /// True iff `cost >= 0` and charging it keeps net spend within the total.
+  /// Lean: `canAfford`. TLA+: the guard of `Charge`.
+  [[nodiscard]] bool can_afford(Amount cost) const noexcept;
+
+  /// Adds `cost` to gross spend.
+  /// Requires `can_afford(cost)`; otherwise throws and nothing changes.
+  /// @throws InvalidArgument if `cost` is negative or not affordable.
+  /// Lean: `charge` (T1: `charge_preserves_budgetSafe`, T4: `step_gross_monotone`).
+  /// TLA+: `Charge`.
+  void charge(Amount cost);
+
+  /// True iff `amount >= 0` and refunding it keeps net spend non-negative.
+  [[nodiscard]] bool can_refund(Amount amount) const noexcept;
+
+  /// Records a refund of `amount`: net spend falls, gross spend is unchanged (T4).
+  /// Requires `can_refund(amount)`; otherwise throws and nothing changes.
+  /// @throws InvalidArgument if `amount` is negative or exceeds net spend.
+  /// Lean: `refund`. TLA+: `Refund`.
+  void refund(Amount amount);
+
+  /// The total budget B0.
+  [[nodiscard]] Amount total() const noexcept { return total_; }
+  /// Everything ever charged; never decreases (T4).
+  [[nodiscard]] Amount gross() const noexcept { return gross_; }
+  /// Everything ever refunded; never exceeds `gross()`.
+  [[nodiscard]] Amount refunded() const noexcept { return refunded_; }
+  /// Net spend `gross() - refunded()`; always within `[0, total()]` (T1).
+  [[nodiscard]] Amount net() const noexcept { return gross_ - refunded_; }
+  /// What can still be charged: `total() - net()`.
+  [[nodiscard]] Amount remaining() const noexcept { return total_ - net(); }
+
+ private:
+  // INVARIANT (budget-safe): 0 <= refunded_ <= gross_ and gross_ - refunded_ <= total_.
+  Amount total_;
+  Amount gross_ = 0;
+  Amount refunded_ = 0;
+};
+
+}  // namespace clampai::kernel

@@ -1,0 +1,12 @@
+// SHA-256 digests (through OpenSSL's EVP interface), as lowercase hex.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace clampai::kernel {
+
+/// The SHA-256 digest of `data`, as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace clampai::kernel

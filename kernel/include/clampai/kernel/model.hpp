@@ -1,0 +1,230 @@
+// The task model: variables, actions, effects, invariants, budget, goal. Built once, validated
+// completely, immutable afterwards; the kernel and the verifier interpret the same object.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "clampai/kernel/budget.hpp"
+#include "clampai/kernel/expr.hpp"
+#include "clampai/kernel/state.hpp"
+#include "clampai/kernel/type.hpp"
+#include "clampai/kernel/value.hpp"
+
+namespace clampai::kernel {
+
+/// How an effect changes its variable. Every effect reads the pre-action state.
+enum class EffectMode : std::uint8_t {
+  set,        // x := v
+  increment,  // x := x + v
+  decrement,  // x := x - v
+  multiply,   // x := x * v (v an integer)
+  append,     // list x gets v at its end
+  remove,     // the first element of list x equal to v is removed (none: unchanged)
+  del,        // optional x becomes undefined ("delete" in specs)
+};
+/// The spec spelling of a mode: `set`, ..., `delete`.
+std::string_view to_string(EffectMode mode);
+/// The mode spelled `name`, or nullopt.
+std::optional<EffectMode> parse_effect_mode(std::string_view name);
+
+/// Whether a violated invariant blocks the action (T3) or is only reported.
+enum class Enforcement : std::uint8_t { blocking, monitoring };
+
+/// A line and column in the spec file (0 when the model was not loaded from a file).
+struct SourceLoc {
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+/// A native invariant predicate: must be pure and must not throw (a throw counts as a
+/// violation).
+using NativePredicate = std::function<bool(const State&)>;
+
+// ---------------------------------------------------------------------------------------------
+// Declarations: what a spec file or a C++ caller gives `build_model`. Expressions are source
+// text; nothing is checked until `build_model`.
+
+/// A state variable. Numeric bounds apply to int and decimal variables; `max_length` to lists.
+struct VariableDecl {
+  std::string name;
+  Type type = Type::integer();
+  Value initial;
+  std::optional<Decimal> min;
+  std::optional<Decimal> max;
+  std::optional<std::int64_t> max_length;
+  bool optional = false;  // may be deleted (then reads of it are errors; see `defined(x)`)
+  SourceLoc loc;
+};
+
+/// A numeric action parameter (int or decimal) with optional bounds and default.
+struct ParameterDecl {
+  std::string name;
+  Type type = Type::integer();
+  std::optional<Decimal> min;
+  std::optional<Decimal> max;
+  std::optional<Decimal> default_value;
+};
+
+/// One effect: `variable` changed by `mode` with the value of the expression `value` (empty for
+/// `del`).
+struct EffectDecl {
+  std::string variable;
+  EffectMode mode = EffectMode::set;
+  std::string value;
+};
+
+/// An action. `cost` is a decimal number, or an expression over the parameters.
+struct ActionDecl {
+  std::string id;
+  std::string name;
+  std::string description;
+  std::string cost = "0";
+  bool reversible = true;
+  std::vector<ParameterDecl> parameters;
+  std::string guard;  // the `requires` expression; empty means always
+  std::vector<EffectDecl> effects;
+  SourceLoc loc;
+};
+
+/// An invariant given as an expression, or (C++ only) as a native predicate.
+struct InvariantDecl {
+  std::string name;
+  std::string expression;
+  NativePredicate predicate;  // used iff `expression` is empty
+  Enforcement enforcement = Enforcement::blocking;
+  std::string description;
+  std::string suggestion;
+  SourceLoc loc;
+};
+
+/// The budget: amounts are decimals, stored as integers of 10^-scale units.
+struct BudgetDecl {
+  Decimal total;
+  Decimal min_action_cost;
+  int scale = 3;
+  std::optional<std::int64_t> max_steps;
+};
+
+/// A whole task.
+struct TaskDecl {
+  std::string name;
+  std::string goal_description;
+  std::string goal;  // expression; empty means the task has no goal
+  std::vector<VariableDecl> variables;
+  std::vector<ActionDecl> actions;
+  std::vector<InvariantDecl> invariants;
+  BudgetDecl budget;
+  std::vector<std::string> emergency_actions;
+  std::vector<std::pair<std::string, std::vector<std::string>>> dependencies;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The built model.
+
+struct Variable {
+  std::string name;
+  Type type;
+  Value initial;
+  std::optional<Decimal> min;
+  std::optional<Decimal> max;
+  std::optional<std::int64_t> max_length;
+  bool optional = false;
+  SourceLoc loc;
+};
+
+struct Parameter {
+  std::string name;
+  Type type;
+  std::optional<Decimal> min;
+  std::optional<Decimal> max;
+  std::optional<Decimal> default_value;
+};
+
+struct Effect {
+  VarId variable = 0;
+  EffectMode mode = EffectMode::set;
+  ExprPtr value;  // null for `del`
+};
+
+struct Action {
+  std::string id;
+  std::string name;
+  std::string description;
+  Amount cost = 0;    // in budget units, when `cost_expr` is null
+  ExprPtr cost_expr;  // a cost that depends on the parameters
+  bool reversible = true;
+  bool emergency = false;
+  std::vector<Parameter> parameters;
+  std::vector<NamedType> parameter_scope;  // names and types, for expressions
+  ExprPtr guard;                           // null: always enabled
+  std::vector<Effect> effects;             // at most one per variable
+  std::vector<std::size_t> dependencies;   // indices of actions that must have completed first
+  SourceLoc loc;
+};
+
+struct Invariant {
+  std::string name;
+  ExprPtr expr;  // null for a native predicate
+  NativePredicate predicate;
+  Enforcement enforcement = Enforcement::blocking;
+  std::string description;
+  std::string suggestion;
+  bool transition = false;  // refers to old(x)
+  SourceLoc loc;
+};
+
+struct Budget {
+  Amount total = 0;
+  Amount min_action_cost = 0;
+  int scale = 3;
+  std::optional<std::int64_t> declared_max_steps;
+  /// The T2 bound: min(floor(total / min_action_cost), declared_max_steps), exact.
+  std::int64_t step_limit = 0;
+};
+
+/// A validated task model. Immutable; share it with `std::shared_ptr<const TaskModel>`.
+class TaskModel {
+ public:
+  std::string name;
+  std::string goal_description;
+  ExprPtr goal;  // null: no goal
+  std::vector<Variable> variables;
+  std::vector<Action> actions;
+  std::vector<Invariant> invariants;
+  Budget budget;
+  std::shared_ptr<const Schema> schema;
+  std::vector<Type> variable_types;  // indexed by VarId
+  /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.
+  std::string digest;
+
+  /// The initial state, from the variables' initial values.
+  [[nodiscard]] const State& initial_state() const { return *initial_; }
+  /// The index of action `id`, or nullopt.
+  [[nodiscard]] std::optional<std::size_t> find_action(std::string_view id) const;
+  /// An amount of budget units as decimal text at the budget's scale (`2.000`).
+  [[nodiscard]] std::string format_amount(Amount a) const;
+  /// The scope of expressions over the state (and optionally an action's parameters).
+  [[nodiscard]] ExprScope scope(const Action* action = nullptr, bool allow_old = false) const;
+
+ private:
+  friend std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl);
+  std::optional<State> initial_;
+};
+
+/// Validates `decl` completely and builds the model.
+/// @throws SpecError naming the JSON path of the first problem (for example
+/// `actions[2].requires:1:14: unknown variable `balnce``).
+std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl);
+
+/// Converts a decimal amount to budget units at `scale`.
+/// @throws SpecError at `path` if it is negative, finer than the scale, or out of range.
+Amount to_amount(const Decimal& d, int scale, const std::string& path);
+
+}  // namespace clampai::kernel

@@ -1,0 +1,160 @@
+// The safety kernel (Layer 0): decides whether each proposed action may execute, and commits
+// approved ones atomically, with an integer budget, invariants and a hash-chained trace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "clampai/kernel/budget.hpp"
+#include "clampai/kernel/decision.hpp"
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/state.hpp"
+#include "clampai/kernel/trace.hpp"
+
+namespace clampai::kernel {
+
+/// Parameter values by name, as an agent proposes them.
+using ParamMap = std::vector<std::pair<std::string, Value>>;
+
+/// A resolved proposal: an action index and one value per declared parameter, normalised.
+struct Proposal {
+  std::size_t action = 0;
+  std::vector<Value> params;
+};
+
+/// Options of a kernel.
+struct KernelOptions {
+  /// Append rejected proposals passed to `execute` to the trace (they change nothing else).
+  bool record_rejections = false;
+  /// Microseconds since the epoch, for trace timestamps; defaults to the system clock.
+  std::function<std::int64_t()> clock;
+  /// Where to persist the trace as it grows (JSON Lines); may be null.
+  std::shared_ptr<TraceWriter> writer;
+};
+
+/// Proof that an action was committed; pass it to `rollback`.
+struct Receipt {
+  std::uint64_t sequence = 0;  // the trace entry of the execution
+  std::size_t action = 0;
+  Amount cost = 0;
+};
+
+/// What `execute` and `rollback` did.
+struct Outcome {
+  Decision decision;               // for rollback: approved, with the restored variables
+  std::optional<Receipt> receipt;  // set iff something was committed by `execute`
+  State state;                     // the kernel's state afterwards
+};
+
+/// The runtime safety kernel. Owns the current state, the budget ledger, the step counters and
+/// the trace. Thread-safe: every public member takes one internal lock, and `execute` holds it
+/// across check and commit (T5). The lock is not held while the trace file is written.
+///
+/// Guarantees (docs/THEOREMS.md): T1 net spend <= budget; T2 at most `step_limit()` non-emergency
+/// steps; T3 blocking invariants hold in every reached state; T4 gross spend never decreases;
+/// T5 a rejected action changes nothing; T6 the trace is hash-chained; T7 rollback restores the
+/// exact pre-action state; T8 emergency actions pass the min-cost and step-limit checks.
+class SafetyKernel {
+ public:
+  /// Starts a kernel in the model's initial state and writes the genesis trace entry.
+  /// @throws InvalidArgument if the initial state violates a blocking invariant or a bound
+  /// (T3's base case), naming it; nothing is written then.
+  explicit SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions options = {});
+  ~SafetyKernel();
+  SafetyKernel(const SafetyKernel&) = delete;
+  SafetyKernel& operator=(const SafetyKernel&) = delete;
+
+  /// Resolves an action id and named parameters (defaults fill missing ones).
+  /// Returns the reason it cannot (unknown action, invalid parameter) instead.
+  [[nodiscard]] std::variant<Proposal, Reason> resolve(std::string_view action_id, const ParamMap& params = {}) const;
+
+  /// Decides whether the proposal may execute now. No side effects.
+  /// Checks, in order: min cost, budget, step limit, dependencies, `requires`, effects
+  /// (overflow, undefined reads), bounds, invariants; every failing check is listed.
+  [[nodiscard]] Decision evaluate(const Proposal& proposal) const;
+  /// The same, by id; an unknown id or bad parameter is a rejection, not an exception.
+  [[nodiscard]] Decision evaluate(std::string_view action_id, const ParamMap& params = {}) const;
+  /// The same checks against `state` instead of the current state (budget, steps and
+  /// dependencies are the kernel's). Requires `state` to have the model's schema.
+  [[nodiscard]] Decision evaluate_in(const State& state, const Proposal& proposal) const;
+
+  /// Evaluates and, if approved, commits atomically under one lock: charges the cost, counts
+  /// the step, appends the trace entry and moves to the new state (T5). A rejection changes
+  /// nothing (it is traced when `record_rejections`).
+  /// @throws TraceError if the trace file cannot be written (the commit has happened).
+  Outcome execute(const Proposal& proposal);
+  /// The same, by id.
+  Outcome execute(std::string_view action_id, const ParamMap& params = {});
+
+  /// Undoes the most recent committed action (T7): restores the exact pre-action state,
+  /// computed both by the algebraic inverse of the declared effects and by the state
+  /// difference (they must agree), refunds that action's cost once, and appends a trace entry.
+  /// Step counters are not decreased (T2 is not loosened).
+  /// @throws InvalidArgument if `receipt` is not the most recent committed action still in
+  /// effect (the state is not the one that action produced), or the action is not reversible.
+  Outcome rollback(const Receipt& receipt);
+
+  /// Appends the seal entry (final state digest). Nothing can be executed afterwards.
+  /// @throws InvalidArgument if already sealed.
+  TraceEntry seal();
+
+  [[nodiscard]] const TaskModel& model() const noexcept { return *model_; }
+  [[nodiscard]] const std::shared_ptr<const TaskModel>& model_ptr() const noexcept { return model_; }
+  [[nodiscard]] State state() const;
+  [[nodiscard]] BudgetController budget() const;
+  [[nodiscard]] std::uint64_t steps() const;
+  [[nodiscard]] std::uint64_t emergency_steps() const;
+  [[nodiscard]] std::int64_t step_limit() const noexcept { return model_->budget.step_limit; }
+  /// How many times action `index` has completed (executions minus rollbacks).
+  [[nodiscard]] std::uint64_t completions(std::size_t index) const;
+  /// True iff the model has a goal and the current state satisfies it.
+  [[nodiscard]] bool goal_reached() const;
+  [[nodiscard]] bool is_sealed() const;
+  /// A copy of the trace so far.
+  [[nodiscard]] std::vector<TraceEntry> trace() const;
+  /// Verifies the in-memory trace (an unsealed trace is accepted).
+  [[nodiscard]] TraceCheck verify_trace() const;
+
+ private:
+  struct Undo;
+  Decision evaluate_locked(const State& state, const Proposal& proposal) const;
+  TraceEntry& append_locked(TraceEntry entry, std::string* line);
+  void write_line(std::uint64_t sequence, std::string line);
+
+  std::shared_ptr<const TaskModel> model_;
+  KernelOptions options_;
+  mutable std::mutex mutex_;
+  // INVARIANT (state-valid): state_ satisfies every bound and blocking invariant (T3).
+  State state_;
+  // INVARIANT (budget-safe): see BudgetController (T1, T4).
+  BudgetController budget_;
+  std::uint64_t steps_ = 0;  // INVARIANT (step-bound): steps_ <= model_->budget.step_limit (T2)
+  std::uint64_t emergency_steps_ = 0;
+  std::vector<std::uint64_t> completions_;
+  // INVARIANT (chain): trace_[i].prev == trace_[i-1].hash for i > 0 (T6).
+  std::vector<TraceEntry> trace_;
+  std::vector<Undo> undo_;
+  bool sealed_ = false;
+};
+
+/// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is
+/// approved again with the same changes and cost, every rollback applies, every recorded
+/// rejection is rejected again, and the seal's state digest matches.
+/// Returns the index and reason of the first mismatch, or nullopt; `final_state` gets the
+/// state reached.
+std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<const TaskModel> model,
+                                                                const std::vector<TraceEntry>& entries,
+                                                                State* final_state = nullptr);
+
+/// The SHA-256 (hex) of a state's canonical JSON: an object from variable name to value.
+std::string state_digest(const State& state);
+
+}  // namespace clampai::kernel

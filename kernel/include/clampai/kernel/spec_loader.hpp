@@ -1,0 +1,35 @@
+// Loading task specs (JSON, see schema/task-spec.schema.json and docs/SPEC.md) and states.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/state.hpp"
+
+namespace clampai::kernel {
+
+/// Reads a task spec from JSON text into declarations, checking its structure (keys, JSON
+/// types, numbers); `build_model` then checks its meaning.
+/// @throws SpecError naming the JSON path (or `line:column` for malformed JSON).
+TaskDecl parse_spec(std::string_view json_text);
+
+/// parse_spec followed by build_model.
+/// @throws SpecError as both do.
+std::shared_ptr<const TaskModel> load_spec(std::string_view json_text);
+
+/// Reads and loads a spec file.
+/// @throws SpecError as load_spec does; Error if the file cannot be read.
+std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
+
+/// Reads a state of `model` from JSON text: an object from variable name to value. Variables
+/// it does not mention keep their initial values.
+/// @throws SpecError naming the variable for an unknown name or a value of the wrong type.
+State parse_state(const TaskModel& model, std::string_view json_text);
+
+/// Reads the whole contents of a file.
+/// @throws Error naming the file if it cannot be read or is larger than 16 MiB.
+std::string read_text_file(const std::string& path);
+
+}  // namespace clampai::kernel

@@ -1,0 +1,116 @@
+// The SHA-256 hash-chained execution trace (T6), in memory and as a JSON Lines file.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clampai/kernel/decision.hpp"
+#include "clampai/kernel/value.hpp"
+
+namespace clampai::kernel {
+
+/// What a trace entry records.
+enum class EntryKind : std::uint8_t {
+  genesis,      // first entry: spec digest, initial state digest, budget
+  executed,     // an approved action was committed
+  rejected,     // a rejected proposal (recorded only when KernelOptions::record_rejections)
+  rolled_back,  // an executed action was undone (T7)
+  sealed,       // last entry: final state digest; nothing may follow
+};
+std::string_view to_string(EntryKind kind);
+
+/// One entry. Every field is covered by `hash`, which is the SHA-256 of the entry's RFC 8785
+/// canonical JSON without the `hash` member; `prev` links it to the entry before (T6).
+struct TraceEntry {
+  std::uint64_t sequence = 0;
+  EntryKind kind = EntryKind::executed;
+  std::string action;                                   // action id ("" for genesis/sealed)
+  std::vector<std::pair<std::string, Value>> params;    // parameter values
+  std::vector<std::pair<std::string, Value>> changes;   // variables written, with new values
+  std::string cost;                                     // decimal text at the budget scale
+  bool emergency = false;
+  std::vector<Reason> reasons;                          // why it was rejected
+  std::vector<Reason> warnings;                         // monitoring violations
+  std::uint64_t step = 0;                               // counters after the entry
+  std::uint64_t emergency_steps = 0;
+  std::string gross;                                    // budget after the entry (decimal text)
+  std::string net;
+  std::string spec;                                     // model digest (genesis only)
+  std::string state;                                    // full state digest (genesis, sealed)
+  std::int64_t time_us = 0;                             // wall clock, microseconds since epoch
+  std::string prev;                                     // hash of the previous entry (64 hex)
+  std::string hash;                                     // hash of this entry (64 hex)
+
+  /// The canonical JSON line of this entry, including `hash`.
+  [[nodiscard]] std::string to_json_line() const;
+  /// The SHA-256 this entry should have, recomputed from its fields.
+  [[nodiscard]] std::string compute_hash() const;
+};
+
+/// The result of verifying a chain of entries.
+struct TraceCheck {
+  bool ok = false;
+  std::size_t entries = 0;                 // entries read
+  std::optional<std::size_t> first_bad;    // index of the first bad entry (or where one is missing)
+  bool sealed = false;
+  std::string message;                     // what is wrong, or a summary
+};
+
+/// Verifies the hash chain of `entries`: each hash recomputes, each `prev` links to the entry
+/// before, sequence numbers count from 0, entry 0 is the genesis, nothing follows a seal.
+/// A chain that does not end with a seal fails unless `allow_unsealed`.
+TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsealed = false);
+
+/// Reads and verifies a JSON Lines trace file. Every line must be the canonical JSON of its
+/// entry, byte for byte; the first line that is not is reported with its index.
+/// @throws TraceError if the file cannot be read.
+TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed = false);
+
+/// Reads a JSON Lines trace file into entries, without verifying them.
+/// @throws TraceError naming the line if a line is not a trace entry, or the file cannot be read.
+std::vector<TraceEntry> read_trace_file(const std::string& path);
+
+/// When a `TraceWriter` makes entries durable.
+enum class FlushPolicy : std::uint8_t {
+  buffered,  // written through stdio buffers; durable at close()
+  flush,     // flushed to the OS after every entry (survives a crash of the process)
+  fsync,     // fsync()ed after every entry (survives a crash of the machine)
+};
+
+/// Appends entries to a JSON Lines file, in sequence order, whichever thread hands them in.
+/// Thread-safe. `write` returns once the entry (and every entry before it) is written under
+/// the policy.
+class TraceWriter {
+ public:
+  /// Creates (truncates) `path`. @throws TraceError if it cannot be opened.
+  TraceWriter(const std::string& path, FlushPolicy policy);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  /// Writes the canonical line of entry `sequence`. Requires sequences handed in without gaps.
+  /// @throws TraceError on an I/O error.
+  void write(std::uint64_t sequence, std::string line);
+  /// Flushes and closes the file. @throws TraceError on an I/O error.
+  void close();
+
+ private:
+  void write_ready_locked();
+
+  std::mutex mutex_;
+  std::condition_variable written_;
+  std::FILE* file_ = nullptr;
+  FlushPolicy policy_;
+  std::uint64_t next_ = 0;
+  std::map<std::uint64_t, std::string> pending_;
+  std::string error_;
+};
+
+}  // namespace clampai::kernel

@@ -1,0 +1,48 @@
+// The integer budget ledger (T1, T4).
+#include "clampai/kernel/budget.hpp"
+
+#include <string>
+
+#include "clampai/kernel/assert.hpp"
+#include "clampai/kernel/error.hpp"
+
+namespace clampai::kernel {
+
+BudgetController::BudgetController(Amount total) : total_(total) {
+  if (total < 0) throw InvalidArgument("budget must not be negative, got " + std::to_string(total));
+}
+
+bool BudgetController::can_afford(Amount cost) const noexcept {
+  // remaining() cannot overflow: 0 <= net() <= total_. Comparing against it avoids net + cost.
+  return cost >= 0 && cost <= remaining();
+}
+
+// INVARIANT (budget-safe): maintained because the charge is guarded by can_afford.
+void BudgetController::charge(Amount cost) {
+  if (!can_afford(cost)) {
+    throw InvalidArgument("cannot charge " + std::to_string(cost) + ": remaining budget is " +
+                          std::to_string(remaining()));
+  }
+
+  const Amount old_gross = gross_;
+  gross_ += cost;
+  CLAMPAI_ALWAYS_ASSERT(gross_ >= old_gross);  // T4
+  CLAMPAI_ALWAYS_ASSERT(net() <= total_);      // T1
+}
+
+bool BudgetController::can_refund(Amount amount) const noexcept {
+  return amount >= 0 && amount <= net();
+}
+
+// INVARIANT (budget-safe): maintained because the refund is guarded by can_refund.
+void BudgetController::refund(Amount amount) {
+  if (!can_refund(amount)) {
+    throw InvalidArgument("cannot refund " + std::to_string(amount) + ": net spend is " +
+                          std::to_string(net()));
+  }
+
+  refunded_ += amount;
+  CLAMPAI_ALWAYS_ASSERT(refunded_ <= gross_ && net() >= 0);
+}
+
+}  // namespace clampai::kernel

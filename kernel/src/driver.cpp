@@ -1,0 +1,77 @@
+// The deterministic driver and the run loop.
+#include "clampai/kernel/driver.hpp"
+
+namespace clampai::kernel {
+
+std::string_view to_string(Termination t) {
+  static constexpr std::string_view kNames[] = {"goal_reached", "no_approvable_action", "budget_exhausted", "step_limit", "max_steps"};
+  return kNames[static_cast<int>(t)];
+}
+
+Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
+  Choice choice;
+  const TaskModel& m = kernel.model();
+  for (std::size_t i = 0; i < m.actions.size(); ++i) {
+    const Action& a = m.actions[i];
+    if (a.emergency) continue;
+    bool ready = true;
+    for (auto dep : a.dependencies) ready = ready && kernel.completions(dep) > 0;
+    if (!ready) continue;
+    Proposal p{i, {}};
+    for (const Parameter& param : a.parameters) {
+      p.params.push_back(Value::number(param.default_value ? *param.default_value : param.min ? *param.min : Decimal{}));
+    }
+    Decision d = kernel.evaluate(p);
+    if (d.approved) {
+      choice.proposal = std::move(p);
+      return choice;
+    }
+    choice.rejected.push_back(std::move(d));
+  }
+  return choice;
+}
+
+RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
+  RunResult result;
+  auto tally = [&](const Decision& d) {
+    ++result.rejected;
+    for (const auto& r : d.reasons) ++result.rejections_by_reason[std::string(to_string(r.code))];
+  };
+  while (true) {
+    if (kernel.goal_reached()) {
+      result.termination = Termination::goal_reached;
+      break;
+    }
+    if (options.max_steps && result.executed >= *options.max_steps) {
+      result.termination = Termination::max_steps;
+      break;
+    }
+    Choice choice = driver.next(kernel);
+    result.attempted += choice.rejected.size() + (choice.proposal ? 1 : 0);
+    for (const auto& d : choice.rejected) tally(d);
+    if (!choice.proposal) {
+      const auto budget = kernel.budget();
+      if (kernel.steps() >= static_cast<std::uint64_t>(kernel.step_limit())) {
+        result.termination = Termination::step_limit;
+      } else if (budget.remaining() < kernel.model().budget.min_action_cost) {
+        result.termination = Termination::budget_exhausted;
+      } else {
+        result.termination = Termination::no_approvable_action;
+      }
+      for (const auto& d : choice.rejected) result.last_reasons.insert(result.last_reasons.end(), d.reasons.begin(), d.reasons.end());
+      break;
+    }
+    Outcome o = kernel.execute(*choice.proposal);
+    if (!o.decision.approved) {  // another thread changed the state in between
+      ++result.attempted;
+      tally(o.decision);
+      continue;
+    }
+    ++result.executed;
+    result.actions.push_back(kernel.model().actions[choice.proposal->action].id);
+  }
+  result.goal_reached = kernel.goal_reached();
+  return result;
+}
+
+}  // namespace clampai::kernel

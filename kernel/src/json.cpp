@@ -1,0 +1,496 @@
+// The JSON reader (nlohmann SAX with positions and limits) and canonical writer.
+#include "json.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "clampai/kernel/error.hpp"
+
+namespace clampai::kernel::detail {
+namespace {
+
+// An input iterator that tells how far the parser has read, for source positions.
+class CountingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  CountingIterator(const char* p, std::size_t* consumed) : p_(p), consumed_(consumed) {}
+  reference operator*() const { return *p_; }
+  CountingIterator& operator++() {
+    ++p_;
+    ++*consumed_;
+    return *this;
+  }
+  CountingIterator operator++(int) {
+    CountingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  friend bool operator==(const CountingIterator& a, const CountingIterator& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const CountingIterator& a, const CountingIterator& b) { return a.p_ != b.p_; }
+
+ private:
+  const char* p_;
+  std::size_t* consumed_;
+};
+
+class Builder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Builder(std::string_view text, const std::string& what, const JsonLimits& limits)
+      : text_(text), what_(what), limits_(limits) {
+    line_starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') line_starts_.push_back(i + 1);
+    }
+  }
+
+  std::size_t consumed = 0;
+  JsonNode root;
+  std::string error_path;
+  std::string error_message;
+
+  bool null() override { return value(JsonNode{}, 1); }
+  bool boolean(bool b) override {
+    JsonNode n;
+    n.kind = JsonNode::Kind::boolean;
+    n.boolean = b;
+    return value(std::move(n), b ? 4 : 5);
+  }
+  bool number_integer(number_integer_t v) override { return number(std::to_string(v), true); }
+  bool number_unsigned(number_unsigned_t v) override { return number(std::to_string(v), true); }
+  bool number_float(number_float_t, const string_t& raw) override { return number(raw, false); }
+  bool string(string_t& s) override {
+    if (s.size() > limits_.max_string) return fail_here("string longer than " + std::to_string(limits_.max_string) + " bytes");
+    JsonNode n;
+    n.kind = JsonNode::Kind::string;
+    n.text = std::move(s);
+    const std::size_t len = n.text.size() + 2;
+    return value(std::move(n), len);
+  }
+  bool binary(binary_t&) override { return fail_here("binary values are not JSON"); }
+  bool start_object(std::size_t) override { return open(JsonNode::Kind::object); }
+  bool key(string_t& k) override {
+    if (k.size() > limits_.max_string) return fail_here("key longer than " + std::to_string(limits_.max_string) + " bytes");
+    JsonNode& obj = *stack_.back();
+    for (const auto& [existing, _] : obj.members) {
+      if (existing == k) {
+        const std::string parent = path();
+        error_path = parent.empty() ? k : parent + "." + k;
+        error_message = "duplicate key `" + k + "`";
+        return false;
+      }
+    }
+    pending_key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(JsonNode::Kind::array); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    std::string msg = ex.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
+    if (auto p = msg.find("]"); p != std::string::npos) msg = msg.substr(p + 2);
+    if (auto p = msg.find(": "); p != std::string::npos && msg.rfind("parse error", 0) == 0) msg = msg.substr(p + 2);
+    error_path = where(position > 0 ? position - 1 : 0);
+    error_message = "malformed JSON: " + msg;
+    return false;
+  }
+
+  std::string where(std::size_t offset) const {
+    auto [line, col] = line_col(offset);
+    return std::to_string(line) + ":" + std::to_string(col);
+  }
+
+ private:
+  std::pair<std::uint32_t, std::uint32_t> line_col(std::size_t offset) const {
+    offset = std::min(offset, text_.empty() ? 0 : text_.size() - 1);
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+    const std::size_t line = static_cast<std::size_t>(it - line_starts_.begin());
+    return {static_cast<std::uint32_t>(line), static_cast<std::uint32_t>(offset - line_starts_[line - 1] + 1)};
+  }
+
+  // The JSON path of the container being filled.
+  std::string path() const {
+    std::string p;
+    for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
+      const JsonNode& n = *stack_[i];
+      if (n.kind == JsonNode::Kind::array) {
+        p += "[" + std::to_string(n.items.size() - 1) + "]";
+      } else {
+        p += (p.empty() ? "" : ".") + n.members.back().first;
+      }
+    }
+    return p;
+  }
+
+  bool fail_here(const std::string& message) {
+    error_path = where(consumed > 0 ? consumed - 1 : 0);
+    error_message = message;
+    return false;
+  }
+
+  bool number(std::string text, bool integral) {
+    JsonNode n;
+    n.kind = JsonNode::Kind::number;
+    n.integral = integral;
+    n.text = std::move(text);
+    // The lexer has read one character past a number.
+    const std::size_t len = n.text.size() + 1;
+    return value(std::move(n), len);
+  }
+
+  // Places a finished node; `span` is how far back from the read position it started.
+  bool value(JsonNode n, std::size_t span) {
+    const std::size_t start = consumed >= span ? consumed - span : 0;
+    auto [line, col] = line_col(start);
+    n.line = line;
+    n.column = col;
+    return place(std::move(n)) != nullptr;
+  }
+
+  JsonNode* place(JsonNode n) {
+    if (stack_.empty()) {
+      root = std::move(n);
+      return &root;
+    }
+    JsonNode& parent = *stack_.back();
+    if (parent.kind == JsonNode::Kind::array) {
+      parent.items.push_back(std::move(n));
+      return &parent.items.back();
+    }
+    parent.members.emplace_back(std::move(pending_key_), std::move(n));
+    pending_key_.clear();
+    return &parent.members.back().second;
+  }
+
+  bool open(JsonNode::Kind kind) {
+    if (stack_.size() >= limits_.max_depth) {
+      return fail_here("JSON nested more than " + std::to_string(limits_.max_depth) + " levels deep");
+    }
+    JsonNode n;
+    n.kind = kind;
+    auto [line, col] = line_col(consumed > 0 ? consumed - 1 : 0);
+    n.line = line;
+    n.column = col;
+    stack_.push_back(place(std::move(n)));
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  const std::string& what_;
+  const JsonLimits& limits_;
+  std::vector<std::size_t> line_starts_;
+  // Pointers into the tree stay valid: a container is only appended to while it is the top of
+  // the stack, and its parent is not appended to until it is closed.
+  std::vector<JsonNode*> stack_;
+  std::string pending_key_;
+};
+
+constexpr std::int64_t kExactJsonInt = std::int64_t{1} << 53;
+
+}  // namespace
+
+const JsonNode* JsonNode::find(std::string_view key) const {
+  for (const auto& [k, v] : members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+JsonNode JsonNode::make_string(std::string s) {
+  JsonNode n;
+  n.kind = Kind::string;
+  n.text = std::move(s);
+  return n;
+}
+JsonNode JsonNode::make_bool(bool b) {
+  JsonNode n;
+  n.kind = Kind::boolean;
+  n.boolean = b;
+  return n;
+}
+JsonNode JsonNode::make_integer(std::int64_t i) {
+  JsonNode n;
+  n.kind = Kind::number;
+  n.integral = true;
+  n.text = std::to_string(i);
+  return n;
+}
+JsonNode JsonNode::make_array() {
+  JsonNode n;
+  n.kind = Kind::array;
+  return n;
+}
+JsonNode JsonNode::make_object() {
+  JsonNode n;
+  n.kind = Kind::object;
+  return n;
+}
+JsonNode& JsonNode::add(std::string key, JsonNode value) {
+  members.emplace_back(std::move(key), std::move(value));
+  return members.back().second;
+}
+JsonNode& JsonNode::push(JsonNode value) {
+  items.push_back(std::move(value));
+  return items.back();
+}
+
+JsonNode parse_json(std::string_view text, const std::string& what, const JsonLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    throw SpecError(what, "file larger than " + std::to_string(limits.max_bytes) + " bytes");
+  }
+  Builder builder(text, what, limits);
+  CountingIterator first(text.data(), &builder.consumed);
+  CountingIterator last(text.data() + text.size(), &builder.consumed);
+  bool ok = false;
+  try {
+    ok = nlohmann::json::sax_parse(first, last, &builder);
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(builder.where(builder.consumed), std::string("malformed JSON: ") + e.what());
+  }
+  if (!ok) {
+    throw SpecError(builder.error_path, builder.error_message.empty() ? "malformed JSON" : builder.error_message);
+  }
+  return std::move(builder.root);
+}
+
+std::string describe(const JsonNode& n) {
+  switch (n.kind) {
+    case JsonNode::Kind::null:
+      return "null";
+    case JsonNode::Kind::boolean:
+      return "a bool";
+    case JsonNode::Kind::number:
+      return "a number";
+    case JsonNode::Kind::string:
+      return "a string";
+    case JsonNode::Kind::array:
+      return "a list";
+    case JsonNode::Kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xF];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+bool append_canonical(std::string& out, const JsonNode& n) {
+  switch (n.kind) {
+    case JsonNode::Kind::null:
+      out += "null";
+      return true;
+    case JsonNode::Kind::boolean:
+      out += n.boolean ? "true" : "false";
+      return true;
+    case JsonNode::Kind::number: {
+      // Canonical integers: no leading zeros, no "-0", within the exactly representable range.
+      if (!n.integral || n.text == "-0") return false;
+      try {
+        const long long v = std::stoll(n.text);
+        if (v <= -kExactJsonInt || v >= kExactJsonInt) return false;
+      } catch (const std::exception&) {
+        return false;
+      }
+      out += n.text;
+      return true;
+    }
+    case JsonNode::Kind::string:
+      append_json_string(out, n.text);
+      return true;
+    case JsonNode::Kind::array: {
+      out += '[';
+      for (std::size_t i = 0; i < n.items.size(); ++i) {
+        if (i > 0) out += ',';
+        if (!append_canonical(out, n.items[i])) return false;
+      }
+      out += ']';
+      return true;
+    }
+    case JsonNode::Kind::object: {
+      // Keys sort by UTF-16 code units in RFC 8785; this project only writes ASCII keys, for
+      // which byte order is the same.
+      std::vector<const std::pair<std::string, JsonNode>*> sorted;
+      sorted.reserve(n.members.size());
+      for (const auto& m : n.members) sorted.push_back(&m);
+      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      out += '{';
+      for (std::size_t i = 0; i < sorted.size(); ++i) {
+        if (i > 0) out += ',';
+        append_json_string(out, sorted[i]->first);
+        out += ':';
+        if (!append_canonical(out, sorted[i]->second)) return false;
+      }
+      out += '}';
+      return true;
+    }
+  }
+  return false;
+}
+
+JsonNode value_to_json(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::undefined:
+      return JsonNode{};
+    case Value::Kind::boolean:
+      return JsonNode::make_bool(v.as_bool());
+    case Value::Kind::number: {
+      const Decimal& d = v.as_number();
+      if (d.scale == 0 && d.units > -kExactJsonInt && d.units < kExactJsonInt) return JsonNode::make_integer(d.units);
+      return JsonNode::make_string(d.to_string());
+    }
+    case Value::Kind::string:
+      return JsonNode::make_string(v.as_string());
+    case Value::Kind::list: {
+      JsonNode arr = JsonNode::make_array();
+      for (const auto& item : v.as_list()) arr.push(value_to_json(item));
+      return arr;
+    }
+  }
+  return JsonNode{};
+}
+
+void append_value(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::undefined:
+      out += "null";
+      return;
+    case Value::Kind::boolean:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::number: {
+      const Decimal& d = v.as_number();
+      if (d.scale == 0 && d.units > -kExactJsonInt && d.units < kExactJsonInt) {
+        out += std::to_string(d.units);
+      } else {
+        append_json_string(out, d.to_string());
+      }
+      return;
+    }
+    case Value::Kind::string:
+      append_json_string(out, v.as_string());
+      return;
+    case Value::Kind::list: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v.as_list()) {
+        if (!first) out += ',';
+        first = false;
+        append_value(out, item);
+      }
+      out += ']';
+      return;
+    }
+  }
+}
+
+bool value_from_json(const JsonNode& j, const Type& type, Value& out, std::string& error) {
+  if (j.kind == JsonNode::Kind::null) {
+    out = Value();
+    return true;
+  }
+  switch (type.kind()) {
+    case Type::Kind::boolean:
+      if (j.kind != JsonNode::Kind::boolean) {
+        error = "expected a bool, found " + describe(j);
+        return false;
+      }
+      out = Value::boolean(j.boolean);
+      return true;
+    case Type::Kind::integer:
+    case Type::Kind::decimal: {
+      if (j.kind != JsonNode::Kind::number && j.kind != JsonNode::Kind::string) {
+        error = "expected a number, found " + describe(j);
+        return false;
+      }
+      auto d = Decimal::parse(j.text, &error);
+      if (!d) {
+        error = "`" + j.text + "`: " + error;
+        return false;
+      }
+      out = Value::number(*d);
+      return true;
+    }
+    case Type::Kind::string:
+    case Type::Kind::enumeration:
+      if (j.kind != JsonNode::Kind::string) {
+        error = "expected a string, found " + describe(j);
+        return false;
+      }
+      if (type.kind() == Type::Kind::enumeration && !type.has_enum_value(j.text)) {
+        error = "`" + j.text + "` is not a value of " + type.to_string();
+        return false;
+      }
+      out = Value::string(j.text);
+      return true;
+    case Type::Kind::list: {
+      if (j.kind != JsonNode::Kind::array) {
+        error = "expected a list, found " + describe(j);
+        return false;
+      }
+      Value::List items;
+      for (std::size_t i = 0; i < j.items.size(); ++i) {
+        Value item;
+        if (type.element() == nullptr || j.items[i].kind == JsonNode::Kind::null ||
+            !value_from_json(j.items[i], *type.element(), item, error)) {
+          if (j.items[i].kind == JsonNode::Kind::null) error = "list items cannot be null";
+          error = "item " + std::to_string(i) + ": " + error;
+          return false;
+        }
+        items.push_back(std::move(item));
+      }
+      out = Value::list(std::move(items));
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace clampai::kernel::detail

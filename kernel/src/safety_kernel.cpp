@@ -1,0 +1,718 @@
+// The safety kernel: the checks of the seed documents in their order, atomic commit,
+// rollback by two independent mechanisms, and the hash-chained trace.
+#include "clampai/kernel/safety_kernel.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "clampai/kernel/assert.hpp"
+#include "clampai/kernel/digest.hpp"
+#include "clampai/kernel/error.hpp"
+#include "json.hpp"
+
+namespace clampai::kernel {
+
+namespace {
+
+const std::string kZeroHash(64, '0');
+
+std::int64_t system_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Reason reason(ReasonCode code, std::string subject, std::string message) {
+  return Reason{code, std::move(subject), std::move(message)};
+}
+
+const char* eval_error_text(EvalError e) {
+  return e == EvalError::overflow ? "arithmetic overflow" : "an undefined variable was read";
+}
+
+// Normalises a computed value to a variable's type (numbers to its scale). False on overflow.
+bool normalise(const Type& type, Value& v) {
+  if (v.kind() == Value::Kind::number && type.is_numeric()) {
+    auto r = v.as_number().rescaled(type.scale());
+    if (!r) return false;
+    v = Value::number(*r);
+  } else if (v.kind() == Value::Kind::list && type.element() != nullptr && type.element()->is_numeric()) {
+    Value::List items = v.as_list();
+    for (auto& item : items) {
+      if (!normalise(*type.element(), item)) return false;
+    }
+    v = Value::list(std::move(items));
+  }
+  return true;
+}
+
+// Checks one parameter value against its declaration; returns the normalised value.
+std::optional<Reason> check_param(const Parameter& p, Value& v) {
+  if (v.kind() != Value::Kind::number) {
+    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` must be a number, got " + v.to_string());
+  }
+  auto r = v.as_number().rescaled(p.type.scale());
+  if (!r) {
+    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + v.to_string() + " does not fit " + p.type.to_string());
+  }
+  if (p.min && *r < *p.min) {
+    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + r->to_string() + " is below its minimum " + p.min->to_string());
+  }
+  if (p.max && *r > *p.max) {
+    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + r->to_string() + " is above its maximum " + p.max->to_string());
+  }
+  v = Value::number(*r);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(ReasonCode code) {
+  static constexpr std::string_view kNames[] = {"unknown_action",  "invalid_parameter", "below_min_cost",   "budget_exceeded",
+                                                "step_limit",      "dependency_unmet",  "requires_failed",  "overflow",
+                                                "undefined_value", "bound_violated",    "invariant_violated", "monitoring_violated"};
+  return kNames[static_cast<int>(code)];
+}
+
+bool Decision::has(ReasonCode code) const noexcept {
+  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.code == code; });
+}
+
+bool Decision::has(ReasonCode code, std::string_view subject) const noexcept {
+  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.code == code && r.subject == subject; });
+}
+
+std::string state_digest(const State& state) {
+  std::vector<std::pair<std::string_view, VarId>> order;
+  order.reserve(state.size());
+  for (VarId i = 0; i < state.size(); ++i) order.emplace_back(state.schema().name(i), i);
+  std::sort(order.begin(), order.end());
+  std::string out = "{";
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (k > 0) out += ',';
+    detail::append_json_string(out, order[k].first);
+    out += ':';
+    detail::append_value(out, state.get(order[k].second));
+  }
+  out += '}';
+  return sha256_hex(out);
+}
+
+// What rollback needs to undo one committed action.
+struct SafetyKernel::Undo {
+  std::uint64_t sequence = 0;
+  std::size_t action = 0;
+  Amount cost = 0;
+  State before;
+  State after;
+  std::vector<Value> operands;  // each effect's evaluated value (undefined for delete)
+  std::vector<Value> params;
+};
+
+SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions options)
+    : model_(std::move(model)),
+      options_(std::move(options)),
+      state_(model_->initial_state()),
+      budget_(model_->budget.total),
+      completions_(model_->actions.size(), 0) {
+  if (!options_.clock) options_.clock = system_clock_us;
+  // T3's base case: the kernel refuses to start from a state it could not keep safe.
+  const State& s = state_;
+  const EvalEnv env{&s, nullptr, &s, nullptr};
+  for (const auto& v : model_->variables) {
+    const Value& value = s.get(*model_->schema->find(v.name));
+    if (value.kind() == Value::Kind::number && ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
+      throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds");
+    }
+  }
+  for (const auto& inv : model_->invariants) {
+    if (inv.enforcement != Enforcement::blocking) continue;
+    bool holds = false;
+    if (inv.expr) {
+      const EvalResult r = kernel::evaluate(*inv.expr, env);
+      holds = r.ok() && r.value.as_bool();
+    } else {
+      try {
+        holds = inv.predicate(s);
+      } catch (...) {
+        holds = false;
+      }
+    }
+    if (!holds) throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+  }
+
+  TraceEntry genesis;
+  genesis.kind = EntryKind::genesis;
+  genesis.cost = model_->format_amount(0);
+  genesis.gross = model_->format_amount(0);
+  genesis.net = model_->format_amount(0);
+  genesis.spec = model_->digest;
+  genesis.state = state_digest(state_);
+  std::string line;
+  append_locked(std::move(genesis), options_.writer ? &line : nullptr);
+  if (options_.writer) write_line(0, std::move(line));
+}
+
+SafetyKernel::~SafetyKernel() = default;
+
+std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id, const ParamMap& params) const {
+  const auto index = model_->find_action(action_id);
+  if (!index) return reason(ReasonCode::unknown_action, std::string(action_id), "unknown action `" + std::string(action_id) + "`");
+  const Action& a = model_->actions[*index];
+  for (const auto& [name, _] : params) {
+    const bool known = std::any_of(a.parameters.begin(), a.parameters.end(), [&](const Parameter& p) { return p.name == name; });
+    if (!known) return reason(ReasonCode::invalid_parameter, name, "action `" + a.id + "` has no parameter `" + name + "`");
+  }
+  Proposal p{*index, {}};
+  for (const Parameter& decl : a.parameters) {
+    const auto it = std::find_if(params.begin(), params.end(), [&](const auto& kv) { return kv.first == decl.name; });
+    Value v;
+    if (it != params.end()) {
+      v = it->second;
+    } else if (decl.default_value) {
+      v = Value::number(*decl.default_value);
+    } else {
+      return reason(ReasonCode::invalid_parameter, decl.name, "missing parameter `" + decl.name + "` (it has no default)");
+    }
+    if (auto bad = check_param(decl, v)) return *bad;
+    p.params.push_back(std::move(v));
+  }
+  return p;
+}
+
+Decision SafetyKernel::evaluate(const Proposal& proposal) const {
+  std::lock_guard lock(mutex_);
+  return evaluate_locked(state_, proposal);
+}
+
+Decision SafetyKernel::evaluate(std::string_view action_id, const ParamMap& params) const {
+  auto resolved = resolve(action_id, params);
+  if (auto* r = std::get_if<Reason>(&resolved)) {
+    Decision d;
+    d.reasons.push_back(std::move(*r));
+    return d;
+  }
+  return evaluate(std::get<Proposal>(resolved));
+}
+
+Decision SafetyKernel::evaluate_in(const State& state, const Proposal& proposal) const {
+  if (state.size() != model_->variables.size()) throw InvalidArgument("the state does not have the model's variables");
+  std::lock_guard lock(mutex_);
+  return evaluate_locked(state, proposal);
+}
+
+namespace {
+
+// Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
+// value, or returns the reason it cannot be computed.
+std::optional<Reason> apply_effect(const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& operand, Value& out) {
+  const Variable& var = m.variables[e.variable];
+  const Value& old = pre.state->get(e.variable);
+  auto fail = [&](EvalError err) {
+    return reason(err == EvalError::overflow ? ReasonCode::overflow : ReasonCode::undefined_value,
+                  var.name,
+                  "effect `" + std::string(to_string(e.mode)) + "` on `" + var.name + "`: " + eval_error_text(err));
+  };
+  if (e.mode == EffectMode::del) {
+    out = Value();
+    return std::nullopt;
+  }
+  EvalResult r = kernel::evaluate(*e.value, pre);
+  if (!r.ok()) return fail(r.error);
+  operand = r.value;
+  if (e.mode != EffectMode::set && !old.is_defined()) return fail(EvalError::undefined);
+  switch (e.mode) {
+    case EffectMode::set:
+      out = std::move(r.value);
+      break;
+    case EffectMode::increment:
+    case EffectMode::decrement:
+    case EffectMode::multiply: {
+      const Decimal& a = old.as_number();
+      const Decimal& b = r.value.as_number();
+      const auto n = e.mode == EffectMode::increment   ? checked_add(a, b)
+                     : e.mode == EffectMode::decrement ? checked_sub(a, b)
+                                                       : checked_mul(a, b);
+      if (!n) return fail(EvalError::overflow);
+      out = Value::number(*n);
+      break;
+    }
+    case EffectMode::append: {
+      Value::List items = old.as_list();
+      items.push_back(std::move(r.value));
+      out = Value::list(std::move(items));
+      break;
+    }
+    case EffectMode::remove: {
+      Value::List items = old.as_list();
+      const auto it = std::find(items.begin(), items.end(), r.value);
+      if (it != items.end()) items.erase(it);
+      out = Value::list(std::move(items));
+      break;
+    }
+    case EffectMode::del:
+      break;
+  }
+  if (!normalise(var.type, out)) return fail(EvalError::overflow);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+  Decision d;
+  if (p.action >= model_->actions.size()) {
+    d.reasons.push_back(reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
+    return d;
+  }
+  const Action& a = model_->actions[p.action];
+  d.action = p.action;
+  d.emergency = a.emergency;
+  if (p.params.size() != a.parameters.size()) {
+    d.reasons.push_back(reason(ReasonCode::invalid_parameter, a.id, "action `" + a.id + "` takes " + std::to_string(a.parameters.size()) + " parameters, got " + std::to_string(p.params.size())));
+    return d;
+  }
+  for (std::size_t i = 0; i < p.params.size(); ++i) {
+    Value v = p.params[i];
+    if (auto bad = check_param(a.parameters[i], v)) {
+      d.reasons.push_back(std::move(*bad));
+      return d;
+    }
+  }
+  const EvalEnv pre{&state, nullptr, &state, p.params.data()};
+
+  // Cost (a parameter-dependent cost is evaluated first: every budget check needs it).
+  Amount cost = a.cost;
+  if (a.cost_expr) {
+    const EvalResult r = kernel::evaluate(*a.cost_expr, pre);
+    std::optional<Decimal> scaled;
+    if (r.ok()) scaled = r.value.as_number().rescaled(model_->budget.scale);
+    if (!scaled) {
+      d.reasons.push_back(reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
+      return d;
+    }
+    cost = scaled->units;
+  }
+  d.cost = cost;
+
+  // Check 0: minimum cost (T2's precondition); emergency actions are exempt (T8).
+  if (!a.emergency && cost < model_->budget.min_action_cost) {
+    d.reasons.push_back(reason(ReasonCode::below_min_cost, a.id, "cost " + model_->format_amount(cost) + " is below the minimum action cost " + model_->format_amount(model_->budget.min_action_cost)));
+  }
+  // Check 1: budget (T1).
+  if (!budget_.can_afford(cost)) {
+    d.reasons.push_back(reason(ReasonCode::budget_exceeded, a.id, "cost " + model_->format_amount(cost) + " exceeds the remaining budget " + model_->format_amount(budget_.remaining())));
+  }
+  // Check 2: step limit (T2); emergency actions are exempt (T8).
+  if (!a.emergency && steps_ >= static_cast<std::uint64_t>(model_->budget.step_limit)) {
+    d.reasons.push_back(reason(ReasonCode::step_limit, a.id, "the step limit " + std::to_string(model_->budget.step_limit) + " is reached"));
+  }
+  // Dependencies; emergency actions are exempt (T8).
+  if (!a.emergency) {
+    for (auto dep : a.dependencies) {
+      if (completions_[dep] == 0) {
+        d.reasons.push_back(reason(ReasonCode::dependency_unmet, model_->actions[dep].id, "`" + a.id + "` depends on `" + model_->actions[dep].id + "`, which has not completed"));
+      }
+    }
+  }
+  // The guard, on the pre-action state.
+  if (a.guard) {
+    const EvalResult r = kernel::evaluate(*a.guard, pre);
+    if (!r.ok()) {
+      d.reasons.push_back(reason(ReasonCode::requires_failed, a.id, "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(r.error)));
+    } else if (!r.value.as_bool()) {
+      d.reasons.push_back(reason(ReasonCode::requires_failed, a.id, "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
+    }
+  }
+  // Simulate: every effect reads the pre-action state; nothing is committed.
+  bool simulated = true;
+  d.changes.reserve(a.effects.size());
+  for (const Effect& e : a.effects) {
+    Value operand;
+    Value out;
+    if (auto bad = apply_effect(*model_, e, pre, operand, out)) {
+      d.reasons.push_back(std::move(*bad));
+      simulated = false;
+      continue;
+    }
+    d.changes.emplace_back(e.variable, std::move(out));
+  }
+  if (simulated) {
+    for (const auto& [id, v] : d.changes) {
+      const Variable& var = model_->variables[id];
+      if (v.kind() == Value::Kind::number) {
+        if (var.min && v.as_number() < *var.min) {
+          d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would be " + v.to_string() + ", below its minimum " + var.min->to_string()));
+        } else if (var.max && v.as_number() > *var.max) {
+          d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would be " + v.to_string() + ", above its maximum " + var.max->to_string()));
+        }
+      } else if (v.kind() == Value::Kind::list && var.max_length && static_cast<std::int64_t>(v.as_list().size()) > *var.max_length) {
+        d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would have " + std::to_string(v.as_list().size()) + " items, more than its maximum length " + std::to_string(*var.max_length)));
+      }
+    }
+    // Invariants on the simulated post-state (T3). Expressions read the pre-state patched by
+    // the changes, so no state is built unless a native predicate needs one.
+    const EvalEnv post{&state, &d.changes, &state, p.params.data()};
+    std::optional<State> post_state;
+    for (const Invariant& inv : model_->invariants) {
+      bool holds = false;
+      std::string why;
+      if (inv.expr) {
+        const EvalResult r = kernel::evaluate(*inv.expr, post);
+        holds = r.ok() && r.value.as_bool();
+        if (!r.ok()) why = std::string(" (") + eval_error_text(r.error) + ")";
+      } else {
+        if (!post_state) post_state = state.with(d.changes);
+        try {
+          holds = inv.predicate(*post_state);
+        } catch (...) {
+          holds = false;
+          why = " (the predicate threw)";
+        }
+      }
+      if (holds) continue;
+      std::string message = "invariant `" + inv.name + "` would be violated" + why;
+      if (!inv.description.empty()) message += ": " + inv.description;
+      if (!inv.suggestion.empty()) message += " (suggestion: " + inv.suggestion + ")";
+      if (inv.enforcement == Enforcement::blocking) {
+        d.reasons.push_back(reason(ReasonCode::invariant_violated, inv.name, std::move(message)));
+      } else {
+        d.warnings.push_back(reason(ReasonCode::monitoring_violated, inv.name, std::move(message)));
+      }
+    }
+  }
+  d.approved = d.reasons.empty();
+  return d;
+}
+
+TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {
+  entry.sequence = trace_.size();
+  entry.prev = trace_.empty() ? kZeroHash : trace_.back().hash;
+  entry.step = steps_;
+  entry.emergency_steps = emergency_steps_;
+  entry.gross = model_->format_amount(budget_.gross());
+  entry.net = model_->format_amount(budget_.net());
+  entry.time_us = options_.clock();
+  entry.hash = entry.compute_hash();
+  if (line != nullptr) *line = entry.to_json_line();
+  // INVARIANT (chain): prev is the hash of the entry before.
+  trace_.push_back(std::move(entry));
+  return trace_.back();
+}
+
+void SafetyKernel::write_line(std::uint64_t sequence, std::string line) { options_.writer->write(sequence, std::move(line)); }
+
+namespace {
+std::vector<std::pair<std::string, Value>> named(const TaskModel& m, const std::vector<std::pair<VarId, Value>>& changes) {
+  std::vector<std::pair<std::string, Value>> out;
+  out.reserve(changes.size());
+  for (const auto& [id, v] : changes) out.emplace_back(m.variables[id].name, v);
+  return out;
+}
+std::vector<std::pair<std::string, Value>> named_params(const Action& a, const std::vector<Value>& params) {
+  std::vector<std::pair<std::string, Value>> out;
+  for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i) out.emplace_back(a.parameters[i].name, params[i]);
+  return out;
+}
+}  // namespace
+
+Outcome SafetyKernel::execute(const Proposal& proposal) {
+  std::string line;
+  std::uint64_t sequence = 0;
+  std::optional<Outcome> outcome;
+  {
+    std::lock_guard lock(mutex_);
+    if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+    Decision d = evaluate_locked(state_, proposal);
+    const bool traced = d.approved || options_.record_rejections;
+    if (!d.approved) {
+      if (traced) {
+        TraceEntry entry;
+        entry.kind = EntryKind::rejected;
+        if (proposal.action < model_->actions.size()) {
+          const Action& a = model_->actions[proposal.action];
+          entry.action = a.id;
+          entry.params = named_params(a, proposal.params);
+        }
+        entry.cost = model_->format_amount(d.cost);
+        entry.emergency = d.emergency;
+        entry.reasons = d.reasons;
+        entry.warnings = d.warnings;
+        sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
+      }
+      outcome = Outcome{std::move(d), std::nullopt, state_};
+    } else {
+      const Action& a = model_->actions[proposal.action];
+      // Everything that can fail (allocation) happens before the first mutation (T5).
+      State next = state_.with(d.changes);
+      Undo undo{0, proposal.action, d.cost, state_, next, {}, proposal.params};
+      const EvalEnv pre{&state_, nullptr, &state_, proposal.params.data()};
+      for (const Effect& e : a.effects) {
+        Value operand;
+        if (e.value) operand = kernel::evaluate(*e.value, pre).value;
+        undo.operands.push_back(std::move(operand));
+      }
+      TraceEntry entry;
+      entry.kind = EntryKind::executed;
+      entry.action = a.id;
+      entry.params = named_params(a, proposal.params);
+      entry.changes = named(*model_, d.changes);
+      entry.cost = model_->format_amount(d.cost);
+      entry.emergency = a.emergency;
+      entry.warnings = d.warnings;
+      trace_.reserve(trace_.size() + 1);
+      undo_.reserve(undo_.size() + 1);
+
+      // Commit. INVARIANT (budget-safe), (step-bound), (state-valid), (chain).
+      budget_.charge(d.cost);  // cannot throw: can_afford held under this lock
+      if (a.emergency) {
+        ++emergency_steps_;
+      } else {
+        ++steps_;
+      }
+      ++completions_[proposal.action];
+      state_ = std::move(next);
+      const TraceEntry& appended = append_locked(std::move(entry), options_.writer ? &line : nullptr);
+      sequence = appended.sequence;
+      undo.sequence = sequence;
+      undo_.push_back(std::move(undo));
+      outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, undo_.back().cost}, state_};
+    }
+    if (!traced) return std::move(*outcome);
+  }
+  if (options_.writer) write_line(sequence, std::move(line));
+  return std::move(*outcome);
+}
+
+Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params) {
+  auto resolved = resolve(action_id, params);
+  if (auto* r = std::get_if<Reason>(&resolved)) {
+    // Unknown actions and bad parameters are rejections like any other (T5: nothing changes).
+    Decision d;
+    d.reasons.push_back(std::move(*r));
+    std::string line;
+    std::uint64_t sequence = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+      if (!options_.record_rejections) return Outcome{std::move(d), std::nullopt, state_};
+      TraceEntry entry;
+      entry.kind = EntryKind::rejected;
+      entry.action = std::string(action_id);
+      entry.params = params;
+      entry.cost = model_->format_amount(0);
+      entry.reasons = d.reasons;
+      sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
+    }
+    if (options_.writer) write_line(sequence, std::move(line));
+    return Outcome{std::move(d), std::nullopt, state()};
+  }
+  return execute(std::get<Proposal>(resolved));
+}
+
+Outcome SafetyKernel::rollback(const Receipt& receipt) {
+  std::string line;
+  std::uint64_t sequence = 0;
+  Decision undone;
+  std::optional<State> after;
+  {
+    std::lock_guard lock(mutex_);
+    if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can be rolled back after the seal");
+    if (undo_.empty()) throw InvalidArgument("nothing to roll back: no committed action is in effect");
+    const Undo& u = undo_.back();
+    if (receipt.sequence != u.sequence) {
+      throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                            ": the state is not the one it produced (the most recent action still in effect is entry " + std::to_string(u.sequence) +
+                            "; roll back in reverse order)");
+    }
+    const Action& a = model_->actions[u.action];
+    if (!a.reversible) throw InvalidArgument("action `" + a.id + "` is declared irreversible and cannot be rolled back");
+    CLAMPAI_ALWAYS_ASSERT(state_ == u.after);
+
+    // Mechanism 1: the algebraic inverse of each declared effect.
+    std::vector<std::pair<VarId, Value>> inverse;
+    for (std::size_t i = 0; i < a.effects.size(); ++i) {
+      const Effect& e = a.effects[i];
+      const Value& now = u.after.get(e.variable);
+      if (e.mode == EffectMode::increment || e.mode == EffectMode::decrement) {
+        const auto r = e.mode == EffectMode::increment ? checked_sub(now.as_number(), u.operands[i].as_number())
+                                                       : checked_add(now.as_number(), u.operands[i].as_number());
+        CLAMPAI_ALWAYS_ASSERT(r.has_value());
+        Value v = Value::number(*r);
+        CLAMPAI_ALWAYS_ASSERT(normalise(model_->variables[e.variable].type, v));
+        inverse.emplace_back(e.variable, std::move(v));
+      } else {
+        // set, multiply, append, remove, delete: restore the old value (set(old)).
+        inverse.emplace_back(e.variable, u.before.get(e.variable));
+      }
+    }
+    State restored = u.after.with(inverse);
+    // Mechanism 2: the inverse from the state difference.
+    std::vector<std::pair<VarId, Value>> by_diff;
+    for (VarId id : u.before.diff(u.after)) by_diff.emplace_back(id, u.before.get(id));
+    const State restored_by_diff = u.after.with(by_diff);
+    // T7: both mechanisms give exactly the pre-action state.
+    CLAMPAI_ALWAYS_ASSERT(restored == u.before);
+    CLAMPAI_ALWAYS_ASSERT(restored_by_diff == u.before);
+
+    TraceEntry entry;
+    entry.kind = EntryKind::rolled_back;
+    entry.action = a.id;
+    entry.params = named_params(a, u.params);
+    entry.changes = named(*model_, inverse);
+    entry.cost = model_->format_amount(u.cost);
+    entry.emergency = a.emergency;
+    trace_.reserve(trace_.size() + 1);
+
+    budget_.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
+    --completions_[u.action];
+    state_ = u.before;
+    undone.approved = true;
+    undone.action = u.action;
+    undone.cost = u.cost;
+    undone.emergency = a.emergency;
+    undone.changes = std::move(inverse);
+    undo_.pop_back();
+    sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
+    after = state_;
+  }
+  if (options_.writer) write_line(sequence, std::move(line));
+  return Outcome{std::move(undone), std::nullopt, std::move(*after)};
+}
+
+TraceEntry SafetyKernel::seal() {
+  std::string line;
+  TraceEntry sealed;
+  {
+    std::lock_guard lock(mutex_);
+    if (sealed_) throw InvalidArgument("the trace is already sealed");
+    TraceEntry entry;
+    entry.kind = EntryKind::sealed;
+    entry.cost = model_->format_amount(0);
+    entry.state = state_digest(state_);
+    sealed = append_locked(std::move(entry), options_.writer ? &line : nullptr);
+    sealed_ = true;
+  }
+  if (options_.writer) {
+    write_line(sealed.sequence, std::move(line));
+    options_.writer->close();
+  }
+  return sealed;
+}
+
+State SafetyKernel::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+BudgetController SafetyKernel::budget() const {
+  std::lock_guard lock(mutex_);
+  return budget_;
+}
+
+std::uint64_t SafetyKernel::steps() const {
+  std::lock_guard lock(mutex_);
+  return steps_;
+}
+
+std::uint64_t SafetyKernel::emergency_steps() const {
+  std::lock_guard lock(mutex_);
+  return emergency_steps_;
+}
+
+std::uint64_t SafetyKernel::completions(std::size_t index) const {
+  std::lock_guard lock(mutex_);
+  return completions_.at(index);
+}
+
+bool SafetyKernel::goal_reached() const {
+  if (!model_->goal) return false;
+  const State s = state();
+  const EvalResult r = kernel::evaluate(*model_->goal, EvalEnv{&s, nullptr, &s, nullptr});
+  return r.ok() && r.value.as_bool();
+}
+
+bool SafetyKernel::is_sealed() const {
+  std::lock_guard lock(mutex_);
+  return sealed_;
+}
+
+std::vector<TraceEntry> SafetyKernel::trace() const {
+  std::lock_guard lock(mutex_);
+  return trace_;
+}
+
+TraceCheck SafetyKernel::verify_trace() const { return verify_chain(trace(), /*allow_unsealed=*/true); }
+
+std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<const TaskModel> model,
+                                                                const std::vector<TraceEntry>& entries,
+                                                                State* final_state) {
+  using Mismatch = std::pair<std::size_t, std::string>;
+  if (entries.empty() || entries[0].kind != EntryKind::genesis) return Mismatch{0, "the trace does not start with a genesis entry"};
+  if (entries[0].spec != model->digest) {
+    return Mismatch{0, "the trace was written for another spec (digest " + entries[0].spec.substr(0, 12) + "..., this spec is " + model->digest.substr(0, 12) + "...)"};
+  }
+  SafetyKernel kernel(model);
+  if (entries[0].state != state_digest(kernel.state())) return Mismatch{0, "the initial state differs from the spec's"};
+  std::vector<Receipt> receipts;
+  auto text = [](const std::vector<std::pair<std::string, Value>>& values) {
+    std::vector<std::pair<std::string, Value>> sorted = values;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string out;
+    for (const auto& [k, v] : sorted) {
+      out += k + "=";
+      detail::append_value(out, v);
+      out += ";";
+    }
+    return out;
+  };
+  for (std::size_t i = 1; i < entries.size(); ++i) {
+    const TraceEntry& e = entries[i];
+    ParamMap params;
+    for (const auto& [name, v] : e.params) {
+      Value value = v;
+      if (v.kind() == Value::Kind::string) {
+        auto d = Decimal::parse(v.as_string());
+        if (!d) return Mismatch{i, "parameter `" + name + "` is not a number"};
+        value = Value::number(*d);
+      }
+      params.emplace_back(name, std::move(value));
+    }
+    switch (e.kind) {
+      case EntryKind::genesis:
+        return Mismatch{i, "a second genesis entry"};
+      case EntryKind::executed: {
+        Outcome o = kernel.execute(e.action, params);
+        if (!o.decision.approved) return Mismatch{i, "`" + e.action + "` is rejected on replay"};
+        if (text(e.changes) != text(named(*model, o.decision.changes))) return Mismatch{i, "`" + e.action + "` changes other values on replay"};
+        if (e.cost != model->format_amount(o.decision.cost)) return Mismatch{i, "`" + e.action + "` costs " + model->format_amount(o.decision.cost) + " on replay"};
+        receipts.push_back(*o.receipt);
+        break;
+      }
+      case EntryKind::rejected: {
+        const Decision d = kernel.evaluate(e.action, params);
+        if (d.approved) return Mismatch{i, "`" + e.action + "` was recorded as rejected but is approved on replay"};
+        break;
+      }
+      case EntryKind::rolled_back: {
+        if (receipts.empty()) return Mismatch{i, "a rollback with nothing to roll back"};
+        try {
+          Outcome o = kernel.rollback(receipts.back());
+          if (text(e.changes) != text(named(*model, o.decision.changes))) return Mismatch{i, "the rollback restores other values on replay"};
+        } catch (const InvalidArgument& err) {
+          return Mismatch{i, err.what()};
+        }
+        receipts.pop_back();
+        break;
+      }
+      case EntryKind::sealed:
+        if (e.state != state_digest(kernel.state())) return Mismatch{i, "the final state differs from the sealed one"};
+        break;
+    }
+    if (e.step != kernel.steps() || e.emergency_steps != kernel.emergency_steps()) return Mismatch{i, "step counters differ on replay"};
+    const BudgetController b = kernel.budget();
+    if (e.gross != model->format_amount(b.gross()) || e.net != model->format_amount(b.net())) return Mismatch{i, "budget differs on replay"};
+  }
+  if (final_state != nullptr) *final_state = kernel.state();
+  return std::nullopt;
+}
+
+}  // namespace clampai::kernel

@@ -1,0 +1,400 @@
+// Task spec JSON -> TaskDecl: structure only; build_model checks meaning.
+#include "clampai/kernel/spec_loader.hpp"
+
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+
+#include "clampai/kernel/error.hpp"
+#include "json.hpp"
+
+namespace clampai::kernel {
+namespace {
+
+using detail::JsonNode;
+using Kind = JsonNode::Kind;
+
+constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
+
+std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+std::string at_index(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+SourceLoc loc(const JsonNode& n) { return SourceLoc{n.line, n.column}; }
+
+void expect_kind(const JsonNode& n, Kind kind, const std::string& path) {
+  if (n.kind != kind) {
+    JsonNode probe;
+    probe.kind = kind;
+    throw SpecError(path, "expected " + detail::describe(probe) + ", found " + detail::describe(n));
+  }
+}
+
+// Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
+void allow_keys(const JsonNode& obj, const std::string& path, std::initializer_list<std::string_view> allowed) {
+  for (const auto& [key, _] : obj.members) {
+    bool ok = false;
+    for (auto a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw SpecError(join(path, key), "unknown key `" + key + "` (expected one of: " + list + ")");
+    }
+  }
+}
+
+const JsonNode& required(const JsonNode& obj, const std::string& path, const char* key) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) throw SpecError(path, std::string("missing `") + key + "`");
+  return *n;
+}
+
+std::string get_string(const JsonNode& obj, const std::string& path, const char* key, std::string fallback = "") {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) return fallback;
+  expect_kind(*n, Kind::string, join(path, key));
+  return n->text;
+}
+
+bool get_bool(const JsonNode& obj, const std::string& path, const char* key, bool fallback) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) return fallback;
+  expect_kind(*n, Kind::boolean, join(path, key));
+  return n->boolean;
+}
+
+std::int64_t get_count(const JsonNode& n, const std::string& path) {
+  if (n.kind != Kind::number || !n.integral) throw SpecError(path, "expected a whole number, found " + (n.kind == Kind::number ? "`" + n.text + "`" : detail::describe(n)));
+  try {
+    const long long v = std::stoll(n.text);
+    if (v < 0) throw SpecError(path, "must not be negative, got " + n.text);
+    return v;
+  } catch (const std::out_of_range&) {
+    throw SpecError(path, "`" + n.text + "` is out of range");
+  }
+}
+
+// A number given as a JSON number (exact text) or a decimal string.
+Decimal get_decimal(const JsonNode& n, const std::string& path) {
+  if (n.kind != Kind::number && n.kind != Kind::string) throw SpecError(path, "expected a number, found " + detail::describe(n));
+  std::string err;
+  auto d = Decimal::parse(n.text, &err);
+  if (!d) throw SpecError(path, "`" + n.text + "`: " + err);
+  return *d;
+}
+
+std::optional<Decimal> opt_decimal(const JsonNode& obj, const std::string& path, const char* key) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) return std::nullopt;
+  return get_decimal(*n, join(path, key));
+}
+
+Type parse_type(const JsonNode& n, const std::string& path, bool allow_list) {
+  std::string name;
+  const JsonNode* obj = nullptr;
+  if (n.kind == Kind::string) {
+    name = n.text;
+  } else if (n.kind == Kind::object) {
+    obj = &n;
+    name = get_string(n, path, "type");
+    if (name.empty()) throw SpecError(path, "missing `type`");
+  } else {
+    throw SpecError(path, "expected a type name or an object, found " + detail::describe(n));
+  }
+  const std::string tpath = n.kind == Kind::string ? path : join(path, "type");
+  auto int_field = [&](const char* key, std::int64_t fallback) -> std::int64_t {
+    const JsonNode* f = obj ? obj->find(key) : nullptr;
+    return f ? get_count(*f, join(path, key)) : fallback;
+  };
+  try {
+    if (name == "bool") return Type::boolean();
+    if (name == "int") return Type::integer();
+    if (name == "string") return Type::string();
+    if (name == "decimal") {
+      const std::int64_t scale = int_field("scale", -1);
+      if (scale < 0) throw SpecError(join(path, "scale"), "a decimal needs a `scale` (digits after the point)");
+      if (scale > max_scale) throw SpecError(join(path, "scale"), "must be at most 18, got " + std::to_string(scale));
+      return Type::decimal(static_cast<int>(scale));
+    }
+    if (name == "enum") {
+      const JsonNode* vs = obj ? obj->find("values") : nullptr;
+      if (vs == nullptr) throw SpecError(path, "an enum needs `values`");
+      expect_kind(*vs, Kind::array, join(path, "values"));
+      std::vector<std::string> values;
+      for (std::size_t i = 0; i < vs->items.size(); ++i) {
+        expect_kind(vs->items[i], Kind::string, at_index(join(path, "values"), i));
+        values.push_back(vs->items[i].text);
+      }
+      try {
+        return Type::enumeration(std::move(values));
+      } catch (const InvalidArgument& e) {
+        throw SpecError(join(path, "values"), e.what());
+      }
+    }
+    if (name == "list") {
+      if (!allow_list) throw SpecError(tpath, "lists of lists are not supported");
+      const JsonNode* el = obj ? obj->find("element") : nullptr;
+      if (el == nullptr) throw SpecError(path, "a list needs an `element` type");
+      return Type::list(parse_type(*el, join(path, "element"), false));
+    }
+  } catch (const InvalidArgument& e) {
+    throw SpecError(path, e.what());
+  }
+  throw SpecError(tpath, "unknown type `" + name + "` (expected bool, int, decimal, string, enum or list)");
+}
+
+// Renders a JSON literal given where an expression is expected as expression source.
+std::string literal_source(const JsonNode& n, const std::string& path) {
+  switch (n.kind) {
+    case Kind::string:
+      return n.text;  // an expression
+    case Kind::number:
+      get_decimal(n, path);  // reject what the expression language could not read back
+      return n.text;
+    case Kind::boolean:
+      return n.boolean ? "true" : "false";
+    case Kind::array: {
+      std::string s = "[";
+      for (std::size_t i = 0; i < n.items.size(); ++i) {
+        const JsonNode& item = n.items[i];
+        if (i > 0) s += ", ";
+        if (item.kind == Kind::string) {
+          s += "'";
+          for (char c : item.text) {
+            if (c == '\'' || c == '\\') s += '\\';
+            s += c;
+          }
+          s += "'";
+        } else if (item.kind == Kind::number || item.kind == Kind::boolean) {
+          s += literal_source(item, at_index(path, i));
+        } else {
+          throw SpecError(at_index(path, i), "list items must be strings, numbers or bools, found " + detail::describe(item));
+        }
+      }
+      return s + "]";
+    }
+    default:
+      throw SpecError(path, "expected an expression (a string), a number, a bool or a list, found " + detail::describe(n));
+  }
+}
+
+Value literal_value(const JsonNode& n, const Type& type, const std::string& path) {
+  Value v;
+  std::string err;
+  if (!detail::value_from_json(n, type, v, err)) throw SpecError(path, err);
+  return v;
+}
+
+VariableDecl parse_variable(const std::string& name, const JsonNode& n, const std::string& path) {
+  expect_kind(n, Kind::object, path);
+  allow_keys(n, path, {"type", "scale", "values", "element", "initial", "min", "max", "max_length", "optional", "description"});
+  VariableDecl v;
+  v.name = name;
+  v.loc = loc(n);
+  v.type = parse_type(n, path, true);
+  v.optional = get_bool(n, path, "optional", false);
+  if (const JsonNode* init = n.find("initial")) {
+    v.initial = literal_value(*init, v.type, join(path, "initial"));
+  } else if (!v.optional) {
+    throw SpecError(path, "missing `initial`");
+  }
+  v.min = opt_decimal(n, path, "min");
+  v.max = opt_decimal(n, path, "max");
+  if (const JsonNode* ml = n.find("max_length")) v.max_length = get_count(*ml, join(path, "max_length"));
+  return v;
+}
+
+ParameterDecl parse_parameter(const std::string& name, const JsonNode& n, const std::string& path) {
+  expect_kind(n, Kind::object, path);
+  allow_keys(n, path, {"type", "scale", "min", "max", "default", "description"});
+  ParameterDecl p;
+  p.name = name;
+  p.type = parse_type(n, path, false);
+  p.min = opt_decimal(n, path, "min");
+  p.max = opt_decimal(n, path, "max");
+  p.default_value = opt_decimal(n, path, "default");
+  return p;
+}
+
+ActionDecl parse_action(const JsonNode& n, const std::string& path) {
+  expect_kind(n, Kind::object, path);
+  allow_keys(n, path, {"id", "name", "description", "cost", "reversible", "parameters", "requires", "effects"});
+  ActionDecl a;
+  a.loc = loc(n);
+  const JsonNode& id = required(n, path, "id");
+  expect_kind(id, Kind::string, join(path, "id"));
+  a.id = id.text;
+  a.name = get_string(n, path, "name");
+  a.description = get_string(n, path, "description");
+  const JsonNode& cost = required(n, path, "cost");
+  if (cost.kind == Kind::number) {
+    get_decimal(cost, join(path, "cost"));
+    a.cost = cost.text;
+  } else if (cost.kind == Kind::string) {
+    a.cost = cost.text;
+  } else {
+    throw SpecError(join(path, "cost"), "expected a number or an expression, found " + detail::describe(cost));
+  }
+  a.reversible = get_bool(n, path, "reversible", true);
+  if (const JsonNode* ps = n.find("parameters")) {
+    const std::string ppath = join(path, "parameters");
+    expect_kind(*ps, Kind::object, ppath);
+    for (const auto& [name, p] : ps->members) a.parameters.push_back(parse_parameter(name, p, join(ppath, name)));
+  }
+  a.guard = get_string(n, path, "requires");
+  if (n.find("requires") != nullptr && a.guard.empty()) throw SpecError(join(path, "requires"), "empty expression");
+  if (const JsonNode* es = n.find("effects")) {
+    const std::string epath = join(path, "effects");
+    expect_kind(*es, Kind::array, epath);
+    for (std::size_t i = 0; i < es->items.size(); ++i) {
+      const JsonNode& e = es->items[i];
+      const std::string p = at_index(epath, i);
+      expect_kind(e, Kind::object, p);
+      allow_keys(e, p, {"variable", "mode", "value"});
+      EffectDecl eff;
+      const JsonNode& var = required(e, p, "variable");
+      expect_kind(var, Kind::string, join(p, "variable"));
+      eff.variable = var.text;
+      const JsonNode& mode = required(e, p, "mode");
+      expect_kind(mode, Kind::string, join(p, "mode"));
+      const auto m = parse_effect_mode(mode.text);
+      if (!m) throw SpecError(join(p, "mode"), "unknown mode `" + mode.text + "` (expected set, increment, decrement, multiply, append, remove or delete)");
+      eff.mode = *m;
+      if (const JsonNode* v = e.find("value")) {
+        eff.value = literal_source(*v, join(p, "value"));
+        if (eff.value.empty()) throw SpecError(join(p, "value"), "empty expression");
+      }
+      a.effects.push_back(std::move(eff));
+    }
+  }
+  return a;
+}
+
+InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
+  expect_kind(n, Kind::object, path);
+  allow_keys(n, path, {"name", "check", "enforcement", "description", "suggestion"});
+  InvariantDecl inv;
+  inv.loc = loc(n);
+  const JsonNode& name = required(n, path, "name");
+  expect_kind(name, Kind::string, join(path, "name"));
+  inv.name = name.text;
+  const JsonNode& check = required(n, path, "check");
+  expect_kind(check, Kind::string, join(path, "check"));
+  if (check.text.empty()) throw SpecError(join(path, "check"), "empty expression");
+  inv.expression = check.text;
+  const std::string enforcement = get_string(n, path, "enforcement", "blocking");
+  if (enforcement == "blocking") {
+    inv.enforcement = Enforcement::blocking;
+  } else if (enforcement == "monitoring") {
+    inv.enforcement = Enforcement::monitoring;
+  } else {
+    throw SpecError(join(path, "enforcement"), "unknown enforcement `" + enforcement + "` (expected blocking or monitoring)");
+  }
+  inv.description = get_string(n, path, "description");
+  inv.suggestion = get_string(n, path, "suggestion");
+  return inv;
+}
+
+}  // namespace
+
+TaskDecl parse_spec(std::string_view json_text) {
+  const JsonNode root = detail::parse_json(json_text, "spec", detail::JsonLimits{kMaxFileBytes, 64, 64 * 1024});
+  expect_kind(root, Kind::object, "");
+  allow_keys(root, "", {"$schema", "name", "description", "goal", "variables", "actions", "invariants", "budget", "emergency_actions", "dependencies"});
+  TaskDecl t;
+  t.name = get_string(root, "", "name");
+  if (const JsonNode* g = root.find("goal")) {
+    if (g->kind == Kind::string) {
+      t.goal = g->text;
+    } else {
+      expect_kind(*g, Kind::object, "goal");
+      allow_keys(*g, "goal", {"description", "check"});
+      t.goal_description = get_string(*g, "goal", "description");
+      t.goal = get_string(*g, "goal", "check");
+    }
+    if (t.goal.empty()) throw SpecError("goal", "empty expression");
+  }
+  const JsonNode& vars = required(root, "", "variables");
+  expect_kind(vars, Kind::object, "variables");
+  for (const auto& [name, v] : vars.members) t.variables.push_back(parse_variable(name, v, join("variables", name)));
+  const JsonNode& acts = required(root, "", "actions");
+  expect_kind(acts, Kind::array, "actions");
+  for (std::size_t i = 0; i < acts.items.size(); ++i) t.actions.push_back(parse_action(acts.items[i], at_index("actions", i)));
+  if (const JsonNode* invs = root.find("invariants")) {
+    expect_kind(*invs, Kind::array, "invariants");
+    for (std::size_t i = 0; i < invs->items.size(); ++i) t.invariants.push_back(parse_invariant(invs->items[i], at_index("invariants", i)));
+  }
+  const JsonNode& budget = required(root, "", "budget");
+  expect_kind(budget, Kind::object, "budget");
+  allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps"});
+  t.budget.total = get_decimal(required(budget, "budget", "total"), "budget.total");
+  t.budget.min_action_cost = get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
+  if (const JsonNode* s = budget.find("scale")) {
+    const std::int64_t scale = get_count(*s, "budget.scale");
+    if (scale > 9) throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(scale));
+    t.budget.scale = static_cast<int>(scale);
+  }
+  if (const JsonNode* m = budget.find("max_steps")) t.budget.max_steps = get_count(*m, "budget.max_steps");
+  if (const JsonNode* em = root.find("emergency_actions")) {
+    expect_kind(*em, Kind::array, "emergency_actions");
+    for (std::size_t i = 0; i < em->items.size(); ++i) {
+      expect_kind(em->items[i], Kind::string, at_index("emergency_actions", i));
+      t.emergency_actions.push_back(em->items[i].text);
+    }
+  }
+  if (const JsonNode* deps = root.find("dependencies")) {
+    expect_kind(*deps, Kind::object, "dependencies");
+    for (const auto& [action, list] : deps->members) {
+      const std::string p = join("dependencies", action);
+      expect_kind(list, Kind::array, p);
+      std::vector<std::string> ds;
+      for (std::size_t i = 0; i < list.items.size(); ++i) {
+        expect_kind(list.items[i], Kind::string, at_index(p, i));
+        ds.push_back(list.items[i].text);
+      }
+      t.dependencies.emplace_back(action, std::move(ds));
+    }
+  }
+  return t;
+}
+
+std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) { return build_model(parse_spec(json_text)); }
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read `" + path + "`");
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size > static_cast<std::streamoff>(kMaxFileBytes)) throw Error("`" + path + "` is larger than 16 MiB");
+  in.seekg(0);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error("cannot read `" + path + "`");
+  return ss.str();
+}
+
+std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) { return load_spec(read_text_file(path)); }
+
+State parse_state(const TaskModel& model, std::string_view json_text) {
+  const JsonNode root = detail::parse_json(json_text, "state");
+  expect_kind(root, Kind::object, "");
+  std::vector<std::pair<VarId, Value>> changes;
+  for (const auto& [name, node] : root.members) {
+    const auto id = model.schema->find(name);
+    if (!id) throw SpecError(name, "unknown variable `" + name + "`");
+    const Variable& var = model.variables[*id];
+    Value v;
+    std::string err;
+    if (!detail::value_from_json(node, var.type, v, err)) throw SpecError(name, err);
+    if (!v.is_defined() && !var.optional) throw SpecError(name, "`" + name + "` is not optional and cannot be null");
+    if (v.kind() == Value::Kind::number) {
+      auto r = v.as_number().rescaled(var.type.scale());
+      if (!r) throw SpecError(name, v.to_string() + " does not fit " + var.type.to_string());
+      v = Value::number(*r);
+    }
+    changes.emplace_back(*id, std::move(v));
+  }
+  return model.initial_state().with(changes);
+}
+
+}  // namespace clampai::kernel
