@@ -23,14 +23,19 @@ struct Common {
 };
 
 void add_format(CLI::App* cmd, Common& common) {
-  cmd->add_option("--format", common.format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->add_option("--format", common.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 }
 
 std::string type_of(const ck::Variable& v) { return v.type.to_string() + (v.optional ? "?" : ""); }
 
 json reasons_json(const std::vector<ck::Reason>& reasons) {
   json arr = json::array();
-  for (const auto& r : reasons) arr.push_back({{"code", std::string(ck::to_string(r.code))}, {"subject", r.subject}, {"message", r.message}});
+  for (const auto& r : reasons)
+    arr.push_back({{"code", std::string(ck::to_string(r.code))},
+                   {"subject", r.subject},
+                   {"message", r.message}});
   return arr;
 }
 
@@ -40,20 +45,23 @@ int cmd_check(const std::string& path, const Common& common) {
   const auto model = ck::load_spec_file(path);
   ck::SafetyKernel kernel(model);  // refuses an initial state that breaks a blocking invariant
   std::size_t blocking = 0;
-  for (const auto& inv : model->invariants) blocking += inv.enforcement == ck::Enforcement::blocking;
+  for (const auto& inv : model->invariants)
+    blocking += inv.enforcement == ck::Enforcement::blocking;
   if (common.format == "json") {
     json j;
     j["spec"] = path;
     j["name"] = model->name;
     j["digest"] = model->digest;
     j["variables"] = json::array();
-    for (const auto& v : model->variables) j["variables"].push_back({{"name", v.name}, {"type", type_of(v)}});
+    for (const auto& v : model->variables)
+      j["variables"].push_back({{"name", v.name}, {"type", type_of(v)}});
     j["actions"] = json::array();
     for (const auto& a : model->actions) {
-      j["actions"].push_back({{"id", a.id},
-                              {"cost", a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost)},
-                              {"parameters", a.parameters.size()},
-                              {"emergency", a.emergency}});
+      j["actions"].push_back(
+          {{"id", a.id},
+           {"cost", a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost)},
+           {"parameters", a.parameters.size()},
+           {"emergency", a.emergency}});
     }
     j["invariants"] = {{"blocking", blocking}, {"monitoring", model->invariants.size() - blocking}};
     j["budget"] = {{"total", model->format_amount(model->budget.total)},
@@ -69,12 +77,17 @@ int cmd_check(const std::string& path, const Common& common) {
   for (const auto& v : model->variables) std::cout << " " << v.name << ":" << type_of(v);
   std::cout << "\n  actions     " << model->actions.size() << ":";
   for (const auto& a : model->actions) {
-    std::cout << " " << a.id << "(" << (a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost)) << (a.emergency ? ", emergency" : "") << ")";
+    std::cout << " " << a.id << "("
+              << (a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost))
+              << (a.emergency ? ", emergency" : "") << ")";
   }
-  std::cout << "\n  invariants  " << model->invariants.size() << " (" << blocking << " blocking, " << model->invariants.size() - blocking << " monitoring)\n";
-  std::cout << "  budget      " << model->format_amount(model->budget.total) << ", min action cost " << model->format_amount(model->budget.min_action_cost)
-            << ", step bound (T2) " << model->budget.step_limit << "\n";
-  std::cout << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
+  std::cout << "\n  invariants  " << model->invariants.size() << " (" << blocking << " blocking, "
+            << model->invariants.size() - blocking << " monitoring)\n";
+  std::cout << "  budget      " << model->format_amount(model->budget.total) << ", min action cost "
+            << model->format_amount(model->budget.min_action_cost) << ", step bound (T2) "
+            << model->budget.step_limit << "\n";
+  std::cout
+      << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
   return kOk;
 }
 
@@ -115,7 +128,9 @@ int cmd_run(const RunArgs& args, const Common& common) {
     j["steps"] = kernel.steps();
     j["emergency_steps"] = kernel.emergency_steps();
     j["step_limit"] = kernel.step_limit();
-    j["budget"] = {{"total", model->format_amount(budget.total())}, {"net", model->format_amount(budget.net())}, {"gross", model->format_amount(budget.gross())}};
+    j["budget"] = {{"total", model->format_amount(budget.total())},
+                   {"net", model->format_amount(budget.net())},
+                   {"gross", model->format_amount(budget.gross())}};
     j["attempted"] = r.attempted;
     j["rejected"] = r.rejected;
     j["rejections_by_reason"] = r.rejections_by_reason;
@@ -125,11 +140,18 @@ int cmd_run(const RunArgs& args, const Common& common) {
     if (!args.trace.empty()) j["trace"]["file"] = args.trace;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "goal: " << (model->goal_description.empty() ? (model->goal ? ck::to_source(*model->goal) : "(none)") : model->goal_description) << "\n";
-    std::cout << (r.goal_reached ? "result: goal reached" : "result: goal NOT reached") << " (" << ck::to_string(r.termination) << ")\n";
-    std::cout << "  steps       " << kernel.steps() << " of at most " << kernel.step_limit() << " (T2), emergency steps " << kernel.emergency_steps() << "\n";
-    std::cout << "  cost        " << model->format_amount(budget.net()) << " of " << model->format_amount(budget.total()) << " (gross " << model->format_amount(budget.gross())
-              << ")\n";
+    std::cout << "goal: "
+              << (model->goal_description.empty()
+                      ? (model->goal ? ck::to_source(*model->goal) : "(none)")
+                      : model->goal_description)
+              << "\n";
+    std::cout << (r.goal_reached ? "result: goal reached" : "result: goal NOT reached") << " ("
+              << ck::to_string(r.termination) << ")\n";
+    std::cout << "  steps       " << kernel.steps() << " of at most " << kernel.step_limit()
+              << " (T2), emergency steps " << kernel.emergency_steps() << "\n";
+    std::cout << "  cost        " << model->format_amount(budget.net()) << " of "
+              << model->format_amount(budget.total()) << " (gross "
+              << model->format_amount(budget.gross()) << ")\n";
     std::cout << "  attempted   " << r.attempted << ", rejected " << r.rejected;
     if (!r.rejections_by_reason.empty()) {
       std::cout << " (";
@@ -144,9 +166,13 @@ int cmd_run(const RunArgs& args, const Common& common) {
     for (std::size_t i = 0; i < r.actions.size(); ++i) std::cout << (i ? ", " : "") << r.actions[i];
     std::cout << (r.actions.empty() ? "(none)\n" : "\n");
     if (!r.goal_reached) {
-      for (const auto& reason : r.last_reasons) std::cout << "  why         " << ck::to_string(reason.code) << ": " << reason.message << "\n";
+      for (const auto& reason : r.last_reasons)
+        std::cout << "  why         " << ck::to_string(reason.code) << ": " << reason.message
+                  << "\n";
     }
-    std::cout << "  trace       " << seal.sequence + 1 << " entries, head sha256:" << seal.hash.substr(0, 16) << "..., " << (check.ok ? "chain verified" : "CHAIN BROKEN");
+    std::cout << "  trace       " << seal.sequence + 1
+              << " entries, head sha256:" << seal.hash.substr(0, 16) << "..., "
+              << (check.ok ? "chain verified" : "CHAIN BROKEN");
     if (!args.trace.empty()) std::cout << ", written to " << args.trace;
     std::cout << "\n";
   }
@@ -176,12 +202,18 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     }
   }
   if (common.format == "json") {
-    json j{{"file", args.file}, {"ok", check.ok}, {"entries", check.entries}, {"sealed", check.sealed}, {"message", check.message}, {"replay", replay}};
+    json j{{"file", args.file},
+           {"ok", check.ok},
+           {"entries", check.entries},
+           {"sealed", check.sealed},
+           {"message", check.message},
+           {"replay", replay}};
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << (check.ok ? "ok: " : "BROKEN: ") << args.file << ": " << check.message;
-    if (!args.spec.empty() && replay == "ok") std::cout << "; replays through the kernel to the sealed state";
+    if (!args.spec.empty() && replay == "ok")
+      std::cout << "; replays through the kernel to the sealed state";
     std::cout << "\n";
   }
   return check.ok ? kOk : kFinding;
@@ -190,34 +222,48 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"clampai: verify and run AI agent task specs under a formally specified safety kernel"};
+  CLI::App app{
+      "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("clampai ") + "0.1.0");
   Common common;
 
   std::string check_spec;
-  auto* check = app.add_subcommand("check", "Load and type-check a task spec; print its summary and the T2 step bound");
+  auto* check = app.add_subcommand(
+      "check", "Load and type-check a task spec; print its summary and the T2 step bound");
   check->add_option("SPEC", check_spec, "Task spec (JSON)")->required();
   add_format(check, common);
 
   RunArgs run_args;
-  auto* run = app.add_subcommand("run", "Drive a task spec through the safety kernel with the deterministic driver");
+  auto* run = app.add_subcommand(
+      "run", "Drive a task spec through the safety kernel with the deterministic driver");
   run->add_option("SPEC", run_args.spec, "Task spec (JSON)")->required();
-  run->add_option("--trace", run_args.trace, "Write the hash-chained trace to this JSON Lines file");
-  run->add_option("--flush", run_args.flush, "When trace entries are made durable: buffered, flush (each entry), fsync (each entry)")
+  run->add_option(
+      "--trace", run_args.trace, "Write the hash-chained trace to this JSON Lines file");
+  run->add_option(
+         "--flush",
+         run_args.flush,
+         "When trace entries are made durable: buffered, flush (each entry), fsync (each entry)")
       ->check(CLI::IsMember({"buffered", "flush", "fsync"}))
       ->capture_default_str();
-  run->add_option("--max-steps", run_args.max_steps, "Stop after this many executed actions (besides the kernel's T2 bound)");
-  run->add_flag("--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
+  run->add_option("--max-steps",
+                  run_args.max_steps,
+                  "Stop after this many executed actions (besides the kernel's T2 bound)");
+  run->add_flag(
+      "--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
   add_format(run, common);
 
   auto* trace = app.add_subcommand("trace", "Work with execution traces");
   trace->require_subcommand(1);
   TraceArgs trace_args;
-  auto* verify = trace->add_subcommand("verify", "Verify a trace file's hash chain (and, with --spec, replay it through the kernel)");
+  auto* verify = trace->add_subcommand(
+      "verify",
+      "Verify a trace file's hash chain (and, with --spec, replay it through the kernel)");
   verify->add_option("FILE", trace_args.file, "Trace (JSON Lines)")->required();
   verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
-  verify->add_flag("--allow-unsealed", trace_args.allow_unsealed, "Accept a trace without a seal entry (a run that did not finish)");
+  verify->add_flag("--allow-unsealed",
+                   trace_args.allow_unsealed,
+                   "Accept a trace without a seal entry (a run that did not finish)");
   add_format(verify, common);
 
   try {
@@ -227,7 +273,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? kOk : kBadInput;
   }
 
-  const std::string input = check->parsed() ? check_spec : run->parsed() ? run_args.spec : trace_args.file;
+  const std::string input = check->parsed() ? check_spec
+                            : run->parsed() ? run_args.spec
+                                            : trace_args.file;
   try {
     if (check->parsed()) return cmd_check(check_spec, common);
     if (run->parsed()) return cmd_run(run_args, common);

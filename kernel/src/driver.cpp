@@ -1,10 +1,13 @@
 // The deterministic driver and the run loop.
 #include "clampai/kernel/driver.hpp"
 
+#include <algorithm>
+
 namespace clampai::kernel {
 
 std::string_view to_string(Termination t) {
-  static constexpr std::string_view kNames[] = {"goal_reached", "no_approvable_action", "budget_exhausted", "step_limit", "max_steps"};
+  static constexpr std::string_view kNames[] = {
+      "goal_reached", "no_approvable_action", "budget_exhausted", "step_limit", "max_steps"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -19,7 +22,9 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
     if (!ready) continue;
     Proposal p{i, {}};
     for (const Parameter& param : a.parameters) {
-      p.params.push_back(Value::number(param.default_value ? *param.default_value : param.min ? *param.min : Decimal{}));
+      p.params.push_back(Value::number(param.default_value ? *param.default_value
+                                       : param.min         ? *param.min
+                                                           : Decimal{}));
     }
     Decision d = kernel.evaluate(p);
     if (d.approved) {
@@ -53,12 +58,18 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
       const auto budget = kernel.budget();
       if (kernel.steps() >= static_cast<std::uint64_t>(kernel.step_limit())) {
         result.termination = Termination::step_limit;
-      } else if (budget.remaining() < kernel.model().budget.min_action_cost) {
+      } else if (budget.remaining() < kernel.model().budget.min_action_cost ||
+                 (!choice.rejected.empty() &&
+                  std::all_of(
+                      choice.rejected.begin(), choice.rejected.end(), [](const Decision& d) {
+                        return d.has(ReasonCode::budget_exceeded);
+                      }))) {
         result.termination = Termination::budget_exhausted;
       } else {
         result.termination = Termination::no_approvable_action;
       }
-      for (const auto& d : choice.rejected) result.last_reasons.insert(result.last_reasons.end(), d.reasons.begin(), d.reasons.end());
+      for (const auto& d : choice.rejected)
+        result.last_reasons.insert(result.last_reasons.end(), d.reasons.begin(), d.reasons.end());
       break;
     }
     Outcome o = kernel.execute(*choice.proposal);

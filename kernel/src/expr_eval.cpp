@@ -126,7 +126,8 @@ EvalResult evaluate(const Expr& e, const EvalEnv& env) {
       return a.value.as_number() >= b.value.as_number() ? a : b;
     case ExprOp::contains: {
       const auto& items = a.value.as_list();
-      return ok(Value::boolean(std::any_of(items.begin(), items.end(), [&](const Value& v) { return values_equal(v, b.value); })));
+      return ok(Value::boolean(std::any_of(
+          items.begin(), items.end(), [&](const Value& v) { return values_equal(v, b.value); })));
     }
     default:
       break;
@@ -169,19 +170,32 @@ int precedence(ExprOp op) {
 
 const char* symbol(ExprOp op) {
   switch (op) {
-    case ExprOp::add: return "+";
-    case ExprOp::sub: return "-";
-    case ExprOp::mul: return "*";
-    case ExprOp::eq: return "==";
-    case ExprOp::ne: return "!=";
-    case ExprOp::lt: return "<";
-    case ExprOp::le: return "<=";
-    case ExprOp::gt: return ">";
-    case ExprOp::ge: return ">=";
-    case ExprOp::logical_and: return "&&";
-    case ExprOp::logical_or: return "||";
-    case ExprOp::implies: return "->";
-    default: return "?";
+    case ExprOp::add:
+      return "+";
+    case ExprOp::sub:
+      return "-";
+    case ExprOp::mul:
+      return "*";
+    case ExprOp::eq:
+      return "==";
+    case ExprOp::ne:
+      return "!=";
+    case ExprOp::lt:
+      return "<";
+    case ExprOp::le:
+      return "<=";
+    case ExprOp::gt:
+      return ">";
+    case ExprOp::ge:
+      return ">=";
+    case ExprOp::logical_and:
+      return "&&";
+    case ExprOp::logical_or:
+      return "||";
+    case ExprOp::implies:
+      return "->";
+    default:
+      return "?";
   }
 }
 
@@ -229,7 +243,8 @@ std::string to_source(const Expr& e) {
     case ExprOp::logical_not:
       return "!" + wrap(*e.args[0], p, true);
     case ExprOp::ite:
-      return "if " + to_source(*e.args[0]) + " then " + to_source(*e.args[1]) + " else " + to_source(*e.args[2]);
+      return "if " + to_source(*e.args[0]) + " then " + to_source(*e.args[1]) + " else " +
+             to_source(*e.args[2]);
     case ExprOp::len:
       return "len(" + join_args(e, 0) + ")";
     case ExprOp::contains:

@@ -33,13 +33,15 @@ class Parser {
     advance();
     if (tok_.kind == Tok::end) fail(tok_.pos, "empty expression");
     MutExpr e = parse_expr();
-    if (tok_.kind != Tok::end) fail(tok_.pos, "unexpected " + describe(tok_) + " after the expression");
+    if (tok_.kind != Tok::end)
+      fail(tok_.pos, "unexpected " + describe(tok_) + " after the expression");
     return e;
   }
 
  private:
   [[noreturn]] void fail(SourcePos pos, const std::string& message) const {
-    throw SpecError(path_ + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column), message);
+    throw SpecError(path_ + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column),
+                    message);
   }
 
   static std::string describe(const Token& t) {
@@ -60,7 +62,9 @@ class Parser {
   }
 
   void advance() {
-    while (i_ < text_.size() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) bump();
+    while (i_ < text_.size() &&
+           (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
+      bump();
     tok_ = Token{};
     tok_.pos = SourcePos{line_, col_};
     if (i_ >= text_.size()) return;
@@ -79,7 +83,8 @@ class Parser {
         while (std::isdigit(static_cast<unsigned char>(peek()))) bump();
       }
       if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') {
-        fail(tok_.pos, "malformed number `" + std::string(text_.substr(start, i_ - start + 1)) + "`");
+        fail(tok_.pos,
+             "malformed number `" + std::string(text_.substr(start, i_ - start + 1)) + "`");
       }
       tok_.kind = Tok::number;
       tok_.text = std::string(text_.substr(start, i_ - start));
@@ -99,7 +104,10 @@ class Parser {
           bump();
           if (i_ >= text_.size()) fail(tok_.pos, "unterminated string literal");
           d = peek();
-          if (d != '\'' && d != '\\') fail(SourcePos{line_, col_}, "unknown escape `\\" + std::string(1, d) + "` in a string literal (use \\' or \\\\)");
+          if (d != '\'' && d != '\\')
+            fail(SourcePos{line_, col_},
+                 "unknown escape `\\" + std::string(1, d) +
+                     "` in a string literal (use \\' or \\\\)");
         }
         s += d;
         bump();
@@ -124,9 +132,12 @@ class Parser {
       tok_.text = std::string(1, c);
       return;
     }
-    if (c == '=' ) fail(tok_.pos, "unexpected `=` (use `==` to compare)");
+    if (c == '/')
+      fail(tok_.pos, "division is not part of the language (multiply by a constant instead)");
+    if (c == '=') fail(tok_.pos, "unexpected `=` (use `==` to compare)");
     if (c == '"') fail(tok_.pos, "unexpected `\"` (string literals use single quotes: 'text')");
-    if (c == '&' || c == '|') fail(tok_.pos, std::string("unexpected `") + c + "` (use `" + c + c + "`)");
+    if (c == '&' || c == '|')
+      fail(tok_.pos, std::string("unexpected `") + c + "` (use `" + c + c + "`)");
     fail(tok_.pos, "unexpected character `" + std::string(1, c) + "`");
   }
 
@@ -203,9 +214,10 @@ class Parser {
         require_numeric(*rhs, "the right operand of `*`");
         const int scale = lhs->type.scale() + rhs->type.scale();
         if (scale > max_scale) fail(pos, "the product has more than 18 digits after the point");
-        const Type t = (lhs->type.kind() == Type::Kind::integer && rhs->type.kind() == Type::Kind::integer)
-                           ? Type::integer()
-                           : Type::decimal(scale);
+        const Type t =
+            (lhs->type.kind() == Type::Kind::integer && rhs->type.kind() == Type::Kind::integer)
+                ? Type::integer()
+                : Type::decimal(scale);
         return node(op, pos, t, {lhs, rhs});
       }
       case ExprOp::lt:
@@ -292,7 +304,9 @@ class Parser {
       MutExpr b = parse_expr();
       auto type = unify(a->type, b->type);
       if (!type) {
-        fail(t.pos, "the branches of `if` have different types: " + a->type.to_string() + " and " + b->type.to_string());
+        fail(t.pos,
+             "the branches of `if` have different types: " + a->type.to_string() + " and " +
+                 b->type.to_string());
       }
       check_enum_literal(*type, *a);
       check_enum_literal(*type, *b);
@@ -348,7 +362,10 @@ class Parser {
           advance();
           MutExpr rhs = parse_add();
           MutExpr result = binary(op, t, lhs, rhs);
-          if (tok_.kind == Tok::punct && std::any_of(std::begin(kOps), std::end(kOps), [&](const auto& o) { return o.first == tok_.text; })) {
+          if (tok_.kind == Tok::punct &&
+              std::any_of(std::begin(kOps), std::end(kOps), [&](const auto& o) {
+                return o.first == tok_.text;
+              })) {
             fail(tok_.pos, "comparisons do not chain: use `&&` (a < b && b < c)");
           }
           return result;
@@ -363,7 +380,8 @@ class Parser {
       do {
         MutExpr item = parse_expr();
         if (!lhs->type.comparable_with(item->type)) {
-          fail(item->pos, "cannot compare " + lhs->type.to_string() + " with " + item->type.to_string());
+          fail(item->pos,
+               "cannot compare " + lhs->type.to_string() + " with " + item->type.to_string());
         }
         check_enum_literal(lhs->type, *item);
         args.push_back(item);
@@ -423,7 +441,8 @@ class Parser {
 
   // The identifier of `old(x)` and `defined(x)` must name a state variable.
   MutExpr variable_argument(const std::string& fn, ExprOp op, SourcePos pos) {
-    if (tok_.kind != Tok::ident) fail(tok_.pos, "`" + fn + "` takes a variable name, found " + describe(tok_));
+    if (tok_.kind != Tok::ident)
+      fail(tok_.pos, "`" + fn + "` takes a variable name, found " + describe(tok_));
     const Token name = tok_;
     const auto id = scope_.variables ? scope_.variables->find(name.text) : std::nullopt;
     if (!id) fail(name.pos, "unknown variable `" + name.text + "`");
@@ -449,27 +468,34 @@ class Parser {
   MutExpr call(const Token& fn) {
     auto arity = [&](const std::vector<MutExpr>& a, std::size_t n) {
       if (a.size() != n) {
-        fail(fn.pos, "`" + fn.text + "` takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") + ", got " + std::to_string(a.size()));
+        fail(fn.pos,
+             "`" + fn.text + "` takes " + std::to_string(n) + " argument" + (n == 1 ? "" : "s") +
+                 ", got " + std::to_string(a.size()));
       }
     };
     if (fn.text == "old" || fn.text == "defined") {
-      if (fn.text == "old" && !scope_.allow_old) fail(fn.pos, "`old(...)` is only allowed in invariants");
+      if (fn.text == "old" && !scope_.allow_old)
+        fail(fn.pos, "`old(...)` is only allowed in invariants");
       expect("(");
-      MutExpr e = variable_argument(fn.text, fn.text == "old" ? ExprOp::old_variable : ExprOp::defined, fn.pos);
+      MutExpr e = variable_argument(
+          fn.text, fn.text == "old" ? ExprOp::old_variable : ExprOp::defined, fn.pos);
       expect(")");
       return e;
     }
     std::vector<MutExpr> a = call_args();
     if (fn.text == "len") {
       arity(a, 1);
-      if (a[0]->type.kind() != Type::Kind::list) fail(a[0]->pos, "`len` takes a list, found " + a[0]->type.to_string());
+      if (a[0]->type.kind() != Type::Kind::list)
+        fail(a[0]->pos, "`len` takes a list, found " + a[0]->type.to_string());
       return node(ExprOp::len, fn.pos, Type::integer(), {a[0]});
     }
     if (fn.text == "contains") {
       arity(a, 2);
-      if (a[0]->type.kind() != Type::Kind::list) fail(a[0]->pos, "`contains` takes a list first, found " + a[0]->type.to_string());
+      if (a[0]->type.kind() != Type::Kind::list)
+        fail(a[0]->pos, "`contains` takes a list first, found " + a[0]->type.to_string());
       if (a[0]->type.element() && !a[0]->type.element()->comparable_with(a[1]->type)) {
-        fail(a[1]->pos, "cannot look for " + a[1]->type.to_string() + " in " + a[0]->type.to_string());
+        fail(a[1]->pos,
+             "cannot look for " + a[1]->type.to_string() + " in " + a[0]->type.to_string());
       }
       if (a[0]->type.element()) check_enum_literal(*a[0]->type.element(), *a[1]);
       return node(ExprOp::contains, fn.pos, Type::boolean(), {a[0], a[1]});
@@ -478,14 +504,18 @@ class Parser {
       arity(a, 2);
       require_numeric(*a[0], "the arguments of `" + fn.text + "`");
       require_numeric(*a[1], "the arguments of `" + fn.text + "`");
-      return node(fn.text == "min" ? ExprOp::min : ExprOp::max, fn.pos, numeric_join(a[0]->type, a[1]->type), {a[0], a[1]});
+      return node(fn.text == "min" ? ExprOp::min : ExprOp::max,
+                  fn.pos,
+                  numeric_join(a[0]->type, a[1]->type),
+                  {a[0], a[1]});
     }
     if (fn.text == "abs") {
       arity(a, 1);
       require_numeric(*a[0], "the argument of `abs`");
       return node(ExprOp::abs, fn.pos, a[0]->type, {a[0]});
     }
-    fail(fn.pos, "unknown function `" + fn.text + "` (known: old, defined, len, contains, min, max, abs)");
+    fail(fn.pos,
+         "unknown function `" + fn.text + "` (known: old, defined, len, contains, min, max, abs)");
   }
 
   MutExpr parse_primary() {
@@ -498,7 +528,8 @@ class Parser {
         auto d = Decimal::parse(t.text, &err);
         if (!d) fail(t.pos, "number `" + t.text + "`: " + err);
         advance();
-        auto e = node(ExprOp::literal, t.pos, d->scale == 0 ? Type::integer() : Type::decimal(d->scale));
+        auto e =
+            node(ExprOp::literal, t.pos, d->scale == 0 ? Type::integer() : Type::decimal(d->scale));
         e->literal = Value::number(*d);
         return e;
       }
@@ -522,9 +553,13 @@ class Parser {
           if (!at("]")) {
             do {
               MutExpr item = parse_expr();
-              if (item->type.kind() == Type::Kind::list) fail(item->pos, "lists of lists are not supported");
+              if (item->type.kind() == Type::Kind::list)
+                fail(item->pos, "lists of lists are not supported");
               auto joined = unify(type.element() ? *type.element() : item->type, item->type);
-              if (!joined) fail(item->pos, "list items have different types: " + type.element()->to_string() + " and " + item->type.to_string());
+              if (!joined)
+                fail(item->pos,
+                     "list items have different types: " + type.element()->to_string() + " and " +
+                         item->type.to_string());
               type = Type::list(*joined);
               items.push_back(item);
             } while (at(",") && (advance(), true));
@@ -567,7 +602,9 @@ class Parser {
       }
       fail(t.pos, "unknown variable `" + t.text + "`" + hint(t.text));
     }
-    fail(t.pos, "unknown parameter `" + t.text + "` (this expression may only use the action's parameters)");
+    fail(t.pos,
+         "unknown parameter `" + t.text +
+             "` (this expression may only use the action's parameters)");
   }
 
   std::string_view text_;
@@ -592,11 +629,14 @@ bool assignable(const Type& target, const Expr& e) {
     if (e.op == ExprOp::literal && e.literal.kind() == Value::Kind::string) {
       return target.has_enum_value(e.literal.as_string());
     }
-    if (e.op == ExprOp::ite) return assignable(target, *e.args[1]) && assignable(target, *e.args[2]);
+    if (e.op == ExprOp::ite)
+      return assignable(target, *e.args[1]) && assignable(target, *e.args[2]);
     return false;
   }
   if (target.kind() == Type::Kind::list && e.op == ExprOp::list && target.element() != nullptr) {
-    return std::all_of(e.args.begin(), e.args.end(), [&](const ExprPtr& item) { return assignable(*target.element(), *item); });
+    return std::all_of(e.args.begin(), e.args.end(), [&](const ExprPtr& item) {
+      return assignable(*target.element(), *item);
+    });
   }
   return false;
 }

@@ -31,8 +31,12 @@ class CountingIterator {
     ++*this;
     return old;
   }
-  friend bool operator==(const CountingIterator& a, const CountingIterator& b) { return a.p_ == b.p_; }
-  friend bool operator!=(const CountingIterator& a, const CountingIterator& b) { return a.p_ != b.p_; }
+  friend bool operator==(const CountingIterator& a, const CountingIterator& b) {
+    return a.p_ == b.p_;
+  }
+  friend bool operator!=(const CountingIterator& a, const CountingIterator& b) {
+    return a.p_ != b.p_;
+  }
 
  private:
   const char* p_;
@@ -65,7 +69,8 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool number_unsigned(number_unsigned_t v) override { return number(std::to_string(v), true); }
   bool number_float(number_float_t, const string_t& raw) override { return number(raw, false); }
   bool string(string_t& s) override {
-    if (s.size() > limits_.max_string) return fail_here("string longer than " + std::to_string(limits_.max_string) + " bytes");
+    if (s.size() > limits_.max_string)
+      return fail_here("string longer than " + std::to_string(limits_.max_string) + " bytes");
     JsonNode n;
     n.kind = JsonNode::Kind::string;
     n.text = std::move(s);
@@ -75,7 +80,8 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t&) override { return fail_here("binary values are not JSON"); }
   bool start_object(std::size_t) override { return open(JsonNode::Kind::object); }
   bool key(string_t& k) override {
-    if (k.size() > limits_.max_string) return fail_here("key longer than " + std::to_string(limits_.max_string) + " bytes");
+    if (k.size() > limits_.max_string)
+      return fail_here("key longer than " + std::to_string(limits_.max_string) + " bytes");
     JsonNode& obj = *stack_.back();
     for (const auto& [existing, _] : obj.members) {
       if (existing == k) {
@@ -91,11 +97,14 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override { return open(JsonNode::Kind::array); }
   bool end_array() override { return close(); }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t position,
+                   const std::string&,
+                   const nlohmann::detail::exception& ex) override {
     std::string msg = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     if (auto p = msg.find("]"); p != std::string::npos) msg = msg.substr(p + 2);
-    if (auto p = msg.find(": "); p != std::string::npos && msg.rfind("parse error", 0) == 0) msg = msg.substr(p + 2);
+    if (auto p = msg.find(": "); p != std::string::npos && msg.rfind("parse error", 0) == 0)
+      msg = msg.substr(p + 2);
     error_path = where(position > 0 ? position - 1 : 0);
     error_message = "malformed JSON: " + msg;
     return false;
@@ -111,7 +120,8 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     offset = std::min(offset, text_.empty() ? 0 : text_.size() - 1);
     auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const std::size_t line = static_cast<std::size_t>(it - line_starts_.begin());
-    return {static_cast<std::uint32_t>(line), static_cast<std::uint32_t>(offset - line_starts_[line - 1] + 1)};
+    return {static_cast<std::uint32_t>(line),
+            static_cast<std::uint32_t>(offset - line_starts_[line - 1] + 1)};
   }
 
   // The JSON path of the container being filled.
@@ -170,7 +180,8 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
 
   bool open(JsonNode::Kind kind) {
     if (stack_.size() >= limits_.max_depth) {
-      return fail_here("JSON nested more than " + std::to_string(limits_.max_depth) + " levels deep");
+      return fail_here("JSON nested more than " + std::to_string(limits_.max_depth) +
+                       " levels deep");
     }
     JsonNode n;
     n.kind = kind;
@@ -259,7 +270,8 @@ JsonNode parse_json(std::string_view text, const std::string& what, const JsonLi
     throw SpecError(builder.where(builder.consumed), std::string("malformed JSON: ") + e.what());
   }
   if (!ok) {
-    throw SpecError(builder.error_path, builder.error_message.empty() ? "malformed JSON" : builder.error_message);
+    throw SpecError(builder.error_path,
+                    builder.error_message.empty() ? "malformed JSON" : builder.error_message);
   }
   return std::move(builder.root);
 }
@@ -383,7 +395,8 @@ JsonNode value_to_json(const Value& v) {
       return JsonNode::make_bool(v.as_bool());
     case Value::Kind::number: {
       const Decimal& d = v.as_number();
-      if (d.scale == 0 && d.units > -kExactJsonInt && d.units < kExactJsonInt) return JsonNode::make_integer(d.units);
+      if (d.scale == 0 && d.units > -kExactJsonInt && d.units < kExactJsonInt)
+        return JsonNode::make_integer(d.units);
       return JsonNode::make_string(d.to_string());
     }
     case Value::Kind::string:

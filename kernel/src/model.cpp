@@ -15,22 +15,42 @@ namespace clampai::kernel {
 
 namespace {
 
-constexpr std::string_view kModeNames[] = {"set", "increment", "decrement", "multiply", "append", "remove", "delete"};
-constexpr std::string_view kReserved[] = {"true", "false", "if", "then", "else", "in", "old", "defined", "len", "contains", "min", "max", "abs"};
+constexpr std::string_view kModeNames[] = {
+    "set", "increment", "decrement", "multiply", "append", "remove", "delete"};
+constexpr std::string_view kReserved[] = {"true",
+                                          "false",
+                                          "if",
+                                          "then",
+                                          "else",
+                                          "in",
+                                          "old",
+                                          "defined",
+                                          "len",
+                                          "contains",
+                                          "min",
+                                          "max",
+                                          "abs"};
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;
   if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 void check_name(std::string_view name, const std::string& path, const char* what) {
   if (!is_identifier(name)) {
-    throw SpecError(path, std::string(what) + " `" + std::string(name) +
-                              "` is not an identifier (letters, digits and `_`, not starting with a digit, at most 128 characters)");
+    throw SpecError(path,
+                    std::string(what) + " `" + std::string(name) +
+                        "` is not an identifier (letters, digits and `_`, not starting with a "
+                        "digit, at most 128 characters)");
   }
   for (auto r : kReserved) {
-    if (name == r) throw SpecError(path, std::string(what) + " `" + std::string(name) + "` is a reserved word of the expression language");
+    if (name == r)
+      throw SpecError(path,
+                      std::string(what) + " `" + std::string(name) +
+                          "` is a reserved word of the expression language");
   }
 }
 
@@ -44,7 +64,9 @@ Decimal fit_number(const Decimal& d, const Type& type, const std::string& path) 
   auto r = d.rescaled(type.scale());
   if (!r) {
     if (d.scale > type.scale()) {
-      throw SpecError(path, d.to_string() + " has more digits after the point than " + type.to_string() + " allows");
+      throw SpecError(
+          path,
+          d.to_string() + " has more digits after the point than " + type.to_string() + " allows");
     }
     throw SpecError(path, d.to_string() + " is out of range for " + type.to_string());
   }
@@ -55,24 +77,29 @@ Decimal fit_number(const Decimal& d, const Type& type, const std::string& path) 
 Value fit_value(const Value& v, const Type& type, const std::string& path) {
   switch (type.kind()) {
     case Type::Kind::boolean:
-      if (v.kind() != Value::Kind::boolean) throw SpecError(path, "expected a bool, found " + v.to_string());
+      if (v.kind() != Value::Kind::boolean)
+        throw SpecError(path, "expected a bool, found " + v.to_string());
       return v;
     case Type::Kind::integer:
     case Type::Kind::decimal:
-      if (v.kind() != Value::Kind::number) throw SpecError(path, "expected a number, found " + v.to_string());
+      if (v.kind() != Value::Kind::number)
+        throw SpecError(path, "expected a number, found " + v.to_string());
       return Value::number(fit_number(v.as_number(), type, path));
     case Type::Kind::string:
     case Type::Kind::enumeration:
-      if (v.kind() != Value::Kind::string) throw SpecError(path, "expected a string, found " + v.to_string());
+      if (v.kind() != Value::Kind::string)
+        throw SpecError(path, "expected a string, found " + v.to_string());
       if (type.kind() == Type::Kind::enumeration && !type.has_enum_value(v.as_string())) {
         throw SpecError(path, "`" + v.as_string() + "` is not a value of " + type.to_string());
       }
       return v;
     case Type::Kind::list: {
-      if (v.kind() != Value::Kind::list) throw SpecError(path, "expected a list, found " + v.to_string());
+      if (v.kind() != Value::Kind::list)
+        throw SpecError(path, "expected a list, found " + v.to_string());
       Value::List items;
       for (std::size_t i = 0; i < v.as_list().size(); ++i) {
-        items.push_back(fit_value(v.as_list()[i], *type.element(), path + "[" + std::to_string(i) + "]"));
+        items.push_back(
+            fit_value(v.as_list()[i], *type.element(), path + "[" + std::to_string(i) + "]"));
       }
       return Value::list(std::move(items));
     }
@@ -80,19 +107,33 @@ Value fit_value(const Value& v, const Type& type, const std::string& path) {
   return v;
 }
 
-void check_bounds(const std::optional<Decimal>& min, const std::optional<Decimal>& max, const Type& type, const std::string& path) {
-  if ((min || max) && !type.is_numeric()) throw SpecError(path, "`min` and `max` apply to int and decimal only, not " + type.to_string());
+void check_bounds(const std::optional<Decimal>& min,
+                  const std::optional<Decimal>& max,
+                  const Type& type,
+                  const std::string& path) {
+  if ((min || max) && !type.is_numeric())
+    throw SpecError(path, "`min` and `max` apply to int and decimal only, not " + type.to_string());
   if (min) fit_number(*min, type, path + ".min");
   if (max) fit_number(*max, type, path + ".max");
-  if (min && max && *min > *max) throw SpecError(path, "`min` " + min->to_string() + " is greater than `max` " + max->to_string());
+  if (min && max && *min > *max)
+    throw SpecError(path,
+                    "`min` " + min->to_string() + " is greater than `max` " + max->to_string());
 }
 
-void check_within(const Decimal& d, const std::optional<Decimal>& min, const std::optional<Decimal>& max, const std::string& path) {
-  if (min && d < *min) throw SpecError(path, d.to_string() + " is below the minimum " + min->to_string());
-  if (max && d > *max) throw SpecError(path, d.to_string() + " is above the maximum " + max->to_string());
+void check_within(const Decimal& d,
+                  const std::optional<Decimal>& min,
+                  const std::optional<Decimal>& max,
+                  const std::string& path) {
+  if (min && d < *min)
+    throw SpecError(path, d.to_string() + " is below the minimum " + min->to_string());
+  if (max && d > *max)
+    throw SpecError(path, d.to_string() + " is above the maximum " + max->to_string());
 }
 
-ExprPtr parse_bool(const std::string& text, const ExprScope& scope, const std::string& path, const char* what) {
+ExprPtr parse_bool(const std::string& text,
+                   const ExprScope& scope,
+                   const std::string& path,
+                   const char* what) {
   ExprPtr e = parse_expression(text, scope, path);
   if (e->type.kind() != Type::Kind::boolean) {
     throw SpecError(path + ":" + std::to_string(e->pos.line) + ":" + std::to_string(e->pos.column),
@@ -129,7 +170,8 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   for (const auto& a : m.actions) {
     JsonNode& o = acts.push(JsonNode::make_object());
     o.add("id", JsonNode::make_string(a.id));
-    o.add("cost", JsonNode::make_string(a.cost_expr ? to_source(*a.cost_expr) : m.format_amount(a.cost)));
+    o.add("cost",
+          JsonNode::make_string(a.cost_expr ? to_source(*a.cost_expr) : m.format_amount(a.cost)));
     o.add("reversible", JsonNode::make_bool(a.reversible));
     o.add("emergency", JsonNode::make_bool(a.emergency));
     o.add("requires", JsonNode::make_string(a.guard ? to_source(*a.guard) : ""));
@@ -157,7 +199,9 @@ detail::JsonNode canonical_form(const TaskModel& m) {
     JsonNode& o = invs.push(JsonNode::make_object());
     o.add("name", JsonNode::make_string(inv.name));
     o.add("expression", inv.expr ? JsonNode::make_string(to_source(*inv.expr)) : JsonNode{});
-    o.add("enforcement", JsonNode::make_string(inv.enforcement == Enforcement::blocking ? "blocking" : "monitoring"));
+    o.add("enforcement",
+          JsonNode::make_string(inv.enforcement == Enforcement::blocking ? "blocking"
+                                                                         : "monitoring"));
   }
   JsonNode& b = root.add("budget", JsonNode::make_object());
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
@@ -202,10 +246,13 @@ Amount to_amount(const Decimal& d, int scale, const std::string& path) {
   auto r = d.rescaled(scale);
   if (!r) {
     if (d.scale > scale) {
-      throw SpecError(path, d.to_string() + " is finer than the budget's scale of " + std::to_string(scale) +
-                                " digits after the point (raise `budget.scale`)");
+      throw SpecError(path,
+                      d.to_string() + " is finer than the budget's scale of " +
+                          std::to_string(scale) + " digits after the point (raise `budget.scale`)");
     }
-    throw SpecError(path, d.to_string() + " overflows a 64-bit fixed-point amount at scale " + std::to_string(scale));
+    throw SpecError(
+        path,
+        d.to_string() + " overflows a 64-bit fixed-point amount at scale " + std::to_string(scale));
   }
   return r->units;
 }
@@ -217,13 +264,16 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
 
   // ---- budget ----
   if (decl.budget.scale < 0 || decl.budget.scale > 9) {
-    throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(decl.budget.scale));
+    throw SpecError("budget.scale",
+                    "must be between 0 and 9, got " + std::to_string(decl.budget.scale));
   }
   m->budget.scale = decl.budget.scale;
   m->budget.total = to_amount(decl.budget.total, decl.budget.scale, "budget.total");
-  m->budget.min_action_cost = to_amount(decl.budget.min_action_cost, decl.budget.scale, "budget.min_action_cost");
+  m->budget.min_action_cost =
+      to_amount(decl.budget.min_action_cost, decl.budget.scale, "budget.min_action_cost");
   if (m->budget.min_action_cost <= 0) {
-    throw SpecError("budget.min_action_cost", "must be greater than 0, or termination (T2) cannot be guaranteed");
+    throw SpecError("budget.min_action_cost",
+                    "must be greater than 0, or termination (T2) cannot be guaranteed");
   }
   // T2: floor(B / epsilon), exact in integers.
   m->budget.step_limit = m->budget.total / m->budget.min_action_cost;
@@ -239,24 +289,30 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     const VariableDecl& v = decl.variables[i];
     const std::string path = "variables." + v.name;
     check_name(v.name, path, "variable name");
-    if (std::find(names.begin(), names.end(), v.name) != names.end()) throw SpecError(path, "duplicate variable `" + v.name + "`");
+    if (std::find(names.begin(), names.end(), v.name) != names.end())
+      throw SpecError(path, "duplicate variable `" + v.name + "`");
     names.push_back(v.name);
     check_bounds(v.min, v.max, v.type, path);
     Variable out{v.name, v.type, Value(), v.min, v.max, v.max_length, v.optional, v.loc};
     if (out.min) out.min = fit_number(*out.min, v.type, path + ".min");
     if (out.max) out.max = fit_number(*out.max, v.type, path + ".max");
     if (v.max_length) {
-      if (v.type.kind() != Type::Kind::list) throw SpecError(path + ".max_length", "applies to lists only, not " + v.type.to_string());
+      if (v.type.kind() != Type::Kind::list)
+        throw SpecError(path + ".max_length", "applies to lists only, not " + v.type.to_string());
       if (*v.max_length < 0) throw SpecError(path + ".max_length", "must not be negative");
     }
     if (!v.initial.is_defined()) {
-      if (!v.optional) throw SpecError(path + ".initial", "missing initial value (only optional variables may start undefined)");
+      if (!v.optional)
+        throw SpecError(path + ".initial",
+                        "missing initial value (only optional variables may start undefined)");
     } else {
       out.initial = fit_value(v.initial, v.type, path + ".initial");
-      if (v.type.is_numeric()) check_within(out.initial.as_number(), out.min, out.max, path + ".initial");
+      if (v.type.is_numeric())
+        check_within(out.initial.as_number(), out.min, out.max, path + ".initial");
       if (v.max_length && static_cast<std::int64_t>(out.initial.as_list().size()) > *v.max_length) {
-        throw SpecError(path + ".initial", "has " + std::to_string(out.initial.as_list().size()) + " items, more than `max_length` " +
-                                               std::to_string(*v.max_length));
+        throw SpecError(path + ".initial",
+                        "has " + std::to_string(out.initial.as_list().size()) +
+                            " items, more than `max_length` " + std::to_string(*v.max_length));
       }
     }
     m->variable_types.push_back(v.type);
@@ -277,7 +333,9 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     const std::string path = "actions[" + std::to_string(i) + "]";
     check_name(a.id, path + ".id", "action id");
     if (auto [it, inserted] = action_index.emplace(a.id, i); !inserted) {
-      throw SpecError(path + ".id", "duplicate action id `" + a.id + "` (also actions[" + std::to_string(it->second) + "])");
+      throw SpecError(
+          path + ".id",
+          "duplicate action id `" + a.id + "` (also actions[" + std::to_string(it->second) + "])");
     }
     Action out;
     out.id = a.id;
@@ -288,8 +346,11 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     for (const ParameterDecl& p : a.parameters) {
       const std::string ppath = path + ".parameters." + p.name;
       check_name(p.name, ppath, "parameter name");
-      if (m->schema->find(p.name)) throw SpecError(ppath, "parameter `" + p.name + "` has the name of a state variable");
-      if (!p.type.is_numeric()) throw SpecError(ppath + ".type", "parameters are int or decimal, not " + p.type.to_string());
+      if (m->schema->find(p.name))
+        throw SpecError(ppath, "parameter `" + p.name + "` has the name of a state variable");
+      if (!p.type.is_numeric())
+        throw SpecError(ppath + ".type",
+                        "parameters are int or decimal, not " + p.type.to_string());
       for (const auto& q : out.parameters) {
         if (q.name == p.name) throw SpecError(ppath, "duplicate parameter `" + p.name + "`");
       }
@@ -311,17 +372,24 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       if (auto d = Decimal::parse(a.cost, &err)) {
         out.cost = to_amount(*d, m->budget.scale, cpath);
       } else {
-        const bool looks_numeric = !a.cost.empty() && (std::isdigit(static_cast<unsigned char>(a.cost[0])) || a.cost[0] == '-' || a.cost[0] == '.');
-        if (looks_numeric && a.cost.find_first_of("abcdfghijklmnopqrstuvwxyzABCDFGHIJKLMNOPQRSTUVWXYZ_ +*(") == std::string::npos) {
+        const bool looks_numeric =
+            !a.cost.empty() && (std::isdigit(static_cast<unsigned char>(a.cost[0])) ||
+                                a.cost[0] == '-' || a.cost[0] == '.');
+        if (looks_numeric &&
+            a.cost.find_first_of("abcdfghijklmnopqrstuvwxyzABCDFGHIJKLMNOPQRSTUVWXYZ_ +*(") ==
+                std::string::npos) {
           throw SpecError(cpath, "`" + a.cost + "`: " + err);
         }
         ExprScope scope;
         scope.parameters = &out.parameter_scope;
         out.cost_expr = parse_expression(a.cost, scope, cpath);
-        if (!out.cost_expr->type.is_numeric()) throw SpecError(expr_path(cpath, *out.cost_expr), "a cost must be a number, found " + out.cost_expr->type.to_string());
+        if (!out.cost_expr->type.is_numeric())
+          throw SpecError(expr_path(cpath, *out.cost_expr),
+                          "a cost must be a number, found " + out.cost_expr->type.to_string());
         if (out.cost_expr->type.scale() > m->budget.scale) {
-          throw SpecError(expr_path(cpath, *out.cost_expr), "the cost has more digits after the point than the budget's scale " +
-                                                               std::to_string(m->budget.scale) + " allows");
+          throw SpecError(expr_path(cpath, *out.cost_expr),
+                          "the cost has more digits after the point than the budget's scale " +
+                              std::to_string(m->budget.scale) + " allows");
         }
       }
     }
@@ -334,45 +402,70 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       const auto id = m->schema->find(e.variable);
       if (!id) throw SpecError(epath + ".variable", "unknown variable `" + e.variable + "`");
       if (auto [it, inserted] = written.emplace(*id, j); !inserted) {
-        throw SpecError(epath, "a second effect on `" + e.variable + "` in one action (effects[" + std::to_string(it->second) + "] already changes it)");
+        throw SpecError(epath,
+                        "a second effect on `" + e.variable + "` in one action (effects[" +
+                            std::to_string(it->second) + "] already changes it)");
       }
       const Variable& var = m->variables[*id];
       Effect eff{*id, e.mode, nullptr};
       const std::string vpath = epath + ".value";
       if (e.mode == EffectMode::del) {
-        if (!var.optional) throw SpecError(epath + ".mode", "`delete` needs an optional variable; `" + var.name + "` is not optional");
+        if (!var.optional)
+          throw SpecError(
+              epath + ".mode",
+              "`delete` needs an optional variable; `" + var.name + "` is not optional");
         if (!e.value.empty()) throw SpecError(vpath, "`delete` takes no value");
         out.effects.push_back(std::move(eff));
         continue;
       }
-      if (e.value.empty()) throw SpecError(vpath, "missing value for `" + std::string(to_string(e.mode)) + "`");
+      if (e.value.empty())
+        throw SpecError(vpath, "missing value for `" + std::string(to_string(e.mode)) + "`");
       eff.value = parse_expression(e.value, scope, vpath);
       const Expr& val = *eff.value;
       const std::string at = expr_path(vpath, val);
       switch (e.mode) {
         case EffectMode::set:
           if (!assignable(var.type, val)) {
-            throw SpecError(at, "cannot set `" + var.name + "` (" + var.type.to_string() + ") to a value of type " + val.type.to_string());
+            throw SpecError(at,
+                            "cannot set `" + var.name + "` (" + var.type.to_string() +
+                                ") to a value of type " + val.type.to_string());
           }
           break;
         case EffectMode::increment:
         case EffectMode::decrement:
-          if (!var.type.is_numeric()) throw SpecError(epath + ".mode", "`" + std::string(to_string(e.mode)) + "` needs a numeric variable; `" + var.name + "` is " + var.type.to_string());
+          if (!var.type.is_numeric())
+            throw SpecError(epath + ".mode",
+                            "`" + std::string(to_string(e.mode)) + "` needs a numeric variable; `" +
+                                var.name + "` is " + var.type.to_string());
           if (!var.type.accepts(val.type)) {
-            throw SpecError(at, "cannot " + std::string(to_string(e.mode)) + " `" + var.name + "` (" + var.type.to_string() + ") by a value of type " + val.type.to_string());
+            throw SpecError(at,
+                            "cannot " + std::string(to_string(e.mode)) + " `" + var.name + "` (" +
+                                var.type.to_string() + ") by a value of type " +
+                                val.type.to_string());
           }
           break;
         case EffectMode::multiply:
-          if (!var.type.is_numeric()) throw SpecError(epath + ".mode", "`multiply` needs a numeric variable; `" + var.name + "` is " + var.type.to_string());
+          if (!var.type.is_numeric())
+            throw SpecError(epath + ".mode",
+                            "`multiply` needs a numeric variable; `" + var.name + "` is " +
+                                var.type.to_string());
           if (val.type.kind() != Type::Kind::integer) {
-            throw SpecError(at, "`multiply` takes an int factor (the product must keep the variable's scale), found " + val.type.to_string());
+            throw SpecError(at,
+                            "`multiply` takes an int factor (the product must keep the variable's "
+                            "scale), found " +
+                                val.type.to_string());
           }
           break;
         case EffectMode::append:
         case EffectMode::remove:
-          if (var.type.kind() != Type::Kind::list) throw SpecError(epath + ".mode", "`" + std::string(to_string(e.mode)) + "` needs a list variable; `" + var.name + "` is " + var.type.to_string());
+          if (var.type.kind() != Type::Kind::list)
+            throw SpecError(epath + ".mode",
+                            "`" + std::string(to_string(e.mode)) + "` needs a list variable; `" +
+                                var.name + "` is " + var.type.to_string());
           if (!assignable(*var.type.element(), val)) {
-            throw SpecError(at, "cannot " + std::string(to_string(e.mode)) + " a value of type " + val.type.to_string() + " to " + var.type.to_string());
+            throw SpecError(at,
+                            "cannot " + std::string(to_string(e.mode)) + " a value of type " +
+                                val.type.to_string() + " to " + var.type.to_string());
           }
           break;
         case EffectMode::del:
@@ -387,12 +480,16 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
   for (std::size_t k = 0; k < decl.emergency_actions.size(); ++k) {
     const std::string path = "emergency_actions[" + std::to_string(k) + "]";
     const auto it = action_index.find(decl.emergency_actions[k]);
-    if (it == action_index.end()) throw SpecError(path, "unknown action `" + decl.emergency_actions[k] + "`: emergency actions must be declared in `actions`");
+    if (it == action_index.end())
+      throw SpecError(path,
+                      "unknown action `" + decl.emergency_actions[k] +
+                          "`: emergency actions must be declared in `actions`");
     Action& a = m->actions[it->second];
     if (a.emergency) throw SpecError(path, "action `" + a.id + "` is listed twice");
     if (a.cost_expr || a.cost != 0) {
-      throw SpecError("actions[" + std::to_string(it->second) + "].cost",
-                      "emergency action `" + a.id + "` must cost 0, or it could break budget safety (T1)");
+      throw SpecError(
+          "actions[" + std::to_string(it->second) + "].cost",
+          "emergency action `" + a.id + "` must cost 0, or it could break budget safety (T1)");
     }
     a.emergency = true;
   }
@@ -408,7 +505,8 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       const auto dt = action_index.find(deps[j]);
       const std::string dpath = path + "[" + std::to_string(j) + "]";
       if (dt == action_index.end()) throw SpecError(dpath, "unknown action `" + deps[j] + "`");
-      if (std::find(a.dependencies.begin(), a.dependencies.end(), dt->second) != a.dependencies.end()) {
+      if (std::find(a.dependencies.begin(), a.dependencies.end(), dt->second) !=
+          a.dependencies.end()) {
         throw SpecError(dpath, "`" + deps[j] + "` is listed twice");
       }
       a.dependencies.push_back(dt->second);
@@ -445,7 +543,8 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     const InvariantDecl& inv = decl.invariants[i];
     const std::string path = "invariants[" + std::to_string(i) + "]";
     if (inv.name.empty()) throw SpecError(path + ".name", "an invariant needs a name");
-    if (!invariant_names.insert(inv.name).second) throw SpecError(path + ".name", "duplicate invariant `" + inv.name + "`");
+    if (!invariant_names.insert(inv.name).second)
+      throw SpecError(path + ".name", "duplicate invariant `" + inv.name + "`");
     Invariant out;
     out.name = inv.name;
     out.enforcement = inv.enforcement;
@@ -453,7 +552,8 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     out.suggestion = inv.suggestion;
     out.loc = inv.loc;
     if (!inv.expression.empty()) {
-      out.expr = parse_bool(inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
+      out.expr = parse_bool(
+          inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
       out.transition = uses_old(*out.expr);
     } else if (inv.predicate) {
       out.predicate = inv.predicate;

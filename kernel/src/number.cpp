@@ -67,6 +67,10 @@ std::optional<Decimal> Decimal::parse(std::string_view text, std::string* error)
     if (significant <= 20) digits = digits * 10 + (c - '0');
   };
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') take_digit(text[i++]);
+  if (!any_digit) {
+    set_error(error, "not a number");
+    return std::nullopt;
+  }
   if (i < text.size() && text[i] == '.') {
     ++i;
     bool frac_digit = false;
@@ -173,6 +177,8 @@ std::optional<Decimal> checked_mul(Decimal a, Decimal b) noexcept {
   return make(static_cast<Wide>(a.units) * b.units, a.scale + b.scale);
 }
 
-std::optional<Decimal> checked_neg(Decimal a) noexcept { return make(-static_cast<Wide>(a.units), a.scale); }
+std::optional<Decimal> checked_neg(Decimal a) noexcept {
+  return make(-static_cast<Wide>(a.units), a.scale);
+}
 
 }  // namespace clampai::kernel

@@ -17,7 +17,9 @@ namespace {
 const std::string kZeroHash(64, '0');
 
 std::int64_t system_clock_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 Reason reason(ReasonCode code, std::string subject, std::string message) {
@@ -34,7 +36,8 @@ bool normalise(const Type& type, Value& v) {
     auto r = v.as_number().rescaled(type.scale());
     if (!r) return false;
     v = Value::number(*r);
-  } else if (v.kind() == Value::Kind::list && type.element() != nullptr && type.element()->is_numeric()) {
+  } else if (v.kind() == Value::Kind::list && type.element() != nullptr &&
+             type.element()->is_numeric()) {
     Value::List items = v.as_list();
     for (auto& item : items) {
       if (!normalise(*type.element(), item)) return false;
@@ -47,17 +50,28 @@ bool normalise(const Type& type, Value& v) {
 // Checks one parameter value against its declaration; returns the normalised value.
 std::optional<Reason> check_param(const Parameter& p, Value& v) {
   if (v.kind() != Value::Kind::number) {
-    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` must be a number, got " + v.to_string());
+    return reason(ReasonCode::invalid_parameter,
+                  p.name,
+                  "parameter `" + p.name + "` must be a number, got " + v.to_string());
   }
   auto r = v.as_number().rescaled(p.type.scale());
   if (!r) {
-    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + v.to_string() + " does not fit " + p.type.to_string());
+    return reason(
+        ReasonCode::invalid_parameter,
+        p.name,
+        "parameter `" + p.name + "` = " + v.to_string() + " does not fit " + p.type.to_string());
   }
   if (p.min && *r < *p.min) {
-    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + r->to_string() + " is below its minimum " + p.min->to_string());
+    return reason(ReasonCode::invalid_parameter,
+                  p.name,
+                  "parameter `" + p.name + "` = " + r->to_string() + " is below its minimum " +
+                      p.min->to_string());
   }
   if (p.max && *r > *p.max) {
-    return reason(ReasonCode::invalid_parameter, p.name, "parameter `" + p.name + "` = " + r->to_string() + " is above its maximum " + p.max->to_string());
+    return reason(ReasonCode::invalid_parameter,
+                  p.name,
+                  "parameter `" + p.name + "` = " + r->to_string() + " is above its maximum " +
+                      p.max->to_string());
   }
   v = Value::number(*r);
   return std::nullopt;
@@ -66,18 +80,30 @@ std::optional<Reason> check_param(const Parameter& p, Value& v) {
 }  // namespace
 
 std::string_view to_string(ReasonCode code) {
-  static constexpr std::string_view kNames[] = {"unknown_action",  "invalid_parameter", "below_min_cost",   "budget_exceeded",
-                                                "step_limit",      "dependency_unmet",  "requires_failed",  "overflow",
-                                                "undefined_value", "bound_violated",    "invariant_violated", "monitoring_violated"};
+  static constexpr std::string_view kNames[] = {"unknown_action",
+                                                "invalid_parameter",
+                                                "below_min_cost",
+                                                "budget_exceeded",
+                                                "step_limit",
+                                                "dependency_unmet",
+                                                "requires_failed",
+                                                "overflow",
+                                                "undefined_value",
+                                                "bound_violated",
+                                                "invariant_violated",
+                                                "monitoring_violated"};
   return kNames[static_cast<int>(code)];
 }
 
 bool Decision::has(ReasonCode code) const noexcept {
-  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.code == code; });
+  return std::any_of(
+      reasons.begin(), reasons.end(), [&](const Reason& r) { return r.code == code; });
 }
 
 bool Decision::has(ReasonCode code, std::string_view subject) const noexcept {
-  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.code == code && r.subject == subject; });
+  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) {
+    return r.code == code && r.subject == subject;
+  });
 }
 
 std::string state_digest(const State& state) {
@@ -119,7 +145,8 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   const EvalEnv env{&s, nullptr, &s, nullptr};
   for (const auto& v : model_->variables) {
     const Value& value = s.get(*model_->schema->find(v.name));
-    if (value.kind() == Value::Kind::number && ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
+    if (value.kind() == Value::Kind::number &&
+        ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
       throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds");
     }
   }
@@ -136,7 +163,8 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
         holds = false;
       }
     }
-    if (!holds) throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+    if (!holds)
+      throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
   }
 
   TraceEntry genesis;
@@ -153,24 +181,36 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
 
 SafetyKernel::~SafetyKernel() = default;
 
-std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id, const ParamMap& params) const {
+std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
+                                                     const ParamMap& params) const {
   const auto index = model_->find_action(action_id);
-  if (!index) return reason(ReasonCode::unknown_action, std::string(action_id), "unknown action `" + std::string(action_id) + "`");
+  if (!index)
+    return reason(ReasonCode::unknown_action,
+                  std::string(action_id),
+                  "unknown action `" + std::string(action_id) + "`");
   const Action& a = model_->actions[*index];
   for (const auto& [name, _] : params) {
-    const bool known = std::any_of(a.parameters.begin(), a.parameters.end(), [&](const Parameter& p) { return p.name == name; });
-    if (!known) return reason(ReasonCode::invalid_parameter, name, "action `" + a.id + "` has no parameter `" + name + "`");
+    const bool known = std::any_of(a.parameters.begin(),
+                                   a.parameters.end(),
+                                   [&](const Parameter& p) { return p.name == name; });
+    if (!known)
+      return reason(ReasonCode::invalid_parameter,
+                    name,
+                    "action `" + a.id + "` has no parameter `" + name + "`");
   }
   Proposal p{*index, {}};
   for (const Parameter& decl : a.parameters) {
-    const auto it = std::find_if(params.begin(), params.end(), [&](const auto& kv) { return kv.first == decl.name; });
+    const auto it = std::find_if(
+        params.begin(), params.end(), [&](const auto& kv) { return kv.first == decl.name; });
     Value v;
     if (it != params.end()) {
       v = it->second;
     } else if (decl.default_value) {
       v = Value::number(*decl.default_value);
     } else {
-      return reason(ReasonCode::invalid_parameter, decl.name, "missing parameter `" + decl.name + "` (it has no default)");
+      return reason(ReasonCode::invalid_parameter,
+                    decl.name,
+                    "missing parameter `" + decl.name + "` (it has no default)");
     }
     if (auto bad = check_param(decl, v)) return *bad;
     p.params.push_back(std::move(v));
@@ -194,7 +234,8 @@ Decision SafetyKernel::evaluate(std::string_view action_id, const ParamMap& para
 }
 
 Decision SafetyKernel::evaluate_in(const State& state, const Proposal& proposal) const {
-  if (state.size() != model_->variables.size()) throw InvalidArgument("the state does not have the model's variables");
+  if (state.size() != model_->variables.size())
+    throw InvalidArgument("the state does not have the model's variables");
   std::lock_guard lock(mutex_);
   return evaluate_locked(state, proposal);
 }
@@ -203,13 +244,15 @@ namespace {
 
 // Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
 // value, or returns the reason it cannot be computed.
-std::optional<Reason> apply_effect(const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& operand, Value& out) {
+std::optional<Reason> apply_effect(
+    const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& operand, Value& out) {
   const Variable& var = m.variables[e.variable];
   const Value& old = pre.state->get(e.variable);
   auto fail = [&](EvalError err) {
     return reason(err == EvalError::overflow ? ReasonCode::overflow : ReasonCode::undefined_value,
                   var.name,
-                  "effect `" + std::string(to_string(e.mode)) + "` on `" + var.name + "`: " + eval_error_text(err));
+                  "effect `" + std::string(to_string(e.mode)) + "` on `" + var.name +
+                      "`: " + eval_error_text(err));
   };
   if (e.mode == EffectMode::del) {
     out = Value();
@@ -260,14 +303,19 @@ std::optional<Reason> apply_effect(const TaskModel& m, const Effect& e, const Ev
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
   Decision d;
   if (p.action >= model_->actions.size()) {
-    d.reasons.push_back(reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
+    d.reasons.push_back(
+        reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
     return d;
   }
   const Action& a = model_->actions[p.action];
   d.action = p.action;
   d.emergency = a.emergency;
   if (p.params.size() != a.parameters.size()) {
-    d.reasons.push_back(reason(ReasonCode::invalid_parameter, a.id, "action `" + a.id + "` takes " + std::to_string(a.parameters.size()) + " parameters, got " + std::to_string(p.params.size())));
+    d.reasons.push_back(reason(ReasonCode::invalid_parameter,
+                               a.id,
+                               "action `" + a.id + "` takes " +
+                                   std::to_string(a.parameters.size()) + " parameters, got " +
+                                   std::to_string(p.params.size())));
     return d;
   }
   for (std::size_t i = 0; i < p.params.size(); ++i) {
@@ -286,7 +334,8 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
     std::optional<Decimal> scaled;
     if (r.ok()) scaled = r.value.as_number().rescaled(model_->budget.scale);
     if (!scaled) {
-      d.reasons.push_back(reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
+      d.reasons.push_back(
+          reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
       return d;
     }
     cost = scaled->units;
@@ -295,21 +344,35 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
 
   // Check 0: minimum cost (T2's precondition); emergency actions are exempt (T8).
   if (!a.emergency && cost < model_->budget.min_action_cost) {
-    d.reasons.push_back(reason(ReasonCode::below_min_cost, a.id, "cost " + model_->format_amount(cost) + " is below the minimum action cost " + model_->format_amount(model_->budget.min_action_cost)));
+    d.reasons.push_back(reason(ReasonCode::below_min_cost,
+                               a.id,
+                               "cost " + model_->format_amount(cost) +
+                                   " is below the minimum action cost " +
+                                   model_->format_amount(model_->budget.min_action_cost)));
   }
   // Check 1: budget (T1).
   if (!budget_.can_afford(cost)) {
-    d.reasons.push_back(reason(ReasonCode::budget_exceeded, a.id, "cost " + model_->format_amount(cost) + " exceeds the remaining budget " + model_->format_amount(budget_.remaining())));
+    d.reasons.push_back(reason(ReasonCode::budget_exceeded,
+                               a.id,
+                               "cost " + model_->format_amount(cost) +
+                                   " exceeds the remaining budget " +
+                                   model_->format_amount(budget_.remaining())));
   }
   // Check 2: step limit (T2); emergency actions are exempt (T8).
   if (!a.emergency && steps_ >= static_cast<std::uint64_t>(model_->budget.step_limit)) {
-    d.reasons.push_back(reason(ReasonCode::step_limit, a.id, "the step limit " + std::to_string(model_->budget.step_limit) + " is reached"));
+    d.reasons.push_back(
+        reason(ReasonCode::step_limit,
+               a.id,
+               "the step limit " + std::to_string(model_->budget.step_limit) + " is reached"));
   }
   // Dependencies; emergency actions are exempt (T8).
   if (!a.emergency) {
     for (auto dep : a.dependencies) {
       if (completions_[dep] == 0) {
-        d.reasons.push_back(reason(ReasonCode::dependency_unmet, model_->actions[dep].id, "`" + a.id + "` depends on `" + model_->actions[dep].id + "`, which has not completed"));
+        d.reasons.push_back(reason(ReasonCode::dependency_unmet,
+                                   model_->actions[dep].id,
+                                   "`" + a.id + "` depends on `" + model_->actions[dep].id +
+                                       "`, which has not completed"));
       }
     }
   }
@@ -317,9 +380,14 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
   if (a.guard) {
     const EvalResult r = kernel::evaluate(*a.guard, pre);
     if (!r.ok()) {
-      d.reasons.push_back(reason(ReasonCode::requires_failed, a.id, "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(r.error)));
+      d.reasons.push_back(reason(
+          ReasonCode::requires_failed,
+          a.id,
+          "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(r.error)));
     } else if (!r.value.as_bool()) {
-      d.reasons.push_back(reason(ReasonCode::requires_failed, a.id, "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
+      d.reasons.push_back(reason(ReasonCode::requires_failed,
+                                 a.id,
+                                 "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
     }
   }
   // Simulate: every effect reads the pre-action state; nothing is committed.
@@ -340,12 +408,23 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
       const Variable& var = model_->variables[id];
       if (v.kind() == Value::Kind::number) {
         if (var.min && v.as_number() < *var.min) {
-          d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would be " + v.to_string() + ", below its minimum " + var.min->to_string()));
+          d.reasons.push_back(reason(ReasonCode::bound_violated,
+                                     var.name,
+                                     "`" + var.name + "` would be " + v.to_string() +
+                                         ", below its minimum " + var.min->to_string()));
         } else if (var.max && v.as_number() > *var.max) {
-          d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would be " + v.to_string() + ", above its maximum " + var.max->to_string()));
+          d.reasons.push_back(reason(ReasonCode::bound_violated,
+                                     var.name,
+                                     "`" + var.name + "` would be " + v.to_string() +
+                                         ", above its maximum " + var.max->to_string()));
         }
-      } else if (v.kind() == Value::Kind::list && var.max_length && static_cast<std::int64_t>(v.as_list().size()) > *var.max_length) {
-        d.reasons.push_back(reason(ReasonCode::bound_violated, var.name, "`" + var.name + "` would have " + std::to_string(v.as_list().size()) + " items, more than its maximum length " + std::to_string(*var.max_length)));
+      } else if (v.kind() == Value::Kind::list && var.max_length &&
+                 static_cast<std::int64_t>(v.as_list().size()) > *var.max_length) {
+        d.reasons.push_back(
+            reason(ReasonCode::bound_violated,
+                   var.name,
+                   "`" + var.name + "` would have " + std::to_string(v.as_list().size()) +
+                       " items, more than its maximum length " + std::to_string(*var.max_length)));
       }
     }
     // Invariants on the simulated post-state (T3). Expressions read the pre-state patched by
@@ -398,18 +477,23 @@ TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {
   return trace_.back();
 }
 
-void SafetyKernel::write_line(std::uint64_t sequence, std::string line) { options_.writer->write(sequence, std::move(line)); }
+void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
+  options_.writer->write(sequence, std::move(line));
+}
 
 namespace {
-std::vector<std::pair<std::string, Value>> named(const TaskModel& m, const std::vector<std::pair<VarId, Value>>& changes) {
+std::vector<std::pair<std::string, Value>> named(
+    const TaskModel& m, const std::vector<std::pair<VarId, Value>>& changes) {
   std::vector<std::pair<std::string, Value>> out;
   out.reserve(changes.size());
   for (const auto& [id, v] : changes) out.emplace_back(m.variables[id].name, v);
   return out;
 }
-std::vector<std::pair<std::string, Value>> named_params(const Action& a, const std::vector<Value>& params) {
+std::vector<std::pair<std::string, Value>> named_params(const Action& a,
+                                                        const std::vector<Value>& params) {
   std::vector<std::pair<std::string, Value>> out;
-  for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i) out.emplace_back(a.parameters[i].name, params[i]);
+  for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i)
+    out.emplace_back(a.parameters[i].name, params[i]);
   return out;
 }
 }  // namespace
@@ -470,11 +554,13 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       }
       ++completions_[proposal.action];
       state_ = std::move(next);
-      const TraceEntry& appended = append_locked(std::move(entry), options_.writer ? &line : nullptr);
+      const TraceEntry& appended =
+          append_locked(std::move(entry), options_.writer ? &line : nullptr);
       sequence = appended.sequence;
       undo.sequence = sequence;
       undo_.push_back(std::move(undo));
-      outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, undo_.back().cost}, state_};
+      outcome =
+          Outcome{std::move(d), Receipt{sequence, proposal.action, undo_.back().cost}, state_};
     }
     if (!traced) return std::move(*outcome);
   }
@@ -492,7 +578,8 @@ Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params
     std::uint64_t sequence = 0;
     {
       std::lock_guard lock(mutex_);
-      if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+      if (sealed_)
+        throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
       if (!options_.record_rejections) return Outcome{std::move(d), std::nullopt, state_};
       TraceEntry entry;
       entry.kind = EntryKind::rejected;
@@ -515,16 +602,21 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
   std::optional<State> after;
   {
     std::lock_guard lock(mutex_);
-    if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can be rolled back after the seal");
-    if (undo_.empty()) throw InvalidArgument("nothing to roll back: no committed action is in effect");
+    if (sealed_)
+      throw InvalidArgument("the kernel is sealed: nothing can be rolled back after the seal");
+    if (undo_.empty())
+      throw InvalidArgument("nothing to roll back: no committed action is in effect");
     const Undo& u = undo_.back();
     if (receipt.sequence != u.sequence) {
       throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
-                            ": the state is not the one it produced (the most recent action still in effect is entry " + std::to_string(u.sequence) +
-                            "; roll back in reverse order)");
+                            ": the state is not the one it produced (the most recent action still "
+                            "in effect is entry " +
+                            std::to_string(u.sequence) + "; roll back in reverse order)");
     }
     const Action& a = model_->actions[u.action];
-    if (!a.reversible) throw InvalidArgument("action `" + a.id + "` is declared irreversible and cannot be rolled back");
+    if (!a.reversible)
+      throw InvalidArgument("action `" + a.id +
+                            "` is declared irreversible and cannot be rolled back");
     CLAMPAI_ALWAYS_ASSERT(state_ == u.after);
 
     // Mechanism 1: the algebraic inverse of each declared effect.
@@ -533,8 +625,9 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
       const Effect& e = a.effects[i];
       const Value& now = u.after.get(e.variable);
       if (e.mode == EffectMode::increment || e.mode == EffectMode::decrement) {
-        const auto r = e.mode == EffectMode::increment ? checked_sub(now.as_number(), u.operands[i].as_number())
-                                                       : checked_add(now.as_number(), u.operands[i].as_number());
+        const auto r = e.mode == EffectMode::increment
+                           ? checked_sub(now.as_number(), u.operands[i].as_number())
+                           : checked_add(now.as_number(), u.operands[i].as_number());
         CLAMPAI_ALWAYS_ASSERT(r.has_value());
         Value v = Value::number(*r);
         CLAMPAI_ALWAYS_ASSERT(normalise(model_->variables[e.variable].type, v));
@@ -640,22 +733,32 @@ std::vector<TraceEntry> SafetyKernel::trace() const {
   return trace_;
 }
 
-TraceCheck SafetyKernel::verify_trace() const { return verify_chain(trace(), /*allow_unsealed=*/true); }
+TraceCheck SafetyKernel::verify_trace() const {
+  return verify_chain(trace(), /*allow_unsealed=*/true);
+}
 
-std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<const TaskModel> model,
-                                                                const std::vector<TraceEntry>& entries,
-                                                                State* final_state) {
+std::optional<std::pair<std::size_t, std::string>> replay_trace(
+    std::shared_ptr<const TaskModel> model,
+    const std::vector<TraceEntry>& entries,
+    State* final_state) {
   using Mismatch = std::pair<std::size_t, std::string>;
-  if (entries.empty() || entries[0].kind != EntryKind::genesis) return Mismatch{0, "the trace does not start with a genesis entry"};
+  if (entries.empty() || entries[0].kind != EntryKind::genesis)
+    return Mismatch{0, "the trace does not start with a genesis entry"};
   if (entries[0].spec != model->digest) {
-    return Mismatch{0, "the trace was written for another spec (digest " + entries[0].spec.substr(0, 12) + "..., this spec is " + model->digest.substr(0, 12) + "...)"};
+    return Mismatch{0,
+                    "the trace was written for another spec (digest " +
+                        entries[0].spec.substr(0, 12) + "..., this spec is " +
+                        model->digest.substr(0, 12) + "...)"};
   }
   SafetyKernel kernel(model);
-  if (entries[0].state != state_digest(kernel.state())) return Mismatch{0, "the initial state differs from the spec's"};
+  if (entries[0].state != state_digest(kernel.state()))
+    return Mismatch{0, "the initial state differs from the spec's"};
   std::vector<Receipt> receipts;
   auto text = [](const std::vector<std::pair<std::string, Value>>& values) {
     std::vector<std::pair<std::string, Value>> sorted = values;
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first;
+    });
     std::string out;
     for (const auto& [k, v] : sorted) {
       out += k + "=";
@@ -682,21 +785,28 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<
       case EntryKind::executed: {
         Outcome o = kernel.execute(e.action, params);
         if (!o.decision.approved) return Mismatch{i, "`" + e.action + "` is rejected on replay"};
-        if (text(e.changes) != text(named(*model, o.decision.changes))) return Mismatch{i, "`" + e.action + "` changes other values on replay"};
-        if (e.cost != model->format_amount(o.decision.cost)) return Mismatch{i, "`" + e.action + "` costs " + model->format_amount(o.decision.cost) + " on replay"};
+        if (text(e.changes) != text(named(*model, o.decision.changes)))
+          return Mismatch{i, "`" + e.action + "` changes other values on replay"};
+        if (e.cost != model->format_amount(o.decision.cost))
+          return Mismatch{
+              i,
+              "`" + e.action + "` costs " + model->format_amount(o.decision.cost) + " on replay"};
         receipts.push_back(*o.receipt);
         break;
       }
       case EntryKind::rejected: {
         const Decision d = kernel.evaluate(e.action, params);
-        if (d.approved) return Mismatch{i, "`" + e.action + "` was recorded as rejected but is approved on replay"};
+        if (d.approved)
+          return Mismatch{i,
+                          "`" + e.action + "` was recorded as rejected but is approved on replay"};
         break;
       }
       case EntryKind::rolled_back: {
         if (receipts.empty()) return Mismatch{i, "a rollback with nothing to roll back"};
         try {
           Outcome o = kernel.rollback(receipts.back());
-          if (text(e.changes) != text(named(*model, o.decision.changes))) return Mismatch{i, "the rollback restores other values on replay"};
+          if (text(e.changes) != text(named(*model, o.decision.changes)))
+            return Mismatch{i, "the rollback restores other values on replay"};
         } catch (const InvalidArgument& err) {
           return Mismatch{i, err.what()};
         }
@@ -704,12 +814,15 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<
         break;
       }
       case EntryKind::sealed:
-        if (e.state != state_digest(kernel.state())) return Mismatch{i, "the final state differs from the sealed one"};
+        if (e.state != state_digest(kernel.state()))
+          return Mismatch{i, "the final state differs from the sealed one"};
         break;
     }
-    if (e.step != kernel.steps() || e.emergency_steps != kernel.emergency_steps()) return Mismatch{i, "step counters differ on replay"};
+    if (e.step != kernel.steps() || e.emergency_steps != kernel.emergency_steps())
+      return Mismatch{i, "step counters differ on replay"};
     const BudgetController b = kernel.budget();
-    if (e.gross != model->format_amount(b.gross()) || e.net != model->format_amount(b.net())) return Mismatch{i, "budget differs on replay"};
+    if (e.gross != model->format_amount(b.gross()) || e.net != model->format_amount(b.net()))
+      return Mismatch{i, "budget differs on replay"};
   }
   if (final_state != nullptr) *final_state = kernel.state();
   return std::nullopt;

@@ -17,8 +17,12 @@ using Kind = JsonNode::Kind;
 
 constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
 
-std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
-std::string at_index(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+std::string at_index(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
 
 SourceLoc loc(const JsonNode& n) { return SourceLoc{n.line, n.column}; }
 
@@ -31,7 +35,9 @@ void expect_kind(const JsonNode& n, Kind kind, const std::string& path) {
 }
 
 // Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
-void allow_keys(const JsonNode& obj, const std::string& path, std::initializer_list<std::string_view> allowed) {
+void allow_keys(const JsonNode& obj,
+                const std::string& path,
+                std::initializer_list<std::string_view> allowed) {
   for (const auto& [key, _] : obj.members) {
     bool ok = false;
     for (auto a : allowed) ok = ok || key == a;
@@ -49,7 +55,10 @@ const JsonNode& required(const JsonNode& obj, const std::string& path, const cha
   return *n;
 }
 
-std::string get_string(const JsonNode& obj, const std::string& path, const char* key, std::string fallback = "") {
+std::string get_string(const JsonNode& obj,
+                       const std::string& path,
+                       const char* key,
+                       std::string fallback = "") {
   const JsonNode* n = obj.find(key);
   if (n == nullptr) return fallback;
   expect_kind(*n, Kind::string, join(path, key));
@@ -64,7 +73,10 @@ bool get_bool(const JsonNode& obj, const std::string& path, const char* key, boo
 }
 
 std::int64_t get_count(const JsonNode& n, const std::string& path) {
-  if (n.kind != Kind::number || !n.integral) throw SpecError(path, "expected a whole number, found " + (n.kind == Kind::number ? "`" + n.text + "`" : detail::describe(n)));
+  if (n.kind != Kind::number || !n.integral)
+    throw SpecError(path,
+                    "expected a whole number, found " +
+                        (n.kind == Kind::number ? "`" + n.text + "`" : detail::describe(n)));
   try {
     const long long v = std::stoll(n.text);
     if (v < 0) throw SpecError(path, "must not be negative, got " + n.text);
@@ -76,7 +88,8 @@ std::int64_t get_count(const JsonNode& n, const std::string& path) {
 
 // A number given as a JSON number (exact text) or a decimal string.
 Decimal get_decimal(const JsonNode& n, const std::string& path) {
-  if (n.kind != Kind::number && n.kind != Kind::string) throw SpecError(path, "expected a number, found " + detail::describe(n));
+  if (n.kind != Kind::number && n.kind != Kind::string)
+    throw SpecError(path, "expected a number, found " + detail::describe(n));
   std::string err;
   auto d = Decimal::parse(n.text, &err);
   if (!d) throw SpecError(path, "`" + n.text + "`: " + err);
@@ -112,8 +125,10 @@ Type parse_type(const JsonNode& n, const std::string& path, bool allow_list) {
     if (name == "string") return Type::string();
     if (name == "decimal") {
       const std::int64_t scale = int_field("scale", -1);
-      if (scale < 0) throw SpecError(join(path, "scale"), "a decimal needs a `scale` (digits after the point)");
-      if (scale > max_scale) throw SpecError(join(path, "scale"), "must be at most 18, got " + std::to_string(scale));
+      if (scale < 0)
+        throw SpecError(join(path, "scale"), "a decimal needs a `scale` (digits after the point)");
+      if (scale > max_scale)
+        throw SpecError(join(path, "scale"), "must be at most 18, got " + std::to_string(scale));
       return Type::decimal(static_cast<int>(scale));
     }
     if (name == "enum") {
@@ -140,7 +155,8 @@ Type parse_type(const JsonNode& n, const std::string& path, bool allow_list) {
   } catch (const InvalidArgument& e) {
     throw SpecError(path, e.what());
   }
-  throw SpecError(tpath, "unknown type `" + name + "` (expected bool, int, decimal, string, enum or list)");
+  throw SpecError(
+      tpath, "unknown type `" + name + "` (expected bool, int, decimal, string, enum or list)");
 }
 
 // Renders a JSON literal given where an expression is expected as expression source.
@@ -168,13 +184,17 @@ std::string literal_source(const JsonNode& n, const std::string& path) {
         } else if (item.kind == Kind::number || item.kind == Kind::boolean) {
           s += literal_source(item, at_index(path, i));
         } else {
-          throw SpecError(at_index(path, i), "list items must be strings, numbers or bools, found " + detail::describe(item));
+          throw SpecError(
+              at_index(path, i),
+              "list items must be strings, numbers or bools, found " + detail::describe(item));
         }
       }
       return s + "]";
     }
     default:
-      throw SpecError(path, "expected an expression (a string), a number, a bool or a list, found " + detail::describe(n));
+      throw SpecError(path,
+                      "expected an expression (a string), a number, a bool or a list, found " +
+                          detail::describe(n));
   }
 }
 
@@ -187,7 +207,18 @@ Value literal_value(const JsonNode& n, const Type& type, const std::string& path
 
 VariableDecl parse_variable(const std::string& name, const JsonNode& n, const std::string& path) {
   expect_kind(n, Kind::object, path);
-  allow_keys(n, path, {"type", "scale", "values", "element", "initial", "min", "max", "max_length", "optional", "description"});
+  allow_keys(n,
+             path,
+             {"type",
+              "scale",
+              "values",
+              "element",
+              "initial",
+              "min",
+              "max",
+              "max_length",
+              "optional",
+              "description"});
   VariableDecl v;
   v.name = name;
   v.loc = loc(n);
@@ -200,7 +231,8 @@ VariableDecl parse_variable(const std::string& name, const JsonNode& n, const st
   }
   v.min = opt_decimal(n, path, "min");
   v.max = opt_decimal(n, path, "max");
-  if (const JsonNode* ml = n.find("max_length")) v.max_length = get_count(*ml, join(path, "max_length"));
+  if (const JsonNode* ml = n.find("max_length"))
+    v.max_length = get_count(*ml, join(path, "max_length"));
   return v;
 }
 
@@ -218,7 +250,10 @@ ParameterDecl parse_parameter(const std::string& name, const JsonNode& n, const 
 
 ActionDecl parse_action(const JsonNode& n, const std::string& path) {
   expect_kind(n, Kind::object, path);
-  allow_keys(n, path, {"id", "name", "description", "cost", "reversible", "parameters", "requires", "effects"});
+  allow_keys(
+      n,
+      path,
+      {"id", "name", "description", "cost", "reversible", "parameters", "requires", "effects"});
   ActionDecl a;
   a.loc = loc(n);
   const JsonNode& id = required(n, path, "id");
@@ -233,16 +268,19 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
   } else if (cost.kind == Kind::string) {
     a.cost = cost.text;
   } else {
-    throw SpecError(join(path, "cost"), "expected a number or an expression, found " + detail::describe(cost));
+    throw SpecError(join(path, "cost"),
+                    "expected a number or an expression, found " + detail::describe(cost));
   }
   a.reversible = get_bool(n, path, "reversible", true);
   if (const JsonNode* ps = n.find("parameters")) {
     const std::string ppath = join(path, "parameters");
     expect_kind(*ps, Kind::object, ppath);
-    for (const auto& [name, p] : ps->members) a.parameters.push_back(parse_parameter(name, p, join(ppath, name)));
+    for (const auto& [name, p] : ps->members)
+      a.parameters.push_back(parse_parameter(name, p, join(ppath, name)));
   }
   a.guard = get_string(n, path, "requires");
-  if (n.find("requires") != nullptr && a.guard.empty()) throw SpecError(join(path, "requires"), "empty expression");
+  if (n.find("requires") != nullptr && a.guard.empty())
+    throw SpecError(join(path, "requires"), "empty expression");
   if (const JsonNode* es = n.find("effects")) {
     const std::string epath = join(path, "effects");
     expect_kind(*es, Kind::array, epath);
@@ -258,7 +296,11 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
       const JsonNode& mode = required(e, p, "mode");
       expect_kind(mode, Kind::string, join(p, "mode"));
       const auto m = parse_effect_mode(mode.text);
-      if (!m) throw SpecError(join(p, "mode"), "unknown mode `" + mode.text + "` (expected set, increment, decrement, multiply, append, remove or delete)");
+      if (!m)
+        throw SpecError(
+            join(p, "mode"),
+            "unknown mode `" + mode.text +
+                "` (expected set, increment, decrement, multiply, append, remove or delete)");
       eff.mode = *m;
       if (const JsonNode* v = e.find("value")) {
         eff.value = literal_source(*v, join(p, "value"));
@@ -288,7 +330,8 @@ InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
   } else if (enforcement == "monitoring") {
     inv.enforcement = Enforcement::monitoring;
   } else {
-    throw SpecError(join(path, "enforcement"), "unknown enforcement `" + enforcement + "` (expected blocking or monitoring)");
+    throw SpecError(join(path, "enforcement"),
+                    "unknown enforcement `" + enforcement + "` (expected blocking or monitoring)");
   }
   inv.description = get_string(n, path, "description");
   inv.suggestion = get_string(n, path, "suggestion");
@@ -298,9 +341,21 @@ InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
 }  // namespace
 
 TaskDecl parse_spec(std::string_view json_text) {
-  const JsonNode root = detail::parse_json(json_text, "spec", detail::JsonLimits{kMaxFileBytes, 64, 64 * 1024});
+  const JsonNode root =
+      detail::parse_json(json_text, "spec", detail::JsonLimits{kMaxFileBytes, 64, 64 * 1024});
   expect_kind(root, Kind::object, "");
-  allow_keys(root, "", {"$schema", "name", "description", "goal", "variables", "actions", "invariants", "budget", "emergency_actions", "dependencies"});
+  allow_keys(root,
+             "",
+             {"$schema",
+              "name",
+              "description",
+              "goal",
+              "variables",
+              "actions",
+              "invariants",
+              "budget",
+              "emergency_actions",
+              "dependencies"});
   TaskDecl t;
   t.name = get_string(root, "", "name");
   if (const JsonNode* g = root.find("goal")) {
@@ -316,25 +371,31 @@ TaskDecl parse_spec(std::string_view json_text) {
   }
   const JsonNode& vars = required(root, "", "variables");
   expect_kind(vars, Kind::object, "variables");
-  for (const auto& [name, v] : vars.members) t.variables.push_back(parse_variable(name, v, join("variables", name)));
+  for (const auto& [name, v] : vars.members)
+    t.variables.push_back(parse_variable(name, v, join("variables", name)));
   const JsonNode& acts = required(root, "", "actions");
   expect_kind(acts, Kind::array, "actions");
-  for (std::size_t i = 0; i < acts.items.size(); ++i) t.actions.push_back(parse_action(acts.items[i], at_index("actions", i)));
+  for (std::size_t i = 0; i < acts.items.size(); ++i)
+    t.actions.push_back(parse_action(acts.items[i], at_index("actions", i)));
   if (const JsonNode* invs = root.find("invariants")) {
     expect_kind(*invs, Kind::array, "invariants");
-    for (std::size_t i = 0; i < invs->items.size(); ++i) t.invariants.push_back(parse_invariant(invs->items[i], at_index("invariants", i)));
+    for (std::size_t i = 0; i < invs->items.size(); ++i)
+      t.invariants.push_back(parse_invariant(invs->items[i], at_index("invariants", i)));
   }
   const JsonNode& budget = required(root, "", "budget");
   expect_kind(budget, Kind::object, "budget");
   allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps"});
   t.budget.total = get_decimal(required(budget, "budget", "total"), "budget.total");
-  t.budget.min_action_cost = get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
+  t.budget.min_action_cost =
+      get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
   if (const JsonNode* s = budget.find("scale")) {
     const std::int64_t scale = get_count(*s, "budget.scale");
-    if (scale > 9) throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(scale));
+    if (scale > 9)
+      throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(scale));
     t.budget.scale = static_cast<int>(scale);
   }
-  if (const JsonNode* m = budget.find("max_steps")) t.budget.max_steps = get_count(*m, "budget.max_steps");
+  if (const JsonNode* m = budget.find("max_steps"))
+    t.budget.max_steps = get_count(*m, "budget.max_steps");
   if (const JsonNode* em = root.find("emergency_actions")) {
     expect_kind(*em, Kind::array, "emergency_actions");
     for (std::size_t i = 0; i < em->items.size(); ++i) {
@@ -358,14 +419,17 @@ TaskDecl parse_spec(std::string_view json_text) {
   return t;
 }
 
-std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) { return build_model(parse_spec(json_text)); }
+std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) {
+  return build_model(parse_spec(json_text));
+}
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read `" + path + "`");
   in.seekg(0, std::ios::end);
   const auto size = in.tellg();
-  if (size > static_cast<std::streamoff>(kMaxFileBytes)) throw Error("`" + path + "` is larger than 16 MiB");
+  if (size > static_cast<std::streamoff>(kMaxFileBytes))
+    throw Error("`" + path + "` is larger than 16 MiB");
   in.seekg(0);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -373,7 +437,9 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
-std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) { return load_spec(read_text_file(path)); }
+std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) {
+  return load_spec(read_text_file(path));
+}
 
 State parse_state(const TaskModel& model, std::string_view json_text) {
   const JsonNode root = detail::parse_json(json_text, "state");
@@ -386,7 +452,8 @@ State parse_state(const TaskModel& model, std::string_view json_text) {
     Value v;
     std::string err;
     if (!detail::value_from_json(node, var.type, v, err)) throw SpecError(name, err);
-    if (!v.is_defined() && !var.optional) throw SpecError(name, "`" + name + "` is not optional and cannot be null");
+    if (!v.is_defined() && !var.optional)
+      throw SpecError(name, "`" + name + "` is not optional and cannot be null");
     if (v.kind() == Value::Kind::number) {
       auto r = v.as_number().rescaled(var.type.scale());
       if (!r) throw SpecError(name, v.to_string() + " does not fit " + var.type.to_string());

@@ -75,7 +75,8 @@ bool equal(const NodePtr& a, const NodePtr& b) noexcept {
   return true;
 }
 
-void diff_nodes(const NodePtr& a, const NodePtr& b, int depth, VarId base, std::vector<VarId>& out) {
+void diff_nodes(
+    const NodePtr& a, const NodePtr& b, int depth, VarId base, std::vector<VarId>& out) {
   if (a == b) return;
   if (depth == 0) {
     for (std::size_t i = 0; i < a->values.size(); ++i) {
@@ -175,4 +176,3 @@ State make_state(std::initializer_list<std::pair<std::string, Value>> values) {
 }
 
 }  // namespace clampai::kernel
-

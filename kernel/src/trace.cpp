@@ -18,11 +18,13 @@ using detail::append_json_string;
 using detail::append_value;
 using detail::JsonNode;
 
-constexpr std::string_view kKindNames[] = {"genesis", "executed", "rejected", "rolled_back", "sealed"};
+constexpr std::string_view kKindNames[] = {
+    "genesis", "executed", "rejected", "rolled_back", "sealed"};
 const std::string kZeroHash(64, '0');
 
 void append_named_values(std::string& out, std::vector<std::pair<std::string, Value>> values) {
-  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(
+      values.begin(), values.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   out += '{';
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
@@ -102,7 +104,8 @@ const JsonNode& member(const JsonNode& obj, const char* key, JsonNode::Kind kind
 }
 
 std::uint64_t as_count(const JsonNode& n, const char* key) {
-  if (!n.integral || n.text.empty() || n.text[0] == '-') bad(std::string("`") + key + "` is not a count");
+  if (!n.integral || n.text.empty() || n.text[0] == '-')
+    bad(std::string("`") + key + "` is not a count");
   try {
     return std::stoull(n.text);
   } catch (const std::exception&) {
@@ -136,14 +139,16 @@ Value generic_value(const JsonNode& n) {
 
 std::vector<std::pair<std::string, Value>> named_values(const JsonNode& obj, const char* key) {
   std::vector<std::pair<std::string, Value>> out;
-  for (const auto& [k, v] : member(obj, key, JsonNode::Kind::object).members) out.emplace_back(k, generic_value(v));
+  for (const auto& [k, v] : member(obj, key, JsonNode::Kind::object).members)
+    out.emplace_back(k, generic_value(v));
   return out;
 }
 
 std::vector<Reason> reasons(const JsonNode& obj, const char* key) {
   std::vector<Reason> out;
   for (const auto& r : member(obj, key, JsonNode::Kind::array).items) {
-    if (r.kind != JsonNode::Kind::object) bad(std::string("`") + key + "` holds " + detail::describe(r));
+    if (r.kind != JsonNode::Kind::object)
+      bad(std::string("`") + key + "` holds " + detail::describe(r));
     Reason reason;
     const std::string& code = member(r, "code", JsonNode::Kind::string).text;
     bool known = false;
@@ -168,7 +173,8 @@ TraceEntry entry_from_json(const JsonNode& j) {
   e.changes = named_values(j, "changes");
   e.cost = member(j, "cost", JsonNode::Kind::string).text;
   e.emergency = member(j, "emergency", JsonNode::Kind::boolean).boolean;
-  e.emergency_steps = as_count(member(j, "emergency_steps", JsonNode::Kind::number), "emergency_steps");
+  e.emergency_steps =
+      as_count(member(j, "emergency_steps", JsonNode::Kind::number), "emergency_steps");
   e.gross = member(j, "gross", JsonNode::Kind::string).text;
   e.hash = member(j, "hash", JsonNode::Kind::string).text;
   const std::string& kind = member(j, "kind", JsonNode::Kind::string).text;
@@ -240,22 +246,29 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
   if (entries.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
-    if (e.sequence != i) return fail(i, "sequence number " + std::to_string(e.sequence) + ", expected " + std::to_string(i) + " (an entry was deleted, inserted or moved)");
+    if (e.sequence != i)
+      return fail(i,
+                  "sequence number " + std::to_string(e.sequence) + ", expected " +
+                      std::to_string(i) + " (an entry was deleted, inserted or moved)");
     if (e.compute_hash() != e.hash) return fail(i, "hash mismatch: the entry was changed");
     const std::string& expected_prev = i == 0 ? kZeroHash : entries[i - 1].hash;
     if (e.prev != expected_prev) return fail(i, "does not link to the previous entry's hash");
     if ((i == 0) != (e.kind == EntryKind::genesis)) {
-      return fail(i, i == 0 ? "the first entry is not a genesis entry" : "a genesis entry after the start");
+      return fail(
+          i, i == 0 ? "the first entry is not a genesis entry" : "a genesis entry after the start");
     }
-    if (e.kind == EntryKind::sealed && i + 1 != entries.size()) return fail(i + 1, "entries follow the seal");
+    if (e.kind == EntryKind::sealed && i + 1 != entries.size())
+      return fail(i + 1, "entries follow the seal");
   }
   check.sealed = entries.back().kind == EntryKind::sealed;
   if (!check.sealed && !allow_unsealed) {
-    return fail(entries.size(), "the trace ends without a seal: it was truncated after entry " + std::to_string(entries.size() - 1) +
-                                    ", or the run did not finish");
+    return fail(entries.size(),
+                "the trace ends without a seal: it was truncated after entry " +
+                    std::to_string(entries.size() - 1) + ", or the run did not finish");
   }
   check.ok = true;
-  check.message = std::to_string(entries.size()) + " entries, chain intact" + (check.sealed ? ", sealed" : ", not sealed");
+  check.message = std::to_string(entries.size()) + " entries, chain intact" +
+                  (check.sealed ? ", sealed" : ", not sealed");
   return check;
 }
 
@@ -284,11 +297,13 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     try {
       TraceEntry e = entry_from_json(detail::parse_json(lines[i], path));
-      if (e.to_json_line() != lines[i]) throw TraceError("not in canonical form: the line was changed");
+      if (e.to_json_line() != lines[i])
+        throw TraceError("not in canonical form: the line was changed");
       entries.push_back(std::move(e));
     } catch (const Error& e) {
       check.first_bad = i;
-      check.message = "entry " + std::to_string(i) + " (line " + std::to_string(i + 1) + "): " + e.what();
+      check.message =
+          "entry " + std::to_string(i) + " (line " + std::to_string(i + 1) + "): " + e.what();
       return check;
     }
   }
@@ -317,7 +332,8 @@ TraceWriter::~TraceWriter() {
 void TraceWriter::write_ready_locked() {
   for (auto it = pending_.find(next_); it != pending_.end(); it = pending_.find(next_)) {
     const std::string& line = it->second;
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fputc('\n', file_) == EOF) {
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+        std::fputc('\n', file_) == EOF) {
       error_ = "write failed";
     } else if (policy_ != FlushPolicy::buffered && std::fflush(file_) != 0) {
       error_ = "flush failed";

@@ -16,18 +16,18 @@ namespace clampai::kernel {
 /// Stable codes for why an action was rejected (or, for monitoring invariants, flagged).
 /// The spelling returned by `to_string` is part of the interface (trace files, JSON output).
 enum class ReasonCode : std::uint8_t {
-  unknown_action,      // no action with that id
-  invalid_parameter,   // missing, unknown, mistyped or out-of-bounds parameter
-  below_min_cost,      // cost below min_action_cost (T2's precondition)
-  budget_exceeded,     // the cost does not fit the remaining budget (T1)
-  step_limit,          // the T2 step bound is reached
-  dependency_unmet,    // a declared dependency has not completed
-  requires_failed,     // the action's `requires` guard is false (or could not be evaluated)
-  overflow,            // an effect or cost left the int64 fixed-point range
-  undefined_value,     // an effect read an undefined (deleted) variable
-  bound_violated,      // a variable would leave its declared min/max/max_length
-  invariant_violated,  // a blocking invariant would be false after the action (T3)
-  monitoring_violated, // a monitoring invariant would be false (a warning; never blocks)
+  unknown_action,       // no action with that id
+  invalid_parameter,    // missing, unknown, mistyped or out-of-bounds parameter
+  below_min_cost,       // cost below min_action_cost (T2's precondition)
+  budget_exceeded,      // the cost does not fit the remaining budget (T1)
+  step_limit,           // the T2 step bound is reached
+  dependency_unmet,     // a declared dependency has not completed
+  requires_failed,      // the action's `requires` guard is false (or could not be evaluated)
+  overflow,             // an effect or cost left the int64 fixed-point range
+  undefined_value,      // an effect read an undefined (deleted) variable
+  bound_violated,       // a variable would leave its declared min/max/max_length
+  invariant_violated,   // a blocking invariant would be false after the action (T3)
+  monitoring_violated,  // a monitoring invariant would be false (a warning; never blocks)
 };
 /// The stable spelling of a code: `budget_exceeded`, ...
 std::string_view to_string(ReasonCode code);
@@ -35,21 +35,21 @@ std::string_view to_string(ReasonCode code);
 /// One failing check.
 struct Reason {
   ReasonCode code = ReasonCode::unknown_action;
-  std::string subject;  // the invariant, variable, parameter or action concerned
-  std::string message;  // for people
+  std::string subject{};  // the invariant, variable, parameter or action concerned
+  std::string message{};  // for people
 };
 
 /// The verdict on one proposal. `evaluate` never changes anything; `execute` commits exactly
 /// when `approved` is true.
 struct Decision {
   bool approved = false;
-  std::vector<Reason> reasons;   // every failing check, in check order; empty iff approved
-  std::vector<Reason> warnings;  // monitoring invariants that would be violated
-  std::size_t action = 0;        // index in the model (meaningless for unknown_action)
-  Amount cost = 0;               // the evaluated cost, in budget units
+  std::vector<Reason> reasons{};   // every failing check, in check order; empty iff approved
+  std::vector<Reason> warnings{};  // monitoring invariants that would be violated
+  std::size_t action = 0;          // index in the model (meaningless for unknown_action)
+  Amount cost = 0;                 // the evaluated cost, in budget units
   bool emergency = false;
   /// The post-action values of the variables the effects write (when they could be computed).
-  std::vector<std::pair<VarId, Value>> changes;
+  std::vector<std::pair<VarId, Value>> changes{};
 
   [[nodiscard]] bool is_approved() const noexcept { return approved; }
   /// True iff some reason has `code`.

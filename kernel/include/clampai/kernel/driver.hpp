@@ -14,8 +14,8 @@ namespace clampai::kernel {
 
 /// What a driver proposes next, and the proposals it considered and found rejected.
 struct Choice {
-  std::optional<Proposal> proposal;  // none: the driver has nothing to propose
-  std::vector<Decision> rejected;    // rejected evaluations made while choosing
+  std::optional<Proposal> proposal{};  // none: the driver has nothing to propose
+  std::vector<Decision> rejected{};    // rejected evaluations made while choosing
 };
 
 /// Chooses actions. Implementations must not change the kernel (only evaluate).
@@ -45,19 +45,19 @@ std::string_view to_string(Termination t);
 
 struct RunOptions {
   /// Stop after this many executed actions (a driver-level cap besides the kernel's T2 bound).
-  std::optional<std::uint64_t> max_steps;
+  std::optional<std::uint64_t> max_steps{};
 };
 
 /// A run's summary, like the seed's result summary.
 struct RunResult {
   Termination termination = Termination::no_approvable_action;
   bool goal_reached = false;
-  std::uint64_t executed = 0;  // actions committed
-  std::uint64_t attempted = 0; // evaluations made (approved or not)
-  std::uint64_t rejected = 0;  // rejected evaluations
+  std::uint64_t executed = 0;   // actions committed
+  std::uint64_t attempted = 0;  // evaluations made (approved or not)
+  std::uint64_t rejected = 0;   // rejected evaluations
   std::map<std::string, std::uint64_t> rejections_by_reason;
-  std::vector<std::string> actions;   // ids of the committed actions, in order
-  std::vector<Reason> last_reasons;   // why nothing was approvable, when that ended the run
+  std::vector<std::string> actions{};  // ids of the committed actions, in order
+  std::vector<Reason> last_reasons{};  // why nothing was approvable, when that ended the run
 };
 
 /// Drives `kernel` with `driver` until the goal is reached, the driver has nothing to

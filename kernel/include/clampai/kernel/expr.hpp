@@ -72,7 +72,7 @@ struct NamedType {
 
 /// What an expression may refer to.
 struct ExprScope {
-  const Schema* variables = nullptr;               // null: no state variables (cost expressions)
+  const Schema* variables = nullptr;                  // null: no state variables (cost expressions)
   const std::vector<Type>* variable_types = nullptr;  // indexed by VarId
   const std::vector<NamedType>* parameters = nullptr;
   bool allow_old = false;  // `old(x)` is allowed (invariants only)

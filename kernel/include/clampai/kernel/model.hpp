@@ -53,138 +53,138 @@ using NativePredicate = std::function<bool(const State&)>;
 
 /// A state variable. Numeric bounds apply to int and decimal variables; `max_length` to lists.
 struct VariableDecl {
-  std::string name;
+  std::string name{};
   Type type = Type::integer();
-  Value initial;
-  std::optional<Decimal> min;
-  std::optional<Decimal> max;
-  std::optional<std::int64_t> max_length;
+  Value initial{};
+  std::optional<Decimal> min{};
+  std::optional<Decimal> max{};
+  std::optional<std::int64_t> max_length{};
   bool optional = false;  // may be deleted (then reads of it are errors; see `defined(x)`)
-  SourceLoc loc;
+  SourceLoc loc{};
 };
 
 /// A numeric action parameter (int or decimal) with optional bounds and default.
 struct ParameterDecl {
-  std::string name;
+  std::string name{};
   Type type = Type::integer();
-  std::optional<Decimal> min;
-  std::optional<Decimal> max;
-  std::optional<Decimal> default_value;
+  std::optional<Decimal> min{};
+  std::optional<Decimal> max{};
+  std::optional<Decimal> default_value{};
 };
 
 /// One effect: `variable` changed by `mode` with the value of the expression `value` (empty for
 /// `del`).
 struct EffectDecl {
-  std::string variable;
+  std::string variable{};
   EffectMode mode = EffectMode::set;
-  std::string value;
+  std::string value{};
 };
 
 /// An action. `cost` is a decimal number, or an expression over the parameters.
 struct ActionDecl {
-  std::string id;
-  std::string name;
-  std::string description;
+  std::string id{};
+  std::string name{};
+  std::string description{};
   std::string cost = "0";
   bool reversible = true;
-  std::vector<ParameterDecl> parameters;
-  std::string guard;  // the `requires` expression; empty means always
-  std::vector<EffectDecl> effects;
-  SourceLoc loc;
+  std::vector<ParameterDecl> parameters{};
+  std::string guard{};  // the `requires` expression; empty means always
+  std::vector<EffectDecl> effects{};
+  SourceLoc loc{};
 };
 
 /// An invariant given as an expression, or (C++ only) as a native predicate.
 struct InvariantDecl {
-  std::string name;
-  std::string expression;
-  NativePredicate predicate;  // used iff `expression` is empty
+  std::string name{};
+  std::string expression{};
+  NativePredicate predicate{};  // used iff `expression` is empty
   Enforcement enforcement = Enforcement::blocking;
-  std::string description;
-  std::string suggestion;
-  SourceLoc loc;
+  std::string description{};
+  std::string suggestion{};
+  SourceLoc loc{};
 };
 
 /// The budget: amounts are decimals, stored as integers of 10^-scale units.
 struct BudgetDecl {
-  Decimal total;
-  Decimal min_action_cost;
+  Decimal total{};
+  Decimal min_action_cost{};
   int scale = 3;
-  std::optional<std::int64_t> max_steps;
+  std::optional<std::int64_t> max_steps{};
 };
 
 /// A whole task.
 struct TaskDecl {
-  std::string name;
-  std::string goal_description;
-  std::string goal;  // expression; empty means the task has no goal
-  std::vector<VariableDecl> variables;
-  std::vector<ActionDecl> actions;
-  std::vector<InvariantDecl> invariants;
-  BudgetDecl budget;
-  std::vector<std::string> emergency_actions;
-  std::vector<std::pair<std::string, std::vector<std::string>>> dependencies;
+  std::string name{};
+  std::string goal_description{};
+  std::string goal{};  // expression; empty means the task has no goal
+  std::vector<VariableDecl> variables{};
+  std::vector<ActionDecl> actions{};
+  std::vector<InvariantDecl> invariants{};
+  BudgetDecl budget{};
+  std::vector<std::string> emergency_actions{};
+  std::vector<std::pair<std::string, std::vector<std::string>>> dependencies{};
 };
 
 // ---------------------------------------------------------------------------------------------
 // The built model.
 
 struct Variable {
-  std::string name;
-  Type type;
-  Value initial;
-  std::optional<Decimal> min;
-  std::optional<Decimal> max;
-  std::optional<std::int64_t> max_length;
+  std::string name{};
+  Type type = Type::integer();
+  Value initial{};
+  std::optional<Decimal> min{};
+  std::optional<Decimal> max{};
+  std::optional<std::int64_t> max_length{};
   bool optional = false;
-  SourceLoc loc;
+  SourceLoc loc{};
 };
 
 struct Parameter {
-  std::string name;
-  Type type;
-  std::optional<Decimal> min;
-  std::optional<Decimal> max;
-  std::optional<Decimal> default_value;
+  std::string name{};
+  Type type = Type::integer();
+  std::optional<Decimal> min{};
+  std::optional<Decimal> max{};
+  std::optional<Decimal> default_value{};
 };
 
 struct Effect {
   VarId variable = 0;
   EffectMode mode = EffectMode::set;
-  ExprPtr value;  // null for `del`
+  ExprPtr value{};  // null for `del`
 };
 
 struct Action {
-  std::string id;
-  std::string name;
-  std::string description;
-  Amount cost = 0;    // in budget units, when `cost_expr` is null
-  ExprPtr cost_expr;  // a cost that depends on the parameters
+  std::string id{};
+  std::string name{};
+  std::string description{};
+  Amount cost = 0;      // in budget units, when `cost_expr` is null
+  ExprPtr cost_expr{};  // a cost that depends on the parameters
   bool reversible = true;
   bool emergency = false;
-  std::vector<Parameter> parameters;
-  std::vector<NamedType> parameter_scope;  // names and types, for expressions
-  ExprPtr guard;                           // null: always enabled
-  std::vector<Effect> effects;             // at most one per variable
-  std::vector<std::size_t> dependencies;   // indices of actions that must have completed first
-  SourceLoc loc;
+  std::vector<Parameter> parameters{};
+  std::vector<NamedType> parameter_scope{};  // names and types, for expressions
+  ExprPtr guard{};                           // null: always enabled
+  std::vector<Effect> effects{};             // at most one per variable
+  std::vector<std::size_t> dependencies{};   // indices of actions that must have completed first
+  SourceLoc loc{};
 };
 
 struct Invariant {
-  std::string name;
-  ExprPtr expr;  // null for a native predicate
-  NativePredicate predicate;
+  std::string name{};
+  ExprPtr expr{};  // null for a native predicate
+  NativePredicate predicate{};
   Enforcement enforcement = Enforcement::blocking;
-  std::string description;
-  std::string suggestion;
+  std::string description{};
+  std::string suggestion{};
   bool transition = false;  // refers to old(x)
-  SourceLoc loc;
+  SourceLoc loc{};
 };
 
 struct Budget {
   Amount total = 0;
   Amount min_action_cost = 0;
   int scale = 3;
-  std::optional<std::int64_t> declared_max_steps;
+  std::optional<std::int64_t> declared_max_steps{};
   /// The T2 bound: min(floor(total / min_action_cost), declared_max_steps), exact.
   std::int64_t step_limit = 0;
 };
@@ -192,17 +192,17 @@ struct Budget {
 /// A validated task model. Immutable; share it with `std::shared_ptr<const TaskModel>`.
 class TaskModel {
  public:
-  std::string name;
-  std::string goal_description;
-  ExprPtr goal;  // null: no goal
-  std::vector<Variable> variables;
-  std::vector<Action> actions;
-  std::vector<Invariant> invariants;
-  Budget budget;
-  std::shared_ptr<const Schema> schema;
-  std::vector<Type> variable_types;  // indexed by VarId
+  std::string name{};
+  std::string goal_description{};
+  ExprPtr goal{};  // null: no goal
+  std::vector<Variable> variables{};
+  std::vector<Action> actions{};
+  std::vector<Invariant> invariants{};
+  Budget budget{};
+  std::shared_ptr<const Schema> schema{};
+  std::vector<Type> variable_types{};  // indexed by VarId
   /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.
-  std::string digest;
+  std::string digest{};
 
   /// The initial state, from the variables' initial values.
   [[nodiscard]] const State& initial_state() const { return *initial_; }

@@ -27,7 +27,7 @@ using ParamMap = std::vector<std::pair<std::string, Value>>;
 /// A resolved proposal: an action index and one value per declared parameter, normalised.
 struct Proposal {
   std::size_t action = 0;
-  std::vector<Value> params;
+  std::vector<Value> params{};
 };
 
 /// Options of a kernel.
@@ -37,7 +37,7 @@ struct KernelOptions {
   /// Microseconds since the epoch, for trace timestamps; defaults to the system clock.
   std::function<std::int64_t()> clock;
   /// Where to persist the trace as it grows (JSON Lines); may be null.
-  std::shared_ptr<TraceWriter> writer;
+  std::shared_ptr<TraceWriter> writer{};
 };
 
 /// Proof that an action was committed; pass it to `rollback`.
@@ -49,9 +49,9 @@ struct Receipt {
 
 /// What `execute` and `rollback` did.
 struct Outcome {
-  Decision decision;               // for rollback: approved, with the restored variables
-  std::optional<Receipt> receipt;  // set iff something was committed by `execute`
-  State state;                     // the kernel's state afterwards
+  Decision decision{};               // for rollback: approved, with the restored variables
+  std::optional<Receipt> receipt{};  // set iff something was committed by `execute`
+  State state;                       // the kernel's state afterwards
 };
 
 /// The runtime safety kernel. Owns the current state, the budget ledger, the step counters and
@@ -74,7 +74,8 @@ class SafetyKernel {
 
   /// Resolves an action id and named parameters (defaults fill missing ones).
   /// Returns the reason it cannot (unknown action, invalid parameter) instead.
-  [[nodiscard]] std::variant<Proposal, Reason> resolve(std::string_view action_id, const ParamMap& params = {}) const;
+  [[nodiscard]] std::variant<Proposal, Reason> resolve(std::string_view action_id,
+                                                       const ParamMap& params = {}) const;
 
   /// Decides whether the proposal may execute now. No side effects.
   /// Checks, in order: min cost, budget, step limit, dependencies, `requires`, effects
@@ -107,7 +108,9 @@ class SafetyKernel {
   TraceEntry seal();
 
   [[nodiscard]] const TaskModel& model() const noexcept { return *model_; }
-  [[nodiscard]] const std::shared_ptr<const TaskModel>& model_ptr() const noexcept { return model_; }
+  [[nodiscard]] const std::shared_ptr<const TaskModel>& model_ptr() const noexcept {
+    return model_;
+  }
   [[nodiscard]] State state() const;
   [[nodiscard]] BudgetController budget() const;
   [[nodiscard]] std::uint64_t steps() const;
@@ -150,9 +153,10 @@ class SafetyKernel {
 /// rejection is rejected again, and the seal's state digest matches.
 /// Returns the index and reason of the first mismatch, or nullopt; `final_state` gets the
 /// state reached.
-std::optional<std::pair<std::size_t, std::string>> replay_trace(std::shared_ptr<const TaskModel> model,
-                                                                const std::vector<TraceEntry>& entries,
-                                                                State* final_state = nullptr);
+std::optional<std::pair<std::size_t, std::string>> replay_trace(
+    std::shared_ptr<const TaskModel> model,
+    const std::vector<TraceEntry>& entries,
+    State* final_state = nullptr);
 
 /// The SHA-256 (hex) of a state's canonical JSON: an object from variable name to value.
 std::string state_digest(const State& state);

@@ -75,7 +75,9 @@ class State {
   friend bool operator==(const State& a, const State& b) noexcept;
 
  private:
-  State(std::shared_ptr<const Schema> schema, std::shared_ptr<const detail::StateNode> root, int depth);
+  State(std::shared_ptr<const Schema> schema,
+        std::shared_ptr<const detail::StateNode> root,
+        int depth);
 
   std::shared_ptr<const Schema> schema_;
   std::shared_ptr<const detail::StateNode> root_;

@@ -31,22 +31,22 @@ std::string_view to_string(EntryKind kind);
 struct TraceEntry {
   std::uint64_t sequence = 0;
   EntryKind kind = EntryKind::executed;
-  std::string action;                                   // action id ("" for genesis/sealed)
-  std::vector<std::pair<std::string, Value>> params;    // parameter values
-  std::vector<std::pair<std::string, Value>> changes;   // variables written, with new values
-  std::string cost;                                     // decimal text at the budget scale
+  std::string action;                                    // action id ("" for genesis/sealed)
+  std::vector<std::pair<std::string, Value>> params{};   // parameter values
+  std::vector<std::pair<std::string, Value>> changes{};  // variables written, with new values
+  std::string cost{};                                    // decimal text at the budget scale
   bool emergency = false;
-  std::vector<Reason> reasons;                          // why it was rejected
-  std::vector<Reason> warnings;                         // monitoring violations
-  std::uint64_t step = 0;                               // counters after the entry
+  std::vector<Reason> reasons{};   // why it was rejected
+  std::vector<Reason> warnings{};  // monitoring violations
+  std::uint64_t step = 0;          // counters after the entry
   std::uint64_t emergency_steps = 0;
-  std::string gross;                                    // budget after the entry (decimal text)
-  std::string net;
-  std::string spec;                                     // model digest (genesis only)
-  std::string state;                                    // full state digest (genesis, sealed)
-  std::int64_t time_us = 0;                             // wall clock, microseconds since epoch
-  std::string prev;                                     // hash of the previous entry (64 hex)
-  std::string hash;                                     // hash of this entry (64 hex)
+  std::string gross;  // budget after the entry (decimal text)
+  std::string net{};
+  std::string spec;          // model digest (genesis only)
+  std::string state;         // full state digest (genesis, sealed)
+  std::int64_t time_us = 0;  // wall clock, microseconds since epoch
+  std::string prev;          // hash of the previous entry (64 hex)
+  std::string hash;          // hash of this entry (64 hex)
 
   /// The canonical JSON line of this entry, including `hash`.
   [[nodiscard]] std::string to_json_line() const;
@@ -57,10 +57,10 @@ struct TraceEntry {
 /// The result of verifying a chain of entries.
 struct TraceCheck {
   bool ok = false;
-  std::size_t entries = 0;                 // entries read
-  std::optional<std::size_t> first_bad;    // index of the first bad entry (or where one is missing)
+  std::size_t entries = 0;               // entries read
+  std::optional<std::size_t> first_bad;  // index of the first bad entry (or where one is missing)
   bool sealed = false;
-  std::string message;                     // what is wrong, or a summary
+  std::string message{};  // what is wrong, or a summary
 };
 
 /// Verifies the hash chain of `entries`: each hash recomputes, each `prev` links to the entry

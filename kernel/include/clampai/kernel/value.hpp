@@ -27,7 +27,9 @@ class Value {
   static Value string(std::string s) {
     return Value(Repr(std::make_shared<const std::string>(std::move(s))));
   }
-  static Value list(List items) { return Value(Repr(std::make_shared<const List>(std::move(items)))); }
+  static Value list(List items) {
+    return Value(Repr(std::make_shared<const List>(std::move(items))));
+  }
 
   [[nodiscard]] Kind kind() const noexcept { return static_cast<Kind>(repr_.index()); }
   [[nodiscard]] bool is_defined() const noexcept { return kind() != Kind::undefined; }

@@ -1,0 +1,3 @@
+-- The root of the `ClampAI` library: building it checks every specification and proof.
+import ClampAI.Spec.Budget
+import ClampAI.Thm

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what ClampAI needs from Debian 12 packages, if anything is missing.
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkg-config clang-format
+          libssl-dev nlohmann-json3-dev libcli11-dev libboost-graph-dev libz3-dev
+          catch2 libbenchmark-dev libvalijson-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 2; }
+  as_root=(sudo)
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every test: install what is missing, then
+#   1. a format check (clang-format 14, the project's .clang-format);
+#   2. a Release build with warnings as errors, and every test (ctest);
+#   3. an AddressSanitizer + UndefinedBehaviorSanitizer Debug build, and every test;
+#   4. a ThreadSanitizer build of the concurrency test, and that test;
+#   5. the Lean and TLA+ checks where those tools exist (they say plainly when they skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+./scripts/setup.sh
+
+echo "== format"
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find kernel cli tests benchmarks examples -name '*.[ch]pp')
+clang-format --dry-run --Werror "${sources[@]}"
+
+echo "== release build, warnings as errors"
+cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAMPAI_WERROR=ON >/dev/null
+cmake --build build/ci-release -j "$jobs"
+ctest --test-dir build/ci-release --output-on-failure -j "$jobs"
+
+echo "== benchmarks run once, at a minimal duration (they must keep working; nothing is timed)"
+for b in build/ci-release/benchmarks/bench_*; do
+  [[ -x $b ]] && "$b" --benchmark_min_time=0.001 >/dev/null
+done
+
+echo "== address + undefined behaviour sanitizers"
+cmake -S . -B build/ci-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
+      -DCLAMPAI_SANITIZE=address,undefined -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build/ci-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/ci-asan --output-on-failure -j "$jobs"
+
+echo "== thread sanitizer (concurrency test)"
+cmake -S . -B build/ci-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
+      -DCLAMPAI_SANITIZE=thread -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build/ci-tsan -j "$jobs" --target test_concurrency
+TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_concurrency
+
+echo "== formal specs"
+./scripts/check-formal.sh
+
+echo "== all tests passed"

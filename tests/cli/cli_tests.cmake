@@ -1,0 +1,48 @@
+# The `clampai` command as a user meets it: exit codes (DESIGN §4) and messages.
+# Invoked by ctest with -DCLAMPAI=<binary> -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch dir>.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(failures 0)
+
+function(expect name expected_rc pattern)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(all "${out}${err}")
+  if(NOT rc EQUAL expected_rc)
+    message(SEND_ERROR "${name}: exit code ${rc}, expected ${expected_rc}\n${all}")
+  elseif(NOT "${pattern}" STREQUAL "" AND NOT all MATCHES "${pattern}")
+    message(SEND_ERROR "${name}: output does not match `${pattern}`:\n${all}")
+  else()
+    message(STATUS "ok: ${name}")
+  endif()
+endfunction()
+
+set(ex "${SOURCE_DIR}/examples")
+foreach(spec quickstart cloud_deploy payments)
+  expect("check ${spec}" 0 "ok: well-formed" ${CLAMPAI} check ${ex}/${spec}.json)
+  expect("run ${spec}" 0 "goal reached" ${CLAMPAI} run ${ex}/${spec}.json --trace ${WORK_DIR}/${spec}.jsonl)
+  expect("trace verify ${spec}" 0 "ok: .*replays" ${CLAMPAI} trace verify ${WORK_DIR}/${spec}.jsonl --spec ${ex}/${spec}.json)
+endforeach()
+expect("check json" 0 "\"step_limit\": 200" ${CLAMPAI} check ${ex}/quickstart.json --format json)
+expect("run json" 0 "\"termination\": \"goal_reached\"" ${CLAMPAI} run ${ex}/quickstart.json --format json)
+expect("run fsync" 0 "written to" ${CLAMPAI} run ${ex}/quickstart.json --trace ${WORK_DIR}/fsync.jsonl --flush fsync)
+expect("run capped" 1 "max_steps" ${CLAMPAI} run ${ex}/quickstart.json --max-steps 1)
+
+# A spec with a mistake: exit 2 and the message names the place.
+file(WRITE ${WORK_DIR}/typo.json [=[{"variables": {"balance": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "effects": []}],
+ "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("bad spec" 2 "actions\\[0\\]\\.requires:1:1: unknown variable `balnce` \\(did you mean `balance`\\?\\)" ${CLAMPAI} check ${WORK_DIR}/typo.json)
+file(WRITE ${WORK_DIR}/malformed.json "{\"variables\": {,}}")
+expect("malformed JSON" 2 "1:16: malformed JSON" ${CLAMPAI} check ${WORK_DIR}/malformed.json)
+expect("missing file" 2 "cannot read" ${CLAMPAI} check ${WORK_DIR}/nope.json)
+expect("usage" 2 "" ${CLAMPAI} run)
+expect("unknown option" 2 "" ${CLAMPAI} check ${ex}/quickstart.json --frobnicate)
+expect("help" 0 "trace" ${CLAMPAI} --help)
+expect("run help" 0 "--max-steps" ${CLAMPAI} run --help)
+
+# A tampered trace: exit 1 naming the first bad entry.
+file(READ ${WORK_DIR}/quickstart.jsonl trace)
+string(REPLACE "\"cost\":\"2.000\"" "\"cost\":\"0.000\"" tampered "${trace}")
+file(WRITE ${WORK_DIR}/tampered.jsonl "${tampered}")
+expect("tampered trace" 1 "BROKEN: .*entry 1: hash mismatch" ${CLAMPAI} trace verify ${WORK_DIR}/tampered.jsonl)
+expect("trace for another spec" 1 "another spec" ${CLAMPAI} trace verify ${WORK_DIR}/quickstart.jsonl --spec ${ex}/payments.json)

@@ -1,0 +1,150 @@
+// The expression language: parsing, typing, evaluation, printing.
+#include <catch2/catch.hpp>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/expr.hpp"
+
+using namespace clampai::kernel;
+
+namespace {
+
+struct Fixture {
+  std::shared_ptr<const Schema> schema =
+      std::make_shared<const Schema>(std::vector<std::string>{"n", "d", "b", "s", "e", "l", "opt"});
+  std::vector<Type> types{Type::integer(),
+                          Type::decimal(2),
+                          Type::boolean(),
+                          Type::string(),
+                          Type::enumeration({"idle", "busy"}),
+                          Type::list(Type::integer()),
+                          Type::integer()};
+  std::vector<NamedType> params{{"k", Type::integer()}};
+  State state{schema,
+              {Value::integer(7),
+               Value::number(Decimal{1250, 2}),
+               Value::boolean(true),
+               Value::string("hi"),
+               Value::string("idle"),
+               Value::list({Value::integer(1), Value::integer(2)}),
+               Value()}};
+  std::vector<Value> param_values{Value::integer(3)};
+
+  ExprScope scope(bool allow_old = true) const {
+    ExprScope sc;
+    sc.variables = schema.get();
+    sc.variable_types = &types;
+    sc.parameters = &params;
+    sc.allow_old = allow_old;
+    return sc;
+  }
+  EvalResult eval(const std::string& text) const {
+    const ExprPtr e = parse_expression(text, scope(), "x");
+    return evaluate(*e, EvalEnv{&state, nullptr, &state, param_values.data()});
+  }
+  Value value(const std::string& text) const {
+    EvalResult r = eval(text);
+    REQUIRE(r.ok());
+    return r.value;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Expr: evaluates arithmetic, comparisons and logic", "[kernel][expr]") {
+  Fixture f;
+  REQUIRE(f.value("n + 2 * k") == Value::integer(13));
+  REQUIRE(f.value("d - 0.5") == Value::number(Decimal{12, 0}));
+  REQUIRE(f.value("-n") == Value::integer(-7));
+  REQUIRE(f.value("n > 5 && d <= 12.50") == Value::boolean(true));
+  REQUIRE(f.value("!b || n == 7") == Value::boolean(true));
+  REQUIRE(f.value("b -> n < 0") == Value::boolean(false));
+  REQUIRE(f.value("if n > 100 then 1 else 2") == Value::integer(2));
+  REQUIRE(f.value("min(n, k) + max(n, k) + abs(0 - n)") == Value::integer(17));
+  REQUIRE(f.value("len(l) == 2 && contains(l, 2) && !contains(l, 3)") == Value::boolean(true));
+  REQUIRE(f.value("e in {'busy', 'idle'}") == Value::boolean(true));
+  REQUIRE(f.value("s == 'hi' && e != 'busy'") == Value::boolean(true));
+  REQUIRE(f.value("[1, 2] == l") == Value::boolean(true));
+  REQUIRE(f.value("defined(n) && !defined(opt)") == Value::boolean(true));
+}
+
+TEST_CASE("Expr: short-circuit operators skip the operand they do not need", "[kernel][expr]") {
+  Fixture f;
+  // opt is undefined: reading it is an error, unless the reading is skipped.
+  REQUIRE(f.eval("opt > 0").error == EvalError::undefined);
+  REQUIRE(f.value("defined(opt) && opt > 0") == Value::boolean(false));
+  REQUIRE(f.value("!defined(opt) || opt > 0") == Value::boolean(true));
+  REQUIRE(f.value("defined(opt) -> opt > 0") == Value::boolean(true));
+  REQUIRE(f.value("if defined(opt) then opt else 0") == Value::integer(0));
+}
+
+TEST_CASE("Expr: overflow is an evaluation error, never wrap-around", "[kernel][expr]") {
+  Fixture f;
+  REQUIRE(f.eval("9223372036854775807 + n").error == EvalError::overflow);
+  REQUIRE(f.eval("9223372036854775807 * 2").error == EvalError::overflow);
+  REQUIRE(f.eval("-9223372036854775807 - 2").error == EvalError::overflow);
+}
+
+TEST_CASE("Expr: type errors name the position", "[kernel][expr]") {
+  Fixture f;
+  const auto sc = f.scope();
+  REQUIRE_THROWS_WITH(
+      parse_expression("n + b", sc, "p"),
+      Catch::Matchers::Contains("p:1:5") && Catch::Matchers::Contains("must be a number"));
+  REQUIRE_THROWS_WITH(parse_expression("n == 'x'", sc, "p"),
+                      Catch::Matchers::Contains("cannot compare int with string"));
+  REQUIRE_THROWS_WITH(
+      parse_expression("e == 'running'", sc, "p"),
+      Catch::Matchers::Contains("p:1:6") && Catch::Matchers::Contains("not a value of enum"));
+  REQUIRE_THROWS_WITH(
+      parse_expression("  nn > 1", sc, "p"),
+      Catch::Matchers::Contains("p:1:3: unknown variable `nn` (did you mean `n`?)"));
+  REQUIRE_THROWS_WITH(parse_expression("1 < n < 3", sc, "p"),
+                      Catch::Matchers::Contains("do not chain"));
+  REQUIRE_THROWS_WITH(parse_expression("n = 1", sc, "p"), Catch::Matchers::Contains("use `==`"));
+  REQUIRE_THROWS_WITH(parse_expression("s == \"x\"", sc, "p"),
+                      Catch::Matchers::Contains("single quotes"));
+  REQUIRE_THROWS_WITH(parse_expression("n / 2", sc, "p"), Catch::Matchers::Contains("division"));
+  REQUIRE_THROWS_WITH(parse_expression("old(n) > 1", f.scope(false), "p"),
+                      Catch::Matchers::Contains("only allowed in invariants"));
+  REQUIRE_THROWS_WITH(parse_expression("foo(n)", sc, "p"),
+                      Catch::Matchers::Contains("unknown function `foo`"));
+  REQUIRE_THROWS_WITH(parse_expression("(n > 1", sc, "p"),
+                      Catch::Matchers::Contains("expected `)`"));
+  REQUIRE_THROWS_WITH(parse_expression("n >\n  zz", sc, "p"), Catch::Matchers::Contains("p:2:3"));
+  REQUIRE_THROWS_AS(
+      parse_expression(std::string(5000, '(') + "1" + std::string(5000, ')'), sc, "p"),
+      clampai::SpecError);
+}
+
+TEST_CASE("Expr: to_source prints an expression that parses back to the same value",
+          "[kernel][expr]") {
+  Fixture f;
+  for (const char* text : {"n + 2 * k",
+                           "(n + 2) * k",
+                           "n - (k - 1)",
+                           "-(n + 1)",
+                           "!(b && n > 1)",
+                           "b -> (b -> n > 1)",
+                           "(b -> b) -> b",
+                           "if b then n else k",
+                           "e in {'idle', 'busy'}",
+                           "s == 'it\\'s'",
+                           "contains(l, k) || len(l) > 3"}) {
+    INFO(text);
+    const ExprPtr e = parse_expression(text, f.scope(), "x");
+    const ExprPtr again = parse_expression(to_source(*e), f.scope(), "x");
+    REQUIRE(to_source(*again) == to_source(*e));
+    const EvalEnv env{&f.state, nullptr, &f.state, f.param_values.data()};
+    REQUIRE(evaluate(*again, env).value == evaluate(*e, env).value);
+  }
+}
+
+TEST_CASE("Expr: old(x) reads the pre-action state, x the post-action state", "[kernel][expr]") {
+  Fixture f;
+  const ExprPtr e = parse_expression("n >= old(n)", f.scope(), "x");
+  REQUIRE(uses_old(*e));
+  const std::vector<std::pair<VarId, Value>> lower{{0, Value::integer(6)}};
+  const std::vector<std::pair<VarId, Value>> higher{{0, Value::integer(8)}};
+  REQUIRE_FALSE(evaluate(*e, EvalEnv{&f.state, &lower, &f.state, nullptr}).value.as_bool());
+  REQUIRE(evaluate(*e, EvalEnv{&f.state, &higher, &f.state, nullptr}).value.as_bool());
+}

@@ -1,0 +1,54 @@
+// Persistent states: updates share structure, equality and diff are exact.
+#include <catch2/catch.hpp>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/state.hpp"
+
+using namespace clampai::kernel;
+
+namespace {
+State numbered(std::size_t n) {
+  std::vector<std::string> names;
+  std::vector<Value> values;
+  for (std::size_t i = 0; i < n; ++i) {
+    names.push_back("v" + std::to_string(i));
+    values.push_back(Value::integer(static_cast<std::int64_t>(i)));
+  }
+  return State(std::make_shared<const Schema>(names), values);
+}
+}  // namespace
+
+TEST_CASE("State: reads back every value at every size", "[kernel][state]") {
+  for (std::size_t n : {0U, 1U, 31U, 32U, 33U, 1024U, 1025U, 40000U}) {
+    const State s = numbered(n);
+    REQUIRE(s.size() == n);
+    for (std::size_t i = 0; i < n; i += 1 + n / 97)
+      REQUIRE(s.get(static_cast<VarId>(i)) == Value::integer(static_cast<std::int64_t>(i)));
+    REQUIRE(s.values().size() == n);
+  }
+}
+
+TEST_CASE("State: with() leaves the original unchanged", "[kernel][state]") {
+  const State s = numbered(5000);
+  const State t = s.with(4321, Value::string("x"));
+  REQUIRE(s.get(4321) == Value::integer(4321));
+  REQUIRE(t.get(4321) == Value::string("x"));
+  REQUIRE(t.get(4320) == Value::integer(4320));
+  REQUIRE_FALSE(s == t);
+  REQUIRE(t.with(4321, Value::integer(4321)) == s);
+}
+
+TEST_CASE("State: diff lists exactly the changed variables", "[kernel][state]") {
+  const State s = numbered(3000);
+  const State t =
+      s.with({{7, Value::boolean(true)}, {2999, Value::integer(0)}, {1500, Value::integer(1500)}});
+  REQUIRE(s.diff(t) == std::vector<VarId>{7, 2999});
+  REQUIRE(s.diff(s).empty());
+}
+
+TEST_CASE("State: unknown names are errors naming the variable", "[kernel][state]") {
+  const State s = make_state({{"balance", Value::integer(10)}});
+  REQUIRE(s.get("balance") == Value::integer(10));
+  REQUIRE_THROWS_WITH(s.get("balnce"), Catch::Matchers::Contains("unknown variable `balnce`"));
+  REQUIRE_THROWS_AS(Schema({"a", "a"}), clampai::InvalidArgument);
+}
