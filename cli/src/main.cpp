@@ -283,8 +283,11 @@ int main(int argc, char** argv) {
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;
-  } catch (const clampai::Error& e) {
+  } catch (const clampai::TraceError& e) {
     std::cerr << "clampai: error: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const clampai::Error& e) {
+    std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;
   }
   return kBadInput;

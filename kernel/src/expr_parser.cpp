@@ -9,8 +9,10 @@
 namespace clampai::kernel {
 namespace {
 
-// Deep nesting would exhaust the stack of the recursive parser and evaluator.
+// Deep nesting would exhaust the stack of the recursive parser and evaluator: parentheses may
+// nest 200 levels, and no tree (long operator chains included) may be higher than 1,000.
 constexpr int kMaxDepth = 200;
+constexpr std::uint32_t kMaxHeight = 1000;
 constexpr std::size_t kMaxLength = 64 * 1024;
 
 enum class Tok : std::uint8_t { end, ident, number, string, punct };
@@ -151,12 +153,15 @@ class Parser {
   }
 
   // ---- construction helpers ----
-  static MutExpr node(ExprOp op, SourcePos pos, Type type, std::vector<ExprPtr> args = {}) {
+  MutExpr node(ExprOp op, SourcePos pos, Type type, std::vector<ExprPtr> args = {}) const {
     auto e = std::make_shared<Expr>();
     e->op = op;
     e->pos = pos;
     e->type = std::move(type);
     e->args = std::move(args);
+    for (const auto& a : e->args) e->height = std::max(e->height, a->height + 1);
+    if (e->height > kMaxHeight)
+      fail(pos, "expression more than 1000 levels deep (split long chains of operators)");
     return e;
   }
 
@@ -173,6 +178,18 @@ class Parser {
   static Type numeric_join(const Type& a, const Type& b) {
     if (a.kind() == Type::Kind::integer && b.kind() == Type::Kind::integer) return Type::integer();
     return Type::decimal(std::max(a.scale(), b.scale()));
+  }
+
+  // A string literal compared with (or chosen among) enum values must be one of them; a string
+  // that is not a literal cannot stand where an enum value is produced.
+  void check_enum_member(const Type& enum_type, const Expr& e) const {
+    if (enum_type.kind() != Type::Kind::enumeration) return;
+    if (e.type.kind() == Type::Kind::string && e.op != ExprOp::literal) {
+      fail(e.pos,
+           "a string expression cannot stand for a value of " + enum_type.to_string() +
+               " (use a literal)");
+    }
+    check_enum_literal(enum_type, e);
   }
 
   // A string literal compared with (or chosen among) enum values must be one of them.
@@ -308,8 +325,8 @@ class Parser {
              "the branches of `if` have different types: " + a->type.to_string() + " and " +
                  b->type.to_string());
       }
-      check_enum_literal(*type, *a);
-      check_enum_literal(*type, *b);
+      check_enum_member(*type, *a);
+      check_enum_member(*type, *b);
       return node(ExprOp::ite, t.pos, *type, {c, a, b});
     }
     return parse_implies();
@@ -409,7 +426,6 @@ class Parser {
       advance();
       lhs = binary(ExprOp::mul, t, lhs, parse_unary());
     }
-    if (at("/")) fail(tok_.pos, "division is not part of the language");
     return lhs;
   }
 
@@ -562,6 +578,7 @@ class Parser {
                          item->type.to_string());
               type = Type::list(*joined);
               items.push_back(item);
+              for (const auto& earlier : items) check_enum_member(*type.element(), *earlier);
             } while (at(",") && (advance(), true));
           }
           expect("]");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 #include "clampai/kernel/error.hpp"
 
@@ -82,14 +83,11 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool key(string_t& k) override {
     if (k.size() > limits_.max_string)
       return fail_here("key longer than " + std::to_string(limits_.max_string) + " bytes");
-    JsonNode& obj = *stack_.back();
-    for (const auto& [existing, _] : obj.members) {
-      if (existing == k) {
-        const std::string parent = path();
-        error_path = parent.empty() ? k : parent + "." + k;
-        error_message = "duplicate key `" + k + "`";
-        return false;
-      }
+    if (!keys_.back().insert(k).second) {
+      const std::string parent = path();
+      error_path = parent.empty() ? k : parent + "." + k;
+      error_message = "duplicate key `" + k + "`";
+      return false;
     }
     pending_key_ = std::move(k);
     return true;
@@ -189,11 +187,13 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
     n.line = line;
     n.column = col;
     stack_.push_back(place(std::move(n)));
+    keys_.emplace_back();
     return true;
   }
 
   bool close() {
     stack_.pop_back();
+    keys_.pop_back();
     return true;
   }
 
@@ -204,6 +204,7 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   // Pointers into the tree stay valid: a container is only appended to while it is the top of
   // the stack, and its parent is not appended to until it is closed.
   std::vector<JsonNode*> stack_;
+  std::vector<std::unordered_set<std::string>> keys_;  // keys seen in each open container
   std::string pending_key_;
 };
 
@@ -258,7 +259,7 @@ JsonNode& JsonNode::push(JsonNode value) {
 
 JsonNode parse_json(std::string_view text, const std::string& what, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    throw SpecError(what, "file larger than " + std::to_string(limits.max_bytes) + " bytes");
+    throw SpecError("", "file larger than " + std::to_string(limits.max_bytes) + " bytes");
   }
   Builder builder(text, what, limits);
   CountingIterator first(text.data(), &builder.consumed);

@@ -43,8 +43,8 @@ struct JsonLimits {
 };
 
 /// Parses one JSON document.
-/// @throws SpecError whose path is `what:line:column` (or the JSON path of the offending
-/// element) for malformed JSON, a duplicate key, or a limit exceeded.
+/// @throws SpecError whose path is `line:column` (or the JSON path of the offending element)
+/// for malformed JSON, a duplicate key, or a limit exceeded.
 JsonNode parse_json(std::string_view text, const std::string& what, const JsonLimits& limits = {});
 
 /// The kind of a node, for messages: `a number`, `an object`...

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <map>
 #include <set>
 
+#include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "json.hpp"
@@ -73,6 +73,8 @@ Decimal fit_number(const Decimal& d, const Type& type, const std::string& path) 
   return *r;
 }
 
+}  // namespace
+
 // Checks a concrete value against a declared type; returns it normalised to the type's scale.
 Value fit_value(const Value& v, const Type& type, const std::string& path) {
   switch (type.kind()) {
@@ -106,6 +108,8 @@ Value fit_value(const Value& v, const Type& type, const std::string& path) {
   }
   return v;
 }
+
+namespace {
 
 void check_bounds(const std::optional<Decimal>& min,
                   const std::optional<Decimal>& max,
@@ -163,7 +167,7 @@ detail::JsonNode canonical_form(const TaskModel& m) {
     o.add("initial", detail::value_to_json(v.initial));
     opt_num(o, "min", v.min);
     opt_num(o, "max", v.max);
-    if (v.max_length) o.add("max_length", JsonNode::make_integer(*v.max_length));
+    if (v.max_length) o.add("max_length", JsonNode::make_string(std::to_string(*v.max_length)));
     o.add("optional", JsonNode::make_bool(v.optional));
   }
   JsonNode& acts = root.add("actions", JsonNode::make_array());
@@ -206,7 +210,7 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   JsonNode& b = root.add("budget", JsonNode::make_object());
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
   b.add("min_action_cost", JsonNode::make_string(m.format_amount(m.budget.min_action_cost)));
-  b.add("step_limit", JsonNode::make_integer(m.budget.step_limit));
+  b.add("step_limit", JsonNode::make_string(std::to_string(m.budget.step_limit)));
   return root;
 }
 
@@ -513,27 +517,36 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     }
   }
   {
-    // Depth-first search for a cycle; report it as a path of action ids.
-    std::vector<int> color(m->actions.size(), 0);
-    std::vector<std::size_t> stack;
-    std::function<void(std::size_t)> visit = [&](std::size_t i) {
-      color[i] = 1;
-      stack.push_back(i);
-      for (auto d : m->actions[i].dependencies) {
+    // Depth-first search for a cycle, iterative so that long chains cannot exhaust the stack;
+    // a cycle is reported as a path of action ids.
+    std::vector<int> color(m->actions.size(), 0);            // 0 new, 1 on the current path, 2 done
+    std::vector<std::pair<std::size_t, std::size_t>> stack;  // (action, next dependency index)
+    for (std::size_t root = 0; root < m->actions.size(); ++root) {
+      if (color[root] != 0) continue;
+      stack.emplace_back(root, 0);
+      color[root] = 1;
+      while (!stack.empty()) {
+        auto& [node, next] = stack.back();
+        const auto& deps = m->actions[node].dependencies;
+        if (next == deps.size()) {
+          color[node] = 2;
+          stack.pop_back();
+          continue;
+        }
+        const std::size_t d = deps[next++];
         if (color[d] == 1) {
           std::string cycle;
-          auto start = std::find(stack.begin(), stack.end(), d);
-          for (auto p = start; p != stack.end(); ++p) cycle += m->actions[*p].id + " -> ";
+          auto start =
+              std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == d; });
+          for (auto f = start; f != stack.end(); ++f) cycle += m->actions[f->first].id + " -> ";
           cycle += m->actions[d].id;
-          throw SpecError("dependencies." + m->actions[i].id, "cyclic dependencies: " + cycle);
+          throw SpecError("dependencies." + m->actions[node].id, "cyclic dependencies: " + cycle);
         }
-        if (color[d] == 0) visit(d);
+        if (color[d] == 0) {
+          color[d] = 1;
+          stack.emplace_back(d, 0);
+        }
       }
-      stack.pop_back();
-      color[i] = 2;
-    };
-    for (std::size_t i = 0; i < m->actions.size(); ++i) {
-      if (color[i] == 0) visit(i);
     }
   }
 
@@ -564,10 +577,11 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
   }
 
   // ---- goal ----
-  if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), "goal", "the goal");
+  if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
 
   std::string canonical;
-  detail::append_canonical(canonical, canonical_form(*m));
+  // Every number in the canonical form is written as a string, so it always has one.
+  CLAMPAI_ALWAYS_ASSERT(detail::append_canonical(canonical, canonical_form(*m)));
   m->digest = sha256_hex(canonical);
   return m;
 }

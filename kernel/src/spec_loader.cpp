@@ -165,8 +165,8 @@ std::string literal_source(const JsonNode& n, const std::string& path) {
     case Kind::string:
       return n.text;  // an expression
     case Kind::number:
-      get_decimal(n, path);  // reject what the expression language could not read back
-      return n.text;
+      // Exponent forms (1e3) become plain decimals the expression language reads.
+      return get_decimal(n, path).to_string();
     case Kind::boolean:
       return n.boolean ? "true" : "false";
     case Kind::array: {
@@ -366,6 +366,7 @@ TaskDecl parse_spec(std::string_view json_text) {
       allow_keys(*g, "goal", {"description", "check"});
       t.goal_description = get_string(*g, "goal", "description");
       t.goal = get_string(*g, "goal", "check");
+      t.goal_path = "goal.check";
     }
     if (t.goal.empty()) throw SpecError("goal", "empty expression");
   }
@@ -454,11 +455,7 @@ State parse_state(const TaskModel& model, std::string_view json_text) {
     if (!detail::value_from_json(node, var.type, v, err)) throw SpecError(name, err);
     if (!v.is_defined() && !var.optional)
       throw SpecError(name, "`" + name + "` is not optional and cannot be null");
-    if (v.kind() == Value::Kind::number) {
-      auto r = v.as_number().rescaled(var.type.scale());
-      if (!r) throw SpecError(name, v.to_string() + " does not fit " + var.type.to_string());
-      v = Value::number(*r);
-    }
+    if (v.is_defined()) v = fit_value(v, var.type, name);
     changes.emplace_back(*id, std::move(v));
   }
   return model.initial_state().with(changes);

@@ -61,6 +61,7 @@ struct Expr {
   std::string name;         // spelling of a variable or parameter, for messages
   Value literal;            // for ExprOp::literal
   std::vector<std::shared_ptr<const Expr>> args;
+  std::uint32_t height = 1;  // 1 + the largest height of `args`; bounded so recursion is safe
 };
 using ExprPtr = std::shared_ptr<const Expr>;
 

@@ -116,7 +116,8 @@ struct BudgetDecl {
 struct TaskDecl {
   std::string name{};
   std::string goal_description{};
-  std::string goal{};  // expression; empty means the task has no goal
+  std::string goal{};              // expression; empty means the task has no goal
+  std::string goal_path = "goal";  // where errors in `goal` are reported (`goal.check` in files)
   std::vector<VariableDecl> variables{};
   std::vector<ActionDecl> actions{};
   std::vector<InvariantDecl> invariants{};
@@ -222,6 +223,11 @@ class TaskModel {
 /// @throws SpecError naming the JSON path of the first problem (for example
 /// `actions[2].requires:1:14: unknown variable `balnce``).
 std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl);
+
+/// Checks a concrete value against `type` (kind, scale, enum membership, list items) and returns
+/// it normalised to the type's scale.
+/// @throws SpecError at `path` if it does not fit.
+Value fit_value(const Value& v, const Type& type, const std::string& path);
 
 /// Converts a decimal amount to budget units at `scale`.
 /// @throws SpecError at `path` if it is negative, finer than the scale, or out of range.
