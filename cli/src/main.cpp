@@ -1,14 +1,17 @@
 // The `clampai` command: the only place that formats output for people and CI.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "clampai/kernel.hpp"
+#include "clampai/verifier.hpp"
 
 namespace ck = clampai::kernel;
+namespace cv = clampai::verifier;
 using nlohmann::json;
 
 namespace {
@@ -219,6 +222,139 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   return check.ok ? kOk : kFinding;
 }
 
+// ---- verify ----
+
+struct VerifyArgs {
+  std::string spec;
+  unsigned jobs = 1;
+  unsigned timeout_ms = 10000;
+  bool fail_on_unknown = false;
+};
+
+json named_values_json(const std::vector<std::pair<std::string, ck::Value>>& values) {
+  json o = json::object();
+  for (const auto& [k, v] : values) o[k] = v.to_string();
+  return o;
+}
+
+std::string obligation_line(const cv::Obligation& o) {
+  std::string verdict(cv::to_string(o.verdict));
+  for (auto& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return verdict + " " + o.id + ": " + o.reason;
+}
+
+void print_counterexample(const cv::Counterexample& cex) {
+  std::size_t width = 8;
+  for (const auto& [name, _] : cex.pre) width = std::max(width, name.size());
+  std::cout << "    " << std::left << std::setw(static_cast<int>(width)) << "variable"
+            << "  " << std::setw(16) << "before"
+            << "  after\n";
+  for (std::size_t i = 0; i < cex.pre.size(); ++i) {
+    const std::string after = i < cex.post.size() ? cex.post[i].second.to_string() : "";
+    std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
+              << std::setw(16) << cex.pre[i].second.to_string() << "  " << after
+              << (after != cex.pre[i].second.to_string() ? "   (changed)" : "") << "\n";
+  }
+  if (!cex.params.empty()) {
+    std::cout << "    with";
+    for (const auto& [name, v] : cex.params) std::cout << " " << name << " = " << v.to_string();
+    std::cout << "\n";
+  }
+  std::cout << std::right;
+}
+
+json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv::Report& report) {
+  json rules = json::array({
+      {{"id", "invariant-not-preserved"},
+       {"shortDescription",
+        {{"text",
+          "An action can break a blocking invariant: the kernel will block it in some states"}}}},
+      {{"id", "base-case-violated"},
+       {"shortDescription", {{"text", "The initial state violates a blocking invariant"}}}},
+      {{"id", "budget-theorem-violated"},
+       {"shortDescription", {{"text", "The integer budget model breaks T1 or T4"}}}},
+      {{"id", "obligation-unknown"},
+       {"shortDescription", {{"text", "The solver could not decide an obligation"}}}},
+  });
+  json results = json::array();
+  for (const auto& o : report.obligations) {
+    if (o.verdict == cv::VerdictKind::proved) continue;
+    std::string rule = "obligation-unknown";
+    if (o.verdict == cv::VerdictKind::refuted) {
+      rule = o.kind == cv::ObligationKind::preservation ? "invariant-not-preserved"
+             : o.kind == cv::ObligationKind::base_case  ? "base-case-violated"
+                                                        : "budget-theorem-violated";
+    }
+    ck::SourceLoc loc = o.loc;
+    if (o.kind == cv::ObligationKind::preservation) {
+      if (auto a = model.find_action(o.action)) loc = model.actions[*a].loc;
+    }
+    json result = {{"ruleId", rule},
+                   {"level", o.verdict == cv::VerdictKind::refuted ? "error" : "warning"},
+                   {"message", {{"text", o.id + ": " + o.reason}}}};
+    json physical = {{"artifactLocation", {{"uri", spec}}}};
+    if (loc.line > 0) physical["region"] = {{"startLine", loc.line}, {"startColumn", loc.column}};
+    result["locations"] = json::array({{{"physicalLocation", physical}}});
+    results.push_back(result);
+  }
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs",
+           json::array({{{"tool",
+                          {{"driver",
+                            {{"name", "clampai"},
+                             {"version", "0.1.0"},
+                             {"informationUri", "https://clampai.dev"},
+                             {"rules", rules}}}}},
+                         {"results", results}}})}};
+}
+
+int cmd_verify(const VerifyArgs& args, const Common& common) {
+  const auto model = ck::load_spec_file(args.spec);
+  cv::VerifyOptions options;
+  options.jobs = args.jobs;
+  options.timeout_ms = args.timeout_ms;
+  const cv::Report report = cv::verify(model, options);
+  if (common.format == "sarif") {
+    std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
+  } else if (common.format == "json") {
+    json obligations = json::array();
+    for (const auto& o : report.obligations) {
+      json j = {{"id", o.id},
+                {"kind", std::string(cv::to_string(o.kind))},
+                {"verdict", std::string(cv::to_string(o.verdict))},
+                {"reason", o.reason}};
+      if (!o.action.empty()) j["action"] = o.action;
+      if (!o.invariant.empty()) j["invariant"] = o.invariant;
+      if (o.loc.line > 0) j["location"] = {{"line", o.loc.line}, {"column", o.loc.column}};
+      if (o.counterexample) {
+        j["counterexample"] = {{"pre", named_values_json(o.counterexample->pre)},
+                               {"params", named_values_json(o.counterexample->params)},
+                               {"post", named_values_json(o.counterexample->post)}};
+      }
+      obligations.push_back(j);
+    }
+    json j = {{"spec", args.spec},
+              {"summary",
+               {{"proved", report.proved},
+                {"refuted", report.refuted},
+                {"unknown", report.unknown},
+                {"seconds", report.seconds}}},
+              {"obligations", obligations}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& o : report.obligations) {
+      if (o.verdict == cv::VerdictKind::proved) continue;
+      std::cout << obligation_line(o) << "\n";
+      if (o.counterexample) print_counterexample(*o.counterexample);
+    }
+    std::cout << "summary: " << report.obligations.size() << " obligations: " << report.proved
+              << " proved, " << report.refuted << " refuted, " << report.unknown << " unknown ("
+              << std::fixed << std::setprecision(3) << report.seconds << " s)\n";
+  }
+  return report.exit_code(args.fail_on_unknown);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -253,6 +389,24 @@ int main(int argc, char** argv) {
       "--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
   add_format(run, common);
 
+  VerifyArgs verify_args;
+  auto* verify_cmd = app.add_subcommand("verify",
+                                        "Prove with Z3 that every action preserves every blocking "
+                                        "invariant, or show a counterexample the kernel replays");
+  verify_cmd->add_option("SPEC", verify_args.spec, "Task spec (JSON)")->required();
+  verify_cmd->add_option("--jobs", verify_args.jobs, "Worker threads, each with its own solver")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  verify_cmd->add_option("--timeout-ms", verify_args.timeout_ms, "Solver time limit per obligation")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  verify_cmd->add_flag("--fail-on-unknown",
+                       verify_args.fail_on_unknown,
+                       "Exit 1 (not 3) when an obligation is unknown");
+  verify_cmd->add_option("--format", common.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->capture_default_str();
+
   auto* trace = app.add_subcommand("trace", "Work with execution traces");
   trace->require_subcommand(1);
   TraceArgs trace_args;
@@ -280,6 +434,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return cmd_check(check_spec, common);
     if (run->parsed()) return cmd_run(run_args, common);
     if (verify->parsed()) return cmd_trace_verify(trace_args, common);
+    if (verify_cmd->parsed()) return cmd_verify(verify_args, common);
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;

@@ -141,30 +141,32 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       completions_(model_->actions.size(), 0) {
   if (!options_.clock) options_.clock = system_clock_us;
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
-  const State& s = state_;
-  const EvalEnv env{&s, nullptr, &s, nullptr};
-  for (const auto& v : model_->variables) {
-    const Value& value = s.get(*model_->schema->find(v.name));
-    if (value.kind() == Value::Kind::number &&
-        ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
-      throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds");
-    }
-  }
-  for (const auto& inv : model_->invariants) {
-    if (inv.enforcement != Enforcement::blocking) continue;
-    bool holds = false;
-    if (inv.expr) {
-      const EvalResult r = kernel::evaluate(*inv.expr, env);
-      holds = r.ok() && r.value.as_bool();
-    } else {
-      try {
-        holds = inv.predicate(s);
-      } catch (...) {
-        holds = false;
+  if (options_.check_initial_state) {
+    const State& s = state_;
+    const EvalEnv env{&s, nullptr, &s, nullptr};
+    for (const auto& v : model_->variables) {
+      const Value& value = s.get(*model_->schema->find(v.name));
+      if (value.kind() == Value::Kind::number &&
+          ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
+        throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds");
       }
     }
-    if (!holds)
-      throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+    for (const auto& inv : model_->invariants) {
+      if (inv.enforcement != Enforcement::blocking) continue;
+      bool holds = false;
+      if (inv.expr) {
+        const EvalResult r = kernel::evaluate(*inv.expr, env);
+        holds = r.ok() && r.value.as_bool();
+      } else {
+        try {
+          holds = inv.predicate(s);
+        } catch (...) {
+          holds = false;
+        }
+      }
+      if (!holds)
+        throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+    }
   }
 
   TraceEntry genesis;

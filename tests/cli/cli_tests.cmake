@@ -46,3 +46,12 @@ string(REPLACE "\"cost\":\"2.000\"" "\"cost\":\"0.000\"" tampered "${trace}")
 file(WRITE ${WORK_DIR}/tampered.jsonl "${tampered}")
 expect("tampered trace" 1 "BROKEN: .*entry 1: hash mismatch" ${CLAMPAI} trace verify ${WORK_DIR}/tampered.jsonl)
 expect("trace for another spec" 1 "another spec" ${CLAMPAI} trace verify ${WORK_DIR}/quickstart.jsonl --spec ${ex}/payments.json)
+
+# clampai verify: exit 0 all proved, 1 refuted, 3 unknown; text, JSON and SARIF.
+expect("verify quickstart" 0 "summary: 5 obligations: 5 proved, 0 refuted, 0 unknown" ${CLAMPAI} verify ${ex}/quickstart.json)
+expect("verify cloud" 1 "REFUTED preservation:scale_up:instance_cap.*instances +8 +9" ${CLAMPAI} verify ${ex}/cloud_deploy.json)
+expect("verify payments" 1 "REFUTED preservation:pay_rent:balance_never_negative" ${CLAMPAI} verify ${ex}/payments.json --jobs 2)
+expect("verify json" 1 "\"verdict\": \"refuted\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format json)
+expect("verify sarif" 1 "\"startLine\": 49.*\"ruleId\": \"invariant-not-preserved\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format sarif)
+expect("verify bad jobs" 2 "" ${CLAMPAI} verify ${ex}/quickstart.json --jobs 0)
+expect("verify bad spec" 2 "unknown variable" ${CLAMPAI} verify ${WORK_DIR}/typo.json)

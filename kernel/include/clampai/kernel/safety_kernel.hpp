@@ -36,6 +36,10 @@ struct KernelOptions {
   bool record_rejections = false;
   /// Microseconds since the epoch, for trace timestamps; defaults to the system clock.
   std::function<std::int64_t()> clock;
+  /// Refuse to start from an initial state that violates a blocking invariant or a bound
+  /// (T3's base case). Only tools that evaluate arbitrary states (the verifier's counterexample
+  /// replay) turn this off; such a kernel is not for running tasks.
+  bool check_initial_state = true;
   /// Where to persist the trace as it grows (JSON Lines); may be null.
   std::shared_ptr<TraceWriter> writer{};
 };

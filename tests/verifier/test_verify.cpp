@@ -1,0 +1,160 @@
+// clampai::verifier: verdicts, counterexamples that replay, reasons for unknowns.
+#include <catch2/catch.hpp>
+
+#include "../kernel/support.hpp"
+#include "clampai/verifier.hpp"
+
+using namespace clampai;
+using clampai::test::source_path;
+
+namespace {
+
+const verifier::Obligation& find(const verifier::Report& r, const std::string& id) {
+  for (const auto& o : r.obligations) {
+    if (o.id == id) return o;
+  }
+  FAIL("no obligation " << id);
+  throw;
+}
+
+std::string value_of(const std::vector<std::pair<std::string, kernel::Value>>& values,
+                     const std::string& name) {
+  for (const auto& [k, v] : values) {
+    if (k == name) return v.to_string();
+  }
+  return "(absent)";
+}
+
+}  // namespace
+
+TEST_CASE("Verify: the quick start is proved, with the budget theorems", "[verifier]") {
+  const auto r = verifier::verify(kernel::load_spec_file(source_path("examples/quickstart.json")));
+  REQUIRE(r.refuted == 0);
+  REQUIRE(r.unknown == 0);
+  REQUIRE(find(r, "base:max_errors").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "preservation:process_batch:max_errors").verdict ==
+          verifier::VerdictKind::proved);
+  REQUIRE(find(r, "budget:t1").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "budget:t4").verdict == verifier::VerdictKind::proved);
+  REQUIRE_THAT(find(r, "budget:t2").reason, Catch::Matchers::Contains("at most 200"));
+  REQUIRE(r.exit_code() == 0);
+}
+
+TEST_CASE("Verify: the cloud deployment's scale-up can break the instance cap", "[verifier]") {
+  const auto r =
+      verifier::verify(kernel::load_spec_file(source_path("examples/cloud_deploy.json")));
+  REQUIRE(r.refuted == 1);
+  REQUIRE(r.unknown == 0);
+  const auto& o = find(r, "preservation:scale_up:instance_cap");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+  REQUIRE(o.counterexample.has_value());
+  REQUIRE(value_of(o.counterexample->pre, "deployed") == "true");
+  REQUIRE(value_of(o.counterexample->post, "instances") !=
+          value_of(o.counterexample->pre, "instances"));
+  REQUIRE(o.counterexample->params.size() == 1);
+  REQUIRE(find(r, "preservation:deploy:deploy_after_test").verdict ==
+          verifier::VerdictKind::proved);
+  REQUIRE(r.exit_code() == 1);
+}
+
+TEST_CASE("Verify: a transition invariant over old(x) is proved or refuted per action",
+          "[verifier]") {
+  const auto r = verifier::verify(kernel::load_spec_file(source_path("examples/payments.json")));
+  REQUIRE(find(r, "preservation:pay_rent:paid_total_monotone").verdict ==
+          verifier::VerdictKind::proved);
+  REQUIRE(find(r, "preservation:top_up:paid_total_monotone").verdict ==
+          verifier::VerdictKind::proved);
+  const auto& o = find(r, "preservation:pay_rent:balance_never_negative");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+  REQUIRE(value_of(o.counterexample->post, "balance").front() == '-');
+  REQUIRE(find(r, "preservation:top_up:balance_never_negative").verdict ==
+          verifier::VerdictKind::proved);
+}
+
+TEST_CASE("Verify: every counterexample replays through the kernel", "[verifier]") {
+  const auto model = kernel::load_spec(R"J({
+    "variables": {"x": {"type": "int", "initial": 0, "min": -100, "max": 100},
+                  "d": {"type": "decimal", "scale": 2, "initial": "0.00"},
+                  "s": {"type": "enum", "values": ["a", "b", "c"], "initial": "a"},
+                  "l": {"type": "list", "element": "int", "initial": [], "max_length": 3}},
+    "actions": [{"id": "bump", "cost": 1, "parameters": {"k": {"type": "int", "min": 1, "max": 5}},
+                 "effects": [{"variable": "x", "mode": "increment", "value": "k"}, {"variable": "l", "mode": "append", "value": "k"}]},
+                {"id": "cycle", "cost": 1, "effects": [{"variable": "s", "mode": "set", "value": "if s == 'a' then 'b' else 'c'"}]},
+                {"id": "spend", "cost": 1, "effects": [{"variable": "d", "mode": "decrement", "value": "0.75"}]}],
+    "invariants": [{"name": "x_small", "check": "x <= 10"}, {"name": "never_c", "check": "s != 'c'"},
+                   {"name": "d_floor", "check": "d >= -1.00"}, {"name": "l_short", "check": "len(l) <= 2 || !contains(l, 5)"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  const auto r = verifier::verify(model);
+  for (const char* id : {"preservation:bump:x_small",
+                         "preservation:cycle:never_c",
+                         "preservation:spend:d_floor",
+                         "preservation:bump:l_short"}) {
+    INFO(id);
+    const auto& o = find(r, id);
+    REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+    // Replay it once more here, independently of the verifier's own check.
+    kernel::State pre = model->initial_state();
+    for (const auto& [name, v] : o.counterexample->pre)
+      pre = pre.with(*model->schema->find(name), v);
+    kernel::KernelOptions options;
+    options.check_initial_state = false;
+    kernel::SafetyKernel k(model, options);
+    kernel::Proposal p{*model->find_action(o.action), {}};
+    for (const auto& [_, v] : o.counterexample->params) p.params.push_back(v);
+    REQUIRE(k.evaluate_in(pre, p).has(kernel::ReasonCode::invariant_violated, o.invariant));
+  }
+  REQUIRE(find(r, "preservation:spend:x_small").reason.find("frame") != std::string::npos);
+}
+
+TEST_CASE("Verify: unknowns carry their reason and never count as proved", "[verifier]") {
+  kernel::TaskDecl t;
+  t.variables.push_back(
+      kernel::VariableDecl{"x", kernel::Type::integer(), kernel::Value::integer(1)});
+  t.variables.push_back(
+      kernel::VariableDecl{"y", kernel::Type::integer(), kernel::Value::integer(1)});
+  kernel::ActionDecl square;
+  square.id = "square";
+  square.cost = "1";
+  square.effects = {{"x", kernel::EffectMode::set, "x * y"}};
+  t.actions.push_back(square);
+  kernel::InvariantDecl native;
+  native.name = "native";
+  native.predicate = [](const kernel::State&) { return true; };
+  kernel::InvariantDecl positive;
+  positive.name = "positive";
+  positive.expression = "x * x * y * y + 1 > 0 || x > 0";
+  t.invariants = {native, positive};
+  t.budget = kernel::BudgetDecl{kernel::Decimal{10, 0}, kernel::Decimal{1, 0}};
+  const auto r = verifier::verify(kernel::build_model(t));
+  REQUIRE(find(r, "preservation:square:native").verdict == verifier::VerdictKind::unknown);
+  REQUIRE_THAT(find(r, "preservation:square:native").reason, Catch::Matchers::Contains("opaque"));
+  const auto& nl = find(r, "preservation:square:positive");
+  // Z3 may settle this nonlinear query or give up; it must never be refuted (it is valid).
+  REQUIRE(nl.verdict != verifier::VerdictKind::refuted);
+  if (nl.verdict == verifier::VerdictKind::unknown) REQUIRE(!nl.reason.empty());
+  REQUIRE(r.exit_code() == 3);
+  REQUIRE(r.exit_code(/*fail_on_unknown=*/true) == 1);
+}
+
+TEST_CASE("Verify: the base case is refuted when the initial state breaks an invariant",
+          "[verifier]") {
+  const auto r = verifier::verify(
+      kernel::load_spec(R"J({"variables": {"n": {"type": "int", "initial": 5}}, "actions": [],
+    "invariants": [{"name": "small", "check": "n < 3"}], "budget": {"total": 1, "min_action_cost": 1}})J"));
+  const auto& o = find(r, "base:small");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+  REQUIRE(value_of(o.counterexample->pre, "n") == "5");
+}
+
+TEST_CASE("Verify: the verdicts do not depend on the number of jobs", "[verifier]") {
+  const auto model = kernel::load_spec_file(source_path("examples/cloud_deploy.json"));
+  verifier::VerifyOptions one, two;
+  two.jobs = 2;
+  const auto a = verifier::verify(model, one);
+  const auto b = verifier::verify(model, two);
+  REQUIRE(a.obligations.size() == b.obligations.size());
+  for (std::size_t i = 0; i < a.obligations.size(); ++i) {
+    REQUIRE(a.obligations[i].id == b.obligations[i].id);
+    REQUIRE(a.obligations[i].verdict == b.obligations[i].verdict);
+  }
+}

@@ -1,0 +1,79 @@
+// Static verification of a task model with an SMT solver (Z3): every action preserves every
+// blocking invariant (T3's inductive step), the initial state satisfies them (the base case),
+// and the integer budget model keeps T1 and T4.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/value.hpp"
+
+namespace clampai::verifier {
+
+/// The three possible answers; never a guess.
+enum class VerdictKind : std::uint8_t { proved, refuted, unknown };
+std::string_view to_string(VerdictKind v);
+
+/// What an obligation is about.
+enum class ObligationKind : std::uint8_t {
+  base_case,     // the initial state satisfies a blocking invariant and every bound
+  preservation,  // an action preserves a blocking invariant
+  budget,        // T1 / T4 on the kernel's integer budget model
+};
+std::string_view to_string(ObligationKind k);
+
+/// A concrete transition that breaks an obligation, replayed through the kernel before it is
+/// reported: `SafetyKernel::evaluate_in(pre, action with params)` rejects for the invariant.
+struct Counterexample {
+  std::vector<std::pair<std::string, kernel::Value>> pre{};     // the variables that matter
+  std::vector<std::pair<std::string, kernel::Value>> params{};  // the action's parameters
+  std::vector<std::pair<std::string, kernel::Value>> post{};    // the same variables after
+};
+
+/// One proof obligation and its verdict.
+struct Obligation {
+  ObligationKind kind = ObligationKind::preservation;
+  std::string id{};         // stable: `preservation:<action>:<invariant>`, `base:<invariant>`...
+  std::string action{};     // for preservation
+  std::string invariant{};  // for base case and preservation
+  VerdictKind verdict = VerdictKind::unknown;
+  std::string
+      reason{};  // why unknown (timeout, nonlinear arithmetic, opaque predicate, ...) or how proved
+  std::optional<Counterexample> counterexample{};
+  kernel::SourceLoc loc{};  // of the invariant (or the action) in the spec file
+};
+
+struct VerifyOptions {
+  unsigned timeout_ms = 10000;  // per obligation
+  unsigned jobs = 1;            // worker threads, each with its own Z3 context
+};
+
+/// The result of verifying one model.
+struct Report {
+  std::vector<Obligation> obligations{};
+  std::size_t proved = 0, refuted = 0, unknown = 0;
+  double seconds = 0;
+  /// 0 all proved, 1 something refuted, 3 unknowns and nothing refuted (DESIGN §4).
+  [[nodiscard]] int exit_code(bool fail_on_unknown = false) const;
+};
+
+/// Verifies `model`. Preservation of (a, I) is proved iff for every state within the variable
+/// bounds where every blocking state invariant holds and `a`'s `requires` holds, and for every
+/// parameter value within its bounds, I holds after `a`'s effects (effects that would overflow
+/// int64 are excluded: the kernel rejects them with `overflow`); refuted with a counterexample
+/// that `SafetyKernel::evaluate_in` rejects for I; unknown with the reason otherwise.
+/// @throws InternalError if a counterexample does not replay (a verifier bug, never a finding).
+Report verify(std::shared_ptr<const kernel::TaskModel> model, const VerifyOptions& options = {});
+
+/// A counterexample that the kernel does not confirm: the encoding and the kernel disagree.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+}  // namespace clampai::verifier

@@ -1,0 +1,430 @@
+// Proof obligations, solved incrementally: one Z3 context and solver per worker thread, the
+// state hypotheses asserted once, one scope per action, one activation literal per invariant.
+#include "clampai/verifier/verify.hpp"
+
+#include <z3++.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "clampai/kernel/safety_kernel.hpp"
+#include "z3_encoder.hpp"
+
+namespace clampai::verifier {
+
+using kernel::Action;
+using kernel::Enforcement;
+using kernel::Expr;
+using kernel::Invariant;
+using kernel::TaskModel;
+using kernel::Value;
+using kernel::VarId;
+
+std::string_view to_string(VerdictKind v) {
+  static constexpr std::string_view kNames[] = {"proved", "refuted", "unknown"};
+  return kNames[static_cast<int>(v)];
+}
+
+std::string_view to_string(ObligationKind k) {
+  static constexpr std::string_view kNames[] = {"base_case", "preservation", "budget"};
+  return kNames[static_cast<int>(k)];
+}
+
+int Report::exit_code(bool fail_on_unknown) const {
+  if (refuted > 0) return 1;
+  if (unknown > 0) return fail_on_unknown ? 1 : 3;
+  return 0;
+}
+
+namespace {
+
+void collect_vars(const Expr& e, std::set<VarId>& out) {
+  if (e.op == kernel::ExprOp::variable || e.op == kernel::ExprOp::old_variable ||
+      e.op == kernel::ExprOp::defined) {
+    out.insert(e.index);
+  }
+  for (const auto& a : e.args) collect_vars(*a, out);
+}
+
+std::set<VarId> vars_of(const Expr& e) {
+  std::set<VarId> out;
+  collect_vars(e, out);
+  return out;
+}
+
+// ---- base case: the initial state is concrete, so the kernel's own evaluator decides ----
+
+Obligation base_case(const TaskModel& m, const Invariant& inv) {
+  Obligation o;
+  o.kind = ObligationKind::base_case;
+  o.id = "base:" + inv.name;
+  o.invariant = inv.name;
+  o.loc = inv.loc;
+  const kernel::State& s = m.initial_state();
+  bool holds = false;
+  if (inv.expr) {
+    const kernel::EvalResult r =
+        kernel::evaluate(*inv.expr, kernel::EvalEnv{&s, nullptr, &s, nullptr});
+    holds = r.ok() && r.value.as_bool();
+  } else {
+    try {
+      holds = inv.predicate(s);
+    } catch (...) {
+      holds = false;
+    }
+  }
+  if (holds) {
+    o.verdict = VerdictKind::proved;
+    o.reason = "evaluated on the initial state";
+    return o;
+  }
+  o.verdict = VerdictKind::refuted;
+  o.reason = "the initial state violates it";
+  Counterexample cex;
+  if (inv.expr) {
+    for (VarId id : vars_of(*inv.expr)) cex.pre.emplace_back(m.variables[id].name, s.get(id));
+  }
+  o.counterexample = std::move(cex);
+  return o;
+}
+
+// ---- budget theorems on the kernel's integer model (BudgetController) ----
+
+Obligation budget_obligation(const char* id, const char* what, bool t4, unsigned timeout_ms) {
+  z3::context ctx;
+  z3::solver s(ctx);
+  z3::params p(ctx);
+  p.set("timeout", timeout_ms);
+  s.set(p);
+  const z3::expr total = ctx.int_const("total"), gross = ctx.int_const("gross"),
+                 refunded = ctx.int_const("refunded");
+  const z3::expr c = ctx.int_const("amount");
+  const z3::expr gross2 = ctx.int_const("gross'"), refunded2 = ctx.int_const("refunded'");
+  auto safe = [&](const z3::expr& g, const z3::expr& r) {
+    return total >= 0 && r >= 0 && r <= g && g - r <= total;
+  };
+  // BudgetController::charge guarded by can_afford (also an emergency step, cost 0), refund
+  // guarded by can_refund, and a rejection: the only operations that change the ledger.
+  const z3::expr charge =
+      c >= 0 && c <= total - (gross - refunded) && gross2 == gross + c && refunded2 == refunded;
+  const z3::expr refund =
+      c >= 0 && c <= gross - refunded && gross2 == gross && refunded2 == refunded + c;
+  const z3::expr reject = gross2 == gross && refunded2 == refunded;
+  s.add(safe(gross, refunded));
+  s.add(charge || refund || reject);
+  s.add(t4 ? !(gross2 >= gross) : !safe(gross2, refunded2));
+  Obligation o;
+  o.kind = ObligationKind::budget;
+  o.id = id;
+  switch (s.check()) {
+    case z3::unsat:
+      o.verdict = VerdictKind::proved;
+      o.reason = what;
+      break;
+    case z3::sat:
+      o.verdict = VerdictKind::refuted;
+      o.reason = "the budget model admits a step that breaks it";
+      break;
+    default:
+      o.verdict = VerdictKind::unknown;
+      o.reason = s.reason_unknown();
+  }
+  return o;
+}
+
+// ---- preservation ----
+
+struct Worker {
+  std::shared_ptr<const TaskModel> model;
+  const VerifyOptions& options;
+  std::vector<Obligation>& results;  // [action * n_invariants + invariant], blocking only
+  const std::vector<std::size_t>& blocking;
+
+  void run(std::size_t first, std::size_t stride) {
+    const TaskModel& m = *model;
+    z3::context ctx;
+    z3::solver solver(ctx);
+    z3::params params(ctx);
+    params.set("timeout", options.timeout_ms);
+    solver.set(params);
+    detail::Encoder enc(ctx, m);
+
+    // The state hypotheses, once: bounds of every encodable variable, and every blocking
+    // state invariant that can be encoded. Those that cannot are remembered: a satisfying
+    // assignment might violate them, so it cannot be reported as a counterexample.
+    std::vector<VarId> encodable;
+    for (VarId id = 0; id < m.variables.size(); ++id) {
+      try {
+        solver.add(enc.bounds(id, enc.pre(id)));
+        encodable.push_back(id);
+      } catch (const detail::Unsupported&) {
+      }
+    }
+    std::vector<bool> hypothesis(m.invariants.size(), false);
+    std::vector<std::string> omitted;
+    for (std::size_t i : blocking) {
+      const Invariant& inv = m.invariants[i];
+      if (inv.transition) continue;  // relates two states: not a hypothesis on one
+      if (!inv.expr) {
+        omitted.push_back(inv.name);
+        continue;
+      }
+      try {
+        solver.add(enc.encode_bool(*inv.expr, nullptr, nullptr));
+        hypothesis[i] = true;
+      } catch (const detail::Unsupported&) {
+        omitted.push_back(inv.name);
+      }
+    }
+
+    for (std::size_t a = first; a < m.actions.size(); a += stride)
+      run_action(a, ctx, solver, enc, encodable, hypothesis, omitted);
+  }
+
+  Obligation& slot(std::size_t a, std::size_t k) { return results[a * blocking.size() + k]; }
+
+  void run_action(std::size_t a,
+                  z3::context& ctx,
+                  z3::solver& solver,
+                  detail::Encoder& enc,
+                  const std::vector<VarId>& encodable,
+                  const std::vector<bool>& hypothesis,
+                  const std::vector<std::string>& omitted) {
+    const TaskModel& m = *model;
+    const Action& action = m.actions[a];
+    for (std::size_t k = 0; k < blocking.size(); ++k) {
+      Obligation& o = slot(a, k);
+      const Invariant& inv = m.invariants[blocking[k]];
+      o.kind = ObligationKind::preservation;
+      o.id = "preservation:" + action.id + ":" + inv.name;
+      o.action = action.id;
+      o.invariant = inv.name;
+      o.loc = inv.loc;
+    }
+    solver.push();
+    std::vector<std::pair<VarId, z3::expr>> post;
+    std::vector<z3::expr> param_symbols;
+    enc.reset_nonlinear();
+    try {
+      for (std::size_t i = 0; i < action.parameters.size(); ++i) {
+        param_symbols.push_back(enc.param(action, i));
+        solver.add(enc.param_bounds(action.parameters[i], param_symbols.back()));
+      }
+      if (action.guard) solver.add(enc.encode_bool(*action.guard, nullptr, &action));
+      z3::expr_vector side(ctx);
+      post = enc.effects(action, side);
+      for (const auto& c : side) solver.add(c);
+    } catch (const detail::Unsupported& u) {
+      for (std::size_t k = 0; k < blocking.size(); ++k) {
+        slot(a, k).verdict = VerdictKind::unknown;
+        slot(a, k).reason = u.reason + " (in action `" + action.id + "`)";
+      }
+      solver.pop();
+      return;
+    }
+    const bool action_nonlinear = enc.nonlinear();
+    std::set<VarId> written;
+    for (const auto& e : action.effects) written.insert(e.variable);
+
+    for (std::size_t k = 0; k < blocking.size(); ++k) {
+      Obligation& o = slot(a, k);
+      const std::size_t i = blocking[k];
+      const Invariant& inv = m.invariants[i];
+      if (!inv.expr) {
+        o.verdict = VerdictKind::unknown;
+        o.reason = "opaque predicate: a native (C++) invariant cannot be reasoned about";
+        continue;
+      }
+      const std::set<VarId> reads = vars_of(*inv.expr);
+      if (hypothesis[i] &&
+          std::none_of(reads.begin(), reads.end(), [&](VarId v) { return written.count(v) > 0; })) {
+        o.verdict = VerdictKind::proved;
+        o.reason = "frame: the action writes none of the invariant's variables";
+        continue;
+      }
+      enc.reset_nonlinear();
+      z3::expr goal(ctx);
+      try {
+        goal = enc.encode_bool(*inv.expr, &post, &action);
+      } catch (const detail::Unsupported& u) {
+        o.verdict = VerdictKind::unknown;
+        o.reason = u.reason;
+        continue;
+      }
+      const bool nonlinear = action_nonlinear || enc.nonlinear();
+      const z3::expr act = ctx.bool_const(("check:" + o.id).c_str());
+      solver.add(z3::implies(act, !goal));
+      z3::expr_vector assumptions(ctx);
+      assumptions.push_back(act);
+      switch (solver.check(assumptions)) {
+        case z3::unsat:
+          o.verdict = VerdictKind::proved;
+          o.reason = "inductive: holds after the action whenever the invariants hold before it";
+          break;
+        case z3::unknown: {
+          const std::string why = solver.reason_unknown();
+          o.verdict = VerdictKind::unknown;
+          if (why.find("timeout") != std::string::npos ||
+              why.find("canceled") != std::string::npos) {
+            o.reason = "timeout after " + std::to_string(options.timeout_ms) + " ms";
+          } else {
+            o.reason = nonlinear ? "nonlinear arithmetic (" + why + ")" : why;
+          }
+          break;
+        }
+        case z3::sat:
+          if (!omitted.empty()) {
+            o.verdict = VerdictKind::unknown;
+            o.reason = "a counterexample exists if invariant `" + omitted.front() +
+                       "` is ignored, and it could not be encoded (opaque or unsupported)";
+            break;
+          }
+          refute(o, action, inv, solver.get_model(), enc, encodable, param_symbols, written);
+          break;
+      }
+    }
+    solver.pop();
+  }
+
+  // Builds the counterexample and replays it through the kernel before reporting it.
+  void refute(Obligation& o,
+              const Action& action,
+              const Invariant& inv,
+              const z3::model& zm,
+              detail::Encoder& enc,
+              const std::vector<VarId>& encodable,
+              const std::vector<z3::expr>& param_symbols,
+              const std::set<VarId>& written) {
+    const TaskModel& m = *model;
+    std::vector<std::pair<VarId, Value>> assignment;
+    for (VarId id : encodable)
+      assignment.emplace_back(id, enc.value_of(zm, enc.pre(id), m.variables[id].type));
+    const kernel::State pre = m.initial_state().with(assignment);
+    kernel::Proposal proposal{static_cast<std::size_t>(&action - m.actions.data()), {}};
+    Counterexample cex;
+    for (std::size_t i = 0; i < action.parameters.size(); ++i) {
+      const kernel::Parameter& p = action.parameters[i];
+      const Value v =
+          Value::number(kernel::Decimal{zm.eval(param_symbols[i], true).get_numeral_int64(),
+                                        static_cast<std::uint8_t>(p.type.scale())});
+      proposal.params.push_back(v);
+      cex.params.emplace_back(p.name, v);
+    }
+    kernel::KernelOptions replay_options;
+    replay_options.check_initial_state = false;
+    const kernel::SafetyKernel replay(model, replay_options);
+    const kernel::Decision d = replay.evaluate_in(pre, proposal);
+    if (!d.has(kernel::ReasonCode::invariant_violated, inv.name)) {
+      throw InternalError("verifier: the counterexample for " + o.id +
+                          " does not replay through the kernel: the kernel " +
+                          (d.approved
+                               ? std::string("approves it")
+                               : "rejects it for other reasons: " + d.reasons.front().message));
+    }
+    // The variables that matter: the invariant's, the action's guard and effects, the ones it
+    // writes, and those of the hypothesis invariants that share one of them.
+    std::set<VarId> shown = vars_of(*inv.expr);
+    if (action.guard) collect_vars(*action.guard, shown);
+    for (const auto& e : action.effects) {
+      shown.insert(e.variable);
+      if (e.value) collect_vars(*e.value, shown);
+    }
+    const std::set<VarId> core = shown;
+    for (const auto& other : m.invariants) {
+      if (!other.expr || other.enforcement != Enforcement::blocking) continue;
+      const std::set<VarId> vs = vars_of(*other.expr);
+      if (std::any_of(vs.begin(), vs.end(), [&](VarId v) { return core.count(v) > 0; }))
+        shown.insert(vs.begin(), vs.end());
+    }
+    for (VarId id : shown) {
+      cex.pre.emplace_back(m.variables[id].name, pre.get(id));
+      Value after = pre.get(id);
+      if (written.count(id) > 0) {
+        for (const auto& [cid, v] : d.changes) {
+          if (cid == id) after = v;
+        }
+      }
+      cex.post.emplace_back(m.variables[id].name, after);
+    }
+    o.verdict = VerdictKind::refuted;
+    o.reason = "the kernel will block `" + action.id + "` in such states";
+    o.counterexample = std::move(cex);
+  }
+};
+
+}  // namespace
+
+Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const TaskModel& m = *model;
+  Report report;
+  std::vector<std::size_t> blocking;
+  for (std::size_t i = 0; i < m.invariants.size(); ++i) {
+    if (m.invariants[i].enforcement == Enforcement::blocking) blocking.push_back(i);
+  }
+
+  for (std::size_t i : blocking) report.obligations.push_back(base_case(m, m.invariants[i]));
+  report.obligations.push_back(
+      budget_obligation("budget:t1",
+                        "T1: net spend stays within [0, total] across charge, refund and rejection",
+                        false,
+                        options.timeout_ms));
+  report.obligations.push_back(
+      budget_obligation("budget:t4",
+                        "T4: gross spend never decreases across charge, refund and rejection",
+                        true,
+                        options.timeout_ms));
+  {
+    Obligation t2;
+    t2.kind = ObligationKind::budget;
+    t2.id = "budget:t2";
+    t2.verdict = VerdictKind::proved;
+    t2.reason = "T2: at most " + std::to_string(m.budget.step_limit) +
+                " non-emergency steps (floor(" + m.format_amount(m.budget.total) + " / " +
+                m.format_amount(m.budget.min_action_cost) + ")" +
+                (m.budget.declared_max_steps ? ", capped by max_steps" : "") + ")";
+    report.obligations.push_back(std::move(t2));
+  }
+
+  std::vector<Obligation> preservation(m.actions.size() * blocking.size());
+  const unsigned jobs = std::max(
+      1U,
+      std::min<unsigned>(options.jobs,
+                         static_cast<unsigned>(std::max<std::size_t>(1, m.actions.size()))));
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(jobs);
+  for (unsigned t = 0; t < jobs; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        Worker{model, options, preservation, blocking}.run(t, jobs);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (auto& o : preservation) report.obligations.push_back(std::move(o));
+
+  for (const auto& o : report.obligations) {
+    switch (o.verdict) {
+      case VerdictKind::proved:
+        ++report.proved;
+        break;
+      case VerdictKind::refuted:
+        ++report.refuted;
+        break;
+      case VerdictKind::unknown:
+        ++report.unknown;
+        break;
+    }
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace clampai::verifier

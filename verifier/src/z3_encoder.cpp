@@ -1,0 +1,348 @@
+// The Z3 encoding of expressions and effects: numbers as exact scaled integers, the same
+// representation the kernel computes with, so the two interpretations agree.
+#include "z3_encoder.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace clampai::verifier::detail {
+
+using kernel::Action;
+using kernel::Expr;
+using kernel::ExprOp;
+using kernel::Type;
+using kernel::Value;
+using kernel::VarId;
+
+Encoder::Encoder(z3::context& ctx, const kernel::TaskModel& model)
+    : ctx_(ctx), model_(model), pre_(model.variables.size()) {}
+
+z3::sort Encoder::sort_of(const Type& t) {
+  switch (t.kind()) {
+    case Type::Kind::boolean:
+      return ctx_.bool_sort();
+    case Type::Kind::integer:
+    case Type::Kind::decimal:
+    case Type::Kind::enumeration:
+      return ctx_.int_sort();
+    case Type::Kind::string:
+      return ctx_.string_sort();
+    case Type::Kind::list: {
+      // A list is a Z3 sequence of its elements (numbers as scaled integers). Elements of an
+      // enumeration would need a quantified range constraint: not encoded.
+      if (t.element() == nullptr || t.element()->kind() == Type::Kind::enumeration) break;
+      z3::sort element = sort_of(*t.element());
+      return ctx_.seq_sort(element);
+    }
+  }
+  throw Unsupported{"unsupported construct: lists of enumeration values"};
+}
+
+z3::expr Encoder::empty_list(const Type& t) {
+  const z3::sort s = sort_of(t);
+  const Z3_ast r = Z3_mk_seq_empty(ctx_, s);
+  ctx_.check_error();
+  return z3::expr(ctx_, r);
+}
+
+z3::expr Encoder::element(const Term& t, const Type& list_type) {
+  const Type& el = *list_type.element();
+  if (!el.is_numeric()) return t.e;
+  if (t.scale > el.scale())
+    throw Unsupported{"unsupported construct: a value finer than the list's elements"};
+  return align(t, el.scale());
+}
+
+Term Encoder::encode_term(const Expr& e) { return encode(e, Env{nullptr, nullptr}, nullptr); }
+
+z3::expr Encoder::pre(VarId id) {
+  const kernel::Variable& v = model_.variables[id];
+  if (v.optional) throw Unsupported{"unsupported construct: optional variable `" + v.name + "`"};
+  if (!pre_[id]) pre_[id] = ctx_.constant(v.name.c_str(), sort_of(v.type));
+  return *pre_[id];
+}
+
+z3::expr Encoder::param(const Action& action, std::size_t i) {
+  return ctx_.int_const(("param." + action.id + "." + action.parameters[i].name).c_str());
+}
+
+namespace {
+z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
+  return x >= ctx.int_val(std::numeric_limits<std::int64_t>::min()) &&
+         x <= ctx.int_val(std::numeric_limits<std::int64_t>::max());
+}
+std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
+}  // namespace
+
+z3::expr Encoder::bounds(VarId id, const z3::expr& x) {
+  const kernel::Variable& v = model_.variables[id];
+  if (v.type.kind() == Type::Kind::enumeration) {
+    return x >= 0 && x < ctx_.int_val(static_cast<std::int64_t>(v.type.enum_values().size()));
+  }
+  if (v.type.kind() == Type::Kind::list) {
+    return v.max_length ? x.length() <= ctx_.int_val(*v.max_length) : ctx_.bool_val(true);
+  }
+  if (!v.type.is_numeric()) return ctx_.bool_val(true);
+  z3::expr c = int64_range(ctx_, x);
+  if (v.min) c = c && x >= ctx_.int_val(units_at(*v.min, v.type.scale()));
+  if (v.max) c = c && x <= ctx_.int_val(units_at(*v.max, v.type.scale()));
+  return c;
+}
+
+z3::expr Encoder::param_bounds(const kernel::Parameter& p, const z3::expr& x) {
+  z3::expr c = int64_range(ctx_, x);
+  if (p.min) c = c && x >= ctx_.int_val(units_at(*p.min, p.type.scale()));
+  if (p.max) c = c && x <= ctx_.int_val(units_at(*p.max, p.type.scale()));
+  return c;
+}
+
+z3::expr Encoder::align(const Term& t, int scale) {
+  if (t.scale == scale) return t.e;
+  return t.e * ctx_.int_val(kernel::pow10(scale - t.scale));
+}
+
+std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
+                                                         z3::expr_vector& side) {
+  std::vector<std::pair<VarId, z3::expr>> post;
+  const Env env{nullptr, &action};
+  for (const kernel::Effect& eff : action.effects) {
+    const kernel::Variable& var = model_.variables[eff.variable];
+    const z3::expr old = pre(eff.variable);
+    const Type* enum_ctx = var.type.kind() == Type::Kind::enumeration ? &var.type : nullptr;
+    z3::expr value = old;
+    switch (eff.mode) {
+      case kernel::EffectMode::set: {
+        list_hint_ = &var.type;
+        const Term t = encode(*eff.value, env, enum_ctx);
+        value = var.type.is_numeric() ? align(t, var.type.scale()) : t.e;
+        break;
+      }
+      case kernel::EffectMode::append:
+        value = z3::concat(old, element(encode(*eff.value, env, nullptr), var.type).unit());
+        break;
+      case kernel::EffectMode::remove: {
+        // The first element equal to the value is removed; none: unchanged (as the kernel).
+        const z3::expr unit = element(encode(*eff.value, env, nullptr), var.type).unit();
+        const z3::expr at = z3::indexof(old, unit, ctx_.int_val(0));
+        value = z3::ite(at >= 0,
+                        z3::concat(old.extract(ctx_.int_val(0), at),
+                                   old.extract(at + 1, old.length() - at - 1)),
+                        old);
+        break;
+      }
+      case kernel::EffectMode::increment:
+      case kernel::EffectMode::decrement: {
+        const z3::expr v = align(encode(*eff.value, env, nullptr), var.type.scale());
+        value = eff.mode == kernel::EffectMode::increment ? old + v : old - v;
+        break;
+      }
+      case kernel::EffectMode::multiply:
+        if (eff.value->op != ExprOp::literal) nonlinear_ = true;
+        value = old * encode(*eff.value, env, nullptr).e;
+        break;
+      default:
+        throw Unsupported{"unsupported construct: effect `" +
+                          std::string(kernel::to_string(eff.mode)) + "`"};
+    }
+    if (var.type.is_numeric()) side.push_back(int64_range(ctx_, value));
+    post.emplace_back(eff.variable, value);
+  }
+  return post;
+}
+
+z3::expr Encoder::encode_bool(const Expr& e,
+                              const std::vector<std::pair<VarId, z3::expr>>* post,
+                              const Action* action) {
+  return encode(e, Env{post, action}, nullptr).e;
+}
+
+Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
+  auto numeric = [&](std::size_t i) { return encode(*e.args[i], env, nullptr); };
+  auto equal = [&](const Expr& a, const Expr& b) -> z3::expr {
+    if (a.type.is_numeric()) {
+      const Term x = encode(a, env, nullptr);
+      const Term y = encode(b, env, nullptr);
+      const int s = std::max(x.scale, y.scale);
+      return align(x, s) == align(y, s);
+    }
+    if (a.type.kind() == Type::Kind::enumeration || b.type.kind() == Type::Kind::enumeration) {
+      const Type& et = a.type.kind() == Type::Kind::enumeration ? a.type : b.type;
+      const Expr& other = &et == &a.type ? b : a;
+      if (!(other.type == et) && other.op != ExprOp::literal) {
+        throw Unsupported{
+            "unsupported construct: comparison of different enumerations or of an enumeration with "
+            "a string"};
+      }
+      return encode(a, env, &et).e == encode(b, env, &et).e;
+    }
+    if (a.type.kind() == Type::Kind::list) {
+      const Type& typed = a.type.element() != nullptr ? a.type : b.type;
+      const Type* other = a.type.element() != nullptr ? b.type.element() : a.type.element();
+      if (other != nullptr && typed.element()->scale() != other->scale()) {
+        throw Unsupported{"unsupported construct: comparison of lists with different scales"};
+      }
+      list_hint_ = &typed;
+      const z3::expr x = encode(a, env, nullptr).e;
+      list_hint_ = &typed;
+      return x == encode(b, env, nullptr).e;
+    }
+    return encode(a, env, nullptr).e == encode(b, env, nullptr).e;
+  };
+
+  switch (e.op) {
+    case ExprOp::literal:
+      switch (e.literal.kind()) {
+        case Value::Kind::boolean:
+          return Term{ctx_.bool_val(e.literal.as_bool()), 0};
+        case Value::Kind::number:
+          return Term{ctx_.int_val(e.literal.as_number().units), e.literal.as_number().scale};
+        case Value::Kind::string: {
+          if (enum_context != nullptr) {
+            const auto& vs = enum_context->enum_values();
+            const auto it = std::find(vs.begin(), vs.end(), e.literal.as_string());
+            return Term{ctx_.int_val(static_cast<std::int64_t>(it - vs.begin())), 0};
+          }
+          return Term{ctx_.string_val(e.literal.as_string()), 0};
+        }
+        default:
+          throw Unsupported{"unsupported construct: a literal of this kind"};
+      }
+    case ExprOp::variable: {
+      if (env.post != nullptr) {
+        for (const auto& [id, term] : *env.post) {
+          if (id == e.index) return Term{term, e.type.scale()};
+        }
+      }
+      return Term{pre(e.index), e.type.scale()};
+    }
+    case ExprOp::old_variable:
+      return Term{pre(e.index), e.type.scale()};
+    case ExprOp::parameter:
+      return Term{param(*env.action, e.index), e.type.scale()};
+    case ExprOp::neg: {
+      const Term a = numeric(0);
+      return Term{-a.e, a.scale};
+    }
+    case ExprOp::add:
+    case ExprOp::sub: {
+      const Term a = numeric(0);
+      const Term b = numeric(1);
+      const int s = std::max(a.scale, b.scale);
+      return Term{e.op == ExprOp::add ? align(a, s) + align(b, s) : align(a, s) - align(b, s), s};
+    }
+    case ExprOp::mul: {
+      if (e.args[0]->op != ExprOp::literal && e.args[1]->op != ExprOp::literal) nonlinear_ = true;
+      const Term a = numeric(0);
+      const Term b = numeric(1);
+      return Term{a.e * b.e, a.scale + b.scale};
+    }
+    case ExprOp::lt:
+    case ExprOp::le:
+    case ExprOp::gt:
+    case ExprOp::ge: {
+      const Term a = numeric(0);
+      const Term b = numeric(1);
+      const int s = std::max(a.scale, b.scale);
+      const z3::expr x = align(a, s);
+      const z3::expr y = align(b, s);
+      switch (e.op) {
+        case ExprOp::lt:
+          return Term{x < y, 0};
+        case ExprOp::le:
+          return Term{x <= y, 0};
+        case ExprOp::gt:
+          return Term{x > y, 0};
+        default:
+          return Term{x >= y, 0};
+      }
+    }
+    case ExprOp::eq:
+      return Term{equal(*e.args[0], *e.args[1]), 0};
+    case ExprOp::ne:
+      return Term{!equal(*e.args[0], *e.args[1]), 0};
+    case ExprOp::in_set: {
+      z3::expr any = ctx_.bool_val(false);
+      for (std::size_t i = 1; i < e.args.size(); ++i) any = any || equal(*e.args[0], *e.args[i]);
+      return Term{any, 0};
+    }
+    case ExprOp::logical_and:
+      return Term{encode(*e.args[0], env, nullptr).e && encode(*e.args[1], env, nullptr).e, 0};
+    case ExprOp::logical_or:
+      return Term{encode(*e.args[0], env, nullptr).e || encode(*e.args[1], env, nullptr).e, 0};
+    case ExprOp::implies:
+      return Term{
+          z3::implies(encode(*e.args[0], env, nullptr).e, encode(*e.args[1], env, nullptr).e), 0};
+    case ExprOp::logical_not:
+      return Term{!encode(*e.args[0], env, nullptr).e, 0};
+    case ExprOp::ite: {
+      const z3::expr c = encode(*e.args[0], env, nullptr).e;
+      const Type* ctx = e.type.kind() == Type::Kind::enumeration ? &e.type : enum_context;
+      const Term a = encode(*e.args[1], env, ctx);
+      const Term b = encode(*e.args[2], env, ctx);
+      if (e.type.is_numeric()) {
+        const int s = e.type.scale();
+        return Term{z3::ite(c, align(a, s), align(b, s)), s};
+      }
+      return Term{z3::ite(c, a.e, b.e), 0};
+    }
+    case ExprOp::min:
+    case ExprOp::max: {
+      const int s = e.type.scale();
+      const z3::expr a = align(numeric(0), s);
+      const z3::expr b = align(numeric(1), s);
+      return Term{e.op == ExprOp::min ? z3::ite(a <= b, a, b) : z3::ite(a >= b, a, b), s};
+    }
+    case ExprOp::abs: {
+      const Term a = numeric(0);
+      return Term{z3::ite(a.e < 0, -a.e, a.e), a.scale};
+    }
+    case ExprOp::defined:
+      if (!model_.variables[e.index].optional) return Term{ctx_.bool_val(true), 0};
+      throw Unsupported{"unsupported construct: optional variable `" + e.name + "`"};
+    case ExprOp::len:
+      return Term{encode(*e.args[0], env, nullptr).e.length(), 0};
+    case ExprOp::contains: {
+      const Expr& list = *e.args[0];
+      if (list.type.element() == nullptr) return Term{ctx_.bool_val(false), 0};  // contains([], v)
+      const z3::expr l = encode(list, env, nullptr).e;
+      return Term{l.contains(element(encode(*e.args[1], env, nullptr), list.type).unit()), 0};
+    }
+    case ExprOp::list: {
+      const Type* type = e.type.element() != nullptr ? &e.type : list_hint_;
+      list_hint_ = nullptr;
+      if (type == nullptr || type->element() == nullptr)
+        throw Unsupported{"unsupported construct: an empty list of unknown type"};
+      z3::expr out = empty_list(*type);
+      for (const auto& item : e.args)
+        out = z3::concat(out, element(encode(*item, env, nullptr), *type).unit());
+      return Term{out, 0};
+    }
+  }
+  throw Unsupported{"unsupported construct"};
+}
+
+Value Encoder::value_of(const z3::model& m, const z3::expr& symbol, const Type& type) {
+  const z3::expr v = m.eval(symbol, true);
+  switch (type.kind()) {
+    case Type::Kind::boolean:
+      return Value::boolean(v.is_true());
+    case Type::Kind::integer:
+    case Type::Kind::decimal:
+      return Value::number(
+          kernel::Decimal{v.get_numeral_int64(), static_cast<std::uint8_t>(type.scale())});
+    case Type::Kind::enumeration:
+      return Value::string(type.enum_values().at(static_cast<std::size_t>(v.get_numeral_int64())));
+    case Type::Kind::string:
+      return Value::string(v.get_string());
+    case Type::Kind::list: {
+      const std::int64_t n = m.eval(symbol.length(), true).get_numeral_int64();
+      Value::List items;
+      for (std::int64_t i = 0; i < n; ++i)
+        items.push_back(value_of(m, m.eval(symbol.nth(ctx_.int_val(i)), true), *type.element()));
+      return Value::list(std::move(items));
+    }
+  }
+  return Value();
+}
+
+}  // namespace clampai::verifier::detail

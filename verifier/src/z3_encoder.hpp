@@ -1,0 +1,87 @@
+// The trusted part of the verifier: the Z3 encoding of the kernel's expressions and effects.
+// Keep it small; tests/verifier/internal/ test it white-box against the kernel's evaluator.
+#pragma once
+
+#include <z3++.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clampai/kernel/model.hpp"
+
+namespace clampai::verifier::detail {
+
+/// A numeric term is an integer count of 10^-scale units, exactly as the kernel stores it;
+/// booleans are Bool, enumerations the Int index of their value, strings String.
+struct Term {
+  z3::expr e;
+  int scale = 0;
+};
+
+/// Raised inside the encoder for constructs it does not translate; the obligation becomes
+/// `unknown` with this reason.
+struct Unsupported {
+  std::string reason;
+};
+
+/// Encodes expressions of one model over symbolic pre-state, post-state and parameters.
+class Encoder {
+ public:
+  Encoder(z3::context& ctx, const kernel::TaskModel& model);
+
+  /// The pre-state symbol of variable `id` (created on first use).
+  z3::expr pre(kernel::VarId id);
+  /// The parameter symbol of parameter `i` of `action`.
+  z3::expr param(const kernel::Action& action, std::size_t i);
+
+  /// Range constraints of variable `id`'s symbol: declared bounds, int64 range, enum index.
+  z3::expr bounds(kernel::VarId id, const z3::expr& symbol);
+  /// Range constraints of a parameter symbol.
+  z3::expr param_bounds(const kernel::Parameter& p, const z3::expr& symbol);
+
+  /// The post-state value of every variable `action` writes (others keep their pre value).
+  /// Adds to `side` the constraint that no written value overflows int64 (the kernel rejects
+  /// such an action with `overflow`, so those transitions do not exist).
+  /// @throws Unsupported
+  std::vector<std::pair<kernel::VarId, z3::expr>> effects(const kernel::Action& action,
+                                                          z3::expr_vector& side);
+
+  /// Encodes a bool expression. `post` maps written variables to their post terms (null: the
+  /// expression is read on the pre-state); `old(x)` always reads the pre-state.
+  /// @throws Unsupported
+  z3::expr encode_bool(const kernel::Expr& e,
+                       const std::vector<std::pair<kernel::VarId, z3::expr>>* post,
+                       const kernel::Action* action);
+
+  /// Encodes any expression on the pre-state (no parameters). @throws Unsupported
+  Term encode_term(const kernel::Expr& e);
+
+  /// True iff the last encodings multiplied two non-constant terms.
+  [[nodiscard]] bool nonlinear() const noexcept { return nonlinear_; }
+  void reset_nonlinear() noexcept { nonlinear_ = false; }
+
+  /// The concrete value of `symbol` (of variable `id`'s type) in `model`.
+  kernel::Value value_of(const z3::model& model, const z3::expr& symbol, const kernel::Type& type);
+
+  z3::context& ctx() { return ctx_; }
+
+ private:
+  struct Env {
+    const std::vector<std::pair<kernel::VarId, z3::expr>>* post;
+    const kernel::Action* action;
+  };
+  Term encode(const kernel::Expr& e, const Env& env, const kernel::Type* enum_context);
+  z3::expr align(const Term& t, int scale);
+  z3::sort sort_of(const kernel::Type& t);
+  z3::expr empty_list(const kernel::Type& list_type);
+  z3::expr element(const Term& t, const kernel::Type& list_type);  // aligned to the element type
+
+  z3::context& ctx_;
+  const kernel::TaskModel& model_;
+  std::vector<std::optional<z3::expr>> pre_;
+  bool nonlinear_ = false;
+  const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes
+};
+
+}  // namespace clampai::verifier::detail
