@@ -1,6 +1,7 @@
 // The `clampai` command: the only place that formats output for people and CI.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -229,6 +230,7 @@ struct VerifyArgs {
   unsigned jobs = 1;
   unsigned timeout_ms = 10000;
   bool fail_on_unknown = false;
+  std::string smtlib_dir;
 };
 
 json named_values_json(const std::vector<std::pair<std::string, ck::Value>>& values) {
@@ -238,6 +240,7 @@ json named_values_json(const std::vector<std::pair<std::string, ck::Value>>& val
 }
 
 std::string obligation_line(const cv::Obligation& o) {
+  if (o.kind == cv::ObligationKind::lint) return "WARNING " + o.id + ": " + o.reason;
   std::string verdict(cv::to_string(o.verdict));
   for (auto& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return verdict + " " + o.id + ": " + o.reason;
@@ -275,23 +278,43 @@ json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv:
        {"shortDescription", {{"text", "The integer budget model breaks T1 or T4"}}}},
       {{"id", "obligation-unknown"},
        {"shortDescription", {{"text", "The solver could not decide an obligation"}}}},
+      {{"id", "emergency-action-unsafe"},
+       {"shortDescription",
+        {{"text", "An emergency action can break a blocking invariant (T8's condition)"}}}},
+      {{"id", "inconsistent-invariants"},
+       {"shortDescription", {{"text", "The blocking invariants are jointly unsatisfiable"}}}},
+      {{"id", "redundant-invariant"},
+       {"shortDescription", {{"text", "An invariant is implied by the others"}}}},
+      {{"id", "dead-action"},
+       {"shortDescription", {{"text", "An action can never be enabled under the invariants"}}}},
+      {{"id", "effect-overflow"}, {"shortDescription", {{"text", "An effect can overflow int64"}}}},
   });
   json results = json::array();
   for (const auto& o : report.obligations) {
     if (o.verdict == cv::VerdictKind::proved) continue;
     std::string rule = "obligation-unknown";
     if (o.verdict == cv::VerdictKind::refuted) {
-      rule = o.kind == cv::ObligationKind::preservation ? "invariant-not-preserved"
-             : o.kind == cv::ObligationKind::base_case  ? "base-case-violated"
-                                                        : "budget-theorem-violated";
+      const auto action = model.find_action(o.action);
+      const bool emergency = action && model.actions[*action].emergency;
+      rule = o.kind == cv::ObligationKind::preservation
+                 ? (emergency ? "emergency-action-unsafe" : "invariant-not-preserved")
+             : o.kind == cv::ObligationKind::base_case ? "base-case-violated"
+             : o.kind == cv::ObligationKind::budget    ? "budget-theorem-violated"
+             : o.id.rfind("lint:consistent", 0) == 0   ? "inconsistent-invariants"
+             : o.id.rfind("lint:independent", 0) == 0  ? "redundant-invariant"
+             : o.id.rfind("lint:enabled", 0) == 0      ? "dead-action"
+                                                       : "effect-overflow";
     }
     ck::SourceLoc loc = o.loc;
     if (o.kind == cv::ObligationKind::preservation) {
       if (auto a = model.find_action(o.action)) loc = model.actions[*a].loc;
     }
-    json result = {{"ruleId", rule},
-                   {"level", o.verdict == cv::VerdictKind::refuted ? "error" : "warning"},
-                   {"message", {{"text", o.id + ": " + o.reason}}}};
+    json result = {
+        {"ruleId", rule},
+        {"level",
+         o.verdict == cv::VerdictKind::refuted && o.kind != cv::ObligationKind::lint ? "error"
+                                                                                     : "warning"},
+        {"message", {{"text", o.id + ": " + o.reason}}}};
     json physical = {{"artifactLocation", {{"uri", spec}}}};
     if (loc.line > 0) physical["region"] = {{"startLine", loc.line}, {"startColumn", loc.column}};
     result["locations"] = json::array({{{"physicalLocation", physical}}});
@@ -314,6 +337,8 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   cv::VerifyOptions options;
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
+  options.smtlib_dir = args.smtlib_dir;
+  if (!options.smtlib_dir.empty()) std::filesystem::create_directories(options.smtlib_dir);
   const cv::Report report = cv::verify(model, options);
   if (common.format == "sarif") {
     std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
@@ -339,6 +364,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
                {{"proved", report.proved},
                 {"refuted", report.refuted},
                 {"unknown", report.unknown},
+                {"warnings", report.warnings},
                 {"seconds", report.seconds}}},
               {"obligations", obligations}};
     std::cout << j.dump(2) << "\n";
@@ -348,9 +374,11 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
       std::cout << obligation_line(o) << "\n";
       if (o.counterexample) print_counterexample(*o.counterexample);
     }
-    std::cout << "summary: " << report.obligations.size() << " obligations: " << report.proved
-              << " proved, " << report.refuted << " refuted, " << report.unknown << " unknown ("
-              << std::fixed << std::setprecision(3) << report.seconds << " s)\n";
+    std::cout << "summary: " << report.proved + report.refuted + report.unknown
+              << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
+              << report.unknown << " unknown; " << report.warnings << " lint warning"
+              << (report.warnings == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(3)
+              << report.seconds << " s)\n";
   }
   return report.exit_code(args.fail_on_unknown);
 }
@@ -403,6 +431,10 @@ int main(int argc, char** argv) {
   verify_cmd->add_flag("--fail-on-unknown",
                        verify_args.fail_on_unknown,
                        "Exit 1 (not 3) when an obligation is unknown");
+  verify_cmd->add_option(
+      "--smtlib",
+      verify_args.smtlib_dir,
+      "Also write each preservation obligation to this directory as a standalone SMT-LIB 2 file");
   verify_cmd->add_option("--format", common.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif"}))
       ->capture_default_str();

@@ -48,10 +48,34 @@ expect("tampered trace" 1 "BROKEN: .*entry 1: hash mismatch" ${CLAMPAI} trace ve
 expect("trace for another spec" 1 "another spec" ${CLAMPAI} trace verify ${WORK_DIR}/quickstart.jsonl --spec ${ex}/payments.json)
 
 # clampai verify: exit 0 all proved, 1 refuted, 3 unknown; text, JSON and SARIF.
-expect("verify quickstart" 0 "summary: 5 obligations: 5 proved, 0 refuted, 0 unknown" ${CLAMPAI} verify ${ex}/quickstart.json)
+expect("verify quickstart" 0 "summary: 5 obligations: 5 proved, 0 refuted, 0 unknown; 1 lint warning" ${CLAMPAI} verify ${ex}/quickstart.json)
 expect("verify cloud" 1 "REFUTED preservation:scale_up:instance_cap.*instances +8 +9" ${CLAMPAI} verify ${ex}/cloud_deploy.json)
 expect("verify payments" 1 "REFUTED preservation:pay_rent:balance_never_negative" ${CLAMPAI} verify ${ex}/payments.json --jobs 2)
 expect("verify json" 1 "\"verdict\": \"refuted\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format json)
 expect("verify sarif" 1 "\"startLine\": 49.*\"ruleId\": \"invariant-not-preserved\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format sarif)
 expect("verify bad jobs" 2 "" ${CLAMPAI} verify ${ex}/quickstart.json --jobs 0)
 expect("verify bad spec" 2 "unknown variable" ${CLAMPAI} verify ${WORK_DIR}/typo.json)
+
+# clampai verify --format json matches schema/verify-report.schema.json (when valijson is there).
+if(DEFINED VALIDATE_JSON)
+  set(report_schema "${SOURCE_DIR}/schema/verify-report.schema.json")
+  foreach(spec quickstart cloud_deploy payments)
+    execute_process(COMMAND ${CLAMPAI} verify ${ex}/${spec}.json --format json
+                    RESULT_VARIABLE rc OUTPUT_FILE ${WORK_DIR}/${spec}.verify.json ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
+      message(SEND_ERROR "verify json ${spec}: exit code ${rc}, expected 0 or 1\n${err}")
+    endif()
+    expect("verify json ${spec} matches the report schema" 0 "" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/${spec}.verify.json)
+  endforeach()
+  # A report with a verdict the verifier never gives is rejected, naming the field.
+  file(WRITE ${WORK_DIR}/maybe.verify.json [=[{"spec": "x.json",
+ "summary": {"proved": 0, "refuted": 0, "unknown": 1, "warnings": 0, "seconds": 0.1},
+ "obligations": [{"id": "budget:t1", "kind": "budget", "verdict": "maybe", "reason": "?"}]}]=])
+  expect("verify json schema rejects a bad verdict" 1 "\\[verdict\\]" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/maybe.verify.json)
+endif()
+expect("verify smtlib" 1 "REFUTED" ${CLAMPAI} verify ${ex}/cloud_deploy.json --smtlib ${WORK_DIR}/smt)
+file(GLOB smt_files ${WORK_DIR}/smt/*.smt2)
+list(LENGTH smt_files smt_count)
+if(NOT smt_count EQUAL 15)
+  message(SEND_ERROR "verify --smtlib wrote ${smt_count} files, expected 15")
+endif()

@@ -1,5 +1,7 @@
 // clampai::verifier: verdicts, counterexamples that replay, reasons for unknowns.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "../kernel/support.hpp"
 #include "clampai/verifier.hpp"
@@ -157,4 +159,63 @@ TEST_CASE("Verify: the verdicts do not depend on the number of jobs", "[verifier
     REQUIRE(a.obligations[i].id == b.obligations[i].id);
     REQUIRE(a.obligations[i].verdict == b.obligations[i].verdict);
   }
+}
+
+TEST_CASE("Verify: lints find redundant invariants, dead actions and overflowing effects",
+          "[verifier][lint]") {
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10}, "y": {"type": "int", "initial": 0}},
+    "actions": [{"id": "never", "cost": 1, "requires": "x > 20", "effects": []},
+                {"id": "grow", "cost": 1, "effects": [{"variable": "y", "mode": "increment", "value": 1}]},
+                {"id": "fine", "cost": 1, "requires": "x < 10", "effects": [{"variable": "x", "mode": "increment", "value": 1}]}],
+    "invariants": [{"name": "x_le_5", "check": "x <= 5"}, {"name": "x_le_8", "check": "x <= 8"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J"));
+  REQUIRE(find(r, "lint:consistent").verdict == verifier::VerdictKind::proved);
+  const auto& redundant = find(r, "lint:independent:x_le_8");
+  REQUIRE(redundant.verdict == verifier::VerdictKind::refuted);
+  REQUIRE_THAT(redundant.reason, Catch::Matchers::Contains("implied by `x_le_5`"));
+  REQUIRE(find(r, "lint:independent:x_le_5").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "lint:enabled:never").verdict == verifier::VerdictKind::refuted);
+  REQUIRE(find(r, "lint:enabled:fine").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "lint:no-overflow:grow").verdict == verifier::VerdictKind::refuted);
+  REQUIRE(find(r, "lint:no-overflow:fine").verdict == verifier::VerdictKind::proved);
+  REQUIRE(r.warnings == 3);
+  REQUIRE(r.refuted == 1);  // fine can break x_le_5 (from x = 5); lints do not count here
+}
+
+TEST_CASE("Verify: jointly unsatisfiable invariants are reported", "[verifier][lint]") {
+  kernel::TaskDecl t;
+  t.variables.push_back(
+      kernel::VariableDecl{"x", kernel::Type::integer(), kernel::Value::integer(0)});
+  kernel::InvariantDecl a, b;
+  a.name = "low";
+  a.expression = "x < 0";
+  b.name = "high";
+  b.expression = "x > 0";
+  t.invariants = {a, b};
+  t.budget = kernel::BudgetDecl{kernel::Decimal{1, 0}, kernel::Decimal{1, 0}};
+  const auto r = verifier::verify(kernel::build_model(t));
+  const auto& o = find(r, "lint:consistent");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+  REQUIRE_THAT(o.reason, Catch::Matchers::Contains("jointly unsatisfiable"));
+}
+
+TEST_CASE("Verify: --smtlib writes one standalone SMT-LIB file per preservation obligation",
+          "[verifier]") {
+  const std::string dir = clampai::test::temp_file("smtlib");
+  std::filesystem::create_directories(dir);
+  verifier::VerifyOptions options;
+  options.smtlib_dir = dir;
+  const auto r =
+      verifier::verify(kernel::load_spec_file(source_path("examples/cloud_deploy.json")), options);
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE_THAT(text, Catch::Matchers::Contains("(check-sat)"));
+  }
+  REQUIRE(files == 15);  // 5 actions x 3 blocking invariants
+  REQUIRE(find(r, "preservation:scale_up:instance_cap").verdict == verifier::VerdictKind::refuted);
+  std::filesystem::remove_all(dir);
 }

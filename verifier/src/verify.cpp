@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -28,7 +29,7 @@ std::string_view to_string(VerdictKind v) {
 }
 
 std::string_view to_string(ObligationKind k) {
-  static constexpr std::string_view kNames[] = {"base_case", "preservation", "budget"};
+  static constexpr std::string_view kNames[] = {"base_case", "preservation", "budget", "lint"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -238,7 +239,8 @@ struct Worker {
         continue;
       }
       const std::set<VarId> reads = vars_of(*inv.expr);
-      if (hypothesis[i] &&
+      // The frame shortcut skips the solver; with --smtlib every obligation is written instead.
+      if (options.smtlib_dir.empty() && hypothesis[i] &&
           std::none_of(reads.begin(), reads.end(), [&](VarId v) { return written.count(v) > 0; })) {
         o.verdict = VerdictKind::proved;
         o.reason = "frame: the action writes none of the invariant's variables";
@@ -258,6 +260,7 @@ struct Worker {
       solver.add(z3::implies(act, !goal));
       z3::expr_vector assumptions(ctx);
       assumptions.push_back(act);
+      if (!options.smtlib_dir.empty()) write_smtlib(o.id, solver, act);
       switch (solver.check(assumptions)) {
         case z3::unsat:
           o.verdict = VerdictKind::proved;
@@ -286,6 +289,19 @@ struct Worker {
       }
     }
     solver.pop();
+  }
+
+  // A standalone SMT-LIB 2 file: the current assertions plus the obligation's literal.
+  void write_smtlib(const std::string& id, z3::solver& solver, const z3::expr& act) {
+    z3::solver alone(solver.ctx());
+    for (const auto& a : solver.assertions()) alone.add(a);
+    alone.add(act);
+    std::string name = id;
+    std::replace(name.begin(), name.end(), ':', '_');
+    std::ofstream out(options.smtlib_dir + "/" + name + ".smt2");
+    out << "; clampai obligation " << id << ": unsat means proved\n" << alone.to_smt2();
+    if (!out)
+      throw std::runtime_error("cannot write `" + options.smtlib_dir + "/" + name + ".smt2`");
   }
 
   // Builds the counterexample and replays it through the kernel before reporting it.
@@ -354,6 +370,168 @@ struct Worker {
   }
 };
 
+// ---- lints: properties of the spec itself ----
+
+std::vector<Obligation> lints(const TaskModel& m,
+                              const std::vector<std::size_t>& blocking,
+                              unsigned timeout_ms) {
+  std::vector<Obligation> out;
+  z3::context ctx;
+  z3::solver solver(ctx);
+  z3::params params(ctx);
+  params.set("timeout", timeout_ms);
+  solver.set(params);
+  detail::Encoder enc(ctx, m);
+  for (VarId id = 0; id < m.variables.size(); ++id) {
+    try {
+      solver.add(enc.bounds(id, enc.pre(id)));
+    } catch (const detail::Unsupported&) {
+    }
+  }
+  // One literal per encodable blocking state invariant: lit -> I, and neg -> !I.
+  struct Lit {
+    std::string name;
+    z3::expr holds, fails;
+  };
+  std::vector<Lit> lits;
+  for (std::size_t i : blocking) {
+    const Invariant& inv = m.invariants[i];
+    if (!inv.expr || inv.transition) continue;
+    try {
+      const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr);
+      Lit l{inv.name,
+            ctx.bool_const(("holds:" + inv.name).c_str()),
+            ctx.bool_const(("fails:" + inv.name).c_str())};
+      solver.add(z3::implies(l.holds, term));
+      solver.add(z3::implies(l.fails, !term));
+      lits.push_back(l);
+    } catch (const detail::Unsupported&) {
+    }
+  }
+  auto make = [&](std::string id, std::string action, std::string invariant) {
+    Obligation o;
+    o.kind = ObligationKind::lint;
+    o.id = std::move(id);
+    o.action = std::move(action);
+    o.invariant = std::move(invariant);
+    return o;
+  };
+  auto unknown = [&](Obligation& o, const std::string& why) {
+    o.verdict = VerdictKind::unknown;
+    o.reason = why;
+  };
+  z3::expr_vector all(ctx);
+  for (const auto& l : lits) all.push_back(l.holds);
+
+  Obligation consistent = make("lint:consistent", "", "");
+  switch (solver.check(all)) {
+    case z3::sat:
+      consistent.verdict = VerdictKind::proved;
+      consistent.reason = "some state within the bounds satisfies every blocking invariant";
+      break;
+    case z3::unsat: {
+      consistent.verdict = VerdictKind::refuted;
+      std::string names;
+      for (const auto& c : solver.unsat_core())
+        names += (names.empty() ? "" : ", ") + c.decl().name().str().substr(6);
+      consistent.reason = "the blocking invariants are jointly unsatisfiable within the bounds (" +
+                          names + "): every check would be vacuous";
+      break;
+    }
+    default:
+      unknown(consistent, solver.reason_unknown());
+  }
+  const bool vacuous = consistent.verdict != VerdictKind::proved;
+  out.push_back(consistent);
+  if (vacuous) return out;
+
+  for (std::size_t k = 0; k < lits.size(); ++k) {
+    Obligation o = make("lint:independent:" + lits[k].name, "", lits[k].name);
+    z3::expr_vector assumptions(ctx);
+    for (std::size_t j = 0; j < lits.size(); ++j)
+      assumptions.push_back(j == k ? lits[j].fails : lits[j].holds);
+    switch (solver.check(assumptions)) {
+      case z3::sat:
+        o.verdict = VerdictKind::proved;
+        o.reason = "not implied by the other invariants";
+        break;
+      case z3::unsat: {
+        std::string names;
+        for (const auto& c : solver.unsat_core()) {
+          const std::string n = c.decl().name().str();
+          if (n.rfind("holds:", 0) == 0) names += (names.empty() ? "`" : ", `") + n.substr(6) + "`";
+        }
+        o.verdict = VerdictKind::refuted;
+        o.reason = names.empty() ? "redundant: it holds in every state within the bounds"
+                                 : "redundant: implied by " + names;
+        break;
+      }
+      default:
+        unknown(o, solver.reason_unknown());
+    }
+    out.push_back(o);
+  }
+
+  for (const Action& a : m.actions) {
+    Obligation enabled = make("lint:enabled:" + a.id, a.id, "");
+    Obligation overflow = make("lint:no-overflow:" + a.id, a.id, "");
+    enabled.loc = overflow.loc = a.loc;
+    solver.push();
+    try {
+      for (std::size_t i = 0; i < a.parameters.size(); ++i)
+        solver.add(enc.param_bounds(a.parameters[i], enc.param(a, i)));
+      if (a.guard) solver.add(enc.encode_bool(*a.guard, nullptr, &a));
+      switch (solver.check(all)) {
+        case z3::sat:
+          enabled.verdict = VerdictKind::proved;
+          enabled.reason = "enabled in some state that satisfies the invariants";
+          break;
+        case z3::unsat:
+          enabled.verdict = VerdictKind::refuted;
+          enabled.reason =
+              "dead action: `requires` can never hold in a state that satisfies the invariants";
+          break;
+        default:
+          unknown(enabled, solver.reason_unknown());
+      }
+      z3::expr_vector side(ctx);
+      enc.effects(a, side);
+      if (side.empty()) {
+        overflow.verdict = VerdictKind::proved;
+        overflow.reason = "no numeric effect";
+      } else {
+        z3::expr in_range = ctx.bool_val(true);
+        for (const auto& c : side) in_range = in_range && c;
+        const z3::expr lit = ctx.bool_const(("overflow:" + a.id).c_str());
+        solver.add(z3::implies(lit, !in_range));
+        z3::expr_vector assumptions = all;
+        assumptions.push_back(lit);
+        switch (solver.check(assumptions)) {
+          case z3::unsat:
+            overflow.verdict = VerdictKind::proved;
+            overflow.reason = "every written value stays within int64";
+            break;
+          case z3::sat:
+            overflow.verdict = VerdictKind::refuted;
+            overflow.reason = "an effect can overflow int64 in some state: the kernel rejects `" +
+                              a.id + "` there with `overflow` (add bounds)";
+            break;
+          default:
+            unknown(overflow, solver.reason_unknown());
+        }
+      }
+    } catch (const detail::Unsupported& u) {
+      if (enabled.verdict != VerdictKind::proved && enabled.verdict != VerdictKind::refuted)
+        unknown(enabled, u.reason);
+      unknown(overflow, u.reason);
+    }
+    solver.pop();
+    out.push_back(enabled);
+    out.push_back(overflow);
+  }
+  return out;
+}
+
 }  // namespace
 
 Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& options) {
@@ -409,8 +587,13 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
     if (e) std::rethrow_exception(e);
   }
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
+  for (auto& o : lints(m, blocking, options.timeout_ms)) report.obligations.push_back(std::move(o));
 
   for (const auto& o : report.obligations) {
+    if (o.kind == ObligationKind::lint) {
+      report.warnings += o.verdict != VerdictKind::proved;
+      continue;
+    }
     switch (o.verdict) {
       case VerdictKind::proved:
         ++report.proved;

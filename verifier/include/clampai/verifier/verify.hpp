@@ -24,6 +24,7 @@ enum class ObligationKind : std::uint8_t {
   base_case,     // the initial state satisfies a blocking invariant and every bound
   preservation,  // an action preserves a blocking invariant
   budget,        // T1 / T4 on the kernel's integer budget model
+  lint,  // the spec itself: consistent invariants, none redundant, no dead action, no overflow
 };
 std::string_view to_string(ObligationKind k);
 
@@ -51,22 +52,34 @@ struct Obligation {
 struct VerifyOptions {
   unsigned timeout_ms = 10000;  // per obligation
   unsigned jobs = 1;            // worker threads, each with its own Z3 context
+  /// When not empty, every preservation obligation is also written to this directory as a
+  /// standalone SMT-LIB 2 file (`<id>.smt2`, `:` replaced by `_`) that any solver can check:
+  /// unsat means proved.
+  std::string smtlib_dir{};
 };
 
 /// The result of verifying one model.
 struct Report {
   std::vector<Obligation> obligations{};
-  std::size_t proved = 0, refuted = 0, unknown = 0;
+  std::size_t proved = 0, refuted = 0, unknown = 0;  // base case, preservation and budget
+  std::size_t warnings = 0;                          // lints that are not proved
   double seconds = 0;
-  /// 0 all proved, 1 something refuted, 3 unknowns and nothing refuted (DESIGN §4).
+  /// 0 all proved, 1 something refuted, 3 unknowns and nothing refuted (DESIGN §4). Lints are
+  /// warnings: they do not change the exit code.
   [[nodiscard]] int exit_code(bool fail_on_unknown = false) const;
 };
 
-/// Verifies `model`. Preservation of (a, I) is proved iff for every state within the variable
-/// bounds where every blocking state invariant holds and `a`'s `requires` holds, and for every
-/// parameter value within its bounds, I holds after `a`'s effects (effects that would overflow
-/// int64 are excluded: the kernel rejects them with `overflow`); refuted with a counterexample
-/// that `SafetyKernel::evaluate_in` rejects for I; unknown with the reason otherwise.
+/// Verifies `model`. Lints: `lint:consistent` is proved iff the bounds and the blocking state
+/// invariants are jointly satisfiable; `lint:independent:<I>` iff I is not implied by the other
+/// invariants (refuted: redundant, naming those that imply it, from an unsat core);
+/// `lint:enabled:<a>` iff some state satisfying them enables a (refuted: dead action);
+/// `lint:no-overflow:<a>` iff no value a writes can leave the int64 range (refuted: the kernel
+/// would reject it with `overflow` in some state). Preservation of (a, I) is proved iff for every
+/// state within the variable bounds where every blocking state invariant holds and `a`'s `requires`
+/// holds, and for every parameter value within its bounds, I holds after `a`'s effects (effects
+/// that would overflow int64 are excluded: the kernel rejects them with `overflow`); refuted with a
+/// counterexample that `SafetyKernel::evaluate_in` rejects for I; unknown with the reason
+/// otherwise.
 /// @throws InternalError if a counterexample does not replay (a verifier bug, never a finding).
 Report verify(std::shared_ptr<const kernel::TaskModel> model, const VerifyOptions& options = {});
 
