@@ -253,7 +253,12 @@ void print_counterexample(const cv::Counterexample& cex) {
             << "  " << std::setw(16) << "before"
             << "  after\n";
   for (std::size_t i = 0; i < cex.pre.size(); ++i) {
-    const std::string after = i < cex.post.size() ? cex.post[i].second.to_string() : "";
+    if (cex.post.empty()) {  // a state, not a transition (base case)
+      std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
+                << cex.pre[i].second.to_string() << "\n";
+      continue;
+    }
+    const std::string after = cex.post[i].second.to_string();
     std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
               << std::setw(16) << cex.pre[i].second.to_string() << "  " << after
               << (after != cex.pre[i].second.to_string() ? "   (changed)" : "") << "\n";
@@ -459,9 +464,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? kOk : kBadInput;
   }
 
-  const std::string input = check->parsed() ? check_spec
-                            : run->parsed() ? run_args.spec
-                                            : trace_args.file;
+  const std::string input = check->parsed()        ? check_spec
+                            : run->parsed()        ? run_args.spec
+                            : verify_cmd->parsed() ? verify_args.spec
+                                                   : trace_args.file;
   try {
     if (check->parsed()) return cmd_check(check_spec, common);
     if (run->parsed()) return cmd_run(run_args, common);
@@ -475,6 +481,13 @@ int main(int argc, char** argv) {
     return kBadInput;
   } catch (const clampai::Error& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
+    return kBadInput;
+  } catch (const cv::InternalError& e) {
+    std::cerr << "clampai: internal error (a bug in clampai, please report it): " << e.what()
+              << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {  // I/O: --smtlib directory, trace file system errors
+    std::cerr << "clampai: error: " << e.what() << "\n";
     return kBadInput;
   }
   return kBadInput;

@@ -219,3 +219,17 @@ TEST_CASE("Verify: --smtlib writes one standalone SMT-LIB file per preservation 
   REQUIRE(find(r, "preservation:scale_up:instance_cap").verdict == verifier::VerdictKind::refuted);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("Verify: an intermediate int64 overflow is modelled as the kernel fails closed on it",
+          "[verifier]") {
+  // x + y - y <= 100 reads as x <= 100 in unbounded integers, but the kernel evaluates x + y
+  // first and rejects on overflow: the increment is not safe, and the verifier must say so.
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"x": {"type": "int", "initial": 0}, "y": {"type": "int", "initial": 0}},
+    "actions": [{"id": "b", "cost": 1, "requires": "x < 100", "effects": [{"variable": "x", "mode": "increment", "value": 1}]}],
+    "invariants": [{"name": "j", "check": "x + y - y <= 100"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J"));
+  const auto& o = find(r, "preservation:b:j");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);  // replayed: the kernel rejects it
+  REQUIRE(value_of(o.counterexample->pre, "y").size() > 15);
+}

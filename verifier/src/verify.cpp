@@ -5,12 +5,14 @@
 #include <z3++.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <set>
 #include <thread>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier {
@@ -96,9 +98,7 @@ Obligation base_case(const TaskModel& m, const Invariant& inv) {
 Obligation budget_obligation(const char* id, const char* what, bool t4, unsigned timeout_ms) {
   z3::context ctx;
   z3::solver s(ctx);
-  z3::params p(ctx);
-  p.set("timeout", timeout_ms);
-  s.set(p);
+  detail::Watchdog watchdog(ctx);
   const z3::expr total = ctx.int_const("total"), gross = ctx.int_const("gross"),
                  refunded = ctx.int_const("refunded");
   const z3::expr c = ctx.int_const("amount");
@@ -119,7 +119,7 @@ Obligation budget_obligation(const char* id, const char* what, bool t4, unsigned
   Obligation o;
   o.kind = ObligationKind::budget;
   o.id = id;
-  switch (s.check()) {
+  switch (watchdog.run(timeout_ms, [&] { return s.check(); })) {
     case z3::unsat:
       o.verdict = VerdictKind::proved;
       o.reason = what;
@@ -147,9 +147,8 @@ struct Worker {
     const TaskModel& m = *model;
     z3::context ctx;
     z3::solver solver(ctx);
-    z3::params params(ctx);
-    params.set("timeout", options.timeout_ms);
-    solver.set(params);
+    detail::Watchdog watchdog(ctx);
+    watchdog_ = &watchdog;
     detail::Encoder enc(ctx, m);
 
     // The state hypotheses, once: bounds of every encodable variable, and every blocking
@@ -173,7 +172,8 @@ struct Worker {
         continue;
       }
       try {
-        solver.add(enc.encode_bool(*inv.expr, nullptr, nullptr));
+        const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr);
+        solver.add(term && enc.take_ranges());  // reachable states evaluate it without error
         hypothesis[i] = true;
       } catch (const detail::Unsupported&) {
         omitted.push_back(inv.name);
@@ -183,6 +183,8 @@ struct Worker {
     for (std::size_t a = first; a < m.actions.size(); a += stride)
       run_action(a, ctx, solver, enc, encodable, hypothesis, omitted);
   }
+
+  detail::Watchdog* watchdog_ = nullptr;
 
   Obligation& slot(std::size_t a, std::size_t k) { return results[a * blocking.size() + k]; }
 
@@ -213,9 +215,17 @@ struct Worker {
         param_symbols.push_back(enc.param(action, i));
         solver.add(enc.param_bounds(action.parameters[i], param_symbols.back()));
       }
-      if (action.guard) solver.add(enc.encode_bool(*action.guard, nullptr, &action));
+      if (action.guard) {
+        const z3::expr guard = enc.encode_bool(*action.guard, nullptr, &action);
+        solver.add(guard && enc.take_ranges());  // an erroring guard rejects the action
+      }
       z3::expr_vector side(ctx);
-      post = enc.effects(action, side);
+      try {
+        post = enc.effects(action, side);
+      } catch (const detail::Unsupported&) {
+        enc.take_ranges();
+        throw;
+      }
       for (const auto& c : side) solver.add(c);
     } catch (const detail::Unsupported& u) {
       for (std::size_t k = 0; k < blocking.size(); ++k) {
@@ -250,6 +260,7 @@ struct Worker {
       z3::expr goal(ctx);
       try {
         goal = enc.encode_bool(*inv.expr, &post, &action);
+        goal = goal && enc.take_ranges();  // the kernel fails closed on an overflow
       } catch (const detail::Unsupported& u) {
         o.verdict = VerdictKind::unknown;
         o.reason = u.reason;
@@ -261,7 +272,7 @@ struct Worker {
       z3::expr_vector assumptions(ctx);
       assumptions.push_back(act);
       if (!options.smtlib_dir.empty()) write_smtlib(o.id, solver, act);
-      switch (solver.check(assumptions)) {
+      switch (watchdog_->run(options.timeout_ms, [&] { return solver.check(assumptions); })) {
         case z3::unsat:
           o.verdict = VerdictKind::proved;
           o.reason = "inductive: holds after the action whenever the invariants hold before it";
@@ -269,7 +280,7 @@ struct Worker {
         case z3::unknown: {
           const std::string why = solver.reason_unknown();
           o.verdict = VerdictKind::unknown;
-          if (why.find("timeout") != std::string::npos ||
+          if (watchdog_->timed_out() || why.find("timeout") != std::string::npos ||
               why.find("canceled") != std::string::npos) {
             o.reason = "timeout after " + std::to_string(options.timeout_ms) + " ms";
           } else {
@@ -297,7 +308,9 @@ struct Worker {
     for (const auto& a : solver.assertions()) alone.add(a);
     alone.add(act);
     std::string name = id;
-    std::replace(name.begin(), name.end(), ':', '_');
+    for (char& c : name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+    }
     std::ofstream out(options.smtlib_dir + "/" + name + ".smt2");
     out << "; clampai obligation " << id << ": unsat means proved\n" << alone.to_smt2();
     if (!out)
@@ -378,9 +391,7 @@ std::vector<Obligation> lints(const TaskModel& m,
   std::vector<Obligation> out;
   z3::context ctx;
   z3::solver solver(ctx);
-  z3::params params(ctx);
-  params.set("timeout", timeout_ms);
-  solver.set(params);
+  detail::Watchdog watchdog(ctx);
   detail::Encoder enc(ctx, m);
   for (VarId id = 0; id < m.variables.size(); ++id) {
     try {
@@ -398,7 +409,7 @@ std::vector<Obligation> lints(const TaskModel& m,
     const Invariant& inv = m.invariants[i];
     if (!inv.expr || inv.transition) continue;
     try {
-      const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr);
+      const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr) && enc.take_ranges();
       Lit l{inv.name,
             ctx.bool_const(("holds:" + inv.name).c_str()),
             ctx.bool_const(("fails:" + inv.name).c_str())};
@@ -424,7 +435,7 @@ std::vector<Obligation> lints(const TaskModel& m,
   for (const auto& l : lits) all.push_back(l.holds);
 
   Obligation consistent = make("lint:consistent", "", "");
-  switch (solver.check(all)) {
+  switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
     case z3::sat:
       consistent.verdict = VerdictKind::proved;
       consistent.reason = "some state within the bounds satisfies every blocking invariant";
@@ -450,7 +461,7 @@ std::vector<Obligation> lints(const TaskModel& m,
     z3::expr_vector assumptions(ctx);
     for (std::size_t j = 0; j < lits.size(); ++j)
       assumptions.push_back(j == k ? lits[j].fails : lits[j].holds);
-    switch (solver.check(assumptions)) {
+    switch (watchdog.run(timeout_ms, [&] { return solver.check(assumptions); })) {
       case z3::sat:
         o.verdict = VerdictKind::proved;
         o.reason = "not implied by the other invariants";
@@ -480,8 +491,11 @@ std::vector<Obligation> lints(const TaskModel& m,
     try {
       for (std::size_t i = 0; i < a.parameters.size(); ++i)
         solver.add(enc.param_bounds(a.parameters[i], enc.param(a, i)));
-      if (a.guard) solver.add(enc.encode_bool(*a.guard, nullptr, &a));
-      switch (solver.check(all)) {
+      if (a.guard) {
+        const z3::expr guard = enc.encode_bool(*a.guard, nullptr, &a);
+        solver.add(guard && enc.take_ranges());
+      }
+      switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
         case z3::sat:
           enabled.verdict = VerdictKind::proved;
           enabled.reason = "enabled in some state that satisfies the invariants";
@@ -506,7 +520,7 @@ std::vector<Obligation> lints(const TaskModel& m,
         solver.add(z3::implies(lit, !in_range));
         z3::expr_vector assumptions = all;
         assumptions.push_back(lit);
-        switch (solver.check(assumptions)) {
+        switch (watchdog.run(timeout_ms, [&] { return solver.check(assumptions); })) {
           case z3::unsat:
             overflow.verdict = VerdictKind::proved;
             overflow.reason = "every written value stays within int64";
@@ -521,6 +535,7 @@ std::vector<Obligation> lints(const TaskModel& m,
         }
       }
     } catch (const detail::Unsupported& u) {
+      enc.take_ranges();
       if (enabled.verdict != VerdictKind::proved && enabled.verdict != VerdictKind::refuted)
         unknown(enabled, u.reason);
       unknown(overflow, u.reason);

@@ -14,6 +14,14 @@ using kernel::Type;
 using kernel::Value;
 using kernel::VarId;
 
+namespace {
+z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
+  return x >= ctx.int_val(std::numeric_limits<std::int64_t>::min()) &&
+         x <= ctx.int_val(std::numeric_limits<std::int64_t>::max());
+}
+std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
+}  // namespace
+
 Encoder::Encoder(z3::context& ctx, const kernel::TaskModel& model)
     : ctx_(ctx), model_(model), pre_(model.variables.size()) {}
 
@@ -53,6 +61,18 @@ z3::expr Encoder::element(const Term& t, const Type& list_type) {
   return align(t, el.scale());
 }
 
+Term Encoder::ranged(Term t) {
+  ranges_.push_back(int64_range(ctx_, t.e));
+  return t;
+}
+
+z3::expr Encoder::take_ranges() {
+  z3::expr all = ctx_.bool_val(true);
+  for (const auto& r : ranges_) all = all && r;
+  ranges_.clear();
+  return all;
+}
+
 Term Encoder::encode_term(const Expr& e) { return encode(e, Env{nullptr, nullptr}, nullptr); }
 
 z3::expr Encoder::pre(VarId id) {
@@ -65,14 +85,6 @@ z3::expr Encoder::pre(VarId id) {
 z3::expr Encoder::param(const Action& action, std::size_t i) {
   return ctx_.int_const(("param." + action.id + "." + action.parameters[i].name).c_str());
 }
-
-namespace {
-z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
-  return x >= ctx.int_val(std::numeric_limits<std::int64_t>::min()) &&
-         x <= ctx.int_val(std::numeric_limits<std::int64_t>::max());
-}
-std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
-}  // namespace
 
 z3::expr Encoder::bounds(VarId id, const z3::expr& x) {
   const kernel::Variable& v = model_.variables[id];
@@ -145,6 +157,7 @@ std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
                           std::string(kernel::to_string(eff.mode)) + "`"};
     }
     if (var.type.is_numeric()) side.push_back(int64_range(ctx_, value));
+    side.push_back(take_ranges());  // intermediate results of the value expressions
     post.emplace_back(eff.variable, value);
   }
   return post;
@@ -153,9 +166,13 @@ std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
 z3::expr Encoder::encode_bool(const Expr& e,
                               const std::vector<std::pair<VarId, z3::expr>>* post,
                               const Action* action) {
-  return encode(e, Env{post, action}, nullptr).e;
+  try {
+    return encode(e, Env{post, action}, nullptr).e;
+  } catch (const Unsupported&) {
+    ranges_.clear();  // nothing of a failed encoding may constrain the next one
+    throw;
+  }
 }
-
 Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
   auto numeric = [&](std::size_t i) { return encode(*e.args[i], env, nullptr); };
   auto equal = [&](const Expr& a, const Expr& b) -> z3::expr {
@@ -221,20 +238,21 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
       return Term{param(*env.action, e.index), e.type.scale()};
     case ExprOp::neg: {
       const Term a = numeric(0);
-      return Term{-a.e, a.scale};
+      return ranged(Term{-a.e, a.scale});
     }
     case ExprOp::add:
     case ExprOp::sub: {
       const Term a = numeric(0);
       const Term b = numeric(1);
       const int s = std::max(a.scale, b.scale);
-      return Term{e.op == ExprOp::add ? align(a, s) + align(b, s) : align(a, s) - align(b, s), s};
+      return ranged(
+          Term{e.op == ExprOp::add ? align(a, s) + align(b, s) : align(a, s) - align(b, s), s});
     }
     case ExprOp::mul: {
       if (e.args[0]->op != ExprOp::literal && e.args[1]->op != ExprOp::literal) nonlinear_ = true;
       const Term a = numeric(0);
       const Term b = numeric(1);
-      return Term{a.e * b.e, a.scale + b.scale};
+      return ranged(Term{a.e * b.e, a.scale + b.scale});
     }
     case ExprOp::lt:
     case ExprOp::le:
@@ -294,7 +312,7 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
     }
     case ExprOp::abs: {
       const Term a = numeric(0);
-      return Term{z3::ite(a.e < 0, -a.e, a.e), a.scale};
+      return ranged(Term{z3::ite(a.e < 0, -a.e, a.e), a.scale});
     }
     case ExprOp::defined:
       if (!model_.variables[e.index].optional) return Term{ctx_.bool_val(true), 0};

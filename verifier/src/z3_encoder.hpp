@@ -57,6 +57,10 @@ class Encoder {
   /// Encodes any expression on the pre-state (no parameters). @throws Unsupported
   Term encode_term(const kernel::Expr& e);
 
+  /// The conjunction of "stays within int64" for every arithmetic result computed by the
+  /// encodings since the last call (the kernel fails on such an overflow), then forgets them.
+  z3::expr take_ranges();
+
   /// True iff the last encodings multiplied two non-constant terms.
   [[nodiscard]] bool nonlinear() const noexcept { return nonlinear_; }
   void reset_nonlinear() noexcept { nonlinear_ = false; }
@@ -82,6 +86,8 @@ class Encoder {
   std::vector<std::optional<z3::expr>> pre_;
   bool nonlinear_ = false;
   const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes
+  std::vector<z3::expr> ranges_;             // int64 range of every arithmetic result
+  Term ranged(Term t);
 };
 
 }  // namespace clampai::verifier::detail
