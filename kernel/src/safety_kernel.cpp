@@ -16,6 +16,13 @@ namespace {
 
 const std::string kZeroHash(64, '0');
 
+// Makes room for one more element, growing geometrically, so that the push_back of a commit
+// cannot throw and the amortised cost of a step does not grow with the trace.
+template <typename T>
+void reserve_one(std::vector<T>& v) {
+  if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(64, 2 * v.capacity()));
+}
+
 std::int64_t system_clock_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -544,8 +551,8 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       entry.cost = model_->format_amount(d.cost);
       entry.emergency = a.emergency;
       entry.warnings = d.warnings;
-      trace_.reserve(trace_.size() + 1);
-      undo_.reserve(undo_.size() + 1);
+      reserve_one(trace_);
+      reserve_one(undo_);
 
       // Commit. INVARIANT (budget-safe), (step-bound), (state-valid), (chain).
       budget_.charge(d.cost);  // cannot throw: can_afford held under this lock
@@ -655,7 +662,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     entry.changes = named(*model_, inverse);
     entry.cost = model_->format_amount(u.cost);
     entry.emergency = a.emergency;
-    trace_.reserve(trace_.size() + 1);
+    reserve_one(trace_);
 
     budget_.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
     --completions_[u.action];
