@@ -1,10 +1,14 @@
 // The `clampai` command: the only place that formats output for people and CI.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
+
+#include <chrono>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -231,6 +235,7 @@ struct VerifyArgs {
   unsigned timeout_ms = 10000;
   bool fail_on_unknown = false;
   std::string smtlib_dir;
+  unsigned depth = 0;
 };
 
 json named_values_json(const std::vector<std::pair<std::string, ck::Value>>& values) {
@@ -343,8 +348,23 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
   options.smtlib_dir = args.smtlib_dir;
+  options.depth = args.depth;
+  // A progress line on stderr once a run has taken more than a second, if stderr is a terminal.
+  const auto started = std::chrono::steady_clock::now();
+  std::mutex progress_mutex;
+  bool progress_shown = false;
+  if (::isatty(STDERR_FILENO) != 0) {
+    options.progress = [&](std::size_t done, std::size_t total) {
+      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) return;
+      std::lock_guard lock(progress_mutex);
+      std::cerr << "\rclampai verify: " << done << "/" << total << " preservation obligations"
+                << std::flush;
+      progress_shown = true;
+    };
+  }
   if (!options.smtlib_dir.empty()) std::filesystem::create_directories(options.smtlib_dir);
   const cv::Report report = cv::verify(model, options);
+  if (progress_shown) std::cerr << "\r\033[K" << std::flush;
   if (common.format == "sarif") {
     std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
   } else if (common.format == "json") {
@@ -357,6 +377,18 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
       if (!o.action.empty()) j["action"] = o.action;
       if (!o.invariant.empty()) j["invariant"] = o.invariant;
       if (o.loc.line > 0) j["location"] = {{"line", o.loc.line}, {"column", o.loc.column}};
+      if (o.reachability.status != cv::Reachability::Status::not_checked) {
+        static constexpr const char* kStatus[] = {
+            "not_checked", "reachable", "unreachable", "unknown"};
+        json witness = json::array();
+        for (const auto& [action, params] : o.reachability.witness) {
+          witness.push_back({{"action", action}, {"params", named_values_json(params)}});
+        }
+        j["reachability"] = {{"status", kStatus[static_cast<int>(o.reachability.status)]},
+                             {"depth", o.reachability.depth},
+                             {"reason", o.reachability.reason},
+                             {"witness", witness}};
+      }
       if (o.counterexample) {
         j["counterexample"] = {{"pre", named_values_json(o.counterexample->pre)},
                                {"params", named_values_json(o.counterexample->params)},
@@ -378,6 +410,15 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
       if (o.verdict == cv::VerdictKind::proved) continue;
       std::cout << obligation_line(o) << "\n";
       if (o.counterexample) print_counterexample(*o.counterexample);
+      if (o.reachability.status != cv::Reachability::Status::not_checked) {
+        std::cout << "    " << o.reachability.reason;
+        for (std::size_t i = 0; i < o.reachability.witness.size(); ++i) {
+          const auto& [action, params] = o.reachability.witness[i];
+          std::cout << (i == 0 ? ": " : ", ") << action;
+          for (const auto& [name, v] : params) std::cout << " " << name << "=" << v.to_string();
+        }
+        std::cout << "\n";
+      }
     }
     std::cout << "summary: " << report.proved + report.refuted + report.unknown
               << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
@@ -436,6 +477,13 @@ int main(int argc, char** argv) {
   verify_cmd->add_flag("--fail-on-unknown",
                        verify_args.fail_on_unknown,
                        "Exit 1 (not 3) when an obligation is unknown");
+  verify_cmd
+      ->add_option(
+          "--depth",
+          verify_args.depth,
+          "Search each refuted pair from the initial state, up to K steps (bounded model checking)")
+      ->check(CLI::Range(0, 50))
+      ->capture_default_str();
   verify_cmd->add_option(
       "--smtlib",
       verify_args.smtlib_dir,

@@ -67,6 +67,9 @@ if(DEFINED VALIDATE_JSON)
     endif()
     expect("verify json ${spec} matches the report schema" 0 "" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/${spec}.verify.json)
   endforeach()
+  execute_process(COMMAND ${CLAMPAI} verify ${ex}/cloud_deploy.json --format json --depth 6
+                  OUTPUT_FILE ${WORK_DIR}/depth.verify.json)
+  expect("verify json with --depth matches the report schema" 0 "" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/depth.verify.json)
   # A report with a verdict the verifier never gives is rejected, naming the field.
   file(WRITE ${WORK_DIR}/maybe.verify.json [=[{"spec": "x.json",
  "summary": {"proved": 0, "refuted": 0, "unknown": 1, "warnings": 0, "seconds": 0.1},
@@ -79,3 +82,5 @@ list(LENGTH smt_files smt_count)
 if(NOT smt_count EQUAL 15)
   message(SEND_ERROR "verify --smtlib wrote ${smt_count} files, expected 15")
 endif()
+expect("verify depth" 1 "reachable in [0-9]+ steps from the initial state: build, test, deploy" ${CLAMPAI} verify ${ex}/cloud_deploy.json --depth 6)
+expect("verify depth json" 1 "\"status\": \"reachable\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --depth 6 --format json)

@@ -233,3 +233,39 @@ TEST_CASE("Verify: an intermediate int64 overflow is modelled as the kernel fail
   REQUIRE(o.verdict == verifier::VerdictKind::refuted);  // replayed: the kernel rejects it
   REQUIRE(value_of(o.counterexample->pre, "y").size() > 15);
 }
+
+TEST_CASE("Verify: --depth finds a replayed path to a refuted pair, or proves there is none",
+          "[verifier][reach]") {
+  verifier::VerifyOptions options;
+  options.depth = 6;
+  const auto model = kernel::load_spec_file(source_path("examples/cloud_deploy.json"));
+  const auto r = verifier::verify(model, options);
+  const auto& o = find(r, "preservation:scale_up:instance_cap");
+  REQUIRE(o.reachability.status == verifier::Reachability::Status::reachable);
+  REQUIRE(o.reachability.witness.size() >= 4);
+  REQUIRE(o.reachability.witness[0].first == "build");
+  // The witness is approved step by step by a kernel, and then the action is blocked.
+  kernel::SafetyKernel k(model);
+  for (const auto& [action, params] : o.reachability.witness) {
+    kernel::ParamMap p(params.begin(), params.end());
+    REQUIRE(k.execute(action, p).decision.approved);
+  }
+  bool blocked = false;
+  for (int n = 1; n <= 5; ++n)
+    blocked = blocked || k.evaluate("scale_up", {{"n", kernel::Value::integer(n)}})
+                             .has(kernel::ReasonCode::invariant_violated, "instance_cap");
+  REQUIRE(blocked);
+
+  // A pair that is not inductive but cannot be reached: x only grows by 1 from 0, under a guard.
+  const auto safe = kernel::load_spec(R"J({
+    "variables": {"x": {"type": "int", "initial": 0}, "y": {"type": "int", "initial": 0}},
+    "actions": [{"id": "b", "cost": 1, "requires": "x < 3", "effects": [{"variable": "x", "mode": "increment", "value": 1}]}],
+    "invariants": [{"name": "j", "check": "x + y <= 10"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  options.depth = 5;
+  const auto rs = verifier::verify(safe, options);
+  const auto& os = find(rs, "preservation:b:j");
+  REQUIRE(os.verdict == verifier::VerdictKind::refuted);  // not inductive: y could be 10
+  REQUIRE(os.reachability.status == verifier::Reachability::Status::unreachable);
+  REQUIRE_THAT(os.reachability.reason, Catch::Matchers::Contains("not inductive"));
+}

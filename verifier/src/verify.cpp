@@ -5,6 +5,7 @@
 #include <z3++.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "reach.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -185,6 +187,7 @@ struct Worker {
   }
 
   detail::Watchdog* watchdog_ = nullptr;
+  std::atomic<std::size_t>* done_ = nullptr;
 
   Obligation& slot(std::size_t a, std::size_t k) { return results[a * blocking.size() + k]; }
 
@@ -233,6 +236,7 @@ struct Worker {
         slot(a, k).reason = u.reason + " (in action `" + action.id + "`)";
       }
       solver.pop();
+      report_progress();
       return;
     }
     const bool action_nonlinear = enc.nonlinear();
@@ -300,6 +304,13 @@ struct Worker {
       }
     }
     solver.pop();
+    report_progress();
+  }
+
+  void report_progress() {
+    if (!options.progress) return;
+    const std::size_t done = done_->fetch_add(blocking.size()) + blocking.size();
+    options.progress(done, results.size());
   }
 
   // A standalone SMT-LIB 2 file: the current assertions plus the obligation's literal.
@@ -588,10 +599,13 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
                          static_cast<unsigned>(std::max<std::size_t>(1, m.actions.size()))));
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(jobs);
+  std::atomic<std::size_t> done{0};
   for (unsigned t = 0; t < jobs; ++t) {
     threads.emplace_back([&, t] {
       try {
-        Worker{model, options, preservation, blocking}.run(t, jobs);
+        Worker worker{model, options, preservation, blocking};
+        worker.done_ = &done;
+        worker.run(t, jobs);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -601,6 +615,8 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+  if (options.depth > 0)
+    detail::check_reachability(model, preservation, options.depth, options.timeout_ms);
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
   for (auto& o : lints(m, blocking, options.timeout_ms)) report.obligations.push_back(std::move(o));
 

@@ -22,8 +22,8 @@ z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
 std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
 }  // namespace
 
-Encoder::Encoder(z3::context& ctx, const kernel::TaskModel& model)
-    : ctx_(ctx), model_(model), pre_(model.variables.size()) {}
+Encoder::Encoder(z3::context& ctx, const kernel::TaskModel& model, std::string prefix)
+    : ctx_(ctx), model_(model), prefix_(std::move(prefix)), pre_(model.variables.size()) {}
 
 z3::sort Encoder::sort_of(const Type& t) {
   switch (t.kind()) {
@@ -78,12 +78,12 @@ Term Encoder::encode_term(const Expr& e) { return encode(e, Env{nullptr, nullptr
 z3::expr Encoder::pre(VarId id) {
   const kernel::Variable& v = model_.variables[id];
   if (v.optional) throw Unsupported{"unsupported construct: optional variable `" + v.name + "`"};
-  if (!pre_[id]) pre_[id] = ctx_.constant(v.name.c_str(), sort_of(v.type));
+  if (!pre_[id]) pre_[id] = ctx_.constant((prefix_ + v.name).c_str(), sort_of(v.type));
   return *pre_[id];
 }
 
 z3::expr Encoder::param(const Action& action, std::size_t i) {
-  return ctx_.int_const(("param." + action.id + "." + action.parameters[i].name).c_str());
+  return ctx_.int_const((prefix_ + "param." + action.id + "." + action.parameters[i].name).c_str());
 }
 
 z3::expr Encoder::bounds(VarId id, const z3::expr& x) {

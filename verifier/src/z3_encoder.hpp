@@ -28,7 +28,9 @@ struct Unsupported {
 /// Encodes expressions of one model over symbolic pre-state, post-state and parameters.
 class Encoder {
  public:
-  Encoder(z3::context& ctx, const kernel::TaskModel& model);
+  /// `prefix` names this encoder's symbols, so that several states (the steps of a bounded
+  /// model check) can live in one solver.
+  Encoder(z3::context& ctx, const kernel::TaskModel& model, std::string prefix = "");
 
   /// The pre-state symbol of variable `id` (created on first use).
   z3::expr pre(kernel::VarId id);
@@ -83,6 +85,7 @@ class Encoder {
 
   z3::context& ctx_;
   const kernel::TaskModel& model_;
+  std::string prefix_;
   std::vector<std::optional<z3::expr>> pre_;
   bool nonlinear_ = false;
   const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes

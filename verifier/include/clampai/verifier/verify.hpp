@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,19 @@ struct Counterexample {
   std::vector<std::pair<std::string, kernel::Value>> post{};    // the same variables after
 };
 
+/// For a refuted preservation pair, with `--depth K`: can the initial state reach, within K
+/// steps of actions the kernel approves, a state where the action would be blocked by the
+/// invariant?
+struct Reachability {
+  enum class Status : std::uint8_t { not_checked, reachable, unreachable, unknown };
+  Status status = Status::not_checked;
+  unsigned depth = 0;  // the K searched
+  /// For `reachable`: the actions from the initial state, with their parameters, that lead to
+  /// a state where the refuted action is blocked; replayed through a kernel before reporting.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, kernel::Value>>>> witness{};
+  std::string reason{};
+};
+
 /// One proof obligation and its verdict.
 struct Obligation {
   ObligationKind kind = ObligationKind::preservation;
@@ -46,7 +60,8 @@ struct Obligation {
   std::string
       reason{};  // why unknown (timeout, nonlinear arithmetic, opaque predicate, ...) or how proved
   std::optional<Counterexample> counterexample{};
-  kernel::SourceLoc loc{};  // of the invariant (or the action) in the spec file
+  Reachability reachability{};  // preservation only, with VerifyOptions::depth > 0
+  kernel::SourceLoc loc{};      // of the invariant (or the action) in the spec file
 };
 
 struct VerifyOptions {
@@ -56,6 +71,11 @@ struct VerifyOptions {
   /// standalone SMT-LIB 2 file (`<id>.smt2`, `:` replaced by `_`) that any solver can check:
   /// unsat means proved.
   std::string smtlib_dir{};
+  /// When > 0, each refuted preservation pair is searched for from the initial state by bounded
+  /// model checking, up to this many steps (see Reachability).
+  unsigned depth = 0;
+  /// Called from worker threads as obligations complete (done, total); may be empty.
+  std::function<void(std::size_t, std::size_t)> progress{};
 };
 
 /// The result of verifying one model.
