@@ -225,6 +225,18 @@ std::optional<EffectMode> parse_effect_mode(std::string_view name) {
   return std::nullopt;
 }
 
+bool holds_in(const Invariant& inv, const State& state) {
+  if (inv.expr) {
+    const EvalResult r = evaluate(*inv.expr, EvalEnv{&state, nullptr, &state, nullptr});
+    return r.ok() && r.value.as_bool();
+  }
+  try {
+    return inv.predicate(state);
+  } catch (...) {
+    return false;
+  }
+}
+
 std::optional<std::size_t> TaskModel::find_action(std::string_view id) const {
   for (std::size_t i = 0; i < actions.size(); ++i) {
     if (actions[i].id == id) return i;

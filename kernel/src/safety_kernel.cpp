@@ -150,7 +150,6 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
   if (options_.check_initial_state) {
     const State& s = state_;
-    const EvalEnv env{&s, nullptr, &s, nullptr};
     for (const auto& v : model_->variables) {
       const Value& value = s.get(*model_->schema->find(v.name));
       if (value.kind() == Value::Kind::number &&
@@ -159,20 +158,9 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       }
     }
     for (const auto& inv : model_->invariants) {
-      if (inv.enforcement != Enforcement::blocking) continue;
-      bool holds = false;
-      if (inv.expr) {
-        const EvalResult r = kernel::evaluate(*inv.expr, env);
-        holds = r.ok() && r.value.as_bool();
-      } else {
-        try {
-          holds = inv.predicate(s);
-        } catch (...) {
-          holds = false;
-        }
-      }
-      if (!holds)
+      if (inv.enforcement == Enforcement::blocking && !holds_in(inv, s)) {
         throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+      }
     }
   }
 

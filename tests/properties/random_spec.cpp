@@ -141,12 +141,9 @@ Proposal random_proposal(const TaskModel& model, std::mt19937_64& rng) {
 }
 
 bool satisfies_blocking(const TaskModel& model, const State& state) {
-  const EvalEnv env{&state, nullptr, &state, nullptr};
   for (const auto& inv : model.invariants) {
-    if (inv.enforcement != Enforcement::blocking) continue;
     // Transition invariants relate two states; on a single state old(x) reads x itself.
-    const EvalResult r = evaluate(*inv.expr, env);
-    if (!r.ok() || !r.value.as_bool()) return false;
+    if (inv.enforcement == Enforcement::blocking && !holds_in(inv, state)) return false;
   }
   for (VarId i = 0; i < state.size(); ++i) {
     const Variable& v = model.variables[i];

@@ -68,19 +68,7 @@ Obligation base_case(const TaskModel& m, const Invariant& inv) {
   o.invariant = inv.name;
   o.loc = inv.loc;
   const kernel::State& s = m.initial_state();
-  bool holds = false;
-  if (inv.expr) {
-    const kernel::EvalResult r =
-        kernel::evaluate(*inv.expr, kernel::EvalEnv{&s, nullptr, &s, nullptr});
-    holds = r.ok() && r.value.as_bool();
-  } else {
-    try {
-      holds = inv.predicate(s);
-    } catch (...) {
-      holds = false;
-    }
-  }
-  if (holds) {
+  if (kernel::holds_in(inv, s)) {
     o.verdict = VerdictKind::proved;
     o.reason = "evaluated on the initial state";
     return o;

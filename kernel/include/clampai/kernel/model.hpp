@@ -219,6 +219,10 @@ class TaskModel {
   std::optional<State> initial_;
 };
 
+/// True iff `inv` holds in the single state `state` (`old(x)` reads `state` too). Fails closed:
+/// an evaluation error or a native predicate that throws counts as a violation.
+bool holds_in(const Invariant& inv, const State& state);
+
 /// Validates `decl` completely and builds the model.
 /// @throws SpecError naming the JSON path of the first problem (for example
 /// `actions[2].requires:1:14: unknown variable `balnce``).
