@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, then check and run an example task spec under
-# the safety kernel, writing a hash-chained trace and verifying it.
+# The main job: install what is missing, build, then check an example task spec, verify it
+# statically with Z3, run it under the safety kernel writing a hash-chained trace, and verify
+# the trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,11 +9,13 @@ spec=${1:-examples/cloud_deploy.json}
 ./scripts/setup.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAMPAI_BUILD_TESTS=OFF -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build build/release --target clampai >/dev/null
+set +e  # a refuted obligation (exit 1) is a finding to show, not a failure of the demo
 
 clampai=build/release/cli/clampai
 mkdir -p out
 trace=out/$(basename "$spec" .json).trace.jsonl
 set -x
-"$clampai" check "$spec"
-"$clampai" run "$spec" --trace "$trace"
+"$clampai" check "$spec" || exit
+"$clampai" verify "$spec" --depth 6; [[ $? -le 1 ]] || exit
+"$clampai" run "$spec" --trace "$trace"; [[ $? -le 1 ]] || exit
 "$clampai" trace verify "$trace" --spec "$spec"
