@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
 
@@ -504,6 +505,7 @@ int main(int argc, char** argv) {
                    trace_args.allow_unsealed,
                    "Accept a trace without a seal entry (a run that did not finish)");
   add_format(verify, common);
+  auto* bench = clampai::cli::add_bench_command(app, common.format);
 
   try {
     app.parse(argc, argv);
@@ -521,6 +523,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return cmd_run(run_args, common);
     if (verify->parsed()) return cmd_trace_verify(trace_args, common);
     if (verify_cmd->parsed()) return cmd_verify(verify_args, common);
+    if (bench->parsed()) return clampai::cli::run_bench_command();
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;

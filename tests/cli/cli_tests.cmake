@@ -84,3 +84,9 @@ if(NOT smt_count EQUAL 15)
 endif()
 expect("verify depth" 1 "reachable in [0-9]+ steps from the initial state: build, test, deploy" ${CLAMPAI} verify ${ex}/cloud_deploy.json --depth 6)
 expect("verify depth json" 1 "\"status\": \"reachable\"" ${CLAMPAI} verify ${ex}/cloud_deploy.json --depth 6 --format json)
+
+# clampai bench: measures the spec (no timing is asserted), text and JSON.
+expect("bench quickstart" 0 "decisions/s.*evaluate.*execute" ${CLAMPAI} bench ${ex}/quickstart.json --seconds 0.2)
+expect("bench json" 0 "\"p99\"" ${CLAMPAI} bench ${ex}/quickstart.json --seconds 0.2 --format json)
+expect("bench bad seconds" 2 "" ${CLAMPAI} bench ${ex}/quickstart.json --seconds 0)
+expect("bench bad spec" 2 "unknown variable" ${CLAMPAI} bench ${WORK_DIR}/typo.json --seconds 0.2)
