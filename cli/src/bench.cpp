@@ -141,19 +141,11 @@ class Progress {
   double seconds_;
 };
 
-// One proposal per action, with the parameters FirstApprovableDriver uses: default, else
-// minimum, else 0.
+// One proposal per action, with the parameters the deterministic driver uses.
 std::vector<ck::Proposal> default_proposals(const ck::TaskModel& model) {
   std::vector<ck::Proposal> out;
-  for (std::size_t i = 0; i < model.actions.size(); ++i) {
-    ck::Proposal p{i, {}};
-    for (const ck::Parameter& param : model.actions[i].parameters) {
-      p.params.push_back(ck::Value::number(param.default_value ? *param.default_value
-                                           : param.min         ? *param.min
-                                                               : ck::Decimal{}));
-    }
-    out.push_back(std::move(p));
-  }
+  for (std::size_t i = 0; i < model.actions.size(); ++i)
+    out.push_back(ck::default_proposal(model, i));
   return out;
 }
 

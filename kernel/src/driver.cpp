@@ -11,6 +11,16 @@ std::string_view to_string(Termination t) {
   return kNames[static_cast<int>(t)];
 }
 
+Proposal default_proposal(const TaskModel& model, std::size_t index) {
+  Proposal p{index, {}};
+  for (const Parameter& param : model.actions.at(index).parameters) {
+    p.params.push_back(Value::number(param.default_value ? *param.default_value
+                                     : param.min         ? *param.min
+                                                         : Decimal{}));
+  }
+  return p;
+}
+
 Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
   Choice choice;
   const TaskModel& m = kernel.model();
@@ -20,12 +30,7 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
     bool ready = true;
     for (auto dep : a.dependencies) ready = ready && kernel.completions(dep) > 0;
     if (!ready) continue;
-    Proposal p{i, {}};
-    for (const Parameter& param : a.parameters) {
-      p.params.push_back(Value::number(param.default_value ? *param.default_value
-                                       : param.min         ? *param.min
-                                                           : Decimal{}));
-    }
+    Proposal p = default_proposal(m, i);
     Decision d = kernel.evaluate(p);
     if (d.approved) {
       choice.proposal = std::move(p);

@@ -82,3 +82,12 @@ TEST_CASE("Driver: a task with nothing approvable stops and says why", "[kernel]
   REQUIRE(r.termination == Termination::no_approvable_action);
   REQUIRE(r.last_reasons.at(0).code == ReasonCode::requires_failed);
 }
+
+TEST_CASE("Driver: default proposals take the default, else the minimum, else 0", "[kernel][driver]") {
+  const auto model = load_spec(R"J({"variables": {},
+    "actions": [{"id": "a", "cost": 1, "parameters": {"d": {"type": "int", "min": 1, "default": 3},
+                                                      "m": {"type": "int", "min": 2}, "z": {"type": "int"}}, "effects": []}],
+    "budget": {"total": 5, "min_action_cost": 1}})J");
+  const Proposal p = default_proposal(*model, 0);
+  REQUIRE(p.params == std::vector<Value>{Value::integer(3), Value::integer(2), Value::integer(0)});
+}

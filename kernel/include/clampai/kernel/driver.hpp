@@ -26,6 +26,11 @@ class Driver {
   virtual Choice next(const SafetyKernel& kernel) = 0;
 };
 
+/// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
+/// what the deterministic driver and `clampai bench` propose. Requires `index` < the number of
+/// actions.
+Proposal default_proposal(const TaskModel& model, std::size_t index);
+
 /// Proposes the first non-emergency action, in spec order, whose dependencies are met and that
 /// the kernel approves now. Parameters take their default, else their minimum, else 0.
 class FirstApprovableDriver final : public Driver {
