@@ -14,6 +14,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 
 namespace {
@@ -433,4 +434,18 @@ TEST_CASE("SpecLoader: parse_state rejects a value of the wrong type by name", "
     CHECK(e.path() == "errors");
     CHECK_THAT(e.what(), Contains("expected a number"));
   }
+}
+
+TEST_CASE("SpecLoader: a number with an exponent in an effect value is read as a plain decimal",
+          "[kernel][spec]") {
+  const auto model =
+      clampai::kernel::load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0},
+      "d": {"type": "decimal", "scale": 2, "initial": "0.00"}},
+    "actions": [{"id": "a", "cost": 1, "effects": [{"variable": "x", "mode": "set", "value": 1e3},
+                                                   {"variable": "d", "mode": "set", "value": 2.5e-1}]}],
+    "budget": {"total": 1, "min_action_cost": 1}})J");
+  clampai::kernel::SafetyKernel k(model);
+  REQUIRE(k.execute("a").decision.approved);
+  REQUIRE(k.state().get("x") == clampai::kernel::Value::integer(1000));
+  REQUIRE(k.state().get("d") == clampai::kernel::Value::number(clampai::kernel::Decimal{25, 2}));
 }
