@@ -83,7 +83,8 @@ TEST_CASE("Driver: a task with nothing approvable stops and says why", "[kernel]
   REQUIRE(r.last_reasons.at(0).code == ReasonCode::requires_failed);
 }
 
-TEST_CASE("Driver: default proposals take the default, else the minimum, else 0", "[kernel][driver]") {
+TEST_CASE("Driver: default proposals take the default, else the minimum, else 0",
+          "[kernel][driver]") {
   const auto model = load_spec(R"J({"variables": {},
     "actions": [{"id": "a", "cost": 1, "parameters": {"d": {"type": "int", "min": 1, "default": 3},
                                                       "m": {"type": "int", "min": 2}, "z": {"type": "int"}}, "effects": []}],
