@@ -1,4 +1,5 @@
 // The `clampai` command: the only place that formats output for people and CI.
+#include <malloc.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -15,10 +16,15 @@
 #include "bench.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
+#include "compose_cmd.hpp"
+#include "output.hpp"
 
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
 using nlohmann::json;
+
+using clampai::cli::named_values_json;
+using clampai::cli::print_counterexample;
 
 namespace {
 
@@ -239,42 +245,11 @@ struct VerifyArgs {
   unsigned depth = 0;
 };
 
-json named_values_json(const std::vector<std::pair<std::string, ck::Value>>& values) {
-  json o = json::object();
-  for (const auto& [k, v] : values) o[k] = v.to_string();
-  return o;
-}
-
 std::string obligation_line(const cv::Obligation& o) {
   if (o.kind == cv::ObligationKind::lint) return "WARNING " + o.id + ": " + o.reason;
   std::string verdict(cv::to_string(o.verdict));
   for (auto& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return verdict + " " + o.id + ": " + o.reason;
-}
-
-void print_counterexample(const cv::Counterexample& cex) {
-  std::size_t width = 8;
-  for (const auto& [name, _] : cex.pre) width = std::max(width, name.size());
-  std::cout << "    " << std::left << std::setw(static_cast<int>(width)) << "variable"
-            << "  " << std::setw(16) << "before"
-            << "  after\n";
-  for (std::size_t i = 0; i < cex.pre.size(); ++i) {
-    if (cex.post.empty()) {  // a state, not a transition (base case)
-      std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
-                << cex.pre[i].second.to_string() << "\n";
-      continue;
-    }
-    const std::string after = cex.post[i].second.to_string();
-    std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
-              << std::setw(16) << cex.pre[i].second.to_string() << "  " << after
-              << (after != cex.pre[i].second.to_string() ? "   (changed)" : "") << "\n";
-  }
-  if (!cex.params.empty()) {
-    std::cout << "    with";
-    for (const auto& [name, v] : cex.params) std::cout << " " << name << " = " << v.to_string();
-    std::cout << "\n";
-  }
-  std::cout << std::right;
 }
 
 json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv::Report& report) {
@@ -299,6 +274,11 @@ json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv:
       {{"id", "dead-action"},
        {"shortDescription", {{"text", "An action can never be enabled under the invariants"}}}},
       {{"id", "effect-overflow"}, {"shortDescription", {{"text", "An effect can overflow int64"}}}},
+      {{"id", "interface-violated"},
+       {"shortDescription", {{"text", "The task does not keep its declared interface"}}}},
+      {{"id", "assumes-inconsistent"},
+       {"shortDescription",
+        {{"text", "The interface's assumes contradict the invariants: the task can never start"}}}},
   });
   json results = json::array();
   for (const auto& o : report.obligations) {
@@ -311,6 +291,8 @@ json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv:
                  ? (emergency ? "emergency-action-unsafe" : "invariant-not-preserved")
              : o.kind == cv::ObligationKind::base_case ? "base-case-violated"
              : o.kind == cv::ObligationKind::budget    ? "budget-theorem-violated"
+             : o.kind == cv::ObligationKind::interface ? "interface-violated"
+             : o.id == "lint:assumes-consistent"       ? "assumes-inconsistent"
              : o.id.rfind("lint:consistent", 0) == 0   ? "inconsistent-invariants"
              : o.id.rfind("lint:independent", 0) == 0  ? "redundant-invariant"
              : o.id.rfind("lint:enabled", 0) == 0      ? "dead-action"
@@ -433,6 +415,11 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Z3 allocates and frees multi-megabyte blocks for every solver; by default glibc maps and
+  // unmaps each one, and every page is faulted in again. Keeping them in the heap made
+  // `clampai verify` of a small spec 10x faster on the machines of BENCHMARKS.md.
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
@@ -506,6 +493,7 @@ int main(int argc, char** argv) {
                    "Accept a trace without a seal entry (a run that did not finish)");
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
+  auto* compose = clampai::cli::add_compose_command(app);
 
   try {
     app.parse(argc, argv);
@@ -524,6 +512,7 @@ int main(int argc, char** argv) {
     if (verify->parsed()) return cmd_trace_verify(trace_args, common);
     if (verify_cmd->parsed()) return cmd_verify(verify_args, common);
     if (bench->parsed()) return clampai::cli::run_bench_command();
+    if (compose->parsed()) return clampai::cli::run_compose_command();
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;

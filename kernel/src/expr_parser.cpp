@@ -663,4 +663,12 @@ bool uses_old(const Expr& e) {
   return std::any_of(e.args.begin(), e.args.end(), [](const ExprPtr& a) { return uses_old(*a); });
 }
 
+void collect_variables(const Expr& e, std::vector<bool>& seen) {
+  if (e.op == ExprOp::variable || e.op == ExprOp::old_variable || e.op == ExprOp::defined) {
+    if (seen.size() <= e.index) seen.resize(e.index + 1, false);
+    seen[e.index] = true;
+  }
+  for (const ExprPtr& a : e.args) collect_variables(*a, seen);
+}
+
 }  // namespace clampai::kernel

@@ -507,4 +507,83 @@ bool value_from_json(const JsonNode& j, const Type& type, Value& out, std::strin
   return false;
 }
 
+// ---- reading spec-like documents ----
+
+std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+std::string at_index(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+void expect_kind(const JsonNode& n, JsonNode::Kind kind, const std::string& path) {
+  if (n.kind != kind) {
+    JsonNode probe;
+    probe.kind = kind;
+    throw SpecError(path, "expected " + describe(probe) + ", found " + describe(n));
+  }
+}
+
+// Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
+void allow_keys(const JsonNode& obj,
+                const std::string& path,
+                std::initializer_list<std::string_view> allowed) {
+  for (const auto& [key, _] : obj.members) {
+    bool ok = false;
+    for (auto a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw SpecError(join(path, key), "unknown key `" + key + "` (expected one of: " + list + ")");
+    }
+  }
+}
+
+const JsonNode& required(const JsonNode& obj, const std::string& path, const char* key) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) throw SpecError(path, std::string("missing `") + key + "`");
+  return *n;
+}
+
+std::string get_string(const JsonNode& obj,
+                       const std::string& path,
+                       const char* key,
+                       std::string fallback) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) return fallback;
+  expect_kind(*n, JsonNode::Kind::string, join(path, key));
+  return n->text;
+}
+
+bool get_bool(const JsonNode& obj, const std::string& path, const char* key, bool fallback) {
+  const JsonNode* n = obj.find(key);
+  if (n == nullptr) return fallback;
+  expect_kind(*n, JsonNode::Kind::boolean, join(path, key));
+  return n->boolean;
+}
+
+std::int64_t get_count(const JsonNode& n, const std::string& path) {
+  if (n.kind != JsonNode::Kind::number || !n.integral)
+    throw SpecError(path,
+                    "expected a whole number, found " +
+                        (n.kind == JsonNode::Kind::number ? "`" + n.text + "`" : describe(n)));
+  try {
+    const long long v = std::stoll(n.text);
+    if (v < 0) throw SpecError(path, "must not be negative, got " + n.text);
+    return v;
+  } catch (const std::out_of_range&) {
+    throw SpecError(path, "`" + n.text + "` is out of range");
+  }
+}
+
+// A number given as a JSON number (exact text) or a decimal string.
+Decimal get_decimal(const JsonNode& n, const std::string& path) {
+  if (n.kind != JsonNode::Kind::number && n.kind != JsonNode::Kind::string)
+    throw SpecError(path, "expected a number, found " + describe(n));
+  std::string err;
+  auto d = Decimal::parse(n.text, &err);
+  if (!d) throw SpecError(path, "`" + n.text + "`: " + err);
+  return *d;
+}
+
 }  // namespace clampai::kernel::detail

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "clampai/kernel/number.hpp"
 #include "clampai/kernel/type.hpp"
 #include "clampai/kernel/value.hpp"
 
@@ -66,5 +68,31 @@ void append_value(std::string& out, const Value& v);
 /// undefined. Returns false with `error` set when the JSON does not fit the type; the scale of
 /// a number is not compared with the type's here.
 bool value_from_json(const JsonNode& j, const Type& type, Value& out, std::string& error);
+
+// ---- reading spec-like documents: every error names the JSON path ----
+
+/// `path.key` (or `key` at the root).
+std::string join(const std::string& path, const std::string& key);
+/// `path[i]`.
+std::string at_index(const std::string& path, std::size_t i);
+/// @throws SpecError at `path` unless `n` is of `kind`.
+void expect_kind(const JsonNode& n, JsonNode::Kind kind, const std::string& path);
+/// Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
+void allow_keys(const JsonNode& obj,
+                const std::string& path,
+                std::initializer_list<std::string_view> allowed);
+/// The member `key` of `obj`. @throws SpecError if it is missing.
+const JsonNode& required(const JsonNode& obj, const std::string& path, const char* key);
+/// The string member `key`, or `fallback` when absent. @throws SpecError if not a string.
+std::string get_string(const JsonNode& obj,
+                       const std::string& path,
+                       const char* key,
+                       std::string fallback = "");
+/// The boolean member `key`, or `fallback` when absent.
+bool get_bool(const JsonNode& obj, const std::string& path, const char* key, bool fallback);
+/// A non-negative whole number.
+std::int64_t get_count(const JsonNode& n, const std::string& path);
+/// A number given as a JSON number (exact text) or a decimal string.
+Decimal get_decimal(const JsonNode& n, const std::string& path);
 
 }  // namespace clampai::kernel::detail

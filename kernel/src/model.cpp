@@ -211,7 +211,90 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
   b.add("min_action_cost", JsonNode::make_string(m.format_amount(m.budget.min_action_cost)));
   b.add("step_limit", JsonNode::make_string(std::to_string(m.budget.step_limit)));
+  const Interface& itf = m.interface;
+  if (itf.declared) {
+    JsonNode& o = root.add("interface", JsonNode::make_object());
+    o.add("assumes", JsonNode::make_string(itf.assumes ? to_source(*itf.assumes) : ""));
+    o.add("guarantees", JsonNode::make_string(itf.guarantees ? to_source(*itf.guarantees) : ""));
+    auto names = [&](const char* key, const std::vector<VarId>& ids) {
+      JsonNode& a = o.add(key, JsonNode::make_array());
+      for (VarId id : ids) a.push(JsonNode::make_string(m.variables[id].name));
+    };
+    names("reads", itf.reads);
+    names("writes", itf.writes);
+    names("forbidden", itf.forbidden);
+  }
   return root;
+}
+
+// Sorted, distinct VarIds of the marked variables.
+std::vector<VarId> marked(const std::vector<bool>& seen) {
+  std::vector<VarId> out;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (seen[i]) out.push_back(static_cast<VarId>(i));
+  return out;
+}
+
+std::vector<VarId> variable_list(const TaskModel& m,
+                                 const std::vector<std::string>& names,
+                                 const std::string& path) {
+  std::vector<bool> seen(m.variables.size(), false);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const auto id = m.schema->find(names[i]);
+    if (!id) throw SpecError(p, "unknown variable `" + names[i] + "`");
+    if (seen[*id]) throw SpecError(p, "`" + names[i] + "` is listed twice");
+    seen[*id] = true;
+  }
+  return marked(seen);
+}
+
+// The interface: the declared one checked against the variables, or the task's actual reads
+// and writes.
+void build_interface(TaskModel& m, const std::optional<InterfaceDecl>& decl) {
+  Interface& itf = m.interface;
+  if (decl) {
+    itf.declared = true;
+    itf.loc = decl->loc;
+    if (!decl->assumes.empty())
+      itf.assumes = parse_bool(decl->assumes, m.scope(), decl->path + ".assumes", "`assumes`");
+    if (!decl->guarantees.empty())
+      itf.guarantees =
+          parse_bool(decl->guarantees, m.scope(), decl->path + ".guarantees", "`guarantees`");
+  }
+  std::vector<bool> reads(m.variables.size(), false);
+  std::vector<bool> writes(m.variables.size(), false);
+  auto read = [&](const ExprPtr& e) {
+    if (e) collect_variables(*e, reads);
+  };
+  for (const Action& a : m.actions) {
+    read(a.guard);
+    read(a.cost_expr);
+    for (const Effect& e : a.effects) {
+      read(e.value);
+      writes[e.variable] = true;
+      // increment, append and the like read the variable they change
+      if (e.mode != EffectMode::set && e.mode != EffectMode::del) reads[e.variable] = true;
+    }
+  }
+  for (const Invariant& inv : m.invariants) read(inv.expr);
+  read(m.goal);
+  read(itf.assumes);
+  read(itf.guarantees);
+  itf.actual_reads = marked(reads);
+  itf.actual_writes = marked(writes);
+  itf.reads = decl && decl->reads ? variable_list(m, *decl->reads, decl->path + ".reads")
+                                  : itf.actual_reads;
+  itf.writes = decl && decl->writes ? variable_list(m, *decl->writes, decl->path + ".writes")
+                                    : itf.actual_writes;
+  if (decl) itf.forbidden = variable_list(m, decl->forbidden, decl->path + ".forbidden");
+  if (!decl || !decl->writes) return;  // undeclared writes are checked by the verifier
+  for (std::size_t i = 0; i < decl->forbidden.size(); ++i) {
+    const VarId f = *m.schema->find(decl->forbidden[i]);
+    if (std::binary_search(itf.writes.begin(), itf.writes.end(), f))
+      throw SpecError(decl->path + ".forbidden[" + std::to_string(i) + "]",
+                      "`" + decl->forbidden[i] + "` is both forbidden and in `writes`");
+  }
 }
 
 }  // namespace
@@ -590,6 +673,8 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
 
   // ---- goal ----
   if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
+
+  build_interface(*m, decl.interface);
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.

@@ -14,87 +14,19 @@ namespace {
 
 using detail::JsonNode;
 using Kind = JsonNode::Kind;
-
-constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
-
-std::string join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-std::string at_index(const std::string& path, std::size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+using detail::allow_keys;
+using detail::at_index;
+using detail::expect_kind;
+using detail::get_bool;
+using detail::get_count;
+using detail::get_decimal;
+using detail::get_string;
+using detail::join;
+using detail::required;
 
 SourceLoc loc(const JsonNode& n) { return SourceLoc{n.line, n.column}; }
 
-void expect_kind(const JsonNode& n, Kind kind, const std::string& path) {
-  if (n.kind != kind) {
-    JsonNode probe;
-    probe.kind = kind;
-    throw SpecError(path, "expected " + detail::describe(probe) + ", found " + detail::describe(n));
-  }
-}
-
-// Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
-void allow_keys(const JsonNode& obj,
-                const std::string& path,
-                std::initializer_list<std::string_view> allowed) {
-  for (const auto& [key, _] : obj.members) {
-    bool ok = false;
-    for (auto a : allowed) ok = ok || key == a;
-    if (!ok) {
-      std::string list;
-      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      throw SpecError(join(path, key), "unknown key `" + key + "` (expected one of: " + list + ")");
-    }
-  }
-}
-
-const JsonNode& required(const JsonNode& obj, const std::string& path, const char* key) {
-  const JsonNode* n = obj.find(key);
-  if (n == nullptr) throw SpecError(path, std::string("missing `") + key + "`");
-  return *n;
-}
-
-std::string get_string(const JsonNode& obj,
-                       const std::string& path,
-                       const char* key,
-                       std::string fallback = "") {
-  const JsonNode* n = obj.find(key);
-  if (n == nullptr) return fallback;
-  expect_kind(*n, Kind::string, join(path, key));
-  return n->text;
-}
-
-bool get_bool(const JsonNode& obj, const std::string& path, const char* key, bool fallback) {
-  const JsonNode* n = obj.find(key);
-  if (n == nullptr) return fallback;
-  expect_kind(*n, Kind::boolean, join(path, key));
-  return n->boolean;
-}
-
-std::int64_t get_count(const JsonNode& n, const std::string& path) {
-  if (n.kind != Kind::number || !n.integral)
-    throw SpecError(path,
-                    "expected a whole number, found " +
-                        (n.kind == Kind::number ? "`" + n.text + "`" : detail::describe(n)));
-  try {
-    const long long v = std::stoll(n.text);
-    if (v < 0) throw SpecError(path, "must not be negative, got " + n.text);
-    return v;
-  } catch (const std::out_of_range&) {
-    throw SpecError(path, "`" + n.text + "` is out of range");
-  }
-}
-
-// A number given as a JSON number (exact text) or a decimal string.
-Decimal get_decimal(const JsonNode& n, const std::string& path) {
-  if (n.kind != Kind::number && n.kind != Kind::string)
-    throw SpecError(path, "expected a number, found " + detail::describe(n));
-  std::string err;
-  auto d = Decimal::parse(n.text, &err);
-  if (!d) throw SpecError(path, "`" + n.text + "`: " + err);
-  return *d;
-}
+constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
 
 std::optional<Decimal> opt_decimal(const JsonNode& obj, const std::string& path, const char* key) {
   const JsonNode* n = obj.find(key);
@@ -338,6 +270,36 @@ InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
   return inv;
 }
 
+std::vector<std::string> name_list(const JsonNode& n, const std::string& path) {
+  expect_kind(n, Kind::array, path);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n.items.size(); ++i) {
+    expect_kind(n.items[i], Kind::string, at_index(path, i));
+    out.push_back(n.items[i].text);
+  }
+  return out;
+}
+
+InterfaceDecl parse_interface(const JsonNode& n) {
+  const std::string path = "interface";
+  expect_kind(n, Kind::object, path);
+  allow_keys(n, path, {"description", "assumes", "guarantees", "reads", "writes", "forbidden"});
+  InterfaceDecl d;
+  d.loc = loc(n);
+  (void)get_string(n, path, "description");  // documentation only, but it must be text
+  for (const char* key : {"assumes", "guarantees"}) {
+    const JsonNode* e = n.find(key);
+    if (e == nullptr) continue;
+    expect_kind(*e, Kind::string, join(path, key));
+    if (e->text.empty()) throw SpecError(join(path, key), "empty expression");
+    (key[0] == 'a' ? d.assumes : d.guarantees) = e->text;
+  }
+  if (const JsonNode* r = n.find("reads")) d.reads = name_list(*r, join(path, "reads"));
+  if (const JsonNode* w = n.find("writes")) d.writes = name_list(*w, join(path, "writes"));
+  if (const JsonNode* f = n.find("forbidden")) d.forbidden = name_list(*f, join(path, "forbidden"));
+  return d;
+}
+
 }  // namespace
 
 TaskDecl parse_spec(std::string_view json_text) {
@@ -355,7 +317,8 @@ TaskDecl parse_spec(std::string_view json_text) {
               "invariants",
               "budget",
               "emergency_actions",
-              "dependencies"});
+              "dependencies",
+              "interface"});
   TaskDecl t;
   t.name = get_string(root, "", "name");
   if (const JsonNode* g = root.find("goal")) {
@@ -397,26 +360,16 @@ TaskDecl parse_spec(std::string_view json_text) {
   }
   if (const JsonNode* m = budget.find("max_steps"))
     t.budget.max_steps = get_count(*m, "budget.max_steps");
-  if (const JsonNode* em = root.find("emergency_actions")) {
-    expect_kind(*em, Kind::array, "emergency_actions");
-    for (std::size_t i = 0; i < em->items.size(); ++i) {
-      expect_kind(em->items[i], Kind::string, at_index("emergency_actions", i));
-      t.emergency_actions.push_back(em->items[i].text);
-    }
-  }
+  if (const JsonNode* em = root.find("emergency_actions"))
+    t.emergency_actions = name_list(*em, "emergency_actions");
   if (const JsonNode* deps = root.find("dependencies")) {
     expect_kind(*deps, Kind::object, "dependencies");
     for (const auto& [action, list] : deps->members) {
       const std::string p = join("dependencies", action);
-      expect_kind(list, Kind::array, p);
-      std::vector<std::string> ds;
-      for (std::size_t i = 0; i < list.items.size(); ++i) {
-        expect_kind(list.items[i], Kind::string, at_index(p, i));
-        ds.push_back(list.items[i].text);
-      }
-      t.dependencies.emplace_back(action, std::move(ds));
+      t.dependencies.emplace_back(action, name_list(list, p));
     }
   }
+  if (const JsonNode* itf = root.find("interface")) t.interface = parse_interface(*itf);
   return t;
 }
 

@@ -9,10 +9,13 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/verifier/contract.hpp"
 #include "reach.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
@@ -33,7 +36,8 @@ std::string_view to_string(VerdictKind v) {
 }
 
 std::string_view to_string(ObligationKind k) {
-  static constexpr std::string_view kNames[] = {"base_case", "preservation", "budget", "lint"};
+  static constexpr std::string_view kNames[] = {
+      "base_case", "preservation", "budget", "interface", "lint"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -85,7 +89,21 @@ Obligation base_case(const TaskModel& m, const Invariant& inv) {
 
 // ---- budget theorems on the kernel's integer model (BudgetController) ----
 
+Obligation decide_budget(const char* id, const char* what, bool t4, unsigned timeout_ms);
+
+// The budget model does not depend on the task: each theorem is decided once per process (and
+// again only if that attempt was not conclusive).
 Obligation budget_obligation(const char* id, const char* what, bool t4, unsigned timeout_ms) {
+  static std::mutex mutex;
+  static std::optional<Obligation> decided[2];
+  std::lock_guard lock(mutex);
+  std::optional<Obligation>& slot = decided[t4 ? 1 : 0];
+  if (!slot || slot->verdict == VerdictKind::unknown)
+    slot = decide_budget(id, what, t4, timeout_ms);
+  return *slot;
+}
+
+Obligation decide_budget(const char* id, const char* what, bool t4, unsigned timeout_ms) {
   z3::context ctx;
   z3::solver s(ctx);
   detail::Watchdog watchdog(ctx);
@@ -136,7 +154,9 @@ struct Worker {
   void run(std::size_t first, std::size_t stride) {
     const TaskModel& m = *model;
     z3::context ctx;
-    z3::solver solver(ctx);
+    // The SMT core directly: the default solver's tactic set-up costs milliseconds per
+    // solver, and with assumptions and push/pop the default solver uses this core anyway.
+    z3::solver solver(ctx, z3::solver::simple());
     detail::Watchdog watchdog(ctx);
     watchdog_ = &watchdog;
     detail::Encoder enc(ctx, m);
@@ -389,7 +409,7 @@ std::vector<Obligation> lints(const TaskModel& m,
                               unsigned timeout_ms) {
   std::vector<Obligation> out;
   z3::context ctx;
-  z3::solver solver(ctx);
+  z3::solver solver(ctx, z3::solver::simple());
   detail::Watchdog watchdog(ctx);
   detail::Encoder enc(ctx, m);
   for (VarId id = 0; id < m.variables.size(); ++id) {
@@ -607,6 +627,8 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
     detail::check_reachability(model, preservation, options.depth, options.timeout_ms);
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
   for (auto& o : lints(m, blocking, options.timeout_ms)) report.obligations.push_back(std::move(o));
+  for (auto& o : interface_obligations(model, options.timeout_ms))
+    report.obligations.push_back(std::move(o));
 
   for (const auto& o : report.obligations) {
     if (o.kind == ObligationKind::lint) {

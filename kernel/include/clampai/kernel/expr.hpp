@@ -90,6 +90,10 @@ bool assignable(const Type& target, const Expr& e);
 /// True iff the expression refers to `old(x)` anywhere.
 bool uses_old(const Expr& e);
 
+/// Marks in `seen` (indexed by VarId, resized as needed) every variable `e` reads, through
+/// `x`, `old(x)` or `defined(x)`.
+void collect_variables(const Expr& e, std::vector<bool>& seen);
+
 /// Why an evaluation produced no value. Blocking invariants fail closed on any error.
 enum class EvalError : std::uint8_t {
   none,

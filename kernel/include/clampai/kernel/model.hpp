@@ -112,6 +112,18 @@ struct BudgetDecl {
   std::optional<std::int64_t> max_steps{};
 };
 
+/// What a task promises the tasks composed with it (docs/COMPOSE.md). `reads` and `writes`
+/// default to what the task's expressions read and its effects write.
+struct InterfaceDecl {
+  std::string assumes{};     // must hold when the task starts; empty: true
+  std::string guarantees{};  // holds whenever the goal is reached; empty: true
+  std::optional<std::vector<std::string>> reads{};
+  std::optional<std::vector<std::string>> writes{};
+  std::vector<std::string> forbidden{};  // variables the task must never write
+  std::string path = "interface";        // where errors are reported
+  SourceLoc loc{};
+};
+
 /// A whole task.
 struct TaskDecl {
   std::string name{};
@@ -124,6 +136,7 @@ struct TaskDecl {
   BudgetDecl budget{};
   std::vector<std::string> emergency_actions{};
   std::vector<std::pair<std::string, std::vector<std::string>>> dependencies{};
+  std::optional<InterfaceDecl> interface {};
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -181,6 +194,22 @@ struct Invariant {
   SourceLoc loc{};
 };
 
+/// A task's interface contract. Always present in a model: a task that declares none has
+/// `declared == false`, true assumes and guarantees, and its actual reads and writes.
+struct Interface {
+  bool declared = false;
+  ExprPtr assumes{};               // null: true
+  ExprPtr guarantees{};            // null: true
+  std::vector<VarId> reads{};      // sorted; as declared, or what the task reads
+  std::vector<VarId> writes{};     // sorted; as declared, or what the task's effects write
+  std::vector<VarId> forbidden{};  // sorted
+  /// What the task's expressions (requires, effects, costs, invariants, goal, assumes,
+  /// guarantees) actually read and its effects actually write, for checking the declaration.
+  std::vector<VarId> actual_reads{};
+  std::vector<VarId> actual_writes{};
+  SourceLoc loc{};
+};
+
 struct Budget {
   Amount total = 0;
   Amount min_action_cost = 0;
@@ -200,6 +229,7 @@ class TaskModel {
   std::vector<Action> actions{};
   std::vector<Invariant> invariants{};
   Budget budget{};
+  Interface interface {};
   std::shared_ptr<const Schema> schema{};
   std::vector<Type> variable_types{};  // indexed by VarId
   /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.

@@ -25,6 +25,7 @@ enum class ObligationKind : std::uint8_t {
   base_case,     // the initial state satisfies a blocking invariant and every bound
   preservation,  // an action preserves a blocking invariant
   budget,        // T1 / T4 on the kernel's integer budget model
+  interface,     // the task keeps its own interface contract (reads, writes, guarantees)
   lint,  // the spec itself: consistent invariants, none redundant, no dead action, no overflow
 };
 std::string_view to_string(ObligationKind k);

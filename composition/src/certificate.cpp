@@ -1,0 +1,192 @@
+#include "certificate.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "clampai/kernel/digest.hpp"
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/spec_loader.hpp"
+#include "json.hpp"
+
+namespace clampai::composition {
+
+using kernel::detail::JsonNode;
+using verifier::VerdictKind;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kFormat = "clampai-certificate/1";
+
+// What every proof of the task rests on, recorded in its certificate.
+const char* const kAssumptions[] = {
+    "the task's blocking invariants and variable bounds hold when it starts",
+    "the task starts in a state where its interface's `assumes` holds",
+    "every action runs through a SafetyKernel built from this model (same digest)",
+    "Z3's answers and the encoding of the expression language (replayed counterexamples are "
+    "checked by the kernel; proofs are not)",
+};
+
+std::string canonical(const JsonNode& n) {
+  std::string out;
+  if (!kernel::detail::append_canonical(out, n)) throw Error("certificate: not canonicalizable");
+  return out;
+}
+
+VerdictKind parse_verdict(const std::string& s) {
+  if (s == "proved") return VerdictKind::proved;
+  if (s == "refuted") return VerdictKind::refuted;
+  return VerdictKind::unknown;
+}
+
+verifier::ObligationKind parse_kind(const std::string& s) {
+  for (int k = 0; k <= static_cast<int>(verifier::ObligationKind::lint); ++k) {
+    if (verifier::to_string(static_cast<verifier::ObligationKind>(k)) == s)
+      return static_cast<verifier::ObligationKind>(k);
+  }
+  throw Error("unknown obligation kind `" + s + "`");
+}
+
+JsonNode to_json(const TaskResult& r,
+                 const std::vector<verifier::Obligation>& all,
+                 unsigned timeout_ms) {
+  JsonNode c = JsonNode::make_object();
+  c.add("format", JsonNode::make_string(std::string(kFormat)));
+  c.add("toolkit", JsonNode::make_string(std::string(toolkit_version())));
+  c.add("task", JsonNode::make_string(r.name));
+  c.add("digest", JsonNode::make_string(r.digest));
+  c.add("timeout_ms", JsonNode::make_integer(timeout_ms));
+  c.add("proved", JsonNode::make_integer(static_cast<std::int64_t>(r.proved)));
+  c.add("refuted", JsonNode::make_integer(static_cast<std::int64_t>(r.refuted)));
+  c.add("unknown", JsonNode::make_integer(static_cast<std::int64_t>(r.unknown)));
+  c.add("warnings", JsonNode::make_integer(static_cast<std::int64_t>(r.warnings)));
+  JsonNode& obs = c.add("obligations", JsonNode::make_array());
+  for (const auto& o : all) {
+    JsonNode& j = obs.push(JsonNode::make_object());
+    j.add("id", JsonNode::make_string(o.id));
+    j.add("kind", JsonNode::make_string(std::string(verifier::to_string(o.kind))));
+    j.add("verdict", JsonNode::make_string(std::string(verifier::to_string(o.verdict))));
+    j.add("reason", JsonNode::make_string(o.reason));
+    j.add("action", JsonNode::make_string(o.action));
+    j.add("invariant", JsonNode::make_string(o.invariant));
+    j.add("line", JsonNode::make_integer(o.loc.line));
+    j.add("column", JsonNode::make_integer(o.loc.column));
+  }
+  JsonNode& as = c.add("assumptions", JsonNode::make_array());
+  for (const char* a : kAssumptions) as.push(JsonNode::make_string(a));
+  return c;
+}
+
+std::int64_t integer(const JsonNode& n, const char* key) {
+  const JsonNode* v = n.find(key);
+  if (v == nullptr || v->kind != JsonNode::Kind::number || !v->integral)
+    throw Error(std::string("missing or malformed `") + key + "`");
+  return std::stoll(v->text);
+}
+std::string text(const JsonNode& n, const char* key) {
+  const JsonNode* v = n.find(key);
+  if (v == nullptr || v->kind != JsonNode::Kind::string)
+    throw Error(std::string("missing or malformed `") + key + "`");
+  return v->text;
+}
+
+// Reads a cached certificate into `r`; returns why it cannot be used, or "" when it can.
+std::string reuse(const std::string& file,
+                  const TaskRef& task,
+                  unsigned timeout_ms,
+                  TaskResult& r) {
+  std::string body;
+  try {
+    body = kernel::read_text_file(file);
+  } catch (const Error&) {
+    return "unreadable";
+  }
+  try {
+    JsonNode c = kernel::detail::parse_json(body, "certificate");
+    if (c.kind != JsonNode::Kind::object) return "not a certificate";
+    const std::string hash = text(c, "hash");
+    auto& ms = c.members;
+    ms.erase(
+        std::remove_if(ms.begin(), ms.end(), [](const auto& kv) { return kv.first == "hash"; }),
+        ms.end());
+    if (kernel::sha256_hex(canonical(c)) != hash)
+      return "its hash does not match its contents (tampered or corrupt)";
+    if (text(c, "format") != kFormat) return "another certificate format";
+    if (text(c, "toolkit") != toolkit_version()) return "made by " + text(c, "toolkit");
+    if (text(c, "digest") != task.model->digest) return "for another model";
+    r.proved = static_cast<std::size_t>(integer(c, "proved"));
+    r.refuted = static_cast<std::size_t>(integer(c, "refuted"));
+    r.unknown = static_cast<std::size_t>(integer(c, "unknown"));
+    r.warnings = static_cast<std::size_t>(integer(c, "warnings"));
+    if (r.unknown > 0 && static_cast<std::uint64_t>(integer(c, "timeout_ms")) < timeout_ms)
+      return "it has unknown verdicts under a shorter timeout";
+    const JsonNode* obs = c.find("obligations");
+    if (obs == nullptr || obs->kind != JsonNode::Kind::array) return "no obligations";
+    for (const JsonNode& o : obs->items) {
+      verifier::Obligation ob;
+      ob.id = text(o, "id");
+      ob.kind = parse_kind(text(o, "kind"));
+      ob.verdict = parse_verdict(text(o, "verdict"));
+      ob.reason = text(o, "reason");
+      ob.action = text(o, "action");
+      ob.invariant = text(o, "invariant");
+      ob.loc = {static_cast<std::uint32_t>(integer(o, "line")),
+                static_cast<std::uint32_t>(integer(o, "column"))};
+      if (ob.verdict != VerdictKind::proved) r.findings.push_back(std::move(ob));
+    }
+  } catch (const Error& e) {
+    return std::string("malformed: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("malformed: ") + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TaskResult certify(const TaskRef& task, const ComposeOptions& options) {
+  TaskResult r;
+  r.name = task.name;
+  r.file = task.file;
+  r.digest = task.model->digest;
+  const std::string file = options.cache_dir.empty()
+                               ? ""
+                               : (fs::path(options.cache_dir) / (r.digest + ".json")).string();
+  if (!file.empty() && fs::exists(file)) {
+    TaskResult cached = r;
+    const std::string why = reuse(file, task, options.timeout_ms, cached);
+    if (why.empty()) {
+      cached.reused = true;
+      return cached;
+    }
+    r.cache_note = "certificate not reused: " + why;
+  }
+  verifier::VerifyOptions vo;
+  vo.timeout_ms = options.timeout_ms;
+  vo.jobs = 1;
+  const verifier::Report report = verifier::verify(task.model, vo);
+  r.proved = report.proved;
+  r.refuted = report.refuted;
+  r.unknown = report.unknown;
+  r.warnings = report.warnings;
+  for (const auto& o : report.obligations) {
+    if (o.verdict != VerdictKind::proved) r.findings.push_back(o);
+  }
+  if (file.empty()) return r;
+  JsonNode c = to_json(r, report.obligations, options.timeout_ms);
+  c.add("hash", JsonNode::make_string(kernel::sha256_hex(canonical(c))));
+  std::error_code ec;
+  fs::create_directories(options.cache_dir, ec);
+  const std::string tmp = file + ".tmp" + std::to_string(reinterpret_cast<std::uintptr_t>(&r));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << canonical(c) << '\n';
+    if (!out) throw Error("cannot write certificate `" + tmp + "`");
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) throw Error("cannot write certificate `" + file + "`: " + ec.message());
+  return r;
+}
+
+}  // namespace clampai::composition
