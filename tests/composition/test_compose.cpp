@@ -1,0 +1,534 @@
+// Composition: interfaces, manifests, every kind of obligation (each with a case that proves
+// and a counterexample case whose state the kernel confirms), certificates, bad input.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "../kernel/support.hpp"
+#include "chain_specs.hpp"
+#include "clampai/composition/compose.hpp"
+#include "clampai/verifier/contract.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace cc = clampai::composition;
+namespace cv = clampai::verifier;
+using clampai::SpecError;
+
+// A fresh directory with the given files.
+struct Dir {
+  fs::path path;
+  explicit Dir(std::initializer_list<std::pair<std::string, std::string>> files)
+      : path(clampai::test::temp_file("compose")) {
+    fs::create_directories(path);
+    for (const auto& [name, text] : files) write(name, text);
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// A small task: counter `v` (int 0..10) and optional extra variables, one action.
+std::string task(const std::string& name,
+                 const std::string& vars,
+                 const std::string& action,
+                 const std::string& interface,
+                 const std::string& invariants = "[]",
+                 const std::string& goal = "true",
+                 int budget = 5) {
+  return R"({"name": ")" + name + R"(", "goal": ")" + goal + R"(", "variables": {)" + vars +
+         R"(}, "actions": [)" + action + R"(], "invariants": )" + invariants +
+         R"(, "budget": {"total": )" + std::to_string(budget) +
+         R"(, "min_action_cost": 1}, "interface": )" + interface + "}";
+}
+
+const std::string kX = R"("x": {"type": "int", "initial": 0, "min": 0, "max": 10})";
+const std::string kY = R"("y": {"type": "bool", "initial": false})";
+const std::string kZ = R"("z": {"type": "int", "initial": 0, "min": 0, "max": 10})";
+
+// a: x := 3, guarantees x >= 2; b: needs x >= 2, sets y; c: needs y, counts z.
+std::string task_a() {
+  return task(
+      "a",
+      kX,
+      R"({"id": "set", "cost": 1, "effects": [{"variable": "x", "mode": "set", "value": "3"}]})",
+      R"({"guarantees": "x >= 2", "writes": ["x"]})",
+      "[]",
+      "x == 3");
+}
+std::string task_b() {
+  return task(
+      "b",
+      kX + ", " + kY,
+      R"({"id": "go", "cost": 1, "requires": "x >= 2", "effects": [{"variable": "y", "mode": "set", "value": "true"}]})",
+      R"({"assumes": "x >= 2", "guarantees": "y", "reads": ["x"], "writes": ["y"]})",
+      R"([{"name": "y_needs_x", "check": "y -> x >= 2"}])",
+      "y");
+}
+std::string task_c() {
+  return task(
+      "c",
+      kY + ", " + kZ,
+      R"({"id": "count", "cost": 1, "requires": "y && z < 10", "effects": [{"variable": "z", "mode": "increment", "value": "1"}]})",
+      R"({"assumes": "y", "guarantees": "z >= 1", "reads": ["y"], "writes": ["z"]})",
+      "[]",
+      "z >= 1");
+}
+
+std::string manifest(const std::string& tasks,
+                     const std::string& compose,
+                     const std::string& extra = "") {
+  return R"({"name": "m", "tasks": {)" + tasks + R"(}, "compose": )" + compose + extra + "}";
+}
+
+const cc::Obligation* find(const cc::ComposeReport& r, const std::string& id) {
+  for (const auto& o : r.obligations) {
+    if (o.id == id) return &o;
+  }
+  return nullptr;
+}
+
+std::string value_of(const cv::Counterexample& c, const std::string& name) {
+  for (const auto& [n, v] : c.pre) {
+    if (n == name) return v.to_string();
+  }
+  return "<absent>";
+}
+
+cc::ComposeReport compose_file(const std::string& path, cc::ComposeOptions o = {}) {
+  return cc::compose(cc::load_manifest(path), o);
+}
+
+}  // namespace
+
+TEST_CASE("a task spec declares its interface; mistakes name the path", "[compose][interface]") {
+  const auto m = clampai::kernel::load_spec(task_b());
+  REQUIRE(m->interface.declared);
+  REQUIRE(m->interface.assumes != nullptr);
+  REQUIRE(m->interface.writes.size() == 1);
+  REQUIRE(m->variables[m->interface.writes[0]].name == "y");
+
+  auto error_of = [](const std::string& itf) {
+    try {
+      clampai::kernel::load_spec(task("t", kX, "", itf));
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_of(R"({"writes": ["nope"]})"),
+             Catch::StartsWith("interface.writes[0]: unknown variable `nope`"));
+  CHECK_THAT(error_of(R"({"writes": ["x"], "forbidden": ["x"]})"),
+             Catch::StartsWith("interface.forbidden[0]: `x` is both forbidden and in `writes`"));
+  CHECK_THAT(error_of(R"({"assumes": ""})"), Catch::StartsWith("interface.assumes: empty"));
+  CHECK_THAT(error_of(R"({"guarantees": "x + 1"})"), Catch::StartsWith("interface.guarantees:"));
+  CHECK_THAT(error_of(R"({"guarantee": "x > 1"})"),
+             Catch::StartsWith("interface.guarantee: unknown key"));
+  CHECK_THAT(error_of(R"({"reads": ["x", "x"]})"),
+             Catch::StartsWith("interface.reads[1]: `x` is listed twice"));
+}
+
+TEST_CASE("verify checks a task against its own interface", "[compose][interface]") {
+  auto verdict = [](const std::string& spec, const std::string& id) {
+    const cv::Report r = cv::verify(clampai::kernel::load_spec(spec));
+    for (const auto& o : r.obligations) {
+      if (o.id == id) return o;
+    }
+    FAIL("no obligation " << id);
+    return cv::Obligation{};
+  };
+  const std::string inc =
+      R"({"id": "inc", "cost": 1, "requires": "x < 10", "effects": [{"variable": "x", "mode": "increment", "value": "1"}]})";
+  SECTION("writes and forbidden") {
+    CHECK(verdict(task("t", kX + ", " + kY, inc, R"({"writes": ["y"]})"), "interface:writes")
+              .verdict == cv::VerdictKind::refuted);
+    const auto f = verdict(task("t", kX, inc, R"({"forbidden": ["x"]})"), "interface:forbidden");
+    CHECK(f.verdict == cv::VerdictKind::refuted);
+    CHECK(f.action == "inc");
+    CHECK(verdict(task("t", kX, inc, R"({"writes": ["x"]})"), "interface:writes").verdict ==
+          cv::VerdictKind::proved);
+  }
+  SECTION("reads") {
+    const auto r = verdict(task("t", kX + ", " + kY, inc, R"({"reads": ["y"], "writes": []})"),
+                           "interface:reads");
+    CHECK(r.verdict == cv::VerdictKind::refuted);
+    CHECK_THAT(r.reason, Catch::Contains("`x`"));
+  }
+  SECTION("guarantees: proved from the goal and invariants, refuted with a replayed state") {
+    CHECK(verdict(task("t", kX, inc, R"({"guarantees": "x >= 2"})", "[]", "x >= 3"),
+                  "interface:guarantees")
+              .verdict == cv::VerdictKind::proved);
+    const auto g = verdict(task("t", kX, inc, R"({"guarantees": "x >= 5"})", "[]", "x >= 3"),
+                           "interface:guarantees");
+    REQUIRE(g.verdict == cv::VerdictKind::refuted);
+    REQUIRE(g.counterexample);
+    const int x = std::stoi(value_of(*g.counterexample, "x"));
+    CHECK(x >= 3);
+    CHECK(x < 5);
+  }
+  SECTION("assumes that contradict the invariants are a lint warning") {
+    const auto a = verdict(
+        task("t", kX, inc, R"({"assumes": "x > 5"})", R"([{"name": "small", "check": "x <= 5"}])"),
+        "lint:assumes-consistent");
+    CHECK(a.verdict == cv::VerdictKind::refuted);
+  }
+  SECTION("no interface, no interface obligations") {
+    const cv::Report r = cv::verify(clampai::kernel::load_spec(
+        R"({"name": "t", "variables": {"x": {"type": "int", "initial": 0}}, "actions": [], "budget": {"total": 1, "min_action_cost": 1}})"));
+    CHECK(std::none_of(r.obligations.begin(), r.obligations.end(), [](const cv::Obligation& o) {
+      return o.kind == cv::ObligationKind::interface;
+    }));
+  }
+}
+
+TEST_CASE("chains of any length compose, and a composite composes again", "[compose]") {
+  for (int n : {1, 2, 3, 7}) {
+    const fs::path dir = clampai::test::temp_file("chain");
+    const std::string m = clampai::testing::write_chain(dir, n);
+    const cc::ComposeReport r = compose_file(m);
+    INFO("n = " << n);
+    CHECK(r.exit_code() == 0);
+    CHECK(r.tasks.size() == static_cast<std::size_t>(n));
+    for (int i = 0; i + 1 < n; ++i) {
+      const auto* o =
+          find(r, "sequential:step" + std::to_string(i) + "->step" + std::to_string(i + 1));
+      REQUIRE(o != nullptr);
+      CHECK(o->verdict == cv::VerdictKind::proved);
+      // step i writes x<i+1>, which step i+1's invariant reads: interference is checked
+      const auto* x = find(r,
+                           "interference:step" + std::to_string(i) + ".copy:step" +
+                               std::to_string(i + 1) + ".monotone");
+      REQUIRE(x != nullptr);
+      CHECK(x->verdict == cv::VerdictKind::proved);
+    }
+    fs::remove_all(dir);
+  }
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"c.json", task_c()}});
+  d.write("inner.json",
+          manifest(R"("a": "a.json", "b": "b.json")",
+                   R"({"sequential": ["a", "b"]})",
+                   R"(, "interface": {"guarantees": "y && x >= 2"})"));
+  d.write("outer.json",
+          manifest(R"("c": "c.json")", R"({"sequential": [{"manifest": "inner.json"}, "c"]})"));
+  const cc::ComposeReport r = compose_file(d / "outer.json");
+  CHECK(r.exit_code() == 0);
+  // The inner manifest's tasks are named after it; the outer one sees only its contract.
+  CHECK(find(r, "sequential:m->c") != nullptr);
+  REQUIRE(find(r, "contract:m.b->m.guarantees") != nullptr);
+  CHECK(find(r, "contract:m.b->m.guarantees")->verdict == cv::VerdictKind::proved);
+}
+
+TEST_CASE("a sequential gap is refuted with a state the kernel confirms", "[compose]") {
+  Dir d({{"a.json", task_a()}, {"c.json", task_c()}});
+  d.write("m.json", manifest(R"("a": "a.json", "c": "c.json")", R"({"sequential": ["a", "c"]})"));
+  const cc::ComposeReport r = compose_file(d / "m.json");
+  CHECK(r.exit_code() == 1);
+  const auto* o = find(r, "sequential:a->c");
+  REQUIRE(o != nullptr);
+  REQUIRE(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "y") == "false");  // c assumes y
+  CHECK(o->file == d / "m.json");
+}
+
+TEST_CASE("parallel branches: independent, or each keeps the other's contract", "[compose]") {
+  const std::string w = task(
+      "w",
+      kZ,
+      R"({"id": "bump", "cost": 1, "requires": "z < 10", "effects": [{"variable": "z", "mode": "increment", "value": "1"}]})",
+      R"({"guarantees": "z >= 1", "writes": ["z"]})",
+      "[]",
+      "z >= 1");
+  const std::string reset = task(
+      "r",
+      kZ + ", " + kY,
+      R"({"id": "clear", "cost": 1, "effects": [{"variable": "z", "mode": "set", "value": "0"}, {"variable": "y", "mode": "set", "value": "true"}]})",
+      R"({"guarantees": "y", "writes": ["z", "y"]})",
+      "[]",
+      "y");
+  Dir d({{"a.json", task_a()}, {"w.json", w}, {"r.json", reset}});
+  d.write("ok.json", manifest(R"("a": "a.json", "w": "w.json")", R"({"parallel": ["a", "w"]})"));
+  d.write("bad.json", manifest(R"("w": "w.json", "r": "r.json")", R"({"parallel": ["w", "r"]})"));
+  const cc::ComposeReport ok = compose_file(d / "ok.json");
+  CHECK(ok.exit_code() == 0);
+  REQUIRE(find(ok, "parallel:a||w") != nullptr);
+  CHECK_THAT(find(ok, "parallel:a||w")->reason, Catch::StartsWith("independent"));
+
+  const cc::ComposeReport bad = compose_file(d / "bad.json");
+  CHECK(bad.exit_code() == 1);
+  const auto* o = find(bad, "parallel:r.clear keeps guarantees of w");
+  REQUIRE(o != nullptr);
+  REQUIRE(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  REQUIRE(!o->counterexample->post.empty());
+  for (const auto& [name, v] : o->counterexample->post) {
+    if (name == "z") CHECK(v.to_string() == "0");
+  }
+}
+
+TEST_CASE("conditional: the guard with the incoming facts implies each branch's assumes",
+          "[compose]") {
+  const std::string skip =
+      task("s", kX, "", R"({"assumes": "x < 3", "guarantees": "x < 3"})", "[]", "x < 3");
+  Dir d({{"b.json", task_b()}, {"c.json", task_c()}, {"s.json", skip}, {"a.json", task_a()}});
+  d.write(
+      "ok.json",
+      manifest(
+          R"("a": "a.json", "b": "b.json", "c": "c.json", "s": "s.json")",
+          R"({"sequential": ["a", {"conditional": {"if": "x >= 3", "then": {"sequential": ["b", "c"]}, "else": "s"}}]})"));
+  const cc::ComposeReport ok = compose_file(d / "ok.json");
+  INFO((ok.obligations.empty() ? "" : ok.obligations.back().id));
+  CHECK(ok.exit_code() == 0);
+  CHECK(find(ok, "conditional:a[x >= 3]->b") != nullptr);
+  CHECK(find(ok, "conditional:a[!(x >= 3)]->s") != nullptr);
+
+  d.write(
+      "bad.json",
+      manifest(
+          R"("a": "a.json", "c": "c.json", "s": "s.json")",
+          R"({"sequential": ["a", {"conditional": {"if": "x >= 3", "then": "c", "else": "s"}}]})"));
+  const cc::ComposeReport bad = compose_file(d / "bad.json");
+  const auto* o = find(bad, "conditional:a[x >= 3]->c");
+  REQUIRE(o != nullptr);
+  CHECK(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "y") == "false");
+}
+
+TEST_CASE("repeat: the body's guarantees imply its own assumes", "[compose]") {
+  // c assumes y and guarantees z >= 1: it keeps y, so it can run again.
+  const std::string again = task(
+      "again",
+      kY + ", " + kZ,
+      R"({"id": "count", "cost": 1, "requires": "y && z < 10", "effects": [{"variable": "z", "mode": "increment", "value": "1"}]})",
+      R"({"assumes": "y", "guarantees": "y && z >= 1", "reads": ["y"], "writes": ["z"]})",
+      R"([{"name": "y_stays", "check": "old(y) -> y"}])",
+      "y && z >= 1");
+  const std::string once = task(
+      "once",
+      kY + ", " + kZ,
+      R"({"id": "use", "cost": 1, "requires": "y", "effects": [{"variable": "y", "mode": "set", "value": "false"}, {"variable": "z", "mode": "set", "value": "1"}]})",
+      R"({"assumes": "y", "guarantees": "z == 1", "writes": ["y", "z"]})",
+      "[]",
+      "z == 1 && !y");
+  Dir d({{"again.json", again}, {"once.json", once}});
+  d.write(
+      "ok.json",
+      manifest(
+          R"("t": "again.json")", R"({"repeat": {"times": 3, "body": "t"}})", R"(, "budget": 15)"));
+  d.write("bad.json", manifest(R"("t": "once.json")", R"({"repeat": {"times": 2, "body": "t"}})"));
+  const cc::ComposeReport ok = compose_file(d / "ok.json");
+  CHECK(ok.exit_code() == 0);
+  REQUIRE(find(ok, "repeat:t->t") != nullptr);
+  CHECK(find(ok, "budget:m")->verdict == cv::VerdictKind::proved);
+  const cc::ComposeReport bad = compose_file(d / "bad.json");
+  const auto* o = find(bad, "repeat:t->t");
+  REQUIRE(o != nullptr);
+  CHECK(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "y") == "false");
+}
+
+TEST_CASE("interference: an action that breaks another task's invariant is refuted", "[compose]") {
+  // d lowers x, which b's invariant `y -> x >= 2` reads.
+  const std::string lower = task(
+      "d",
+      kX,
+      R"({"id": "drop", "cost": 1, "effects": [{"variable": "x", "mode": "set", "value": "0"}]})",
+      R"({"writes": ["x"]})");
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"d.json", lower}});
+  d.write("m.json",
+          manifest(R"("a": "a.json", "b": "b.json", "d": "d.json")",
+                   R"({"sequential": ["a", "b", "d"]})"));
+  const cc::ComposeReport r = compose_file(d / "m.json");
+  const auto* o = find(r, "interference:d.drop:b.y_needs_x");
+  REQUIRE(o != nullptr);
+  REQUIRE(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "y") == "true");
+  CHECK(r.exit_code() == 1);
+}
+
+TEST_CASE("budgets add up; forbidden variables stay forbidden", "[compose]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"c.json", task_c()}});
+  d.write(
+      "tight.json",
+      manifest(
+          R"("a": "a.json", "b": "b.json", "c": "c.json")",
+          R"({"sequential": ["a", {"conditional": {"if": "x > 5", "then": "b", "else": {"repeat": {"times": 2, "body": "b"}}}}]})",
+          R"(, "budget": "14.5")"));
+  const cc::ComposeReport t = compose_file(d / "tight.json");
+  const auto* b = find(t, "budget:m");
+  REQUIRE(b != nullptr);
+  CHECK(b->verdict == cv::VerdictKind::refuted);
+  CHECK_THAT(b->reason, Catch::Contains("15.000") && Catch::Contains("14.500"));
+
+  d.write("forbid.json",
+          manifest(R"("a": "a.json", "b": "b.json")",
+                   R"({"sequential": ["a", "b"]})",
+                   R"(, "interface": {"forbidden": ["x"]})"));
+  const cc::ComposeReport f = compose_file(d / "forbid.json");
+  const auto* o = find(f, "forbidden:a");
+  REQUIRE(o != nullptr);
+  CHECK(o->verdict == cv::VerdictKind::refuted);
+  CHECK_THAT(o->reason, Catch::Contains("`x`"));
+  CHECK(find(f, "forbidden:b")->verdict == cv::VerdictKind::proved);
+}
+
+TEST_CASE("certificates are reused for unchanged tasks and detect tampering", "[compose][cache]") {
+  const fs::path dir = clampai::test::temp_file("cache");
+  const std::string m = clampai::testing::write_chain(dir, 4);
+  cc::ComposeOptions o;
+  o.cache_dir = (dir / "cache").string();
+  const cc::ComposeReport cold = compose_file(m, o);
+  CHECK(cold.reused == 0);
+  CHECK(cold.exit_code() == 0);
+  const cc::ComposeReport warm = compose_file(m, o);
+  CHECK(warm.reused == 4);
+  CHECK(warm.proved == cold.proved);
+
+  // A changed task is verified again; the others are reused.
+  {
+    std::string spec = clampai::testing::chain_task_spec(2);
+    spec.replace(spec.find("\"total\": 2"), 10, "\"total\": 3");
+    std::ofstream(dir / "step2.json") << spec;
+  }
+  const cc::ComposeReport changed = compose_file(m, o);
+  CHECK(changed.reused == 3);
+  for (const auto& t : changed.tasks) CHECK(t.reused == (t.name != "step2"));
+
+  // An edited certificate is not trusted.
+  const fs::path victim = fs::path(o.cache_dir) / (changed.tasks.front().digest + ".json");
+  std::string text = clampai::kernel::read_text_file(victim.string());
+  text.replace(text.find("\"refuted\":0"), 11, "\"refuted\":7");
+  std::ofstream(victim) << text;
+  const cc::ComposeReport after = compose_file(m, o);
+  CHECK(after.reused == 3);
+  bool noted = false;
+  for (const auto& t : after.tasks) {
+    if (!t.cache_note.empty()) {
+      noted = true;
+      CHECK_THAT(t.cache_note, Catch::Contains("tampered"));
+      CHECK(t.refuted == 0);
+    }
+  }
+  CHECK(noted);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("manifest errors name the file, the path and what is wrong", "[compose][errors]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}});
+  auto error_of = [&](const std::string& text) {
+    d.write("m.json", text);
+    try {
+      cc::load_manifest(d / "m.json");
+    } catch (const clampai::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string file = d / "m.json";
+  const std::string ab = R"("a": "a.json", "b": "b.json")";
+  CHECK_THAT(error_of("{"), Catch::StartsWith(file + ": 1:"));
+  CHECK_THAT(error_of(manifest(ab, R"("zz")")),
+             Catch::StartsWith(file + ": compose: unknown task or composite `zz`"));
+  CHECK_THAT(error_of(manifest(ab, R"({"sequential": ["a"], "parallel": ["b"]})")),
+             Catch::StartsWith(file + ": compose: expected a task name or an object with one key"));
+  CHECK_THAT(error_of(manifest(ab, R"({"parallel": ["a"]})")),
+             Catch::StartsWith(file + ": compose.parallel: `parallel` needs at least 2 items"));
+  CHECK_THAT(error_of(manifest(ab, R"({"sequential": []})")),
+             Catch::StartsWith(file + ": compose.sequential: `sequential` needs at least 1 item"));
+  CHECK_THAT(error_of(manifest(ab, R"({"repeat": {"times": 0, "body": "a"}})")),
+             Catch::StartsWith(file + ": compose.repeat.times: must be at least 1"));
+  CHECK_THAT(error_of(manifest(ab, R"({"loop": ["a"]})")),
+             Catch::StartsWith(file + ": compose.loop: unknown composition `loop`"));
+  CHECK_THAT(error_of(manifest(ab, R"({"conditional": {"if": "x >", "then": "a"}})")),
+             Catch::StartsWith(file + ": compose.conditional.if:1:"));
+  CHECK_THAT(error_of(manifest(ab, R"({"conditional": {"if": "x + 1", "then": "a"}})")),
+             Catch::Contains("expected a bool expression"));
+  CHECK_THAT(error_of(manifest(R"("a": "missing.json")", R"("a")")),
+             Catch::StartsWith(file + ": tasks.a: cannot read"));
+  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "budget": -1)")),
+             Catch::StartsWith(file + ": budget: must not be negative"));
+  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "interface": {"forbidden": ["nope"]})")),
+             Catch::StartsWith(file + ": interface.forbidden[0]: unknown variable `nope`"));
+  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "extra": 1)")),
+             Catch::StartsWith(file + ": extra: unknown key"));
+  // A cycle of composites, with the names on it.
+  const std::string cyc = error_of(
+      manifest(ab,
+               R"("p")",
+               R"(, "composites": {"p": {"sequential": ["a", "q"]}, "q": {"sequential": ["p"]}})"));
+  CHECK_THAT(cyc,
+             Catch::Contains("a cycle") && Catch::Contains("composite `p`") &&
+                 Catch::Contains("composite `q`"));
+  // A manifest that includes itself.
+  CHECK_THAT(error_of(manifest(ab, R"({"sequential": ["a", {"manifest": "m.json"}]})")),
+             Catch::Contains("a cycle"));
+  // A shared variable declared differently, naming both specs.
+  d.write("x2.json",
+          task("x2", R"("x": {"type": "int", "initial": 0, "min": 0, "max": 99})", "", R"({})"));
+  const std::string clash = error_of(manifest(R"("a": "a.json", "x2": "x2.json")", R"("a")"));
+  CHECK_THAT(clash,
+             Catch::Contains("shared variable `x`") && Catch::Contains("a.json") &&
+                 Catch::Contains("x2.json"));
+}
+
+TEST_CASE("mutated manifests load or fail with an error, never crash", "[compose][errors]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"c.json", task_c()}});
+  const std::string good = manifest(
+      R"("a": "a.json", "b": "b.json", "c": "c.json")",
+      R"({"sequential": ["a", {"parallel": ["b", "c"]}, {"repeat": {"times": 2, "body": {"conditional": {"if": "x > 1", "then": "b"}}}}]})",
+      R"(, "budget": 40, "interface": {"assumes": "x == 0"})");
+  std::mt19937 rng(20261122);
+  const std::string alphabet = "{}[]\":,0123456789abxyz -!";
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string text = good;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < edits; ++k) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0:
+          text[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          text.erase(at, 1);
+          break;
+        default:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    d.write("m.json", text);
+    try {
+      (void)cc::load_manifest(d / "m.json");
+      ++loaded;
+    } catch (const clampai::Error& e) {
+      CHECK(std::string(e.what()).size() > 0);
+      ++refused;
+    }
+  }
+  CHECK(loaded + refused == 400);
+  CHECK(refused > 0);
+}
+
+TEST_CASE("the composition graph is written in Graphviz dot", "[compose]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"c.json", task_c()}});
+  d.write(
+      "m.json",
+      manifest(
+          R"("a": "a.json", "b": "b.json", "c": "c.json")",
+          R"({"sequential": ["a", {"parallel": ["b", "c"]}, {"repeat": {"times": 2, "body": "c"}}]})"));
+  const std::string dot = cc::to_dot(cc::load_manifest(d / "m.json"));
+  CHECK_THAT(dot, Catch::StartsWith("digraph"));
+  for (const char* s : {"label=\"a\"", "label=\"b\"", "label=\"parallel\"", "repeat x2", "dashed"})
+    CHECK_THAT(dot, Catch::Contains(s));
+}
