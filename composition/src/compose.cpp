@@ -159,12 +159,18 @@ class Composer {
   Formula assumes(std::size_t i) const {
     const auto& itf = task(i).model->interface;
     if (!itf.assumes) return Formula::all({}, "true");
-    return Formula::of(task(i).model, itf.assumes, "the assumes of `" + task(i).name + "`");
+    return Formula::of(
+        task(i).model,
+        itf.assumes,
+        "the assumes of `" + task(i).name + "` (" + kernel::to_source(*itf.assumes) + ")");
   }
   Formula guarantees(std::size_t i) const {
     const auto& itf = task(i).model->interface;
     if (!itf.guarantees) return Formula::all({}, "true");
-    return Formula::of(task(i).model, itf.guarantees, "the guarantees of `" + task(i).name + "`");
+    return Formula::of(
+        task(i).model,
+        itf.guarantees,
+        "the guarantees of `" + task(i).name + "` (" + kernel::to_source(*itf.guarantees) + ")");
   }
   std::set<std::string> writes_of_task(std::size_t i) const {
     std::set<std::string> out;

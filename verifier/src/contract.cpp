@@ -380,7 +380,7 @@ ContractOutcome ContractChecker::Impl::refute(
   out.verdict = VerdictKind::refuted;
   out.reason = c.actor ? "`" + c.actor->actions.at(c.action).id + "` of `" + c.actor->name +
                              "` can falsify " + c.conclusion.label
-                       : c.conclusion.label + " does not follow from the premises";
+                       : c.conclusion.label + " is not implied by the premises";
   out.counterexample = std::move(cex);
   return out;
 }
