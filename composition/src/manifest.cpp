@@ -134,7 +134,8 @@ class Loader {
                                 "budget",
                                 "interface"});
     f.name = kernel::detail::get_string(r, "", "name");
-    if (f.name.empty()) throw SpecError("name", "a manifest needs a name");
+    if (r.find("name") == nullptr) throw SpecError("", "missing `name`");
+    check_name(f.name, "name");
     (void)kernel::detail::get_string(r, "", "description");
     const JsonNode& tasks = kernel::detail::required(r, "", "tasks");
     expect_kind(tasks, Kind::object, "tasks");
