@@ -2,24 +2,20 @@
 // certificate cached (only the composition obligations checked). Includes loading the
 // manifest and the specs, as `clampai compose` does.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
 #include <filesystem>
 
 #include "chain_specs.hpp"
 #include "clampai/composition/compose.hpp"
+#include "clampai/verifier/tuning.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace cc = clampai::composition;
 
-// As the `clampai` command does (see cli/src/main.cpp): Z3's large blocks stay in the heap.
-const int kMalloc = [] {
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
-  return 0;
-}();
+// As the `clampai` command does.
+const int kTuned = (clampai::verifier::tune_allocator_for_solving(), 0);
 
 fs::path scratch(int n) {
   return fs::temp_directory_path() / ("clampai-bench-chain-" + std::to_string(n));

@@ -10,6 +10,9 @@ namespace {
 
 using namespace clampai::kernel;
 
+// As the `clampai` command does.
+const int kTuned = (clampai::verifier::tune_allocator_for_solving(), 0);
+
 // `n_actions` actions each adding to one of 20 counters, `n_invariants` linear invariants over
 // pairs of counters; a mix of proved and refuted pairs, like a real spec.
 std::shared_ptr<const TaskModel> make_model(int n_actions, int n_invariants) {

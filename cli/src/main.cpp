@@ -1,5 +1,4 @@
 // The `clampai` command: the only place that formats output for people and CI.
-#include <malloc.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -415,11 +414,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Z3 allocates and frees multi-megabyte blocks for every solver; by default glibc maps and
-  // unmaps each one, and every page is faulted in again. Keeping them in the heap made
-  // `clampai verify` of a small spec 10x faster on the machines of BENCHMARKS.md.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+  cv::tune_allocator_for_solving();  // this process runs many solver checks
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
