@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then check an example task spec, verify it
 # statically with Z3, run it under the safety kernel writing a hash-chained trace, and verify
-# the trace.
+# the trace; then check the example composition of six tasks (examples/compose/pipeline.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +18,5 @@ set -x
 "$clampai" check "$spec" || exit
 "$clampai" verify "$spec" --depth 6; [[ $? -le 1 ]] || exit
 "$clampai" run "$spec" --trace "$trace"; [[ $? -le 1 ]] || exit
-"$clampai" trace verify "$trace" --spec "$spec"
+"$clampai" trace verify "$trace" --spec "$spec" || exit
+"$clampai" compose examples/compose/pipeline.json --cache out/certificates
