@@ -61,8 +61,11 @@ void BM_Verifier_Verify(benchmark::State& st) {
 }
 BENCHMARK(BM_Verifier_Verify)
     ->Args({10, 10, 1})
+    ->Args({10, 10, 2})
     ->Args({100, 50, 1})
     ->Args({100, 50, 2})
+    ->Args({1000, 100, 1})
+    ->Args({1000, 100, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

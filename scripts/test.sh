@@ -3,7 +3,7 @@
 #   1. a format check (clang-format 14, the project's .clang-format);
 #   2. a Release build with warnings as errors, and every test (ctest);
 #   3. an AddressSanitizer + UndefinedBehaviorSanitizer Debug build, and every test;
-#   4. a ThreadSanitizer build of the concurrency test, and that test;
+#   4. a ThreadSanitizer build of the concurrency tests (kernel, composition), and those tests;
 #   5. the Lean and TLA+ checks where those tools exist (they say plainly when they skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +32,12 @@ cmake --build build/ci-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/ci-asan --output-on-failure -j "$jobs"
 
-echo "== thread sanitizer (concurrency test)"
+echo "== thread sanitizer (the kernel's concurrency test; composition with worker threads)"
 cmake -S . -B build/ci-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
       -DCLAMPAI_SANITIZE=thread -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build build/ci-tsan -j "$jobs" --target test_concurrency
+cmake --build build/ci-tsan -j "$jobs" --target test_concurrency test_composition
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_concurrency
+TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_composition "[concurrency]"
 
 echo "== formal specs"
 ./scripts/check-formal.sh

@@ -410,7 +410,6 @@ class Composer {
     std::vector<Facts> outs;
     for (const Node& c : n.children) outs.push_back(walk(c, incoming, e));
     Facts result;
-    const std::set<std::string> all_writes = writes_of(n);
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       const std::set<std::string> wi = writes_of(n.children[i]);
       for (std::size_t j = i + 1; j < n.children.size(); ++j) {
@@ -450,10 +449,13 @@ class Composer {
             f.kind == Formula::Kind::expr && std::any_of(ts.begin(), ts.end(), [&](std::size_t t) {
               return task(t).model == f.model && task(t).model->interface.guarantees == f.expr;
             });
-        if (guarantee || disjoint(verifier::variables_of(f), others)) result.push_back(f);
+        const bool known = std::any_of(result.begin(), result.end(), [&](const Formula& g) {
+          return g.kind == Formula::Kind::expr && g.model == f.model && g.expr == f.expr;
+        });
+        if (!known && (guarantee || disjoint(verifier::variables_of(f), others)))
+          result.push_back(f);
       }
     }
-    (void)all_writes;
     return result;
   }
 
@@ -776,7 +778,6 @@ class Composer {
     for (auto& t : threads) t.join();
     if (error) std::rethrow_exception(error);
     for (auto& p : pending_) {
-      ids_[p.obligation.id] = 0;  // already unique
       Obligation o = std::move(p.obligation);
       switch (o.verdict) {
         case VerdictKind::proved:

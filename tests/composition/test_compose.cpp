@@ -532,3 +532,29 @@ TEST_CASE("the composition graph is written in Graphviz dot", "[compose]") {
   for (const char* s : {"label=\"a\"", "label=\"b\"", "label=\"parallel\"", "repeat x2", "dashed"})
     CHECK_THAT(dot, Catch::Contains(s));
 }
+
+TEST_CASE("worker threads do not change the verdicts", "[compose][concurrency]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}, {"c.json", task_c()}});
+  d.write("m.json",
+          manifest(R"("a": "a.json", "b": "b.json", "c": "c.json")",
+                   R"({"sequential": ["a", "c", {"parallel": ["b", "c"]}]})"));
+  const fs::path dir = clampai::test::temp_file("jobs");
+  const std::string chain = clampai::testing::write_chain(dir, 6);
+  for (const std::string& path : {d / "m.json", chain}) {
+    cc::ComposeOptions one, four;
+    four.jobs = 4;
+    four.cache_dir = (dir / "cache").string();
+    const cc::ComposeReport a = compose_file(path, one);
+    const cc::ComposeReport b = compose_file(path, four);
+    const cc::ComposeReport c = compose_file(path, four);  // from the certificates
+    REQUIRE(a.obligations.size() == b.obligations.size());
+    REQUIRE(a.obligations.size() == c.obligations.size());
+    for (std::size_t i = 0; i < a.obligations.size(); ++i) {
+      CHECK(a.obligations[i].id == b.obligations[i].id);
+      CHECK(a.obligations[i].verdict == b.obligations[i].verdict);
+      CHECK(a.obligations[i].verdict == c.obligations[i].verdict);
+    }
+    CHECK(a.exit_code() == b.exit_code());
+  }
+  fs::remove_all(dir);
+}

@@ -100,11 +100,19 @@ bool holds(const Formula& f, const Replay& r) {
   return false;
 }
 
-bool state_related(kernel::ReasonCode c) {
+// The reasons a step's replay must not have: the solver modelled these checks, so a replay
+// rejected for one of them means the encoding and the kernel disagree.
+bool modelled(kernel::ReasonCode c) {
   using kernel::ReasonCode;
   return c == ReasonCode::requires_failed || c == ReasonCode::invariant_violated ||
-         c == ReasonCode::bound_violated || c == ReasonCode::overflow ||
-         c == ReasonCode::undefined_value || c == ReasonCode::invalid_parameter;
+         c == ReasonCode::bound_violated || c == ReasonCode::invalid_parameter;
+}
+
+// Rejections the checks do not model (an overflowing cost expression, an undefined value):
+// such a step does not happen, so the candidate is not a counterexample either.
+bool unmodelled(kernel::ReasonCode c) {
+  using kernel::ReasonCode;
+  return c == ReasonCode::overflow || c == ReasonCode::undefined_value;
 }
 
 }  // namespace
@@ -312,7 +320,12 @@ ContractOutcome ContractChecker::Impl::refute(
     const kernel::SafetyKernel actor(c.actor, options);
     const kernel::Decision d = actor.evaluate_in(r.pre.at(c.actor.get()), proposal);
     for (const auto& reason : d.reasons) {
-      if (!state_related(reason.code)) continue;
+      if (unmodelled(reason.code)) {
+        out.reason = "the only candidate step found is one the kernel rejects (" +
+                     std::string(kernel::to_string(reason.code)) + ": " + reason.message + ")";
+        return out;
+      }
+      if (!modelled(reason.code)) continue;  // budget, steps, dependencies: not about the state
       if (dropped) {
         out.reason = "a counterexample exists if a premise that could not be encoded is ignored";
         return out;
