@@ -370,11 +370,14 @@ class Composer {
       case NodeKind::conditional:
         return branches(n, incoming, e, true);
       case NodeKind::repeat: {
+        // The first iteration starts from `incoming`; every later one where the previous one
+        // ended. Walking the body again from there checks the later iterations' entry and
+        // inner obligations; what holds after it is a fixpoint (framing twice drops nothing
+        // more), so two walks cover every iteration.
         const Node& body = n.children.front();
-        const Facts out = walk(body, incoming, e);
-        if (n.times > 1)  // the next iteration starts where this one ends
-          entry(body, out, Edge{ObligationKind::repeat, last_names(body), false});
-        return out;
+        const Facts first = walk(body, incoming, e);
+        if (n.times == 1) return first;
+        return walk(body, first, Edge{ObligationKind::repeat, last_names(body), false});
       }
       case NodeKind::group:
         return group(n, incoming, e);
@@ -407,8 +410,28 @@ class Composer {
   }
 
   Facts parallel(const Node& n, const Facts& incoming, const Edge& e) {
+    // Every branch starts where the parallel node starts. Inside a branch, an earlier fact
+    // survives only if no other branch writes its variables: those may change at any time.
+    // (When no branch writes what another reads, every such fact is harmless: whatever it
+    // implies about a branch's own variables stays true.)
     std::vector<Facts> outs;
-    for (const Node& c : n.children) outs.push_back(walk(c, incoming, e));
+    for (std::size_t i = 0; i < n.children.size(); ++i) {
+      const Node& c = n.children[i];
+      std::set<std::string> others, reads = reads_of(c);
+      for (std::size_t j = 0; j < n.children.size(); ++j) {
+        if (j == i) continue;
+        auto w = writes_of(n.children[j]);
+        others.insert(w.begin(), w.end());
+      }
+      if (disjoint(others, reads)) {
+        outs.push_back(walk(c, incoming, e));
+        continue;
+      }
+      entry(c, incoming, e);
+      Edge inner = e;
+      inner.assumed = true;  // just checked with every incoming fact
+      outs.push_back(walk(c, frame(incoming, others), inner));
+    }
     Facts result;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       const std::set<std::string> wi = writes_of(n.children[i]);

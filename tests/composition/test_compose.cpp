@@ -558,3 +558,41 @@ TEST_CASE("worker threads do not change the verdicts", "[compose][concurrency]")
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("inside a parallel branch, facts another branch may change are not premises",
+          "[compose]") {
+  // The manifest assumes z == 0 at the start; A guarantees z == 0 -> x == 1, so A;B would be
+  // fine alone. But J, in parallel, increments z: by the time A ends, z may be 1 and x 2.
+  const std::string xz = kX + ", " + kZ;
+  const std::string a = task(
+      "a",
+      xz,
+      R"({"id": "one", "cost": 1, "requires": "z == 0", "effects": [{"variable": "x", "mode": "set", "value": "1"}]},
+         {"id": "two", "cost": 1, "requires": "z != 0", "effects": [{"variable": "x", "mode": "set", "value": "2"}]})",
+      R"({"guarantees": "z == 0 -> x == 1", "reads": ["z"], "writes": ["x"]})",
+      R"([{"name": "two_needs_z", "check": "x == 2 -> z != 0"}])",
+      "x >= 1 && x <= 2");
+  const std::string b =
+      task("b", kX, "", R"({"assumes": "x == 1", "reads": ["x"]})", "[]", "x == 1");
+  const std::string j = task(
+      "j",
+      kZ,
+      R"({"id": "inc", "cost": 1, "requires": "z < 10", "effects": [{"variable": "z", "mode": "increment", "value": "1"}]})",
+      R"({"guarantees": "z >= 1", "writes": ["z"]})",
+      "[]",
+      "z >= 1");
+  Dir d({{"a.json", a}, {"b.json", b}, {"j.json", j}});
+  d.write("m.json",
+          manifest(R"("a": "a.json", "b": "b.json", "j": "j.json")",
+                   R"({"parallel": [{"sequential": ["a", "b"]}, "j"]})",
+                   R"(, "interface": {"assumes": "z == 0"})"));
+  const cc::ComposeReport r = compose_file(d / "m.json");
+  for (const auto& t : r.tasks) CHECK(t.refuted == 0);
+  const auto* o = find(r, "sequential:a->b");
+  REQUIRE(o != nullptr);
+  CHECK(o->verdict == cv::VerdictKind::refuted);
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "x") != "1");
+  CHECK(value_of(*o->counterexample, "z") != "0");
+  CHECK(r.exit_code() == 1);
+}
