@@ -297,7 +297,16 @@ std::optional<Reason> apply_effect(
 
 }  // namespace
 
-Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+namespace {
+
+// Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
+Decision decide_at(const TaskModel& model,
+                   const State& state,
+                   const BudgetController& budget,
+                   std::uint64_t steps,
+                   const std::vector<std::uint64_t>& completions,
+                   const Proposal& p) {
+  const TaskModel* model_ = &model;
   Decision d;
   if (p.action >= model_->actions.size()) {
     d.reasons.push_back(
@@ -348,15 +357,15 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
                                    model_->format_amount(model_->budget.min_action_cost)));
   }
   // Check 1: budget (T1).
-  if (!budget_.can_afford(cost)) {
+  if (!budget.can_afford(cost)) {
     d.reasons.push_back(reason(ReasonCode::budget_exceeded,
                                a.id,
                                "cost " + model_->format_amount(cost) +
                                    " exceeds the remaining budget " +
-                                   model_->format_amount(budget_.remaining())));
+                                   model_->format_amount(budget.remaining())));
   }
   // Check 2: step limit (T2); emergency actions are exempt (T8).
-  if (!a.emergency && steps_ >= static_cast<std::uint64_t>(model_->budget.step_limit)) {
+  if (!a.emergency && steps >= static_cast<std::uint64_t>(model_->budget.step_limit)) {
     d.reasons.push_back(
         reason(ReasonCode::step_limit,
                a.id,
@@ -365,7 +374,7 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
   // Dependencies; emergency actions are exempt (T8).
   if (!a.emergency) {
     for (auto dep : a.dependencies) {
-      if (completions_[dep] == 0) {
+      if (completions[dep] == 0) {
         d.reasons.push_back(reason(ReasonCode::dependency_unmet,
                                    model_->actions[dep].id,
                                    "`" + a.id + "` depends on `" + model_->actions[dep].id +
@@ -457,6 +466,42 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
   }
   d.approved = d.reasons.empty();
   return d;
+}
+
+}  // namespace
+
+Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+  return decide_at(*model_, state, budget_, steps_, completions_, p);
+}
+
+Situation Situation::initial(const TaskModel& model) {
+  return Situation{model.initial_state(),
+                   BudgetController(model.budget.total),
+                   0,
+                   0,
+                   std::vector<std::uint64_t>(model.actions.size(), 0)};
+}
+
+Decision decide(const TaskModel& model, const Situation& s, const Proposal& proposal) {
+  return decide_at(model, s.state, s.budget, s.steps, s.completions, proposal);
+}
+
+Situation advance(const TaskModel& model, const Situation& s, const Decision& d) {
+  if (!d.approved) throw InvalidArgument("advance: the decision is a rejection");
+  Situation next{s.state.with(d.changes), s.budget, s.steps, s.emergency_steps, s.completions};
+  next.budget.charge(d.cost);
+  if (model.actions.at(d.action).emergency) {
+    ++next.emergency_steps;
+  } else {
+    ++next.steps;
+  }
+  ++next.completions.at(d.action);
+  return next;
+}
+
+Situation SafetyKernel::situation() const {
+  std::lock_guard lock(mutex_);
+  return Situation{state_, budget_, steps_, emergency_steps_, completions_};
 }
 
 TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {

@@ -44,6 +44,32 @@ struct KernelOptions {
   std::shared_ptr<TraceWriter> writer{};
 };
 
+/// Where a kernel stands, or a search imagines one to stand: the state and the counters every
+/// check reads. A value: copying it is cheap (the state is persistent).
+struct Situation {
+  State state;
+  BudgetController budget;
+  std::uint64_t steps = 0;
+  std::uint64_t emergency_steps = 0;
+  std::vector<std::uint64_t> completions{};  // per action: executions minus rollbacks
+
+  /// A fresh kernel's situation: the initial state, nothing spent, no steps.
+  static Situation initial(const TaskModel& model);
+};
+
+/// The kernel's decision on `proposal` in `situation`: exactly the checks of
+/// `SafetyKernel::evaluate`, in the same order. No side effects.
+[[nodiscard]] Decision decide(const TaskModel& model,
+                              const Situation& situation,
+                              const Proposal& proposal);
+
+/// The situation after committing an approved decision: its changes applied, its cost charged,
+/// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
+/// @throws InvalidArgument if `decision` is not approved.
+[[nodiscard]] Situation advance(const TaskModel& model,
+                                const Situation& situation,
+                                const Decision& decision);
+
 /// Proof that an action was committed; pass it to `rollback`.
 struct Receipt {
   std::uint64_t sequence = 0;  // the trace entry of the execution
@@ -116,6 +142,8 @@ class SafetyKernel {
     return model_;
   }
   [[nodiscard]] State state() const;
+  /// The state and every counter, taken together under the lock.
+  [[nodiscard]] Situation situation() const;
   [[nodiscard]] BudgetController budget() const;
   [[nodiscard]] std::uint64_t steps() const;
   [[nodiscard]] std::uint64_t emergency_steps() const;
