@@ -91,6 +91,12 @@ class Composer {
   ComposeReport& report_;
   std::vector<Facts> invariants_;  // per task
   std::vector<Pending> pending_;
+  // Inside parallel branches: the variables other, concurrently running branches may write, and
+  // the tasks of the innermost branch (their contracts are proved stable against those).
+  std::set<std::string> volatile_;
+  std::vector<std::vector<std::size_t>> branch_tasks_;
+  // While computing a loop's invariant facts: walk without recording obligations.
+  bool dry_ = false;
   std::map<std::string, int> ids_;
 
   const TaskRef& task(std::size_t i) const { return m_.tasks[i]; }
@@ -198,15 +204,57 @@ class Composer {
     }
     return out;
   }
+  // What a node reads: its tasks' reads and writes, its guards, its composites' contracts.
   std::set<std::string> reads_of(const Node& n) const {
-    std::vector<std::size_t> ts;
-    tasks_of(n, ts);
     std::set<std::string> out;
-    for (auto t : ts) {
-      auto r = reads_of_task(t);
+    auto expr = [&](const kernel::ExprPtr& e) {
+      if (!e) return;
+      auto v = verifier::variables_of(Formula::of(m_.universe, e, ""));
+      out.insert(v.begin(), v.end());
+    };
+    if (n.kind == NodeKind::task) out = reads_of_task(n.task);
+    if (n.kind == NodeKind::conditional) expr(n.guard);
+    if (n.kind == NodeKind::group) {
+      expr(m_.groups[n.group].assumes);
+      expr(m_.groups[n.group].guarantees);
+    }
+    for (const Node& c : n.children) {
+      auto r = reads_of(c);
       out.insert(r.begin(), r.end());
     }
     return out;
+  }
+  // A task's assumes or guarantees, proved stable against the concurrently running branches.
+  bool stable(const Formula& f) const {
+    if (f.kind != Formula::Kind::expr || branch_tasks_.empty()) return false;
+    const auto& ts = branch_tasks_.back();
+    return std::any_of(ts.begin(), ts.end(), [&](std::size_t t) {
+      const auto& itf = task(t).model->interface;
+      return task(t).model == f.model && (f.expr == itf.assumes || f.expr == itf.guarantees);
+    });
+  }
+  // The facts that may serve as premises here: inside a parallel branch, not those another
+  // branch may falsify at any moment (unless proved stable).
+  Facts usable(const Facts& facts) const {
+    if (volatile_.empty()) return facts;
+    Facts out;
+    for (const Formula& f : facts) {
+      if (stable(f) || disjoint(verifier::variables_of(f), volatile_)) out.push_back(f);
+    }
+    return out;
+  }
+  // Structural identity of facts (the same expressions of the same models).
+  static bool same(const Formula& a, const Formula& b) {
+    if (a.kind != b.kind || a.model != b.model || a.expr != b.expr ||
+        a.parts.size() != b.parts.size())
+      return false;
+    for (std::size_t i = 0; i < a.parts.size(); ++i) {
+      if (!same(a.parts[i], b.parts[i])) return false;
+    }
+    return true;
+  }
+  static bool contains(const Facts& facts, const Formula& f) {
+    return std::any_of(facts.begin(), facts.end(), [&](const Formula& g) { return same(g, f); });
   }
   static bool disjoint(const std::set<std::string>& a, const std::set<std::string>& b) {
     return std::none_of(a.begin(), a.end(), [&](const std::string& x) { return b.count(x) > 0; });
@@ -245,6 +293,7 @@ class Composer {
   // ---- obligations ----
 
   void add(Obligation o) {
+    if (dry_) return;
     const int k = ++ids_[o.id];
     if (k > 1) o.id += "#" + std::to_string(k);
     switch (o.verdict) {
@@ -262,6 +311,7 @@ class Composer {
   }
 
   void add_check(Obligation o, ContractCheck c) {
+    if (dry_) return;
     const int k = ++ids_[o.id];
     if (k > 1) o.id += "#" + std::to_string(k);
     c.id = o.id;
@@ -283,7 +333,7 @@ class Composer {
     o.file = at.path.substr(0, at.path.find(": "));
     o.loc = at.loc;
     ContractCheck c;
-    c.premises = incoming;
+    c.premises = usable(incoming);
     c.conclusion = std::move(conclusion);
     add_check(std::move(o), std::move(c));
   }
@@ -370,14 +420,27 @@ class Composer {
       case NodeKind::conditional:
         return branches(n, incoming, e, true);
       case NodeKind::repeat: {
-        // The first iteration starts from `incoming`; every later one where the previous one
-        // ended. Walking the body again from there checks the later iterations' entry and
-        // inner obligations; what holds after it is a fixpoint (framing twice drops nothing
-        // more), so two walks cover every iteration.
+        // The first iteration starts from `incoming`. Every later one starts from the facts H
+        // that hold after the first and that each iteration keeps (found by walking the body
+        // without recording obligations until no fact drops out): the loop invariant. Walking
+        // the body from H checks every later iteration at once.
         const Node& body = n.children.front();
         const Facts first = walk(body, incoming, e);
         if (n.times == 1) return first;
-        return walk(body, first, Edge{ObligationKind::repeat, last_names(body), false});
+        Facts head = first;
+        const bool was_dry = dry_;
+        dry_ = true;
+        for (;;) {
+          const Facts next = walk(body, head, Edge{ObligationKind::repeat, "", false});
+          Facts kept;
+          for (const Formula& f : head) {
+            if (contains(next, f)) kept.push_back(f);
+          }
+          if (kept.size() == head.size()) break;
+          head = std::move(kept);
+        }
+        dry_ = was_dry;
+        return walk(body, head, Edge{ObligationKind::repeat, last_names(body), false});
       }
       case NodeKind::group:
         return group(n, incoming, e);
@@ -396,7 +459,12 @@ class Composer {
       inner = Edge{ObligationKind::contract, g.name, false};
     }
     const Facts out = walk(n.children.front(), inside, inner);
-    if (!g.guarantees) return out;
+    if (!g.guarantees) {
+      if (!g.assumes) return out;
+      Facts result = frame(incoming, writes_of(n));  // what the composite does not touch
+      result.insert(result.end(), out.begin(), out.end());
+      return result;
+    }
     const Formula gu = Formula::of(m_.universe, g.guarantees, "the guarantees of `" + g.name + "`");
     implication(Edge{ObligationKind::contract, last_names(n.children.front()), false},
                 g.name + ".guarantees",
@@ -417,20 +485,23 @@ class Composer {
     std::vector<Facts> outs;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       const Node& c = n.children[i];
-      std::set<std::string> others, reads = reads_of(c);
+      std::set<std::string> others;
       for (std::size_t j = 0; j < n.children.size(); ++j) {
         if (j == i) continue;
         auto w = writes_of(n.children[j]);
         others.insert(w.begin(), w.end());
       }
-      if (disjoint(others, reads)) {
-        outs.push_back(walk(c, incoming, e));
-        continue;
-      }
-      entry(c, incoming, e);
+      entry(c, incoming, e);  // at the start, every incoming fact holds
+      const std::set<std::string> saved = volatile_;
+      volatile_.insert(others.begin(), others.end());
+      std::vector<std::size_t> ts;
+      tasks_of(c, ts);
+      branch_tasks_.push_back(ts);
       Edge inner = e;
-      inner.assumed = true;  // just checked with every incoming fact
-      outs.push_back(walk(c, frame(incoming, others), inner));
+      inner.assumed = true;  // just checked
+      outs.push_back(walk(c, incoming, inner));
+      branch_tasks_.pop_back();
+      volatile_ = saved;
     }
     Facts result;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
@@ -454,8 +525,9 @@ class Composer {
         }
         // Each branch's actions must keep the other's assumes (it may not have started) and
         // guarantees (it may have finished).
-        cross(n.children[i], n.children[j], n);
-        cross(n.children[j], n.children[i], n);
+        const Facts around = usable(frame(incoming, writes_of(n)));  // untouched by either
+        cross(n.children[i], n.children[j], n, around);
+        cross(n.children[j], n.children[i], n, around);
       }
       // What a branch establishes survives unless another branch may change it; the tasks'
       // guarantees were proved stable above.
@@ -472,10 +544,7 @@ class Composer {
             f.kind == Formula::Kind::expr && std::any_of(ts.begin(), ts.end(), [&](std::size_t t) {
               return task(t).model == f.model && task(t).model->interface.guarantees == f.expr;
             });
-        const bool known = std::any_of(result.begin(), result.end(), [&](const Formula& g) {
-          return g.kind == Formula::Kind::expr && g.model == f.model && g.expr == f.expr;
-        });
-        if (!known && (guarantee || disjoint(verifier::variables_of(f), others)))
+        if (!contains(result, f) && (guarantee || disjoint(verifier::variables_of(f), others)))
           result.push_back(f);
       }
     }
@@ -484,7 +553,7 @@ class Composer {
 
   // Every action of the tasks of `actor_node` that writes a variable another task's assumes or
   // guarantees read must preserve them.
-  void cross(const Node& actor_node, const Node& other_node, const Node& at) {
+  void cross(const Node& actor_node, const Node& other_node, const Node& at, const Facts& around) {
     std::vector<std::size_t> xs, ys;
     tasks_of(actor_node, xs);
     tasks_of(other_node, ys);
@@ -508,7 +577,8 @@ class Composer {
             o.file = at.path.substr(0, at.path.find(": "));
             o.loc = at.loc;
             ContractCheck c;
-            c.premises = {f};
+            c.premises = around;
+            c.premises.push_back(f);
             c.conclusion = f;
             c.actor = model;
             c.action = a;
@@ -558,6 +628,34 @@ class Composer {
         }
       }
     }
+    // A kernel checks a transition invariant at its start with old(x) = x. Where other tasks
+    // write its variables, that must follow from what holds when the task starts: its assumes
+    // and the invariants (which hold throughout).
+    for (std::size_t y : distinct) {
+      const auto& my = task(y).model;
+      for (const auto& inv : my->invariants) {
+        if (inv.enforcement != kernel::Enforcement::blocking || !inv.expr || !inv.transition)
+          continue;
+        const Formula f = Formula::of(
+            my, inv.expr, "invariant `" + inv.name + "` of `" + task(y).name + "` with old(x) = x");
+        const std::set<std::string> vs = verifier::variables_of(f);
+        const bool touched = std::any_of(distinct.begin(), distinct.end(), [&](std::size_t x) {
+          return x != y && !disjoint(writes_of_task(x), vs);
+        });
+        if (!touched) continue;
+        Obligation o;
+        o.kind = ObligationKind::interference;
+        o.id = "interference:start:" + task(y).name + "." + inv.name;
+        o.tasks = {task(y).name};
+        o.file = task(y).file;
+        o.loc = inv.loc;
+        ContractCheck c;
+        c.premises = invariants_[y];
+        c.premises.push_back(assumes(y));
+        c.conclusion = f;
+        add_check(std::move(o), std::move(c));
+      }
+    }
   }
 
   // The composite's start state (each variable's initial value from the first spec that
@@ -569,7 +667,8 @@ class Composer {
       const auto& model = task(i).model;
       const kernel::State s = project(start, *model, {});
       for (const auto& inv : model->invariants) {
-        if (inv.enforcement != kernel::Enforcement::blocking || inv.transition) continue;
+        // A transition invariant is checked at a kernel's start with old(x) = x.
+        if (inv.enforcement != kernel::Enforcement::blocking) continue;
         if (kernel::holds_in(inv, s)) continue;
         Obligation o;
         o.kind = ObligationKind::contract;

@@ -596,3 +596,45 @@ TEST_CASE("inside a parallel branch, facts another branch may change are not pre
   CHECK(value_of(*o->counterexample, "z") != "0");
   CHECK(r.exit_code() == 1);
 }
+
+// Compositions a review found proved although a run could fail (or refuted although safe); each
+// directory under tests/data/compose/ holds the task specs and manifests of one finding.
+TEST_CASE("regressions: stale facts in parallel branches, loops, transition invariants, groups",
+          "[compose]") {
+  struct Case {
+    const char* manifest;
+    int exit_code;
+    const char* refuted;  // the id of the refuted obligation, or ""
+  };
+  const Case cases[] = {
+      // a guard inside a parallel branch, falsified by the other branch before `b` starts
+      {"h1/m.json", 1, "sequential:a->b"},
+      // the same through a nested manifest's assumes
+      {"h1/m2.json", 1, "sequential:sub.a->sub.b"},
+      // a nested manifest's guarantees derived from its assumes, which the other branch breaks
+      {"h1g/m.json", 1, "contract:sub.copy->sub.guarantees"},
+      // a guard's variable written by the other branch: the branches are not independent
+      {"h1b/m2.json", 1, "conditional:n[x != 0]->e"},
+      {"h1b/m.json", 0, ""},
+      // the third iteration of a loop starts from weaker facts than the second
+      {"h5/m.json", 1, "conditional:a|a2[c]->a"},
+      // a transition invariant is checked with old(x) = x when a kernel starts
+      {"h3/m.json", 1, "contract:start:t.grows_to_ten"},
+      {"h3/m2.json", 1, "interference:start:t2.step_or_reset"},
+      // a composite with assumes but no guarantees keeps the facts it does not touch
+      {"fa1/m.json", 0, ""},
+      // stability proofs may use the facts nothing in the parallel node writes
+      {"fa2/m.json", 0, ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.manifest);
+    const cc::ComposeReport r =
+        compose_file(clampai::test::source_path(std::string("tests/data/compose/") + c.manifest));
+    CHECK(r.exit_code() == c.exit_code);
+    if (*c.refuted != '\0') {
+      const auto* o = find(r, c.refuted);
+      REQUIRE(o != nullptr);
+      CHECK(o->verdict == cv::VerdictKind::refuted);
+    }
+  }
+}
