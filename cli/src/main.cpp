@@ -16,6 +16,7 @@
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
+#include "lookahead_cmd.hpp"
 #include "output.hpp"
 
 namespace ck = clampai::kernel;
@@ -489,6 +490,7 @@ int main(int argc, char** argv) {
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
+  auto* lookahead = clampai::cli::add_lookahead_command(app);
 
   try {
     app.parse(argc, argv);
@@ -508,6 +510,7 @@ int main(int argc, char** argv) {
     if (verify_cmd->parsed()) return cmd_verify(verify_args, common);
     if (bench->parsed()) return clampai::cli::run_bench_command();
     if (compose->parsed()) return clampai::cli::run_compose_command();
+    if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;

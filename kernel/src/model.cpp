@@ -211,6 +211,14 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
   b.add("min_action_cost", JsonNode::make_string(m.format_amount(m.budget.min_action_cost)));
   b.add("step_limit", JsonNode::make_string(std::to_string(m.budget.step_limit)));
+  if (!m.basins.empty()) {
+    JsonNode& bs = root.add("capture_basins", JsonNode::make_array());
+    for (const auto& basin : m.basins) {
+      JsonNode& o = bs.push(JsonNode::make_object());
+      o.add("name", JsonNode::make_string(basin.name));
+      o.add("check", JsonNode::make_string(to_source(*basin.expr)));
+    }
+  }
   const Interface& itf = m.interface;
   if (itf.declared) {
     JsonNode& o = root.add("interface", JsonNode::make_object());
@@ -675,6 +683,21 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
   if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
 
   build_interface(*m, decl.interface);
+
+  // ---- capture basins ----
+  std::set<std::string> basin_names;
+  for (std::size_t i = 0; i < decl.basins.size(); ++i) {
+    const BasinDecl& b = decl.basins[i];
+    const std::string path = "capture_basins[" + std::to_string(i) + "]";
+    if (b.name.empty()) throw SpecError(path + ".name", "a capture basin needs a name");
+    if (!basin_names.insert(b.name).second)
+      throw SpecError(path + ".name", "duplicate capture basin `" + b.name + "`");
+    m->basins.push_back(
+        CaptureBasin{b.name,
+                     parse_bool(b.expression, m->scope(), path + ".check", "a capture basin"),
+                     b.description,
+                     b.loc});
+  }
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.

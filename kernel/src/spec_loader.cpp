@@ -318,7 +318,8 @@ TaskDecl parse_spec(std::string_view json_text) {
               "budget",
               "emergency_actions",
               "dependencies",
-              "interface"});
+              "interface",
+              "capture_basins"});
   TaskDecl t;
   t.name = get_string(root, "", "name");
   if (const JsonNode* g = root.find("goal")) {
@@ -370,6 +371,24 @@ TaskDecl parse_spec(std::string_view json_text) {
     }
   }
   if (const JsonNode* itf = root.find("interface")) t.interface = parse_interface(*itf);
+  if (const JsonNode* bs = root.find("capture_basins")) {
+    expect_kind(*bs, Kind::array, "capture_basins");
+    for (std::size_t i = 0; i < bs->items.size(); ++i) {
+      const JsonNode& b = bs->items[i];
+      const std::string p = at_index("capture_basins", i);
+      expect_kind(b, Kind::object, p);
+      allow_keys(b, p, {"name", "check", "description"});
+      BasinDecl d;
+      d.loc = loc(b);
+      d.name = get_string(b, p, "name");
+      d.description = get_string(b, p, "description");
+      const JsonNode& check = required(b, p, "check");
+      expect_kind(check, Kind::string, join(p, "check"));
+      d.expression = check.text;
+      if (d.expression.empty()) throw SpecError(join(p, "check"), "empty expression");
+      t.basins.push_back(std::move(d));
+    }
+  }
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include "clampai/kernel/driver.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
+#include "clampai/kernel/lookahead.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"

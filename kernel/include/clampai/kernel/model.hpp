@@ -124,6 +124,15 @@ struct InterfaceDecl {
   SourceLoc loc{};
 };
 
+/// A capture basin: a region of states the agent must steer clear of. Entering one is not
+/// blocked (that is what invariants do); it is a trap the lookahead looks for.
+struct BasinDecl {
+  std::string name{};
+  std::string expression{};
+  std::string description{};
+  SourceLoc loc{};
+};
+
 /// A whole task.
 struct TaskDecl {
   std::string name{};
@@ -137,6 +146,7 @@ struct TaskDecl {
   std::vector<std::string> emergency_actions{};
   std::vector<std::pair<std::string, std::vector<std::string>>> dependencies{};
   std::optional<InterfaceDecl> interface {};
+  std::vector<BasinDecl> basins{};  // `capture_basins`
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -210,6 +220,13 @@ struct Interface {
   SourceLoc loc{};
 };
 
+struct CaptureBasin {
+  std::string name{};
+  ExprPtr expr{};
+  std::string description{};
+  SourceLoc loc{};
+};
+
 struct Budget {
   Amount total = 0;
   Amount min_action_cost = 0;
@@ -230,6 +247,7 @@ class TaskModel {
   std::vector<Invariant> invariants{};
   Budget budget{};
   Interface interface {};
+  std::vector<CaptureBasin> basins{};  // regions the lookahead steers clear of
   std::shared_ptr<const Schema> schema{};
   std::vector<Type> variable_types{};  // indexed by VarId
   /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.

@@ -1,0 +1,193 @@
+#include "lookahead_cmd.hpp"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "clampai/kernel.hpp"
+
+namespace clampai::cli {
+
+namespace ck = clampai::kernel;
+using nlohmann::json;
+
+namespace {
+
+struct Args {
+  std::string spec, state, action, params, format = "text";
+  unsigned depth = 3;
+  std::size_t max_param_values = 64;
+} args;
+
+ck::ParamMap parse_params(const std::string& text) {
+  ck::ParamMap out;
+  if (text.empty()) return out;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw SpecError("--params", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
+  for (const auto& [name, v] : j.items()) {
+    const std::string num = v.is_string() ? v.get<std::string>() : v.dump();
+    std::string err;
+    const auto d = ck::Decimal::parse(num, &err);
+    if (!v.is_number() && !v.is_string()) err = "expected a number";
+    if (!d || !err.empty())
+      throw SpecError("--params." + name, "`" + num + "`: " + (err.empty() ? "not a number" : err));
+    out.emplace_back(name, ck::Value::number(*d));
+  }
+  return out;
+}
+
+json plan_json(const ck::TaskModel& m, const ck::Plan& p) {
+  json out = json::array();
+  for (const auto& s : p) {
+    json params = json::object();
+    for (std::size_t i = 0; i < s.params.size(); ++i)
+      params[m.actions[s.action].parameters[i].name] = s.params[i].to_string();
+    out.push_back({{"action", m.actions[s.action].id},
+                   {"params", params},
+                   {"cost", m.format_amount(s.cost)}});
+  }
+  return out;
+}
+
+std::string plan_text(const ck::TaskModel& m, const ck::Plan& p) {
+  std::string out;
+  for (const auto& s : p) {
+    out += (out.empty() ? "" : ", ") + m.actions[s.action].id;
+    for (std::size_t i = 0; i < s.params.size(); ++i)
+      out += " " + m.actions[s.action].parameters[i].name + "=" + s.params[i].to_string();
+  }
+  return out.empty() ? "(no step)" : out;
+}
+
+}  // namespace
+
+int lookahead_command();
+
+CLI::App* add_lookahead_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "lookahead",
+      "Look K steps ahead of a proposed action: capture basins entered or reachable, dead ends, "
+      "and the cheapest plan to the goal");
+  cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
+  cmd->add_option("--state", args.state, "The state (JSON object); default: the initial state");
+  cmd->add_option("--action", args.action, "The proposed action's id")->required();
+  cmd->add_option("--params", args.params, "The action's parameters, as a JSON object");
+  cmd->add_option("--depth", args.depth, "Steps searched after the action")
+      ->check(CLI::Range(0, 50))
+      ->capture_default_str();
+  cmd->add_option("--max-param-values",
+                  args.max_param_values,
+                  "Parameter vectors enumerated per action; larger domains make the answer "
+                  "incomplete")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--format", args.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+int lookahead_command() {
+  std::shared_ptr<const ck::TaskModel> model;
+  ck::Situation situation = [&] {
+    try {
+      model = ck::load_spec_file(args.spec);
+    } catch (const Error& e) {
+      throw SpecError(args.spec, e.what());
+    }
+    ck::Situation s = ck::Situation::initial(*model);
+    if (!args.state.empty()) {
+      try {
+        s.state = ck::parse_state(*model, ck::read_text_file(args.state));
+      } catch (const Error& e) {
+        throw SpecError(args.state, e.what());
+      }
+    }
+    return s;
+  }();
+  ck::KernelOptions ko;
+  ko.check_initial_state = false;
+  const ck::SafetyKernel resolver(model, ko);
+  const auto resolved = resolver.resolve(args.action, parse_params(args.params));
+  if (const auto* bad = std::get_if<ck::Reason>(&resolved))
+    throw SpecError("--action", bad->message);
+  ck::LookaheadOptions options;
+  options.depth = args.depth;
+  options.max_param_values = args.max_param_values;
+  const ck::LookaheadResult r =
+      ck::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
+  const ck::TaskModel& m = *model;
+  const int rc = !r.decision.approved || r.trap() ? 1 : (r.complete ? 0 : 3);
+  if (args.format == "json") {
+    json reasons = json::array();
+    for (const auto& x : r.decision.reasons)
+      reasons.push_back({{"code", std::string(ck::to_string(x.code))}, {"message", x.message}});
+    json j = {{"spec", args.spec},
+              {"action", args.action},
+              {"depth", args.depth},
+              {"approved", r.decision.approved},
+              {"reasons", reasons},
+              {"trap", r.trap()},
+              {"entered", r.entered},
+              {"complete", r.complete},
+              {"situations", r.situations}};
+    if (!r.complete) j["incomplete_reason"] = r.incomplete_reason;
+    j["reachable_basin"] = r.reachable_basin ? json(*r.reachable_basin) : json(nullptr);
+    j["basin_witness"] = plan_json(m, r.basin_witness);
+    j["dead_end"] = r.dead_end;
+    j["dead_end_witness"] = plan_json(m, r.dead_end_witness);
+    j["goal_reachable"] = r.goal_reachable;
+    if (r.goal_reachable) {
+      j["cheapest_plan"] = plan_json(m, r.cheapest_plan);
+      j["cheapest_cost"] = m.format_amount(r.cheapest_cost);
+    }
+    std::cout << j.dump(2) << "\n";
+    return rc;
+  }
+  if (!r.decision.approved) {
+    std::cout << "REJECTED " << args.action << ": the kernel refuses it now\n";
+    for (const auto& x : r.decision.reasons)
+      std::cout << "  " << ck::to_string(x.code) << ": " << x.message << "\n";
+    return rc;
+  }
+  const std::string k = std::to_string(args.depth);
+  std::cout << (r.trap() ? "TRAP " : "ok ") << args.action << " (cost "
+            << m.format_amount(r.decision.cost) << "), looking " << k << " steps ahead\n";
+  std::cout << "  enters a basin     "
+            << (r.entered.empty() ? std::string("no") : "yes: " + r.entered.front()) << "\n";
+  std::cout << "  basin reachable    "
+            << (r.reachable_basin
+                    ? "`" + *r.reachable_basin + "` in " + std::to_string(r.basin_witness.size()) +
+                          " steps: " + plan_text(m, r.basin_witness)
+                    : "none within " + k + " steps")
+            << "\n";
+  std::cout << "  dead end           "
+            << (r.dead_end ? "after " + plan_text(m, r.dead_end_witness) +
+                                 ": no action is approvable and the goal does not hold"
+                           : "none within " + k + " steps")
+            << "\n";
+  std::cout << "  goal               "
+            << (r.goal_reachable
+                    ? "reachable: the cheapest plan costs " + m.format_amount(r.cheapest_cost) +
+                          ": " + plan_text(m, r.cheapest_plan)
+                    : "not reachable within " + k + " steps and the budget left")
+            << "\n";
+  std::cout << "  searched           " << r.situations << " situations"
+            << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
+  return rc;
+}
+
+int run_lookahead_command() {
+  try {
+    return lookahead_command();
+  } catch (const Error& e) {
+    std::cerr << "clampai: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace clampai::cli

@@ -1,0 +1,78 @@
+// k-step lookahead (the seed's active HJB barrier), explicit engine: a breadth-first search over
+// the situations the kernel would approve, with memoisation. Exact within the model as long as
+// every parameter domain it must try is small (`LookaheadOptions::max_param_values`); it says
+// when it is not.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+
+namespace clampai::kernel {
+
+/// One step of a plan: an action with its parameters, and what the kernel charges for it.
+struct PlannedStep {
+  std::size_t action = 0;
+  std::vector<Value> params{};
+  Amount cost = 0;
+};
+using Plan = std::vector<PlannedStep>;
+
+struct LookaheadOptions {
+  /// Steps searched after the proposed action (or from the situation, for `plan_to_goal`).
+  unsigned depth = 3;
+  /// An action whose parameters span more vectors than this (or an unbounded parameter) is not
+  /// enumerated; the answer is then marked incomplete.
+  std::size_t max_param_values = 64;
+  /// Stop, marked incomplete, after this many distinct situations.
+  std::size_t max_situations = 1000000;
+};
+
+/// What lies ahead of a proposal. Searches stop at the goal (a task ends there) and count
+/// emergency actions as steps but never as progress (see `dead_end`).
+struct LookaheadResult {
+  Decision decision{};  // the kernel's decision on the proposal itself
+  /// (1) The capture basins the state after the proposal lies in (an evaluation error counts
+  /// as inside: a trap check fails closed).
+  std::vector<std::string> entered{};
+  /// (2) A basin reachable within `depth` further approvable steps, with the shortest witness.
+  std::optional<std::string> reachable_basin{};
+  Plan basin_witness{};
+  /// (3) A reachable state (within `depth` further steps), not the goal, where no non-emergency
+  /// action is approvable, with the shortest witness.
+  bool dead_end = false;
+  Plan dead_end_witness{};
+  /// (4) Whether the goal can be reached within `depth` further steps and the budget left,
+  /// with the cheapest plan (after the proposal) and its cost.
+  bool goal_reachable = false;
+  Plan cheapest_plan{};
+  Amount cheapest_cost = 0;
+  /// False when some parameter domain was too large to enumerate or the situation limit was
+  /// hit: then "not found" means "not found among what was searched".
+  bool complete = true;
+  std::string incomplete_reason{};
+  std::size_t situations = 0;  // distinct situations explored
+
+  /// True iff the proposal enters a basin or a basin is reachable after it.
+  [[nodiscard]] bool trap() const noexcept { return !entered.empty() || reachable_basin; }
+};
+
+/// Looks ahead of `proposal` in `situation`. If the kernel rejects the proposal, only
+/// `decision` is filled.
+LookaheadResult lookahead(const TaskModel& model,
+                          const Situation& situation,
+                          const Proposal& proposal,
+                          const LookaheadOptions& options = {});
+
+/// The goal part alone, from `situation` itself: the cheapest plan of at most `options.depth`
+/// approvable steps that reaches the goal (`goal_reachable`, `cheapest_plan`, `cheapest_cost`,
+/// `complete`, `situations`; `decision` is left empty). A model without a goal never reaches it.
+LookaheadResult plan_to_goal(const TaskModel& model,
+                             const Situation& situation,
+                             const LookaheadOptions& options = {});
+
+}  // namespace clampai::kernel

@@ -1,0 +1,270 @@
+// The explicit lookahead engine: breadth-first over situations, each step decided by the
+// kernel's own `decide`, with memoisation on (state, spend, steps, completions).
+#include "clampai/kernel/lookahead.hpp"
+
+#include <deque>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+namespace clampai::kernel {
+
+namespace {
+
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t hash_value(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::undefined:
+      return 0x51ED270B27ULL;
+    case Value::Kind::boolean:
+      return mix(v.as_bool() ? 2 : 1);
+    case Value::Kind::number: {
+      // Equal numbers at different scales are different values here: every variable has one
+      // scale, so that never splits one state in two.
+      const Decimal& d = v.as_number();
+      return mix(static_cast<std::uint64_t>(d.units) * 31 + d.scale);
+    }
+    case Value::Kind::string:
+      return mix(std::hash<std::string_view>{}(v.as_string()));
+    case Value::Kind::list: {
+      std::uint64_t h = 0x1157ULL;
+      for (const Value& item : v.as_list()) h = mix(h ^ hash_value(item));
+      return h;
+    }
+  }
+  return 0;
+}
+
+// A state's hash is the xor of one term per variable, so a step updates it in O(changes).
+std::uint64_t var_term(VarId id, const Value& v) {
+  return mix(hash_value(v) ^ (static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL));
+}
+
+struct Node {
+  explicit Node(Situation s) : situation(std::move(s)) {}
+  Situation situation;
+  std::uint64_t state_hash = 0;
+  std::size_t parent = kNone;
+  PlannedStep step{};
+  unsigned depth = 0;
+};
+
+class Search {
+ public:
+  Search(const TaskModel& m, const LookaheadOptions& o) : m_(m), o_(o) { enumerate_params(); }
+
+  std::deque<Node> nodes;  // references stay valid as it grows
+  bool complete = true;
+  std::string incomplete_reason;
+
+  void set_root(Situation s) {
+    std::uint64_t h = 0;
+    for (VarId id = 0; id < s.state.size(); ++id) h ^= var_term(id, s.state.get(id));
+    Node n(std::move(s));
+    n.state_hash = h;
+    insert(std::move(n));
+  }
+
+  [[nodiscard]] bool in_goal(const State& s) const {
+    if (!m_.goal) return false;
+    const EvalResult r = evaluate(*m_.goal, EvalEnv{&s, nullptr, &s, nullptr});
+    return r.ok() && r.value.as_bool();
+  }
+
+  // The first basin `s` lies in; an evaluation error counts as inside (fail closed).
+  [[nodiscard]] const CaptureBasin* basin_of(const State& s) const {
+    for (const CaptureBasin& b : m_.basins) {
+      const EvalResult r = evaluate(*b.expr, EvalEnv{&s, nullptr, &s, nullptr});
+      if (!r.ok() || r.value.as_bool()) return &b;
+    }
+    return nullptr;
+  }
+
+  // Expands node `i`: adds its unseen children (when `add` is set) and says whether any
+  // non-emergency action is approvable there.
+  bool expand(std::size_t i, bool add) {
+    bool progress = false;
+    for (std::size_t a = 0; a < m_.actions.size(); ++a) {
+      if (!enumerable_[a]) continue;
+      for (const auto& params : params_[a]) {
+        const Situation& s = nodes[i].situation;
+        const Decision d = decide(m_, s, Proposal{a, params});
+        if (!d.approved) continue;
+        if (!m_.actions[a].emergency) progress = true;
+        if (!add) {
+          if (progress) return true;
+          continue;
+        }
+        Node child(advance(m_, s, d));
+        child.state_hash = nodes[i].state_hash;
+        for (const auto& [id, v] : d.changes)
+          child.state_hash ^= var_term(id, s.state.get(id)) ^ var_term(id, v);
+        child.parent = i;
+        child.step = PlannedStep{a, params, d.cost};
+        child.depth = nodes[i].depth + 1;
+        if (nodes.size() >= o_.max_situations) {
+          mark_incomplete("the search stopped after " + std::to_string(o_.max_situations) +
+                          " situations");
+          return progress;
+        }
+        insert(std::move(child));
+      }
+    }
+    return progress;
+  }
+
+  [[nodiscard]] Plan plan_to(std::size_t i) const {
+    Plan p;
+    for (; nodes[i].parent != kNone; i = nodes[i].parent) p.push_back(nodes[i].step);
+    return {p.rbegin(), p.rend()};
+  }
+
+ private:
+  const TaskModel& m_;
+  const LookaheadOptions& o_;
+  std::vector<bool> enumerable_;
+  std::vector<std::vector<std::vector<Value>>> params_;
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> index_;
+
+  void mark_incomplete(std::string why) {
+    if (complete) incomplete_reason = std::move(why);
+    complete = false;
+  }
+
+  void enumerate_params() {
+    for (const Action& a : m_.actions) {
+      std::vector<std::vector<Value>> sets{{}};
+      bool ok = true;
+      for (const Parameter& p : a.parameters) {
+        if (!p.min || !p.max) {
+          ok = false;
+          mark_incomplete("parameter `" + p.name + "` of `" + a.id +
+                          "` has no bounds: its values cannot be enumerated");
+          break;
+        }
+        const auto lo = p.min->rescaled(p.type.scale());
+        const auto hi = p.max->rescaled(p.type.scale());
+        const std::int64_t count = hi->units - lo->units + 1;
+        if (count <= 0 || static_cast<std::size_t>(count) * sets.size() > o_.max_param_values) {
+          ok = false;
+          mark_incomplete("the parameters of `" + a.id + "` span more than " +
+                          std::to_string(o_.max_param_values) + " values");
+          break;
+        }
+        std::vector<std::vector<Value>> next;
+        for (const auto& prefix : sets) {
+          for (std::int64_t u = lo->units; u <= hi->units; ++u) {
+            auto v = prefix;
+            v.push_back(Value::number(Decimal{u, static_cast<std::uint8_t>(p.type.scale())}));
+            next.push_back(std::move(v));
+          }
+        }
+        sets = std::move(next);
+      }
+      enumerable_.push_back(ok);
+      params_.push_back(ok ? std::move(sets) : std::vector<std::vector<Value>>{});
+    }
+  }
+
+  static std::uint64_t key_of(const Node& n) {
+    std::uint64_t h = mix(n.state_hash ^ static_cast<std::uint64_t>(n.situation.budget.net()));
+    h = mix(h ^ n.situation.steps ^ (n.situation.emergency_steps << 32));
+    for (auto c : n.situation.completions) h = mix(h ^ c);
+    return h;
+  }
+
+  static bool same(const Situation& a, const Situation& b) {
+    return a.budget.net() == b.budget.net() && a.budget.gross() == b.budget.gross() &&
+           a.steps == b.steps && a.emergency_steps == b.emergency_steps &&
+           a.completions == b.completions && a.state == b.state;
+  }
+
+  // Adds `n` unless an equal situation is known (breadth-first: the known one is no deeper).
+  void insert(Node n) {
+    auto& bucket = index_[key_of(n)];
+    for (std::size_t j : bucket) {
+      if (same(nodes[j].situation, n.situation)) return;
+    }
+    bucket.push_back(nodes.size());
+    nodes.push_back(std::move(n));
+  }
+};
+
+// Breadth-first from the root: fills the goal, basin and dead-end parts of `out`.
+void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dead_ends) {
+  std::optional<std::size_t> best_goal;
+  const Amount base = s.nodes.front().situation.budget.net();
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    const Situation& here = s.nodes[i].situation;
+    const unsigned d = s.nodes[i].depth;
+    if (s.in_goal(here.state)) {  // a task ends at its goal
+      if (!best_goal || here.budget.net() < s.nodes[*best_goal].situation.budget.net())
+        best_goal = i;
+      continue;
+    }
+    if (basins_and_dead_ends) {
+      if (const CaptureBasin* b = s.basin_of(here.state)) {
+        if (d > 0) {
+          if (!out.reachable_basin) {
+            out.reachable_basin = b->name;
+            out.basin_witness = s.plan_to(i);
+          }
+          continue;  // a plan through a basin is no plan: the agent would be trapped
+        }
+      }
+    }
+    const bool progress = s.expand(i, d < depth);
+    if (basins_and_dead_ends && !progress && !out.dead_end) {
+      out.dead_end = true;
+      out.dead_end_witness = s.plan_to(i);
+    }
+  }
+  if (best_goal) {
+    out.goal_reachable = true;
+    out.cheapest_plan = s.plan_to(*best_goal);
+    out.cheapest_cost = s.nodes[*best_goal].situation.budget.net() - base;
+  }
+  out.complete = s.complete;
+  out.incomplete_reason = s.incomplete_reason;
+  out.situations = s.nodes.size();
+}
+
+}  // namespace
+
+LookaheadResult lookahead(const TaskModel& model,
+                          const Situation& situation,
+                          const Proposal& proposal,
+                          const LookaheadOptions& options) {
+  LookaheadResult out;
+  out.decision = decide(model, situation, proposal);
+  if (!out.decision.approved) return out;
+  Situation after = advance(model, situation, out.decision);
+  for (const CaptureBasin& b : model.basins) {
+    const EvalResult r = evaluate(*b.expr, EvalEnv{&after.state, nullptr, &after.state, nullptr});
+    if (!r.ok() || r.value.as_bool()) out.entered.push_back(b.name);
+  }
+  Search s(model, options);
+  s.set_root(std::move(after));
+  search(s, options.depth, out, true);
+  return out;
+}
+
+LookaheadResult plan_to_goal(const TaskModel& model,
+                             const Situation& situation,
+                             const LookaheadOptions& options) {
+  LookaheadResult out;
+  Search s(model, options);
+  s.set_root(situation);
+  search(s, options.depth, out, false);
+  return out;
+}
+
+}  // namespace clampai::kernel

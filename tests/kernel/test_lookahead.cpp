@@ -1,0 +1,251 @@
+// The explicit lookahead engine: the example's depth-3 trap, dead ends, cheapest plans, and
+// agreement with a naive depth-first enumeration over random specs.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <random>
+
+#include "clampai/kernel.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace clampai::kernel;
+
+std::shared_ptr<const TaskModel> vessel() {
+  return load_spec_file(clampai::test::source_path("examples/pressure_vessel.json"));
+}
+
+Proposal by_id(const TaskModel& m, const std::string& id, std::vector<Value> params = {}) {
+  return Proposal{*m.find_action(id), std::move(params)};
+}
+
+std::vector<std::string> ids(const TaskModel& m, const Plan& p) {
+  std::vector<std::string> out;
+  for (const auto& s : p) out.push_back(m.actions[s.action].id);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("lookahead finds the example's depth-3 trap that one step does not show",
+          "[kernel][lookahead]") {
+  const auto m = vessel();
+  const Situation start = Situation::initial(*m);
+  LookaheadOptions o;
+  o.depth = 3;
+  const LookaheadResult open = lookahead(*m, start, by_id(*m, "open_valve"), o);
+  REQUIRE(open.decision.approved);
+  CHECK(open.entered.empty());  // a one-step check sees nothing wrong
+  REQUIRE(open.reachable_basin);
+  CHECK(*open.reachable_basin == "overflow");
+  CHECK(ids(*m, open.basin_witness) == std::vector<std::string>{"fill", "fill", "fill"});
+  CHECK(open.trap());
+  CHECK(open.complete);
+
+  o.depth = 2;
+  CHECK_FALSE(lookahead(*m, start, by_id(*m, "open_valve"), o).trap());
+
+  o.depth = 3;
+  const LookaheadResult top = lookahead(*m, start, by_id(*m, "top_up"), o);
+  CHECK_FALSE(top.trap());
+}
+
+TEST_CASE("lookahead reports the kernel's rejection and nothing else", "[kernel][lookahead]") {
+  const auto m = vessel();
+  const LookaheadResult r = lookahead(*m, Situation::initial(*m), by_id(*m, "fill"));
+  CHECK_FALSE(r.decision.approved);
+  CHECK(r.decision.has(ReasonCode::requires_failed));
+  CHECK_FALSE(r.trap());
+  CHECK(r.situations == 0);
+}
+
+TEST_CASE("the cheapest plan to the goal, or none within the depth and budget",
+          "[kernel][lookahead]") {
+  const auto m = vessel();
+  LookaheadOptions o;
+  o.depth = 5;
+  const LookaheadResult p = plan_to_goal(*m, Situation::initial(*m), o);
+  REQUIRE(p.goal_reachable);
+  CHECK(p.cheapest_cost == 7000);  // open, fill, close, top_up, top_up: 1 + 1 + 1 + 2 + 2
+  CHECK(ids(*m, p.cheapest_plan) ==
+        std::vector<std::string>{"open_valve", "fill", "close_valve", "top_up", "top_up"});
+  o.depth = 4;  // four top-ups cost 8 and fit; the cheaper plan needs five steps
+  const LookaheadResult q = plan_to_goal(*m, Situation::initial(*m), o);
+  REQUIRE(q.goal_reachable);
+  CHECK(q.cheapest_cost == 8000);
+  o.depth = 3;
+  CHECK_FALSE(plan_to_goal(*m, Situation::initial(*m), o).goal_reachable);
+}
+
+TEST_CASE("dead ends: a reachable non-goal state where nothing can be done",
+          "[kernel][lookahead]") {
+  const auto m = load_spec(R"J({"name": "t", "goal": "done",
+    "variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 3},
+                  "done": {"type": "bool", "initial": false}},
+    "actions": [
+      {"id": "inc", "cost": 1, "requires": "x < 3", "effects": [{"variable": "x", "mode": "increment", "value": "1"}]},
+      {"id": "finish", "cost": 1, "requires": "x == 1", "effects": [{"variable": "done", "mode": "set", "value": "true"}]}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  LookaheadOptions o;
+  o.depth = 3;
+  const LookaheadResult r = lookahead(*m, Situation::initial(*m), by_id(*m, "inc"), o);
+  REQUIRE(r.dead_end);  // x = 3: inc and finish are both refused
+  CHECK(ids(*m, r.dead_end_witness) == std::vector<std::string>{"inc", "inc"});
+  REQUIRE(r.goal_reachable);
+  CHECK(ids(*m, r.cheapest_plan) == std::vector<std::string>{"finish"});
+  CHECK(r.cheapest_cost == 1000);
+}
+
+TEST_CASE("parameters are enumerated within their bounds, or the answer says it is incomplete",
+          "[kernel][lookahead]") {
+  auto spec = [](const std::string& max) {
+    return load_spec(R"J({"name": "p", "goal": "x == 7",
+      "variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 100}},
+      "actions": [{"id": "add", "cost": 1, "parameters": {"n": {"type": "int", "min": 1, "max": )J" +
+                     max + R"J(}},
+        "effects": [{"variable": "x", "mode": "increment", "value": "n"}]}],
+      "budget": {"total": 10, "min_action_cost": 1}})J");
+  };
+  LookaheadOptions o;
+  o.depth = 2;
+  const auto small = spec("5");
+  const LookaheadResult r = plan_to_goal(*small, Situation::initial(*small), o);
+  REQUIRE(r.goal_reachable);
+  CHECK(r.complete);
+  CHECK(r.cheapest_plan.size() == 2);  // 7 = 2 + 5 at best
+  const auto big = spec("1000");
+  const LookaheadResult b = plan_to_goal(*big, Situation::initial(*big), o);
+  CHECK_FALSE(b.complete);
+  CHECK_THAT(b.incomplete_reason, Catch::Contains("`add`"));
+}
+
+namespace {
+
+// A random small spec: three bounded counters, up to four actions (guards, effects, maybe one
+// parameter with a domain of 1 to 3 values), a goal, one or two capture basins.
+std::shared_ptr<const TaskModel> random_basin_spec(std::mt19937_64& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const char* vars[] = {"a", "b", "c"};
+  auto var = [&] { return std::string(vars[pick(3)]); };
+  auto cmp = [&] {
+    const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
+    return var() + " " + ops[pick(6)] + " " + std::to_string(pick(5));
+  };
+  std::string actions;
+  const int n_actions = 2 + pick(3);
+  for (int i = 0; i < n_actions; ++i) {
+    const bool param = pick(3) == 0;
+    std::string value = param ? "n" : std::to_string(1 + pick(2));
+    const char* modes[] = {"increment", "decrement", "set"};
+    std::string effects = "{\"variable\": \"" + var() + "\", \"mode\": \"" + modes[pick(3)] +
+                          "\", \"value\": \"" + value + "\"}";
+    if (pick(2) == 0) {
+      std::string second = var();
+      if (effects.find("\"" + second + "\"") == std::string::npos)
+        effects += ", {\"variable\": \"" + second + "\", \"mode\": \"set\", \"value\": \"" +
+                   std::to_string(pick(5)) + "\"}";
+    }
+    actions += std::string(i ? ", " : "") + "{\"id\": \"act" + std::to_string(i) +
+               "\", \"cost\": " + std::to_string(1 + pick(3)) +
+               (param ? ", \"parameters\": {\"n\": {\"type\": \"int\", \"min\": 0, \"max\": " +
+                            std::to_string(pick(3)) + "}}"
+                      : "") +
+               (pick(2) ? ", \"requires\": \"" + cmp() + "\"" : "") + ", \"effects\": [" + effects +
+               "]}";
+  }
+  std::string basins = "{\"name\": \"b0\", \"check\": \"" + cmp() + " && " + cmp() + "\"}";
+  if (pick(2)) basins += ", {\"name\": \"b1\", \"check\": \"" + cmp() + "\"}";
+  const std::string text = "{\"name\": \"r\", \"goal\": \"" + cmp() + "\", \"variables\": {" +
+                           "\"a\": {\"type\": \"int\", \"initial\": 0, \"min\": 0, \"max\": 4}, " +
+                           "\"b\": {\"type\": \"int\", \"initial\": 1, \"min\": 0, \"max\": 4}, " +
+                           "\"c\": {\"type\": \"int\", \"initial\": 2, \"min\": 0, \"max\": 4}}, " +
+                           "\"actions\": [" + actions + "], \"capture_basins\": [" + basins +
+                           "], " + "\"budget\": {\"total\": " + std::to_string(3 + pick(6)) +
+                           ", \"min_action_cost\": 1}}";
+  try {
+    return load_spec(text);
+  } catch (const clampai::SpecError&) {
+    return nullptr;  // e.g. a second effect on the same variable
+  }
+}
+
+// Every parameter vector of action `a` (its parameters are bounded and small here).
+std::vector<std::vector<Value>> param_vectors(const Action& a) {
+  std::vector<std::vector<Value>> out{{}};
+  for (const Parameter& p : a.parameters) {
+    std::vector<std::vector<Value>> next;
+    for (const auto& prefix : out) {
+      for (std::int64_t u = p.min->units; u <= p.max->units; ++u) {
+        auto v = prefix;
+        v.push_back(Value::integer(u));
+        next.push_back(v);
+      }
+    }
+    out = next;
+  }
+  return out;
+}
+
+// The naive reference: depth-first over every approvable step, no memoisation.
+struct Naive {
+  const TaskModel& m;
+  std::optional<Amount> cheapest;  // cost of the cheapest goal within the depth
+  bool basin = false;
+
+  static bool holds(const ExprPtr& e, const State& s) {
+    const EvalResult r = evaluate(*e, EvalEnv{&s, nullptr, &s, nullptr});
+    return r.ok() && r.value.as_bool();
+  }
+  void walk(const Situation& s, Amount spent, unsigned depth_left, bool root) {
+    if (m.goal && holds(m.goal, s.state)) {
+      if (!cheapest || spent < *cheapest) cheapest = spent;
+      return;
+    }
+    bool in_basin = false;
+    for (const auto& b : m.basins) {
+      const EvalResult r = evaluate(*b.expr, EvalEnv{&s.state, nullptr, &s.state, nullptr});
+      in_basin = in_basin || !r.ok() || r.value.as_bool();
+    }
+    if (in_basin && !root) {
+      basin = true;
+      return;
+    }
+    if (depth_left == 0) return;
+    for (std::size_t a = 0; a < m.actions.size(); ++a) {
+      for (const auto& params : param_vectors(m.actions[a])) {
+        const Decision d = decide(m, s, Proposal{a, params});
+        if (d.approved) walk(advance(m, s, d), spent + d.cost, depth_left - 1, false);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the explicit engine agrees with a naive enumeration on random specs",
+          "[kernel][lookahead][property]") {
+  std::mt19937_64 rng(20261122);
+  int compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    const auto m = random_basin_spec(rng);
+    if (!m) continue;
+    for (std::size_t a = 0; a < m->actions.size(); ++a) {
+      const Situation start = Situation::initial(*m);
+      const Proposal p{a, param_vectors(m->actions[a]).back()};
+      const Decision d = decide(*m, start, p);
+      if (!d.approved) continue;
+      LookaheadOptions o;
+      o.depth = 3;
+      const LookaheadResult r = lookahead(*m, start, p, o);
+      REQUIRE(r.complete);
+      Naive naive{*m, std::nullopt, false};
+      naive.walk(advance(*m, start, d), 0, 3, true);
+      INFO("spec " << i << ", action " << m->actions[a].id);
+      CHECK(r.reachable_basin.has_value() == naive.basin);
+      CHECK(r.goal_reachable == naive.cheapest.has_value());
+      if (naive.cheapest) CHECK(r.cheapest_cost == *naive.cheapest);
+      ++compared;
+    }
+  }
+  CHECK(compared > 100);
+}
