@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clampai/kernel.hpp"
+#include "output.hpp"
 
 namespace clampai::cli {
 
@@ -38,29 +39,6 @@ ck::ParamMap parse_params(const std::string& text) {
     out.emplace_back(name, ck::Value::number(*d));
   }
   return out;
-}
-
-json plan_json(const ck::TaskModel& m, const ck::Plan& p) {
-  json out = json::array();
-  for (const auto& s : p) {
-    json params = json::object();
-    for (std::size_t i = 0; i < s.params.size(); ++i)
-      params[m.actions[s.action].parameters[i].name] = s.params[i].to_string();
-    out.push_back({{"action", m.actions[s.action].id},
-                   {"params", params},
-                   {"cost", m.format_amount(s.cost)}});
-  }
-  return out;
-}
-
-std::string plan_text(const ck::TaskModel& m, const ck::Plan& p) {
-  std::string out;
-  for (const auto& s : p) {
-    out += (out.empty() ? "" : ", ") + m.actions[s.action].id;
-    for (std::size_t i = 0; i < s.params.size(); ++i)
-      out += " " + m.actions[s.action].parameters[i].name + "=" + s.params[i].to_string();
-  }
-  return out.empty() ? "(no step)" : out;
 }
 
 }  // namespace

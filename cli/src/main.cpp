@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "bench.hpp"
@@ -348,6 +349,8 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   if (!options.smtlib_dir.empty()) std::filesystem::create_directories(options.smtlib_dir);
   const cv::Report report = cv::verify(model, options);
   if (progress_shown) std::cerr << "\r\033[K" << std::flush;
+  std::optional<clampai::cli::GoalCheck> goal;
+  if (args.depth > 0 && model->goal) goal = clampai::cli::check_goal(*model, args.depth);
   if (common.format == "sarif") {
     std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
   } else if (common.format == "json") {
@@ -387,6 +390,15 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
                 {"warnings", report.warnings},
                 {"seconds", report.seconds}}},
               {"obligations", obligations}};
+    if (goal) {
+      j["goal"] = {{"depth", args.depth},
+                   {"reachable", goal->reachable},
+                   {"infeasible", goal->infeasible},
+                   {"complete", goal->complete},
+                   {"message", goal->message},
+                   {"plan", clampai::cli::plan_json(*model, goal->plan)},
+                   {"cost", model->format_amount(goal->cost)}};
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     for (const auto& o : report.obligations) {
@@ -403,12 +415,15 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
         std::cout << "\n";
       }
     }
+    if (goal)
+      std::cout << (goal->infeasible ? "REFUTED goal: " : "goal: ") << goal->message << "\n";
     std::cout << "summary: " << report.proved + report.refuted + report.unknown
               << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
               << report.unknown << " unknown; " << report.warnings << " lint warning"
               << (report.warnings == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(3)
               << report.seconds << " s)\n";
   }
+  if (goal && goal->infeasible) return kFinding;
   return report.exit_code(args.fail_on_unknown);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 
 namespace clampai::cli {
 
@@ -36,6 +37,71 @@ void print_counterexample(const verifier::Counterexample& cex) {
     std::cout << "\n";
   }
   std::cout << std::right;
+}
+
+json plan_json(const kernel::TaskModel& m, const kernel::Plan& p) {
+  json out = json::array();
+  for (const auto& s : p) {
+    json params = json::object();
+    for (std::size_t i = 0; i < s.params.size(); ++i)
+      params[m.actions[s.action].parameters[i].name] = s.params[i].to_string();
+    out.push_back({{"action", m.actions[s.action].id},
+                   {"params", params},
+                   {"cost", m.format_amount(s.cost)}});
+  }
+  return out;
+}
+
+std::string plan_text(const kernel::TaskModel& m, const kernel::Plan& p) {
+  std::string out;
+  for (const auto& s : p) {
+    out += (out.empty() ? "" : ", ") + m.actions[s.action].id;
+    for (std::size_t i = 0; i < s.params.size(); ++i)
+      out += " " + m.actions[s.action].parameters[i].name + "=" + s.params[i].to_string();
+  }
+  return out.empty() ? "(no step)" : out;
+}
+
+GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
+  GoalCheck g;
+  kernel::LookaheadOptions o;
+  o.depth = depth;
+  const std::string k = std::to_string(depth);
+  const kernel::LookaheadResult r = kernel::plan_to_goal(m, kernel::Situation::initial(m), o);
+  g.complete = r.complete;
+  const std::string incomplete =
+      r.complete ? "" : " (the search is incomplete: " + r.incomplete_reason + ")";
+  if (r.goal_reachable) {
+    g.reachable = true;
+    g.plan = r.cheapest_plan;
+    g.cost = r.cheapest_cost;
+    g.message = "reachable within " + k + " steps: the cheapest plan costs " +
+                m.format_amount(r.cheapest_cost) + " of the budget " +
+                m.format_amount(m.budget.total) + ": " + plan_text(m, r.cheapest_plan);
+    return g;
+  }
+  // The same search without the budget and its step bound says whether money is the obstacle.
+  kernel::TaskModel relaxed = m;
+  relaxed.budget.total = std::numeric_limits<kernel::Amount>::max() / 4;
+  relaxed.budget.step_limit = std::numeric_limits<std::int64_t>::max() / 4;
+  const kernel::LookaheadResult free =
+      kernel::plan_to_goal(relaxed, kernel::Situation::initial(relaxed), o);
+  const bool emergency = std::any_of(
+      m.actions.begin(), m.actions.end(), [](const kernel::Action& a) { return a.emergency; });
+  g.infeasible = r.complete && free.complete && !emergency &&
+                 static_cast<std::int64_t>(depth) >= m.budget.step_limit;
+  const std::string scope = g.infeasible ? "" : " within " + k + " steps";
+  if (free.goal_reachable) {
+    g.plan = free.cheapest_plan;
+    g.cost = free.cheapest_cost;
+    g.message = "this task cannot complete" + scope + ": the cheapest plan costs " +
+                m.format_amount(free.cheapest_cost) + ", the budget is " +
+                m.format_amount(m.budget.total) + " (" + plan_text(m, free.cheapest_plan) + ")";
+  } else {
+    g.message = "not reachable" + scope + ", whatever the budget";
+  }
+  g.message += incomplete;
+  return g;
 }
 
 }  // namespace clampai::cli

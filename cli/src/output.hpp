@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "clampai/kernel/lookahead.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/verifier/verify.hpp"
 
@@ -17,5 +18,24 @@ nlohmann::json named_values_json(const std::vector<std::pair<std::string, kernel
 /// Prints a counterexample as a table of variables, before and (for a transition) after, on
 /// stdout, indented by four spaces.
 void print_counterexample(const verifier::Counterexample& cex);
+
+/// A plan as JSON: `[{"action", "params": {name: value}, "cost"}]`.
+nlohmann::json plan_json(const kernel::TaskModel& m, const kernel::Plan& p);
+/// A plan as text: `open_valve, fill n=2` (or `(no step)`).
+std::string plan_text(const kernel::TaskModel& m, const kernel::Plan& p);
+
+/// `clampai verify --depth K`: can the goal be reached from the initial state within K steps
+/// and the budget?
+struct GoalCheck {
+  bool reachable = false;
+  kernel::Plan plan{};
+  kernel::Amount cost = 0;
+  bool complete = true;
+  /// Not reachable, proved for every run: the search was complete, K covers the T2 step bound
+  /// and there is no emergency action (which could add steps).
+  bool infeasible = false;
+  std::string message{};  // one line, for people
+};
+GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth);
 
 }  // namespace clampai::cli
