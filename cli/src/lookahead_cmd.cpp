@@ -140,18 +140,18 @@ int lookahead_command() {
   std::cout << "  basin reachable    "
             << (r.reachable_basin
                     ? "`" + *r.reachable_basin + "` in " + std::to_string(r.basin_witness.size()) +
-                          " steps: " + plan_text(m, r.basin_witness)
+                          " steps: " + kernel::describe_plan(m, r.basin_witness)
                     : "none within " + k + " steps")
             << "\n";
   std::cout << "  dead end           "
-            << (r.dead_end ? "after " + plan_text(m, r.dead_end_witness) +
+            << (r.dead_end ? "after " + kernel::describe_plan(m, r.dead_end_witness) +
                                  ": no action is approvable and the goal does not hold"
                            : "none within " + k + " steps")
             << "\n";
   std::cout << "  goal               "
             << (r.goal_reachable
                     ? "reachable: the cheapest plan costs " + m.format_amount(r.cheapest_cost) +
-                          ": " + plan_text(m, r.cheapest_plan)
+                          ": " + kernel::describe_plan(m, r.cheapest_plan)
                     : "not reachable within " + k + " steps and the budget left")
             << "\n";
   std::cout << "  searched           " << r.situations << " situations"

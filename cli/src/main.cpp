@@ -115,6 +115,8 @@ struct RunArgs {
   std::string flush = "flush";
   std::optional<std::uint64_t> max_steps;
   bool record_rejections = false;
+  std::optional<unsigned> lookahead;
+  bool recover = false;
 };
 
 int cmd_run(const RunArgs& args, const Common& common) {
@@ -127,10 +129,16 @@ int cmd_run(const RunArgs& args, const Common& common) {
                                                             : ck::FlushPolicy::flush;
     options.writer = std::make_shared<ck::TraceWriter>(args.trace, policy);
   }
+  if (args.lookahead) {
+    ck::LookaheadOptions lookahead;
+    lookahead.depth = *args.lookahead;
+    options.guard = ck::lookahead_guard(model, lookahead);
+  }
   ck::SafetyKernel kernel(model, options);
   ck::FirstApprovableDriver driver;
   ck::RunOptions run_options;
   run_options.max_steps = args.max_steps;
+  run_options.recover = args.recover;
   const ck::RunResult r = ck::run(kernel, driver, run_options);
   const ck::TraceEntry seal = kernel.seal();
   const auto budget = kernel.budget();
@@ -152,6 +160,12 @@ int cmd_run(const RunArgs& args, const Common& common) {
     j["rejections_by_reason"] = r.rejections_by_reason;
     j["actions"] = r.actions;
     j["last_reasons"] = reasons_json(r.last_reasons);
+    if (args.lookahead) j["lookahead"] = *args.lookahead;
+    if (args.recover) {
+      j["rollbacks"] = r.rollbacks;
+      j["emergencies"] = r.emergencies;
+      j["recovery"] = r.recovery;
+    }
     j["trace"] = {{"entries", seal.sequence + 1}, {"head", seal.hash}, {"verified", check.ok}};
     if (!args.trace.empty()) j["trace"]["file"] = args.trace;
     std::cout << j.dump(2) << "\n";
@@ -181,6 +195,13 @@ int cmd_run(const RunArgs& args, const Common& common) {
     std::cout << "\n  actions     ";
     for (std::size_t i = 0; i < r.actions.size(); ++i) std::cout << (i ? ", " : "") << r.actions[i];
     std::cout << (r.actions.empty() ? "(none)\n" : "\n");
+    if (args.recover) {
+      std::cout << "  recovery    " << r.rollbacks << " rollback" << (r.rollbacks == 1 ? "" : "s")
+                << ", " << r.emergencies << " emergency action" << (r.emergencies == 1 ? "" : "s");
+      for (std::size_t i = 0; i < r.recovery.size(); ++i)
+        std::cout << (i ? ", " : ": ") << r.recovery[i];
+      std::cout << "\n";
+    }
     if (!r.goal_reached) {
       for (const auto& reason : r.last_reasons)
         std::cout << "  why         " << ck::to_string(reason.code) << ": " << reason.message
@@ -460,6 +481,16 @@ int main(int argc, char** argv) {
                   "Stop after this many executed actions (besides the kernel's T2 bound)");
   run->add_flag(
       "--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
+  run->add_option("--lookahead",
+                  run_args.lookahead,
+                  "Reject actions after which a capture basin is reachable within K more steps "
+                  "(reason lookahead_trap)")
+      ->option_text("K")
+      ->check(CLI::Range(0U, 64U));
+  run->add_flag("--recover",
+                run_args.recover,
+                "When nothing is approvable: roll back the last action if reversible, else take "
+                "an emergency action and stop");
   add_format(run, common);
 
   VerifyArgs verify_args;

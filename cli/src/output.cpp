@@ -52,16 +52,6 @@ json plan_json(const kernel::TaskModel& m, const kernel::Plan& p) {
   return out;
 }
 
-std::string plan_text(const kernel::TaskModel& m, const kernel::Plan& p) {
-  std::string out;
-  for (const auto& s : p) {
-    out += (out.empty() ? "" : ", ") + m.actions[s.action].id;
-    for (std::size_t i = 0; i < s.params.size(); ++i)
-      out += " " + m.actions[s.action].parameters[i].name + "=" + s.params[i].to_string();
-  }
-  return out.empty() ? "(no step)" : out;
-}
-
 GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
   GoalCheck g;
   kernel::LookaheadOptions o;
@@ -77,7 +67,7 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
     g.cost = r.cheapest_cost;
     g.message = "reachable within " + k + " steps: the cheapest plan costs " +
                 m.format_amount(r.cheapest_cost) + " of the budget " +
-                m.format_amount(m.budget.total) + ": " + plan_text(m, r.cheapest_plan);
+                m.format_amount(m.budget.total) + ": " + kernel::describe_plan(m, r.cheapest_plan);
     return g;
   }
   // The same search without the budget and its step bound says whether money is the obstacle.
@@ -96,7 +86,8 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
     g.cost = free.cheapest_cost;
     g.message = "this task cannot complete" + scope + ": the cheapest plan costs " +
                 m.format_amount(free.cheapest_cost) + ", the budget is " +
-                m.format_amount(m.budget.total) + " (" + plan_text(m, free.cheapest_plan) + ")";
+                m.format_amount(m.budget.total) + " (" +
+                kernel::describe_plan(m, free.cheapest_plan) + ")";
   } else {
     g.message = "not reachable" + scope + ", whatever the budget";
   }

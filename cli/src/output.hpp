@@ -21,8 +21,6 @@ void print_counterexample(const verifier::Counterexample& cex);
 
 /// A plan as JSON: `[{"action", "params": {name: value}, "cost"}]`.
 nlohmann::json plan_json(const kernel::TaskModel& m, const kernel::Plan& p);
-/// A plan as text: `open_valve, fill n=2` (or `(no step)`).
-std::string plan_text(const kernel::TaskModel& m, const kernel::Plan& p);
 
 /// `clampai verify --depth K`: can the goal be reached from the initial state within K steps
 /// and the budget?

@@ -6,8 +6,12 @@
 namespace clampai::kernel {
 
 std::string_view to_string(Termination t) {
-  static constexpr std::string_view kNames[] = {
-      "goal_reached", "no_approvable_action", "budget_exhausted", "step_limit", "max_steps"};
+  static constexpr std::string_view kNames[] = {"goal_reached",
+                                                "no_approvable_action",
+                                                "budget_exhausted",
+                                                "step_limit",
+                                                "max_steps",
+                                                "emergency_stop"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -21,12 +25,24 @@ Proposal default_proposal(const TaskModel& model, std::size_t index) {
   return p;
 }
 
+void Driver::rolled_back(const State& /*state*/, const Proposal& /*undone*/) {}
+
+void FirstApprovableDriver::rolled_back(const State& state, const Proposal& undone) {
+  avoid_.emplace_back(state, undone.action);
+}
+
 Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
   Choice choice;
   const TaskModel& m = kernel.model();
+  const std::optional<State> now =
+      avoid_.empty() ? std::nullopt : std::optional<State>(kernel.state());
   for (std::size_t i = 0; i < m.actions.size(); ++i) {
     const Action& a = m.actions[i];
     if (a.emergency) continue;
+    if (std::any_of(avoid_.begin(), avoid_.end(), [&](const auto& entry) {
+          return entry.second == i && entry.first == *now;
+        }))
+      continue;
     bool ready = true;
     for (auto dep : a.dependencies) ready = ready && kernel.completions(dep) > 0;
     if (!ready) continue;
@@ -41,8 +57,31 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
   return choice;
 }
 
+namespace {
+
+// The first approvable emergency action, if any (`tally` counts the rejected ones).
+template <typename Tally>
+std::optional<Proposal> approvable_emergency(const SafetyKernel& kernel,
+                                             RunResult& result,
+                                             Tally&& tally) {
+  const TaskModel& m = kernel.model();
+  for (std::size_t i = 0; i < m.actions.size(); ++i) {
+    if (!m.actions[i].emergency) continue;
+    Proposal p = default_proposal(m, i);
+    ++result.attempted;
+    const Decision d = kernel.evaluate(p);
+    if (d.approved) return p;
+    tally(d);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
   RunResult result;
+  // This run's non-emergency commits still in effect, newest last: what recovery may undo.
+  std::vector<std::pair<Receipt, Proposal>> undoable;
   auto tally = [&](const Decision& d) {
     ++result.rejected;
     for (const auto& r : d.reasons) ++result.rejections_by_reason[std::string(to_string(r.code))];
@@ -59,6 +98,35 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
     Choice choice = driver.next(kernel);
     result.attempted += choice.rejected.size() + (choice.proposal ? 1 : 0);
     for (const auto& d : choice.rejected) tally(d);
+    if (!choice.proposal && options.recover) {
+      const bool steps_left = kernel.steps() < static_cast<std::uint64_t>(kernel.step_limit());
+      if (steps_left && !undoable.empty() &&
+          kernel.model().actions[undoable.back().first.action].reversible) {
+        auto [receipt, proposal] = undoable.back();
+        undoable.pop_back();
+        // Throws only if another thread committed since: then nothing of this run is undoable.
+        Outcome o = kernel.rollback(receipt);
+        ++result.rollbacks;
+        result.recovery.push_back("rolled back `" + kernel.model().actions[receipt.action].id +
+                                  "`");
+        driver.rolled_back(o.state, proposal);
+        continue;
+      }
+      if (auto p = approvable_emergency(kernel, result, tally)) {
+        Outcome o = kernel.execute(*p);
+        if (o.decision.approved) {
+          ++result.executed;
+          ++result.emergencies;
+          const std::string& id = kernel.model().actions[p->action].id;
+          result.actions.push_back(id);
+          result.recovery.push_back("emergency action `" + id + "`");
+          result.termination = Termination::emergency_stop;
+          result.goal_reached = kernel.goal_reached();
+          return result;
+        }
+        tally(o.decision);
+      }
+    }
     if (!choice.proposal) {
       const auto budget = kernel.budget();
       if (kernel.steps() >= static_cast<std::uint64_t>(kernel.step_limit())) {
@@ -85,6 +153,8 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
     }
     ++result.executed;
     result.actions.push_back(kernel.model().actions[choice.proposal->action].id);
+    if (o.receipt && !o.decision.emergency)
+      undoable.emplace_back(*o.receipt, std::move(*choice.proposal));
   }
   result.goal_reached = kernel.goal_reached();
   return result;

@@ -267,4 +267,38 @@ LookaheadResult plan_to_goal(const TaskModel& model,
   return out;
 }
 
+std::string describe_plan(const TaskModel& model, const Plan& plan) {
+  std::string out;
+  for (const PlannedStep& step : plan) {
+    const Action& a = model.actions.at(step.action);
+    out += (out.empty() ? "" : ", ") + a.id;
+    for (std::size_t i = 0; i < step.params.size() && i < a.parameters.size(); ++i)
+      out += " " + a.parameters[i].name + "=" + step.params[i].to_string();
+  }
+  return out.empty() ? "(no step)" : out;
+}
+
+std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)>
+lookahead_guard(std::shared_ptr<const TaskModel> model, LookaheadOptions options) {
+  return [model = std::move(model), options](const Situation& here,
+                                             const Proposal& proposal,
+                                             const Decision&) -> std::optional<Reason> {
+    if (model->basins.empty()) return std::nullopt;
+    const LookaheadResult r = lookahead(*model, here, proposal, options);
+    if (!r.decision.approved || !r.trap()) return std::nullopt;
+    const std::string& id = model->actions.at(proposal.action).id;
+    if (!r.entered.empty()) {
+      return Reason{ReasonCode::lookahead_trap,
+                    r.entered.front(),
+                    "`" + id + "` enters capture basin `" + r.entered.front() + "`"};
+    }
+    return Reason{ReasonCode::lookahead_trap,
+                  *r.reachable_basin,
+                  "capture basin `" + *r.reachable_basin + "` is reachable within " +
+                      std::to_string(r.basin_witness.size()) + " step" +
+                      (r.basin_witness.size() == 1 ? "" : "s") + " after `" + id +
+                      "`: " + describe_plan(*model, r.basin_witness)};
+  };
+}
+
 }  // namespace clampai::kernel

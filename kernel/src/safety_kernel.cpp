@@ -98,7 +98,8 @@ std::string_view to_string(ReasonCode code) {
                                                 "undefined_value",
                                                 "bound_violated",
                                                 "invariant_violated",
-                                                "monitoring_violated"};
+                                                "monitoring_violated",
+                                                "lookahead_trap"};
   return kNames[static_cast<int>(code)];
 }
 
@@ -471,7 +472,15 @@ Decision decide_at(const TaskModel& model,
 }  // namespace
 
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
-  return decide_at(*model_, state, budget_, steps_, completions_, p);
+  Decision d = decide_at(*model_, state, budget_, steps_, completions_, p);
+  if (options_.guard && d.approved && !d.emergency) {
+    const Situation here{state, budget_, steps_, emergency_steps_, completions_};
+    if (std::optional<Reason> veto = options_.guard(here, p, d)) {
+      d.approved = false;
+      d.reasons.push_back(std::move(*veto));
+    }
+  }
+  return d;
 }
 
 Situation Situation::initial(const TaskModel& model) {
@@ -837,6 +846,13 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
         break;
       }
       case EntryKind::rejected: {
+        // A guard's veto (the lookahead) is not the model's verdict: a replaying kernel has no
+        // guard, and a rejection changes nothing, so it is accepted as recorded.
+        if (!e.reasons.empty() &&
+            std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
+              return r.code == ReasonCode::lookahead_trap;
+            }))
+          break;
         const Decision d = kernel.evaluate(e.action, params);
         if (d.approved)
           return Mismatch{i,

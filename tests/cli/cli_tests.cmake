@@ -142,6 +142,12 @@ file(WRITE ${WORK_DIR}/vessel_state.json "{\"level\": 4, \"valve_open\": true}")
 expect("lookahead from a state" 0 "goal +reachable: the cheapest plan costs 4.000: top_up, top_up" ${CLAMPAI} lookahead ${pv} --state ${WORK_DIR}/vessel_state.json --action close_valve --depth 2)
 expect("lookahead unknown action" 2 "--action: unknown action `nope`" ${CLAMPAI} lookahead ${pv} --action nope)
 expect("lookahead bad params" 2 "--params: malformed JSON" ${CLAMPAI} lookahead ${pv} --action open_valve --params "{")
+# clampai run --lookahead K / --recover: the trap is avoided, or recovered from by rollback.
+expect("run trapped" 1 "goal NOT reached \\(no_approvable_action\\)" ${CLAMPAI} run ${pv})
+expect("run lookahead" 0 "goal reached.*lookahead_trap 1.*actions +top_up, top_up, top_up, top_up" ${CLAMPAI} run ${pv} --lookahead 3)
+expect("run recover" 0 "goal reached.*recovery +3 rollbacks, 0 emergency actions: rolled back `fill`" ${CLAMPAI} run ${pv} --recover)
+expect("run recover json" 0 "\"rollbacks\": 3" ${CLAMPAI} run ${pv} --recover --format json)
+expect("run lookahead range" 2 "--lookahead" ${CLAMPAI} run ${pv} --lookahead 100)
 # clampai verify --depth K: the cheapest plan to the goal, or a proof that there is none.
 expect("verify goal plan" 0 "goal: reachable within 5 steps: the cheapest plan costs 7.000 of the budget 12.000: open_valve, fill, close_valve, top_up, top_up" ${CLAMPAI} verify ${pv} --depth 5)
 expect("verify goal infeasible" 1 "REFUTED goal: this task cannot complete: the cheapest plan costs 24.000, the budget is 20.000" ${CLAMPAI} verify ${SOURCE_DIR}/tests/data/costly.json --depth 3)

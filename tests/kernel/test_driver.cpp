@@ -92,3 +92,145 @@ TEST_CASE("Driver: default proposals take the default, else the minimum, else 0"
   const Proposal p = default_proposal(*model, 0);
   REQUIRE(p.params == std::vector<Value>{Value::integer(3), Value::integer(2), Value::integer(0)});
 }
+
+namespace {
+
+std::shared_ptr<const TaskModel> vessel() {
+  return load_spec_file(source_path("examples/pressure_vessel.json"));
+}
+
+LookaheadOptions depth(unsigned k) {
+  LookaheadOptions o;
+  o.depth = k;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Kernel guard: the lookahead rejects a trap with its witness, atomically",
+          "[kernel][driver][lookahead]") {
+  const auto m = vessel();
+  KernelOptions options;
+  options.guard = lookahead_guard(m, depth(3));
+  options.record_rejections = true;
+  SafetyKernel k(m, options);
+
+  const Decision d = k.evaluate("open_valve");
+  REQUIRE_FALSE(d.approved);
+  REQUIRE(d.reasons.size() == 1);
+  CHECK(d.has(ReasonCode::lookahead_trap, "overflow"));
+  CHECK(d.reasons[0].message ==
+        "capture basin `overflow` is reachable within 3 steps after `open_valve`: fill, fill, "
+        "fill");
+  CHECK(to_string(ReasonCode::lookahead_trap) == "lookahead_trap");
+
+  const Situation before = k.situation();
+  const Outcome o = k.execute("open_valve");
+  REQUIRE_FALSE(o.decision.approved);
+  CHECK_FALSE(o.receipt);
+  CHECK(k.state() == before.state);  // T5: the veto changes nothing
+  CHECK(k.steps() == 0);
+  CHECK(k.budget().net() == 0);
+
+  CHECK(k.evaluate("top_up").approved);  // a safe action passes the guard
+  REQUIRE(k.execute("top_up").decision.approved);
+
+  // The recorded veto replays: the replaying kernel has no guard, and a rejection is inert.
+  k.seal();
+  State final_state = m->initial_state();
+  CHECK_FALSE(replay_trace(m, k.trace(), &final_state));
+  CHECK(final_state == k.state());
+}
+
+TEST_CASE(
+    "Kernel guard: a shallower lookahead does not see the trap; basins entered directly "
+    "are named",
+    "[kernel][driver][lookahead]") {
+  const auto m = vessel();
+  {
+    KernelOptions options;
+    options.guard = lookahead_guard(m, depth(2));
+    SafetyKernel k(m, options);
+    CHECK(k.evaluate("open_valve").approved);
+  }
+  const auto direct = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0}},
+    "actions": [{"id": "jump", "cost": 1, "effects": [{"variable": "x", "mode": "set", "value": 9}]},
+                {"id": "stop", "cost": 0, "effects": []}],
+    "emergency_actions": ["stop"],
+    "capture_basins": [{"name": "deep", "check": "x >= 5"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J");
+  KernelOptions options;
+  options.guard = lookahead_guard(direct, depth(0));
+  SafetyKernel k(direct, options);
+  const Decision d = k.evaluate("jump");
+  REQUIRE(d.has(ReasonCode::lookahead_trap, "deep"));
+  CHECK(d.reasons[0].message == "`jump` enters capture basin `deep`");
+  REQUIRE(k.execute("jump").decision.approved == false);
+  // Emergency actions are never vetoed.
+  CHECK(k.evaluate("stop").approved);
+}
+
+TEST_CASE(
+    "Driver: with the lookahead guard the vessel is filled safely; without it, it is "
+    "trapped",
+    "[kernel][driver][lookahead]") {
+  const auto m = vessel();
+  {
+    SafetyKernel k(m);
+    FirstApprovableDriver driver;
+    const RunResult r = run(k, driver);
+    CHECK_FALSE(r.goal_reached);
+    CHECK(r.termination == Termination::no_approvable_action);
+    CHECK(k.state().get("level") == Value::integer(10));
+  }
+  KernelOptions options;
+  options.guard = lookahead_guard(m, depth(3));
+  SafetyKernel k(m, options);
+  FirstApprovableDriver driver;
+  const RunResult r = run(k, driver);
+  REQUIRE(r.goal_reached);
+  CHECK(r.actions == std::vector<std::string>{"top_up", "top_up", "top_up", "top_up"});
+  CHECK(r.rejections_by_reason.at("lookahead_trap") == 1);
+}
+
+TEST_CASE("Driver: recovery rolls back out of a dead end and does not retry what it undid",
+          "[kernel][driver]") {
+  SafetyKernel k(vessel());
+  FirstApprovableDriver driver;
+  RunOptions options;
+  options.recover = true;
+  const RunResult r = run(k, driver, options);
+  REQUIRE(r.goal_reached);
+  CHECK(r.rollbacks == 3);
+  CHECK(r.emergencies == 0);
+  CHECK(r.recovery ==
+        std::vector<std::string>{"rolled back `fill`", "rolled back `fill`", "rolled back `fill`"});
+  CHECK(r.actions ==
+        std::vector<std::string>{
+            "open_valve", "fill", "fill", "fill", "fill", "close_valve", "top_up", "top_up"});
+  CHECK(k.state().get("level") == Value::integer(6));
+  CHECK(k.steps() == 8);  // rollbacks never give steps back (T2)
+}
+
+TEST_CASE("Driver: recovery takes one emergency action when nothing can be rolled back",
+          "[kernel][driver]") {
+  const auto m = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0},
+                                 "safe": {"type": "bool", "initial": false}},
+    "actions": [{"id": "burn", "cost": 1, "reversible": false, "requires": "x == 0",
+                 "effects": [{"variable": "x", "mode": "set", "value": 1}]},
+                {"id": "park", "cost": 0, "effects": [{"variable": "safe", "mode": "set", "value": true}]}],
+    "emergency_actions": ["park"],
+    "goal": "x == 2", "budget": {"total": 5, "min_action_cost": 1}})J");
+  SafetyKernel k(m);
+  FirstApprovableDriver driver;
+  RunOptions options;
+  options.recover = true;
+  const RunResult r = run(k, driver, options);
+  CHECK_FALSE(r.goal_reached);
+  CHECK(r.termination == Termination::emergency_stop);
+  CHECK(r.rollbacks == 0);
+  CHECK(r.emergencies == 1);
+  CHECK(r.actions == std::vector<std::string>{"burn", "park"});
+  CHECK(k.state().get("safe") == Value::boolean(true));
+  CHECK(to_string(Termination::emergency_stop) == "emergency_stop");
+}

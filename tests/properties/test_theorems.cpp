@@ -198,3 +198,22 @@ TEST_CASE("Theorems: T6 every single-byte change to a persisted trace is detecte
     std::remove(path.c_str());
   }
 }
+
+TEST_CASE("Theorems: T2 at the driver level: recovering runs terminate within the step bound",
+          "[properties][driver]") {
+  std::mt19937_64 rng(0xD21E5);
+  for (int spec = 0; spec < 300; ++spec) {
+    const auto model = random_model(rng);
+    SafetyKernel k(model);
+    FirstApprovableDriver driver;
+    RunOptions options;
+    options.recover = true;
+    const RunResult r = run(k, driver, options);  // returning at all is the property
+    INFO("spec " << spec);
+    REQUIRE(k.steps() <= static_cast<std::uint64_t>(k.step_limit()));
+    REQUIRE(r.rollbacks <= r.executed);
+    REQUIRE(r.emergencies <= 1);
+    REQUIRE(r.executed <= static_cast<std::uint64_t>(k.step_limit()) + r.emergencies);
+    REQUIRE(satisfies_blocking(*model, k.state()));
+  }
+}

@@ -28,6 +28,7 @@ enum class ReasonCode : std::uint8_t {
   bound_violated,       // a variable would leave its declared min/max/max_length
   invariant_violated,   // a blocking invariant would be false after the action (T3)
   monitoring_violated,  // a monitoring invariant would be false (a warning; never blocks)
+  lookahead_trap,       // a kernel guard (the lookahead) found the post-state to be a trap
 };
 /// The stable spelling of a code: `budget_exceeded`, ...
 std::string_view to_string(ReasonCode code);

@@ -24,6 +24,9 @@ class Driver {
   virtual ~Driver() = default;
   /// The next proposal for `kernel` in its current state.
   virtual Choice next(const SafetyKernel& kernel) = 0;
+  /// Told by `run` (with `RunOptions::recover`) that `undone` was rolled back and the kernel is
+  /// back in `state`: the driver should not propose it there again. The default does nothing.
+  virtual void rolled_back(const State& state, const Proposal& undone);
 };
 
 /// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
@@ -32,10 +35,15 @@ class Driver {
 Proposal default_proposal(const TaskModel& model, std::size_t index);
 
 /// Proposes the first non-emergency action, in spec order, whose dependencies are met and that
-/// the kernel approves now. Parameters take their default, else their minimum, else 0.
+/// the kernel approves now, except what was rolled back in the same state. Parameters take their
+/// default, else their minimum, else 0.
 class FirstApprovableDriver final : public Driver {
  public:
   Choice next(const SafetyKernel& kernel) override;
+  void rolled_back(const State& state, const Proposal& undone) override;
+
+ private:
+  std::vector<std::pair<State, std::size_t>> avoid_{};  // (state, action) pairs rolled back
 };
 
 /// Why a run stopped.
@@ -44,13 +52,20 @@ enum class Termination : std::uint8_t {
   no_approvable_action,
   budget_exhausted,
   step_limit,
-  max_steps,  // the run's own cap (RunOptions::max_steps)
+  max_steps,       // the run's own cap (RunOptions::max_steps)
+  emergency_stop,  // recovery found nothing to roll back and took an emergency action
 };
 std::string_view to_string(Termination t);
 
 struct RunOptions {
   /// Stop after this many executed actions (a driver-level cap besides the kernel's T2 bound).
   std::optional<std::uint64_t> max_steps{};
+  /// When the driver has nothing to propose and the goal is not reached, recover as the seed
+  /// does: roll back the most recent action of this run if it is reversible, else take the
+  /// first approvable emergency action and stop. Terminates: rollbacks never decrease the step
+  /// count (T2), each undoes one of this run's commits, and at most one emergency action is
+  /// taken.
+  bool recover = false;
 };
 
 /// A run's summary, like the seed's result summary.
@@ -61,13 +76,18 @@ struct RunResult {
   std::uint64_t attempted = 0;  // evaluations made (approved or not)
   std::uint64_t rejected = 0;   // rejected evaluations
   std::map<std::string, std::uint64_t> rejections_by_reason;
-  std::vector<std::string> actions{};  // ids of the committed actions, in order
-  std::vector<Reason> last_reasons{};  // why nothing was approvable, when that ended the run
+  std::uint64_t rollbacks = 0;          // recoveries by rollback
+  std::uint64_t emergencies = 0;        // emergency actions taken by recovery
+  std::vector<std::string> actions{};   // ids of the committed actions, in order (rolled back too)
+  std::vector<std::string> recovery{};  // what recovery did, in order: "rolled back `a`", ...
+  std::vector<Reason> last_reasons{};   // why nothing was approvable, when that ended the run
 };
 
 /// Drives `kernel` with `driver` until the goal is reached, the driver has nothing to
-/// propose, or the run's cap is reached. Terminates: every committed non-emergency action
-/// counts against the kernel's step limit (T2).
+/// propose (and recovery, if asked for, cannot help), or the run's cap is reached. Terminates:
+/// every committed non-emergency action counts against the kernel's step limit (T2), and
+/// recovery is bounded (see `RunOptions::recover`).
+/// @throws InvalidArgument if another thread commits while a recovering run rolls back.
 RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options = {});
 
 }  // namespace clampai::kernel

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,18 @@ LookaheadResult lookahead(const TaskModel& model,
                           const Situation& situation,
                           const Proposal& proposal,
                           const LookaheadOptions& options = {});
+
+/// "a, b x=2, c": a plan's steps as people read them ("(no step)" for an empty plan).
+std::string describe_plan(const TaskModel& model, const Plan& plan);
+
+/// A kernel guard (`KernelOptions::guard`) that vetoes every approved non-emergency proposal
+/// whose post-state is a trap: it enters a capture basin, or a basin is reachable within
+/// `options.depth` further approvable steps. The reason is `lookahead_trap`, its subject the
+/// basin and its message the witness (``capture basin `overflow` is reachable within 3 steps
+/// after `open_valve`: fill, fill, fill``). An incomplete search vetoes nothing it did not
+/// find. Requires `model` to be the kernel's model.
+std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)>
+lookahead_guard(std::shared_ptr<const TaskModel> model, LookaheadOptions options = {});
 
 /// The goal part alone, from `situation` itself: the cheapest plan of at most `options.depth`
 /// approvable steps that reaches the goal (`goal_reachable`, `cheapest_plan`, `cheapest_cost`,

@@ -30,6 +30,19 @@ struct Proposal {
   std::vector<Value> params{};
 };
 
+/// Where a kernel stands, or a search imagines one to stand: the state and the counters every
+/// check reads. A value: copying it is cheap (the state is persistent).
+struct Situation {
+  State state;
+  BudgetController budget;
+  std::uint64_t steps = 0;
+  std::uint64_t emergency_steps = 0;
+  std::vector<std::uint64_t> completions{};  // per action: executions minus rollbacks
+
+  /// A fresh kernel's situation: the initial state, nothing spent, no steps.
+  static Situation initial(const TaskModel& model);
+};
+
 /// Options of a kernel.
 struct KernelOptions {
   /// Append rejected proposals passed to `execute` to the trace (they change nothing else).
@@ -42,19 +55,12 @@ struct KernelOptions {
   bool check_initial_state = true;
   /// Where to persist the trace as it grows (JSON Lines); may be null.
   std::shared_ptr<TraceWriter> writer{};
-};
-
-/// Where a kernel stands, or a search imagines one to stand: the state and the counters every
-/// check reads. A value: copying it is cheap (the state is persistent).
-struct Situation {
-  State state;
-  BudgetController budget;
-  std::uint64_t steps = 0;
-  std::uint64_t emergency_steps = 0;
-  std::vector<std::uint64_t> completions{};  // per action: executions minus rollbacks
-
-  /// A fresh kernel's situation: the initial state, nothing spent, no steps.
-  static Situation initial(const TaskModel& model);
+  /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
+  /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
+  /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
+  /// actions are never vetoed. `lookahead_guard` (lookahead.hpp) is the one the toolkit ships.
+  /// Must not call back into the kernel. May be empty.
+  std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
 };
 
 /// The kernel's decision on `proposal` in `situation`: exactly the checks of
