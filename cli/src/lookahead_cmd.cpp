@@ -19,28 +19,6 @@ struct Args {
   std::size_t max_param_values = 64;
 } args;
 
-ck::ParamMap parse_params(const std::string& text) {
-  ck::ParamMap out;
-  if (text.empty()) return out;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw SpecError("--params", std::string("malformed JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
-  for (const auto& [name, v] : j.items()) {
-    const std::string num = v.is_string() ? v.get<std::string>() : v.dump();
-    std::string err;
-    const auto d = ck::Decimal::parse(num, &err);
-    if (!v.is_number() && !v.is_string()) err = "expected a number";
-    if (!d || !err.empty())
-      throw SpecError("--params." + name, "`" + num + "`: " + (err.empty() ? "not a number" : err));
-    out.emplace_back(name, ck::Value::number(*d));
-  }
-  return out;
-}
-
 }  // namespace
 
 int lookahead_command();
@@ -70,23 +48,7 @@ CLI::App* add_lookahead_command(CLI::App& app) {
 }
 
 int lookahead_command() {
-  std::shared_ptr<const ck::TaskModel> model;
-  ck::Situation situation = [&] {
-    try {
-      model = ck::load_spec_file(args.spec);
-    } catch (const Error& e) {
-      throw SpecError(args.spec, e.what());
-    }
-    ck::Situation s = ck::Situation::initial(*model);
-    if (!args.state.empty()) {
-      try {
-        s.state = ck::parse_state(*model, ck::read_text_file(args.state));
-      } catch (const Error& e) {
-        throw SpecError(args.state, e.what());
-      }
-    }
-    return s;
-  }();
+  auto [model, situation] = load_situation(args.spec, args.state);
   ck::KernelOptions ko;
   ko.check_initial_state = false;
   const ck::SafetyKernel resolver(model, ko);

@@ -19,6 +19,7 @@
 #include "compose_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "output.hpp"
+#include "repair_cmd.hpp"
 
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
@@ -537,6 +538,7 @@ int main(int argc, char** argv) {
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
+  auto* repair = clampai::cli::add_repair_command(app);
 
   try {
     app.parse(argc, argv);
@@ -557,6 +559,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return clampai::cli::run_bench_command();
     if (compose->parsed()) return clampai::cli::run_compose_command();
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
+    if (repair->parsed()) return clampai::cli::run_repair_command();
   } catch (const clampai::SpecError& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;

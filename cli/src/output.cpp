@@ -5,6 +5,8 @@
 #include <iostream>
 #include <limits>
 
+#include "clampai/kernel.hpp"
+
 namespace clampai::cli {
 
 using nlohmann::json;
@@ -93,6 +95,47 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
   }
   g.message += incomplete;
   return g;
+}
+
+kernel::ParamMap parse_params(const std::string& text) {
+  kernel::ParamMap out;
+  if (text.empty()) return out;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw SpecError("--params", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
+  for (const auto& [name, v] : j.items()) {
+    const std::string num = v.is_string() ? v.get<std::string>() : v.dump();
+    std::string err;
+    const auto d = kernel::Decimal::parse(num, &err);
+    if (!v.is_number() && !v.is_string()) err = "expected a number";
+    if (!d || !err.empty())
+      throw SpecError("--params." + name, "`" + num + "`: " + (err.empty() ? "not a number" : err));
+    out.emplace_back(name, kernel::Value::number(*d));
+  }
+  return out;
+}
+
+std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
+    const std::string& spec, const std::string& state) {
+  std::shared_ptr<const kernel::TaskModel> model;
+  try {
+    model = kernel::load_spec_file(spec);
+  } catch (const Error& e) {
+    throw SpecError(spec, e.what());
+  }
+  kernel::Situation s = kernel::Situation::initial(*model);
+  if (!state.empty()) {
+    try {
+      s.state = kernel::parse_state(*model, kernel::read_text_file(state));
+    } catch (const Error& e) {
+      throw SpecError(state, e.what());
+    }
+  }
+  return {model, std::move(s)};
 }
 
 }  // namespace clampai::cli

@@ -1,12 +1,14 @@
 // Output helpers shared by the `clampai` subcommands (private to the CLI).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "clampai/kernel/lookahead.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/verifier/verify.hpp"
 
@@ -35,5 +37,16 @@ struct GoalCheck {
   std::string message{};  // one line, for people
 };
 GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth);
+
+/// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers, or strings
+/// holding exact decimals. An empty text is no parameters.
+/// @throws SpecError naming `--params` (or `--params.NAME`) for malformed input.
+kernel::ParamMap parse_params(const std::string& text);
+
+/// Loads `spec` and the situation to work in: its initial one, with the state from the JSON
+/// file `state` if that is not empty.
+/// @throws SpecError naming the file at fault.
+std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
+    const std::string& spec, const std::string& state);
 
 }  // namespace clampai::cli

@@ -206,6 +206,8 @@ detail::JsonNode canonical_form(const TaskModel& m) {
     o.add("enforcement",
           JsonNode::make_string(inv.enforcement == Enforcement::blocking ? "blocking"
                                                                          : "monitoring"));
+    if (inv.barrier_rate)
+      o.add("barrier_rate", JsonNode::make_string(inv.barrier_rate->to_string()));
   }
   JsonNode& b = root.add("budget", JsonNode::make_object());
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
@@ -671,6 +673,26 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       out.expr = parse_bool(
           inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
       out.transition = uses_old(*out.expr);
+      if (inv.barrier_rate) {
+        const std::string rp = path + ".barrier_rate";
+        const Expr& e = *out.expr;
+        const bool comparison =
+            e.op == ExprOp::le || e.op == ExprOp::lt || e.op == ExprOp::ge || e.op == ExprOp::gt;
+        if (!comparison || !e.args[0]->type.is_numeric() || !e.args[1]->type.is_numeric())
+          throw SpecError(
+              rp,
+              "a barrier rate needs a numeric comparison (`a <= b`, `<`, `>=`, `>`); `" + inv.name +
+                  "` is `" + inv.expression + "`");
+        if (out.transition || inv.enforcement != Enforcement::blocking)
+          throw SpecError(rp,
+                          "a barrier rate needs a blocking invariant on one state (no `old(x)`)");
+        const bool upper = e.op == ExprOp::le || e.op == ExprOp::lt;
+        const Expr& hi = upper ? *e.args[1] : *e.args[0];
+        const Expr& lo = upper ? *e.args[0] : *e.args[1];
+        out.barrier_rate = inv.barrier_rate;
+        out.barrier =
+            parse_expression("(" + to_source(hi) + ") - (" + to_source(lo) + ")", m->scope(), rp);
+      }
     } else if (inv.predicate) {
       out.predicate = inv.predicate;
     } else {

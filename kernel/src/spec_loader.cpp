@@ -246,7 +246,8 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
 
 InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
   expect_kind(n, Kind::object, path);
-  allow_keys(n, path, {"name", "check", "enforcement", "description", "suggestion"});
+  allow_keys(
+      n, path, {"name", "check", "enforcement", "description", "suggestion", "barrier_rate"});
   InvariantDecl inv;
   inv.loc = loc(n);
   const JsonNode& name = required(n, path, "name");
@@ -267,6 +268,14 @@ InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
   }
   inv.description = get_string(n, path, "description");
   inv.suggestion = get_string(n, path, "suggestion");
+  if (const JsonNode* rate = n.find("barrier_rate")) {
+    const std::string rp = join(path, "barrier_rate");
+    if (rate->kind != Kind::number)
+      throw SpecError(rp, "expected a number in (0, 1], got " + detail::describe(*rate));
+    inv.barrier_rate = get_decimal(*rate, rp);
+    if (inv.barrier_rate->units <= 0 || *inv.barrier_rate > Decimal{1, 0})
+      throw SpecError(rp, "a barrier rate is in (0, 1], got " + inv.barrier_rate->to_string());
+  }
   return inv;
 }
 

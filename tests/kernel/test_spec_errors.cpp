@@ -795,3 +795,35 @@ TEST_CASE("SpecLoader: a long dependency chain is checked without a crash", "[ke
   }
   CHECK(outcome_in_child([&] { (void)clampai::kernel::build_model(decl); }) == "finished");
 }
+
+TEST_CASE("SpecLoader: a barrier rate needs (0, 1] and a blocking numeric comparison",
+          "[kernel][spec]") {
+  struct Case {
+    const char* invariant;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"name": "i", "check": "x >= 0", "barrier_rate": 0})", "a barrier rate is in (0, 1]"},
+      {R"({"name": "i", "check": "x >= 0", "barrier_rate": 1.5})", "a barrier rate is in (0, 1]"},
+      {R"({"name": "i", "check": "x >= 0", "barrier_rate": "fast"})", "expected a number"},
+      {R"({"name": "i", "check": "x >= 0 && x <= 9", "barrier_rate": 0.5})",
+       "a barrier rate needs a numeric comparison"},
+      {R"({"name": "i", "check": "x != 3", "barrier_rate": 0.5})",
+       "a barrier rate needs a numeric comparison"},
+      {R"({"name": "i", "check": "x >= 0", "enforcement": "monitoring", "barrier_rate": 0.5})",
+       "needs a blocking invariant"},
+      {R"J({"name": "i", "check": "x >= old(x)", "barrier_rate": 0.5})J",
+       "needs a blocking invariant on one state"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.invariant);
+    const auto e = spec_error(with_extra(std::string(R"(, "invariants": [)") + c.invariant + "]"));
+    REQUIRE(e);
+    CHECK(e->path() == "invariants[0].barrier_rate");
+    CHECK_THAT(e->what(), Contains(c.message));
+  }
+  const auto ok = clampai::kernel::load_spec(
+      with_extra(R"(, "invariants": [{"name": "i", "check": "x <= 9", "barrier_rate": 0.25}])"));
+  REQUIRE(ok->invariants[0].barrier);
+  CHECK(clampai::kernel::to_source(*ok->invariants[0].barrier) == "9 - x");
+}

@@ -173,6 +173,45 @@ z3::expr Encoder::encode_bool(const Expr& e,
     throw;
   }
 }
+Term Encoder::encode_numeric(const Expr& e,
+                             const std::vector<std::pair<VarId, z3::expr>>* post,
+                             const Action* action) {
+  try {
+    return encode(e, Env{post, action}, nullptr);
+  } catch (const Unsupported&) {
+    ranges_.clear();
+    throw;
+  }
+}
+
+z3::expr Encoder::constant(const Value& v, const Type& type) {
+  switch (type.kind()) {
+    case Type::Kind::boolean:
+      return ctx_.bool_val(v.as_bool());
+    case Type::Kind::integer:
+    case Type::Kind::decimal: {
+      const auto at = v.as_number().rescaled(type.scale());
+      if (!at) throw Unsupported{"a value finer than its variable's scale"};
+      return ctx_.int_val(at->units);
+    }
+    case Type::Kind::enumeration: {
+      const auto& vs = type.enum_values();
+      const auto it = std::find(vs.begin(), vs.end(), v.as_string());
+      if (it == vs.end()) throw Unsupported{"a value outside its enumeration"};
+      return ctx_.int_val(static_cast<std::int64_t>(it - vs.begin()));
+    }
+    case Type::Kind::string:
+      return ctx_.string_val(v.as_string());
+    case Type::Kind::list: {
+      z3::expr out = empty_list(type);
+      for (const Value& item : v.as_list())
+        out = z3::concat(out, constant(item, *type.element()).unit());
+      return out;
+    }
+  }
+  throw Unsupported{"unsupported construct: a value of this type"};
+}
+
 Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
   auto numeric = [&](std::size_t i) { return encode(*e.args[i], env, nullptr); };
   auto equal = [&](const Expr& a, const Expr& b) -> z3::expr {

@@ -58,6 +58,14 @@ class Encoder {
 
   /// Encodes any expression on the pre-state (no parameters). @throws Unsupported
   Term encode_term(const kernel::Expr& e);
+  /// Encodes a numeric expression, read like `encode_bool`. @throws Unsupported
+  Term encode_numeric(const kernel::Expr& e,
+                      const std::vector<std::pair<kernel::VarId, z3::expr>>* post,
+                      const kernel::Action* action);
+
+  /// The term of a concrete value of `type`, as `pre` symbols of that type hold it: the
+  /// inverse of `value_of`. @throws Unsupported for values of a type without a sort.
+  z3::expr constant(const kernel::Value& v, const kernel::Type& type);
 
   /// The conjunction of "stays within int64" for every arithmetic result computed by the
   /// encodings since the last call (the kernel fails on such an overflow), then forgets them.

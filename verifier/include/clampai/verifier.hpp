@@ -2,5 +2,6 @@
 #pragma once
 
 #include "clampai/verifier/contract.hpp"
+#include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/tuning.hpp"
 #include "clampai/verifier/verify.hpp"

@@ -101,6 +101,9 @@ struct InvariantDecl {
   Enforcement enforcement = Enforcement::blocking;
   std::string description{};
   std::string suggestion{};
+  /// The control-barrier rate α in (0, 1] (`barrier_rate`): repairs keep h(s') >= (1 - α)·h(s),
+  /// with h read off the invariant's comparison. Only for a blocking `a <= b` (`<`, `>=`, `>`).
+  std::optional<Decimal> barrier_rate{};
   SourceLoc loc{};
 };
 
@@ -201,6 +204,11 @@ struct Invariant {
   std::string description{};
   std::string suggestion{};
   bool transition = false;  // refers to old(x)
+  /// The control-barrier rate α and h, the margin of the comparison (`b - a` for `a <= b` or
+  /// `a < b`, `a - b` for `>=` and `>`): set together, or neither. The kernel's check is the
+  /// invariant itself; `clampai repair` also keeps h(s') >= (1 - α)·h(s).
+  std::optional<Decimal> barrier_rate{};
+  ExprPtr barrier{};
   SourceLoc loc{};
 };
 

@@ -1,0 +1,856 @@
+// Certified minimal repair. Two solvers over the same constraints:
+// - l2: the constraints, with the state substituted, are linearised natively into a polyhedron
+//   over the parameters; the exact projection (qp.cpp) is certified by KKT; the grid points
+//   around it are tried nearest first; the kernel's own `decide` has the last word.
+// - l1: the constraints are encoded in Z3 (the verifier's encoder) and Z3's optimizer finds the
+//   exact optimum over the parameters' integer units. The same encoding, with one assumption
+//   per constraint, yields the unsat core when no repair exists.
+#include "clampai/verifier/repair.hpp"
+
+#include <z3++.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "clampai/kernel/error.hpp"
+#include "qp.hpp"
+#include "z3_encoder.hpp"
+
+namespace clampai::verifier {
+
+using detail::LinearConstraint;
+using detail::Rational;
+using detail::to_text;
+using kernel::Action;
+using kernel::Decimal;
+using kernel::Decision;
+using kernel::Expr;
+using kernel::ExprOp;
+using kernel::Proposal;
+using kernel::ReasonCode;
+using kernel::Situation;
+using kernel::State;
+using kernel::TaskModel;
+using kernel::Value;
+using kernel::VarId;
+
+std::string_view to_string(RepairNorm norm) { return norm == RepairNorm::l1 ? "l1" : "l2"; }
+
+std::string_view to_string(RepairStatus status) {
+  static constexpr std::string_view kNames[] = {"approved", "repaired", "impossible", "unknown"};
+  return kNames[static_cast<int>(status)];
+}
+
+namespace {
+
+Rational q(const Decimal& d) { return Rational(d.units) / Rational(kernel::pow10(d.scale)); }
+
+std::string alpha_text(const kernel::Invariant& inv) {
+  return "barrier of `" + inv.name + "` (rate " + inv.barrier_rate->to_string() + ")";
+}
+
+// ---- the problem, shared by both solvers ----
+
+struct Problem {
+  const TaskModel& m;
+  const Action& a;
+  const Situation& s;
+  std::vector<Rational> p;  // proposed values, natural units
+  std::vector<Rational> w;  // weights
+  std::vector<int> scale;   // of each parameter
+  Proposal reference;       // the proposal with each parameter clamped into its bounds
+  Decision reference_decision;
+};
+
+// h(s) for each invariant with a barrier rate, and (1 - α)·h(s): what h(s') must reach.
+std::optional<Rational> barrier_floor(const Problem& pr, const kernel::Invariant& inv) {
+  const kernel::EvalResult h =
+      kernel::evaluate(*inv.barrier, kernel::EvalEnv{&pr.s.state, nullptr, &pr.s.state, nullptr});
+  if (!h.ok()) return std::nullopt;
+  return (Rational(1) - q(*inv.barrier_rate)) * q(h.value.as_number());
+}
+
+// Every barrier condition holds after `d` (approved) from the problem's state.
+bool barriers_hold(const Problem& pr, const Decision& d, std::vector<std::string>* failed) {
+  bool ok = true;
+  for (const kernel::Invariant& inv : pr.m.invariants) {
+    if (!inv.barrier) continue;
+    const auto floor = barrier_floor(pr, inv);
+    const kernel::EvalResult h = kernel::evaluate(
+        *inv.barrier, kernel::EvalEnv{&pr.s.state, &d.changes, &pr.s.state, nullptr});
+    if (!floor || !h.ok() || q(h.value.as_number()) < *floor) {
+      ok = false;
+      if (failed) failed->push_back(alpha_text(inv));
+    }
+  }
+  return ok;
+}
+
+Proposal to_proposal(const Problem& pr, const std::vector<Rational>& x) {
+  Proposal out{pr.reference.action, {}};
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const Rational units = x[i] * Rational(kernel::pow10(pr.scale[i]));
+    out.params.push_back(
+        Value::number(Decimal{boost::multiprecision::numerator(units).convert_to<std::int64_t>(),
+                              static_cast<std::uint8_t>(pr.scale[i])}));
+  }
+  return out;
+}
+
+Rational distance(const Problem& pr, const std::vector<Rational>& x, RepairNorm norm) {
+  Rational sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const Rational d = x[i] - pr.p[i];
+    sum += pr.w[i] * (norm == RepairNorm::l1 ? (d < 0 ? Rational(-d) : d) : d * d);
+  }
+  return sum;
+}
+
+// ---- l2: the native linearisation ----
+
+struct Affine {
+  Rational c;
+  std::vector<Rational> a;
+  [[nodiscard]] bool constant() const {
+    return std::all_of(a.begin(), a.end(), [](const Rational& r) { return r.is_zero(); });
+  }
+};
+
+enum class Rel : std::uint8_t { le, lt, eq };
+
+struct Atom {
+  std::string name;
+  std::vector<Rational> a;
+  Rational b;
+  Rel rel = Rel::le;
+};
+
+struct NotLinear {
+  std::string why;
+};
+
+class Linearizer {
+ public:
+  explicit Linearizer(const Problem& pr) : pr_(pr), n_(pr.p.size()) {
+    post_.resize(pr.m.variables.size());
+    dep_.assign(pr.m.variables.size(), false);
+    for (const kernel::Effect& e : pr.a.effects) {
+      const kernel::Variable& var = pr.m.variables[e.variable];
+      const bool dependent = e.value && depends(*e.value, false);
+      post_[e.variable].reset();
+      dep_[e.variable] = dependent;
+      if (!dependent || !var.type.is_numeric()) continue;
+      const Value& old = pr.s.state.get(e.variable);
+      if (old.kind() != Value::Kind::number) throw NotLinear{"`" + var.name + "` is undefined"};
+      Affine v = affine(*e.value, false);
+      const Rational x = q(old.as_number());
+      switch (e.mode) {
+        case kernel::EffectMode::set:
+          break;
+        case kernel::EffectMode::increment:
+          v.c += x;
+          break;
+        case kernel::EffectMode::decrement:
+          v.c = x - v.c;
+          for (auto& c : v.a) c = -c;
+          break;
+        case kernel::EffectMode::multiply:
+          v.c *= x;
+          for (auto& c : v.a) c *= x;
+          break;
+        default:
+          throw NotLinear{"effect `" + std::string(kernel::to_string(e.mode)) + "` on `" +
+                          var.name + "`"};
+      }
+      post_[e.variable] = std::move(v);
+    }
+  }
+
+  [[nodiscard]] bool dependent(VarId id) const { return dep_[id]; }
+  [[nodiscard]] bool any_dependent() const {
+    return std::find(dep_.begin(), dep_.end(), true) != dep_.end();
+  }
+  [[nodiscard]] const std::optional<Affine>& post(VarId id) const { return post_[id]; }
+
+  // True iff the value of `e` may change with the parameters.
+  bool depends(const Expr& e, bool post) const {
+    switch (e.op) {
+      case ExprOp::parameter:
+        return true;
+      case ExprOp::variable:
+      case ExprOp::defined:
+        return post && dep_[e.index];
+      default:
+        return std::any_of(
+            e.args.begin(), e.args.end(), [&](const auto& x) { return depends(*x, post); });
+    }
+  }
+
+  Affine affine(const Expr& e, bool post) const {
+    if (!depends(e, post)) {
+      const kernel::EvalResult r = eval(e, post);
+      if (!r.ok() || r.value.kind() != Value::Kind::number)
+        throw NotLinear{"`" + kernel::to_source(e) + "` cannot be evaluated"};
+      return Affine{q(r.value.as_number()), std::vector<Rational>(n_)};
+    }
+    switch (e.op) {
+      case ExprOp::parameter: {
+        Affine out{0, std::vector<Rational>(n_)};
+        out.a[e.index] = 1;
+        return out;
+      }
+      case ExprOp::variable:
+        if (post && post_[e.index]) return *post_[e.index];
+        break;
+      case ExprOp::neg: {
+        Affine x = affine(*e.args[0], post);
+        x.c = -x.c;
+        for (auto& c : x.a) c = -c;
+        return x;
+      }
+      case ExprOp::add:
+      case ExprOp::sub: {
+        Affine x = affine(*e.args[0], post);
+        const Affine y = affine(*e.args[1], post);
+        const int sign = e.op == ExprOp::add ? 1 : -1;
+        x.c += sign * y.c;
+        for (std::size_t i = 0; i < n_; ++i) x.a[i] += sign * y.a[i];
+        return x;
+      }
+      case ExprOp::mul: {
+        const bool left_varies = depends(*e.args[0], post);
+        if (left_varies && depends(*e.args[1], post)) break;
+        Affine x = affine(*e.args[left_varies ? 0 : 1], post);
+        const Affine k = affine(*e.args[left_varies ? 1 : 0], post);
+        x.c *= k.c;
+        for (auto& c : x.a) c *= k.c;
+        return x;
+      }
+      case ExprOp::ite:
+        if (!depends(*e.args[0], post))
+          return affine(*e.args[truth(*e.args[0], post) ? 1 : 2], post);
+        break;
+      default:
+        break;
+    }
+    throw NotLinear{"`" + kernel::to_source(e) + "` is not linear in the parameters"};
+  }
+
+  // Appends the atoms whose conjunction is `e` (negated: `!e`).
+  void atoms(const Expr& e,
+             bool post,
+             bool negate,
+             const std::string& name,
+             std::vector<Atom>& out) const {
+    if (!depends(e, post)) {
+      if (truth(e, post) == negate) out.push_back(Atom{name, std::vector<Rational>(n_), -1});
+      return;
+    }
+    switch (e.op) {
+      case ExprOp::logical_not:
+        return atoms(*e.args[0], post, !negate, name, out);
+      case ExprOp::logical_and:
+        if (!negate) {
+          atoms(*e.args[0], post, false, name, out);
+          return atoms(*e.args[1], post, false, name, out);
+        }
+        return either(*e.args[0], true, *e.args[1], true, post, name, out);
+      case ExprOp::logical_or:
+        if (negate) {
+          atoms(*e.args[0], post, true, name, out);
+          return atoms(*e.args[1], post, true, name, out);
+        }
+        return either(*e.args[0], false, *e.args[1], false, post, name, out);
+      case ExprOp::implies:
+        if (negate) {
+          atoms(*e.args[0], post, false, name, out);
+          return atoms(*e.args[1], post, true, name, out);
+        }
+        return either(*e.args[0], true, *e.args[1], false, post, name, out);
+      case ExprOp::ite:
+        if (!depends(*e.args[0], post))
+          return atoms(*e.args[truth(*e.args[0], post) ? 1 : 2], post, negate, name, out);
+        break;
+      case ExprOp::le:
+      case ExprOp::lt:
+      case ExprOp::ge:
+      case ExprOp::gt:
+      case ExprOp::eq:
+      case ExprOp::ne: {
+        if (!e.args[0]->type.is_numeric()) break;
+        ExprOp op = e.op;
+        if (negate) {
+          static constexpr std::pair<ExprOp, ExprOp> kFlip[] = {{ExprOp::le, ExprOp::gt},
+                                                                {ExprOp::lt, ExprOp::ge},
+                                                                {ExprOp::ge, ExprOp::lt},
+                                                                {ExprOp::gt, ExprOp::le},
+                                                                {ExprOp::eq, ExprOp::ne},
+                                                                {ExprOp::ne, ExprOp::eq}};
+          for (const auto& [from, to] : kFlip)
+            if (from == op) {
+              op = to;
+              break;
+            }
+        }
+        if (op == ExprOp::ne) break;
+        Affine d = affine(*e.args[0], post);  // d = lhs - rhs
+        const Affine r = affine(*e.args[1], post);
+        d.c -= r.c;
+        for (std::size_t i = 0; i < n_; ++i) d.a[i] -= r.a[i];
+        if (op == ExprOp::ge || op == ExprOp::gt) {  // rhs - lhs <= 0
+          d.c = -d.c;
+          for (auto& c : d.a) c = -c;
+        }
+        const Rel rel = op == ExprOp::eq                         ? Rel::eq
+                        : (op == ExprOp::lt || op == ExprOp::gt) ? Rel::lt
+                                                                 : Rel::le;
+        out.push_back(Atom{name, std::move(d.a), -d.c, rel});
+        return;
+      }
+      default:
+        break;
+    }
+    throw NotLinear{"`" + kernel::to_source(e) + "` is not a conjunction of linear comparisons"};
+  }
+
+ private:
+  const Problem& pr_;
+  std::size_t n_;
+  std::vector<std::optional<Affine>> post_;
+  std::vector<bool> dep_;
+
+  kernel::EvalResult eval(const Expr& e, bool post) const {
+    // Only for expressions that do not depend on the parameters: the reference proposal's
+    // values then stand for every proposal's.
+    return kernel::evaluate(e,
+                            kernel::EvalEnv{&pr_.s.state,
+                                            post ? &pr_.reference_decision.changes : nullptr,
+                                            &pr_.s.state,
+                                            pr_.reference.params.data()});
+  }
+
+  bool truth(const Expr& e, bool post) const {
+    const kernel::EvalResult r = eval(e, post);
+    if (!r.ok()) throw NotLinear{"`" + kernel::to_source(e) + "` cannot be evaluated"};
+    return r.value.as_bool();
+  }
+
+  // (x, negated if nx) or (y, negated if ny), when one side does not depend on the parameters.
+  void either(const Expr& x,
+              bool nx,
+              const Expr& y,
+              bool ny,
+              bool post,
+              const std::string& name,
+              std::vector<Atom>& out) const {
+    if (!depends(x, post)) {
+      if (truth(x, post) != nx) return;
+      return atoms(y, post, ny, name, out);
+    }
+    if (!depends(y, post)) {
+      if (truth(y, post) != ny) return;
+      return atoms(x, post, nx, name, out);
+    }
+    throw NotLinear{"a disjunction of conditions on the parameters (in " + name + ")"};
+  }
+};
+
+// The constraints as atoms over the parameters (natural units). @throws NotLinear
+std::vector<Atom> linearise(const Problem& pr) {
+  const Linearizer lin(pr);
+  std::vector<Atom> out;
+  const std::size_t n = pr.p.size();
+  auto unit = [&](std::size_t i, int sign) {
+    std::vector<Rational> a(n);
+    a[i] = sign;
+    return a;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const kernel::Parameter& par = pr.a.parameters[i];
+    if (par.min)
+      out.push_back(Atom{
+          "parameter `" + par.name + "` >= " + par.min->to_string(), unit(i, -1), -q(*par.min)});
+    if (par.max)
+      out.push_back(
+          Atom{"parameter `" + par.name + "` <= " + par.max->to_string(), unit(i, 1), q(*par.max)});
+  }
+  if (pr.a.guard) lin.atoms(*pr.a.guard, false, false, "`requires` of `" + pr.a.id + "`", out);
+  const Rational budget_unit = Rational(1) / Rational(kernel::pow10(pr.m.budget.scale));
+  const Rational left = Rational(pr.s.budget.remaining()) * budget_unit;
+  if (pr.a.cost_expr) {
+    const Affine c = lin.affine(*pr.a.cost_expr, false);
+    out.push_back(Atom{
+        "the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")", c.a, left - c.c});
+    std::vector<Rational> neg = c.a;
+    for (auto& x : neg) x = -x;
+    const Rational floor =
+        pr.a.emergency ? Rational(0) : Rational(pr.m.budget.min_action_cost) * budget_unit;
+    out.push_back(Atom{"the minimum action cost (" +
+                           pr.m.format_amount(pr.a.emergency ? 0 : pr.m.budget.min_action_cost) +
+                           ")",
+                       neg,
+                       c.c - floor});
+  }
+  // Variables the effects write: their bounds after the step.
+  std::vector<bool> written(pr.m.variables.size(), false);
+  for (const kernel::Effect& e : pr.a.effects) written[e.variable] = true;
+  for (VarId id = 0; id < written.size(); ++id) {
+    if (!written[id]) continue;
+    const kernel::Variable& var = pr.m.variables[id];
+    if (!lin.dependent(id)) continue;  // decided with the reference proposal below
+    if (!var.type.is_numeric() || !lin.post(id)) {
+      if (var.max_length) throw NotLinear{"the length of `" + var.name + "`"};
+      continue;
+    }
+    const Affine& v = *lin.post(id);
+    if (var.min) {
+      std::vector<Rational> neg = v.a;
+      for (auto& x : neg) x = -x;
+      out.push_back(Atom{"bound `" + var.name + "` >= " + var.min->to_string(),
+                         std::move(neg),
+                         v.c - q(*var.min)});
+    }
+    if (var.max)
+      out.push_back(
+          Atom{"bound `" + var.name + "` <= " + var.max->to_string(), v.a, q(*var.max) - v.c});
+  }
+  // What the reference proposal shows about checks no parameter changes.
+  for (const kernel::Reason& r : pr.reference_decision.reasons) {
+    if (r.code == ReasonCode::bound_violated || r.code == ReasonCode::overflow ||
+        r.code == ReasonCode::undefined_value) {
+      const auto id = pr.m.schema->find(r.subject);
+      if (!id || !lin.dependent(*id))
+        out.push_back(Atom{r.code == ReasonCode::bound_violated ? "bound of `" + r.subject + "`"
+                                                                : std::string(to_string(r.code)),
+                           std::vector<Rational>(n),
+                           -1});
+    }
+  }
+  for (const kernel::Invariant& inv : pr.m.invariants) {
+    if (inv.enforcement != kernel::Enforcement::blocking) continue;
+    const std::string name = "invariant `" + inv.name + "`";
+    if (!inv.expr) {
+      if (lin.any_dependent()) throw NotLinear{"the native predicate of " + name};
+      if (pr.reference_decision.has(ReasonCode::invariant_violated, inv.name))
+        out.push_back(Atom{name, std::vector<Rational>(n), -1});
+      continue;
+    }
+    lin.atoms(*inv.expr, true, false, name, out);
+    if (inv.barrier) {
+      const auto floor = barrier_floor(pr, inv);
+      if (!floor) throw NotLinear{"h of `" + inv.name + "` cannot be evaluated"};
+      Affine h = lin.affine(*inv.barrier, true);  // h(s') >= floor: -h.a·x <= h.c - floor
+      for (auto& x : h.a) x = -x;
+      out.push_back(Atom{alpha_text(inv), std::move(h.a), h.c - *floor});
+    }
+  }
+  return out;
+}
+
+// ---- l1 and unsat cores: Z3 ----
+
+struct Z3Problem {
+  z3::context ctx;
+  std::vector<std::pair<std::string, z3::expr>> constraints;  // named
+  std::vector<z3::expr> given;                                // the state: not in any core
+  std::vector<z3::expr> x;                                    // parameter units
+};
+
+// Encodes every constraint. @throws detail::Unsupported
+void encode(const Problem& pr, Z3Problem& z) {
+  detail::Encoder enc(z.ctx, pr.m);
+  const Action& a = pr.a;
+  auto add = [&](std::string name, const z3::expr& e) {
+    z.constraints.emplace_back(std::move(name), e);
+  };
+  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+    z.x.push_back(enc.param(a, i));
+    const kernel::Parameter& par = a.parameters[i];
+    if (par.min)
+      add("parameter `" + par.name + "` >= " + par.min->to_string(),
+          z.x[i] >= z.ctx.int_val(par.min->rescaled(par.type.scale())->units));
+    if (par.max)
+      add("parameter `" + par.name + "` <= " + par.max->to_string(),
+          z.x[i] <= z.ctx.int_val(par.max->rescaled(par.type.scale())->units));
+  }
+  z3::expr_vector side(z.ctx);
+  const auto post = enc.effects(a, side);
+  z3::expr overflow = z.ctx.bool_val(true);
+  for (const auto& e : side) overflow = overflow && e;
+  if (a.guard) add("`requires` of `" + a.id + "`", enc.encode_bool(*a.guard, nullptr, &a));
+  const int bs = pr.m.budget.scale;
+  z3::expr cost = z.ctx.int_val(a.cost);
+  if (a.cost_expr) {
+    const detail::Term t = enc.encode_numeric(*a.cost_expr, nullptr, &a);
+    if (t.scale <= bs) {
+      cost = t.e * z.ctx.int_val(kernel::pow10(bs - t.scale));
+    } else {  // the kernel rejects a cost finer than the budget's scale (as an overflow)
+      const z3::expr k = z.ctx.int_val(kernel::pow10(t.scale - bs));
+      overflow = overflow && z3::mod(t.e, k) == 0;
+      cost = t.e / k;
+    }
+  }
+  add("the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")",
+      cost <= z.ctx.int_val(pr.s.budget.remaining()) && cost >= 0);
+  if (!a.emergency)
+    add("the minimum action cost (" + pr.m.format_amount(pr.m.budget.min_action_cost) + ")",
+        cost >= z.ctx.int_val(pr.m.budget.min_action_cost));
+  for (const auto& [id, value] : post)
+    add("bound of `" + pr.m.variables[id].name + "`", enc.bounds(id, value));
+  for (const kernel::Invariant& inv : pr.m.invariants) {
+    if (inv.enforcement != kernel::Enforcement::blocking) continue;
+    if (!inv.expr) throw detail::Unsupported{"the native predicate of `" + inv.name + "`"};
+    add("invariant `" + inv.name + "`", enc.encode_bool(*inv.expr, &post, &a));
+    if (inv.barrier) {
+      const auto floor = barrier_floor(pr, inv);
+      if (!floor) throw detail::Unsupported{"h of `" + inv.name + "` cannot be evaluated"};
+      const detail::Term h = enc.encode_numeric(*inv.barrier, &post, &a);
+      // h.e / 10^scale >= num / den  <=>  h.e·den >= num·10^scale
+      const auto num = boost::multiprecision::numerator(*floor) *
+                       boost::multiprecision::cpp_int(kernel::pow10(h.scale));
+      const auto den = boost::multiprecision::denominator(*floor);
+      add(alpha_text(inv),
+          h.e * z.ctx.int_val(den.str().c_str()) >= z.ctx.int_val(num.str().c_str()));
+    }
+  }
+  add("no arithmetic overflow", overflow && enc.take_ranges());
+  // The state is given: every variable any constraint could read holds its value.
+  for (VarId id = 0; id < pr.m.variables.size(); ++id) {
+    const kernel::Variable& var = pr.m.variables[id];
+    const Value& v = pr.s.state.get(id);
+    if (var.optional || !v.is_defined()) continue;
+    try {
+      z.given.push_back(enc.pre(id) == enc.constant(v, var.type));
+    } catch (const detail::Unsupported&) {
+      // A variable of a type Z3 cannot hold is read by no encoded constraint (else the
+      // encoding above would have failed).
+    }
+  }
+}
+
+z3::params timeout(z3::context& ctx, unsigned ms) {
+  z3::params p(ctx);
+  p.set("timeout", ms);
+  return p;
+}
+
+// The constraints that cannot all hold, minimised by deletion; empty if they can (or unknown).
+std::vector<std::string> conflict(Z3Problem& z,
+                                  unsigned timeout_ms,
+                                  bool* unknown,
+                                  const std::optional<z3::expr>& also = std::nullopt) {
+  z3::solver solver(z.ctx);
+  solver.set(timeout(z.ctx, timeout_ms));
+  for (const auto& g : z.given) solver.add(g);
+  if (also) solver.add(*also);
+  std::vector<z3::expr> flags;
+  for (std::size_t i = 0; i < z.constraints.size(); ++i) {
+    flags.push_back(z.ctx.bool_const(("c" + std::to_string(i)).c_str()));
+    solver.add(z3::implies(flags.back(), z.constraints[i].second));
+  }
+  auto check = [&](const std::vector<std::size_t>& on) {
+    z3::expr_vector assumptions(z.ctx);
+    for (std::size_t i : on) assumptions.push_back(flags[i]);
+    return solver.check(assumptions);
+  };
+  std::vector<std::size_t> all(z.constraints.size());
+  std::iota(all.begin(), all.end(), 0);
+  const z3::check_result r = check(all);
+  *unknown = r == z3::unknown;
+  if (r != z3::unsat) return {};
+  std::vector<std::size_t> core;
+  for (const auto& c : solver.unsat_core())
+    core.push_back(static_cast<std::size_t>(std::stoul(c.decl().name().str().substr(1))));
+  std::sort(core.begin(), core.end());
+  for (std::size_t k = 0; k < core.size();) {  // drop what the conflict does not need
+    std::vector<std::size_t> rest = core;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(k));
+    if (check(rest) == z3::unsat) {
+      core = std::move(rest);
+    } else {
+      ++k;
+    }
+  }
+  std::vector<std::string> names;
+  for (std::size_t i : core) names.push_back(z.constraints[i].first);
+  return names;
+}
+
+// Z3's exact L1 optimum over the parameters' units, or nullopt (unsat or unknown).
+std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
+                                              Z3Problem& z,
+                                              unsigned ms,
+                                              std::vector<std::string>* binding) {
+  z3::optimize opt(z.ctx);
+  opt.set(timeout(z.ctx, ms));
+  for (const auto& g : z.given) opt.add(g);
+  for (const auto& [name, c] : z.constraints) opt.add(c);
+  // Σ w_i·|x_i - p_i| in natural units. With X_i the units of x_i and P_i = pn/pd the units of
+  // p_i, |x_i - p_i| = |X_i·pd - pn| / (10^scale·pd): integer terms with rational coefficients,
+  // made integers by their common denominator (the same positive factor for every term).
+  std::vector<Rational> coef;
+  boost::multiprecision::cpp_int common = 1;
+  for (std::size_t i = 0; i < z.x.size(); ++i) {
+    const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
+    coef.push_back(pr.w[i] / (Rational(kernel::pow10(pr.scale[i])) *
+                              Rational(boost::multiprecision::denominator(units_p))));
+    common = boost::multiprecision::lcm(common, boost::multiprecision::denominator(coef.back()));
+  }
+  z3::expr objective = z.ctx.int_val(0);
+  for (std::size_t i = 0; i < z.x.size(); ++i) {
+    const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
+    const auto pd = boost::multiprecision::denominator(units_p);
+    const auto pn = boost::multiprecision::numerator(units_p);
+    const auto c = boost::multiprecision::numerator(coef[i] * Rational(common));
+    const z3::expr diff =
+        z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
+    const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
+    opt.add(d >= diff && d >= -diff);
+    objective = objective + z.ctx.int_val(c.str().c_str()) * d;
+  }
+  opt.minimize(objective);
+  if (opt.check() != z3::sat) return std::nullopt;
+  const z3::model model = opt.get_model();
+  std::vector<Rational> x;
+  for (std::size_t i = 0; i < z.x.size(); ++i) {
+    const std::int64_t units = model.eval(z.x[i], true).get_numeral_int64();
+    x.push_back(Rational(units) / Rational(kernel::pow10(pr.scale[i])));
+  }
+  if (binding) {  // why not closer: the core of the constraints with "objective < optimum"
+    std::vector<z3::expr> defs;
+    z3::expr closer = objective < model.eval(objective, true);
+    for (std::size_t i = 0; i < z.x.size(); ++i) {
+      const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
+      const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
+      const auto pd = boost::multiprecision::denominator(units_p);
+      const auto pn = boost::multiprecision::numerator(units_p);
+      const z3::expr diff =
+          z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
+      closer = closer && d >= diff && d >= -diff;
+    }
+    bool unknown = false;
+    *binding = conflict(z, ms, &unknown, closer);
+  }
+  return x;
+}
+
+bool atoms_hold(const std::vector<Atom>& atoms, const std::vector<Rational>& x) {
+  for (const Atom& at : atoms) {
+    Rational v = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!at.a[i].is_zero()) v += at.a[i] * x[i];
+    const bool ok = at.rel == Rel::eq ? v == at.b : at.rel == Rel::lt ? v < at.b : v <= at.b;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Finishes a result for the values `x`: the kernel's decision, the barriers, the distance.
+void certify(const Problem& pr, const std::vector<Rational>& x, RepairResult& out) {
+  out.repaired = to_proposal(pr, x);
+  out.decision = kernel::decide(pr.m, pr.s, out.repaired);
+  out.certificate.kernel_approved = out.decision.approved;
+  out.certificate.feasible = out.decision.approved && barriers_hold(pr, out.decision, nullptr);
+  out.certificate.distance = to_text(distance(pr, x, out.norm));
+}
+
+}  // namespace
+
+RepairResult repair(const TaskModel& model,
+                    const Situation& situation,
+                    const Proposal& proposal,
+                    const RepairOptions& options) {
+  RepairResult out;
+  const Action& a = model.actions.at(proposal.action);
+  out.original = kernel::decide(model, situation, proposal);
+  bool all_integers = true;
+  for (const kernel::Parameter& par : a.parameters)
+    all_integers = all_integers && par.type.scale() == 0;
+  out.norm = options.norm.value_or(all_integers ? RepairNorm::l1 : RepairNorm::l2);
+
+  Problem pr{model, a, situation, {}, {}, {}, Proposal{proposal.action, {}}, {}};
+  if (proposal.params.size() != a.parameters.size())
+    throw InvalidArgument("repair: `" + a.id + "` takes " + std::to_string(a.parameters.size()) +
+                          " parameters, got " + std::to_string(proposal.params.size()));
+  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+    const kernel::Parameter& par = a.parameters[i];
+    const Value& v = proposal.params[i];
+    if (v.kind() != Value::Kind::number)
+      throw InvalidArgument("repair: parameter `" + par.name + "` is not a number");
+    pr.p.push_back(q(v.as_number()));
+    pr.scale.push_back(par.type.scale());
+    auto w = options.weights.find(par.name);
+    const Rational wi = w == options.weights.end() ? Rational(1) : q(w->second);
+    if (wi <= 0) throw InvalidArgument("repair: the weight of `" + par.name + "` is not positive");
+    pr.w.push_back(wi);
+    // The reference: the proposal clamped into the bounds and onto the grid.
+    Decimal d = v.as_number();
+    if (par.min && d < *par.min) d = *par.min;
+    if (par.max && d > *par.max) d = *par.max;
+    const Rational units = q(d) * Rational(kernel::pow10(par.type.scale()));
+    const auto whole =
+        boost::multiprecision::numerator(units) / boost::multiprecision::denominator(units);
+    pr.reference.params.push_back(Value::number(
+        Decimal{whole.convert_to<std::int64_t>(), static_cast<std::uint8_t>(par.type.scale())}));
+  }
+  for (const auto& [name, w] : options.weights) {
+    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&](const auto& par) {
+          return par.name == name;
+        }))
+      throw InvalidArgument("repair: `" + a.id + "` has no parameter `" + name + "` to weigh");
+  }
+  pr.reference_decision = kernel::decide(model, situation, pr.reference);
+
+  if (out.original.approved) {
+    std::vector<std::string> failed;
+    if (barriers_hold(pr, out.original, &failed)) {
+      out.status = RepairStatus::approved;
+      out.repaired = proposal;
+      out.decision = out.original;
+      out.certificate.method = "the kernel approves the proposal as it is";
+      out.certificate.feasible = out.certificate.kernel_approved = out.certificate.optimal = true;
+      out.certificate.distance = "0";
+      out.certificate.lower_bound = "0";
+      return out;
+    }
+  }
+  // Checks no parameter can change.
+  for (const kernel::Reason& r : out.original.reasons) {
+    if (r.code == ReasonCode::step_limit || r.code == ReasonCode::dependency_unmet ||
+        r.code == ReasonCode::unknown_action) {
+      out.status = RepairStatus::impossible;
+      for (const kernel::Reason& x : out.original.reasons) {
+        if (x.code == ReasonCode::step_limit || x.code == ReasonCode::dependency_unmet)
+          out.conflict.push_back(std::string(to_string(x.code)) + ": " + x.message);
+      }
+      out.reason = "no parameter values can help: " + r.message;
+      return out;
+    }
+  }
+
+  auto z3_fallback = [&](const std::string& why_not_l2) {
+    out.certificate = RepairCertificate{};
+    Z3Problem z;
+    try {
+      encode(pr, z);
+    } catch (const detail::Unsupported& u) {
+      out.status = RepairStatus::unknown;
+      out.reason = (why_not_l2.empty() ? "" : why_not_l2 + "; ") +
+                   "outside what the repair models: " + u.reason;
+      return;
+    }
+    bool unknown = false;
+    out.conflict = conflict(z, options.timeout_ms, &unknown);
+    if (!out.conflict.empty()) {
+      out.status = RepairStatus::impossible;
+      out.reason = "no parameter values satisfy these constraints together";
+      return;
+    }
+    if (unknown) {
+      out.status = RepairStatus::unknown;
+      out.reason = "Z3 could not decide within " + std::to_string(options.timeout_ms) + " ms";
+      return;
+    }
+    out.norm = RepairNorm::l1;
+    const auto x = solve_l1(pr, z, options.timeout_ms, &out.certificate.binding);
+    if (!x) {
+      out.status = RepairStatus::unknown;
+      out.reason =
+          "Z3's optimizer gave no answer within " + std::to_string(options.timeout_ms) + " ms";
+      return;
+    }
+    out.certificate.method =
+        (why_not_l2.empty() ? "" : why_not_l2 + ": ") +
+        "Z3 optimizer, weighted L1 over the parameters' integer units (exact for a linear "
+        "objective)";
+    out.certificate.optimal = true;
+    certify(pr, *x, out);
+    out.certificate.lower_bound = out.certificate.distance;
+    if (out.certificate.feasible) {
+      out.status = RepairStatus::repaired;
+    } else {
+      out.status = RepairStatus::unknown;
+      out.reason = "the solver's answer is not approved by the kernel (a modelling gap)";
+    }
+  };
+
+  if (out.norm == RepairNorm::l1) {
+    z3_fallback("");
+    return out;
+  }
+
+  // l2: the native projection.
+  std::vector<Atom> atoms;
+  try {
+    atoms = linearise(pr);
+  } catch (const NotLinear& n) {
+    z3_fallback("L2 needs a polyhedron, but " + n.why);
+    return out;
+  }
+  std::vector<LinearConstraint> cs;
+  for (const Atom& at : atoms) cs.push_back(LinearConstraint{at.a, at.b, at.rel == Rel::eq});
+  const auto proj = detail::project(pr.p, pr.w, cs);
+  if (!proj) {  // empty (or degenerate): Z3 decides, and names the conflict
+    z3_fallback("");
+    return out;
+  }
+  out.certificate.lower_bound = to_text(proj->objective);
+  for (std::size_t j = 0; j < proj->active.size(); ++j) {
+    out.certificate.multipliers.emplace_back(atoms[proj->active[j]].name,
+                                             to_text(2 * proj->multipliers[j]));
+    out.certificate.binding.push_back(atoms[proj->active[j]].name);
+  }
+  // The grid points around the continuous optimum, nearest first.
+  const std::size_t n = pr.p.size();
+  std::vector<std::vector<Rational>> choices(n);
+  std::size_t off_grid = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Rational step = Rational(1) / Rational(kernel::pow10(pr.scale[i]));
+    const Rational units = proj->x[i] / step;
+    const auto lo = boost::multiprecision::numerator(units) /
+                    boost::multiprecision::denominator(units);  // toward zero
+    Rational down = Rational(lo) * step;
+    if (down > proj->x[i]) down -= step;
+    choices[i].push_back(down);
+    if (down != proj->x[i]) {
+      choices[i].push_back(down + step);
+      ++off_grid;
+    }
+  }
+  if (off_grid > 16) {
+    z3_fallback("the L2 optimum lies off the grid in more than 16 parameters");
+    return out;
+  }
+  std::vector<std::vector<Rational>> candidates{{}};
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::vector<Rational>> next;
+    for (const auto& prefix : candidates)
+      for (const Rational& c : choices[i]) {
+        auto v = prefix;
+        v.push_back(c);
+        next.push_back(std::move(v));
+      }
+    candidates = std::move(next);
+  }
+  std::vector<std::pair<Rational, std::size_t>> order;
+  for (std::size_t k = 0; k < candidates.size(); ++k)
+    order.emplace_back(distance(pr, candidates[k], RepairNorm::l2), k);
+  std::sort(order.begin(), order.end());
+  for (const auto& [dist, k] : order) {
+    if (!atoms_hold(atoms, candidates[k])) continue;
+    RepairResult trial = out;
+    certify(pr, candidates[k], trial);
+    if (!trial.certificate.feasible) continue;
+    out = std::move(trial);
+    out.status = RepairStatus::repaired;
+    out.certificate.optimal = off_grid == 0 || n == 1;
+    out.certificate.method =
+        "exact active-set projection (weighted L2), KKT-certified in rational arithmetic; the "
+        "nearest feasible grid point around it";
+    return out;
+  }
+  z3_fallback("no grid point next to the L2 optimum is feasible");
+  return out;
+}
+
+}  // namespace clampai::verifier
