@@ -148,6 +148,20 @@ expect("run lookahead" 0 "goal reached.*lookahead_trap 1.*actions +top_up, top_u
 expect("run recover" 0 "goal reached.*recovery +3 rollbacks, 0 emergency actions: rolled back `fill`" ${CLAMPAI} run ${pv} --recover)
 expect("run recover json" 0 "\"rollbacks\": 3" ${CLAMPAI} run ${pv} --recover --format json)
 expect("run lookahead range" 2 "--lookahead" ${CLAMPAI} run ${pv} --lookahead 100)
+
+# clampai repair: the oversized request is cut to the largest safe one; a decimal is projected.
+set(as "${ex}/autoscale.json")
+expect("repair scale_up" 0 "REPAIRED scale_up: n = 50  ->  n = 14.*binding +barrier of `spend_cap`" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 50}")
+expect("repair l2" 0 "fraction = 0.9  ->  fraction = 0.60.*KKT +invariant `slo`: multiplier 0.6" ${CLAMPAI} repair ${as} --action set_throttle --params "{\"fraction\": 0.9}")
+expect("repair json" 0 "\"status\": \"repaired\"" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 50}" --format json)
+expect("repair approved" 0 "APPROVED scale_up as proposed" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 2}")
+file(WRITE ${WORK_DIR}/full.json [=[{"instances": 20, "hourly_spend": "30.00", "throttle": "0.60"}]=])
+expect("repair impossible" 1 "NO REPAIR.*conflict +parameter `n` >= 1.*conflict +invariant `capacity`" ${CLAMPAI} repair ${as} --state ${WORK_DIR}/full.json --action scale_up --params "{\"n\": 3}")
+expect("repair unknown action" 2 "--action: unknown action `grow`" ${CLAMPAI} repair ${as} --action grow --params "{}")
+expect("repair unknown param" 2 "--params.m: `scale_up` has no parameter `m`" ${CLAMPAI} repair ${as} --action scale_up --params "{\"m\": 1}")
+expect("repair bad weight" 2 "--weights.n: a weight must be positive" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --weights "{\"n\": 0}")
+expect("repair bad norm" 2 "--norm" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --norm l3)
+expect("repair malformed params" 2 "--params: malformed JSON" ${CLAMPAI} repair ${as} --action scale_up --params "{n")
 # clampai verify --depth K: the cheapest plan to the goal, or a proof that there is none.
 expect("verify goal plan" 0 "goal: reachable within 5 steps: the cheapest plan costs 7.000 of the budget 12.000: open_valve, fill, close_valve, top_up, top_up" ${CLAMPAI} verify ${pv} --depth 5)
 expect("verify goal infeasible" 1 "REFUTED goal: this task cannot complete: the cheapest plan costs 24.000, the budget is 20.000" ${CLAMPAI} verify ${SOURCE_DIR}/tests/data/costly.json --depth 3)

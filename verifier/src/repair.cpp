@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
 
 #include "clampai/kernel/error.hpp"
 #include "qp.hpp"
@@ -800,54 +801,100 @@ RepairResult repair(const TaskModel& model,
                                              to_text(2 * proj->multipliers[j]));
     out.certificate.binding.push_back(atoms[proj->active[j]].name);
   }
-  // The grid points around the continuous optimum, nearest first.
+  // The grid points around the continuous optimum, nearest first: each coordinate off the grid
+  // is rounded to its nearer neighbour or, at a known extra cost, to the farther one; the sets
+  // of coordinates rounded "far" are enumerated in order of that extra cost (best first).
   const std::size_t n = pr.p.size();
-  std::vector<std::vector<Rational>> choices(n);
-  std::size_t off_grid = 0;
+  std::vector<Rational> base(n);
+  struct Off {
+    std::size_t i;
+    Rational far, extra;
+  };
+  std::vector<Off> offs;
   for (std::size_t i = 0; i < n; ++i) {
     const Rational step = Rational(1) / Rational(kernel::pow10(pr.scale[i]));
     const Rational units = proj->x[i] / step;
-    const auto lo = boost::multiprecision::numerator(units) /
-                    boost::multiprecision::denominator(units);  // toward zero
-    Rational down = Rational(lo) * step;
+    const auto whole = boost::multiprecision::numerator(units) /
+                       boost::multiprecision::denominator(units);  // toward zero
+    Rational down = Rational(whole) * step;
     if (down > proj->x[i]) down -= step;
-    choices[i].push_back(down);
-    if (down != proj->x[i]) {
-      choices[i].push_back(down + step);
-      ++off_grid;
+    if (down == proj->x[i]) {
+      base[i] = down;
+      continue;
     }
+    const Rational up = down + step;
+    auto cost = [&](const Rational& v) { return pr.w[i] * (v - pr.p[i]) * (v - pr.p[i]); };
+    const bool down_nearer = cost(down) <= cost(up);
+    base[i] = down_nearer ? down : up;
+    const Rational far = down_nearer ? up : down;
+    offs.push_back(Off{i, far, cost(far) - cost(base[i])});
   }
-  if (off_grid > 16) {
-    z3_fallback("the L2 optimum lies off the grid in more than 16 parameters");
-    return out;
-  }
-  std::vector<std::vector<Rational>> candidates{{}};
-  for (std::size_t i = 0; i < n; ++i) {
-    std::vector<std::vector<Rational>> next;
-    for (const auto& prefix : candidates)
-      for (const Rational& c : choices[i]) {
-        auto v = prefix;
-        v.push_back(c);
-        next.push_back(std::move(v));
-      }
-    candidates = std::move(next);
-  }
-  std::vector<std::pair<Rational, std::size_t>> order;
-  for (std::size_t k = 0; k < candidates.size(); ++k)
-    order.emplace_back(distance(pr, candidates[k], RepairNorm::l2), k);
-  std::sort(order.begin(), order.end());
-  for (const auto& [dist, k] : order) {
-    if (!atoms_hold(atoms, candidates[k])) continue;
+  std::sort(offs.begin(), offs.end(), [](const Off& x, const Off& y) { return x.extra < y.extra; });
+  using Entry = std::pair<Rational, std::vector<std::size_t>>;  // extra cost, indices into offs
+  auto later = [](const Entry& x, const Entry& y) { return x.first > y.first; };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(later)> queue(later);
+  queue.push(Entry{0, {}});
+  auto accept = [&](const std::vector<Rational>& x, bool optimal) {
+    if (!atoms_hold(atoms, x)) return false;
     RepairResult trial = out;
-    certify(pr, candidates[k], trial);
-    if (!trial.certificate.feasible) continue;
+    certify(pr, x, trial);
+    if (!trial.certificate.feasible) return false;
     out = std::move(trial);
     out.status = RepairStatus::repaired;
-    out.certificate.optimal = off_grid == 0 || n == 1;
+    out.certificate.optimal = optimal;
     out.certificate.method =
         "exact active-set projection (weighted L2), KKT-certified in rational arithmetic; the "
         "nearest feasible grid point around it";
-    return out;
+    return true;
+  };
+  const bool exact_on_grid = offs.empty() || n == 1;
+  constexpr std::size_t kMaxCandidates = 256;
+  for (std::size_t tried = 0; !queue.empty() && tried < kMaxCandidates; ++tried) {
+    const Entry e = queue.top();
+    queue.pop();
+    // Successors: with the largest index l, add l + 1, or replace l by l + 1.
+    const std::size_t next = e.second.empty() ? 0 : e.second.back() + 1;
+    if (next < offs.size()) {
+      auto add = e.second;
+      add.push_back(next);
+      queue.push(Entry{e.first + offs[next].extra, std::move(add)});
+      if (!e.second.empty()) {
+        auto swap = e.second;
+        swap.back() = next;
+        queue.push(
+            Entry{e.first - offs[e.second.back()].extra + offs[next].extra, std::move(swap)});
+      }
+    }
+    std::vector<Rational> x = base;
+    for (std::size_t k : e.second) x[offs[k].i] = offs[k].far;
+    if (accept(x, exact_on_grid)) return out;
+  }
+  // Many coordinates off the grid: round each away from the proposal (into the polyhedron, by
+  // stationarity the active constraints' normals point toward the proposal), then bring
+  // coordinates back toward it one at a time while that stays feasible.
+  std::vector<Rational> x = base;
+  for (const Off& o : offs) {
+    const Rational& near = base[o.i];
+    const bool near_is_away =
+        (near - pr.p[o.i]) * (proj->x[o.i] - pr.p[o.i]) >= 0 &&
+        (near - pr.p[o.i]) * (near - pr.p[o.i]) >= (o.far - pr.p[o.i]) * (o.far - pr.p[o.i]);
+    x[o.i] = near_is_away ? near : o.far;
+  }
+  if (atoms_hold(atoms, x)) {
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (const Off& o : offs) {
+        const Rational other = x[o.i] == o.far ? base[o.i] : o.far;
+        std::vector<Rational> y = x;
+        y[o.i] = other;
+        if (distance(pr, y, RepairNorm::l2) < distance(pr, x, RepairNorm::l2) &&
+            atoms_hold(atoms, y)) {
+          x = std::move(y);
+          improved = true;
+        }
+      }
+    }
+    if (accept(x, false)) return out;
   }
   z3_fallback("no grid point next to the L2 optimum is feasible");
   return out;
