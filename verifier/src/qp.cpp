@@ -110,7 +110,8 @@ std::optional<Solution<T>> solve_active(const Problem<T>& pr,
 // nullopt (a singular system or a cycle) after at most `budget` steps.
 template <typename T>
 std::optional<std::vector<std::size_t>> walk(const Problem<T>& pr, std::size_t& budget) {
-  const T tolerance = std::is_same_v<T, double> ? T(1e-9) : T(0);
+  T tolerance = 0;
+  if constexpr (std::is_same_v<T, double>) tolerance = 1e-9;
   std::vector<std::size_t> active;
   for (std::size_t j = 0; j < pr.b.size(); ++j)
     if (pr.equality[j]) active.push_back(j);
@@ -395,8 +396,8 @@ std::optional<Projection> project(const std::vector<Rational>& p,
 
 std::string to_text(const Rational& r) {
   using boost::multiprecision::cpp_int;
-  cpp_int num = boost::multiprecision::numerator(r);
-  cpp_int den = boost::multiprecision::denominator(r);
+  cpp_int num = r.numerator();
+  cpp_int den = r.denominator();
   int twos = 0;
   int fives = 0;
   cpp_int d = den;

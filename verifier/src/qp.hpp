@@ -2,15 +2,14 @@
 // of a point onto a polyhedron, in rational arithmetic, with its KKT certificate.
 #pragma once
 
-#include <boost/multiprecision/cpp_int.hpp>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace clampai::verifier::detail {
+#include "rational.hpp"
 
-using Rational = boost::multiprecision::cpp_rational;
+namespace clampai::verifier::detail {
 
 /// One linear constraint: a·x <= b (`equality`: a·x == b). A strict inequality of the caller
 /// is passed as <= (the projection onto the closure).

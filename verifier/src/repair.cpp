@@ -91,9 +91,8 @@ Proposal to_proposal(const Problem& pr, const std::vector<Rational>& x) {
   Proposal out{pr.reference.action, {}};
   for (std::size_t i = 0; i < x.size(); ++i) {
     const Rational units = x[i] * Rational(kernel::pow10(pr.scale[i]));
-    out.params.push_back(
-        Value::number(Decimal{boost::multiprecision::numerator(units).convert_to<std::int64_t>(),
-                              static_cast<std::uint8_t>(pr.scale[i])}));
+    out.params.push_back(Value::number(Decimal{units.numerator().convert_to<std::int64_t>(),
+                                               static_cast<std::uint8_t>(pr.scale[i])}));
   }
   return out;
 }
@@ -507,9 +506,8 @@ void encode(const Problem& pr, Z3Problem& z) {
       if (!floor) throw detail::Unsupported{"h of `" + inv.name + "` cannot be evaluated"};
       const detail::Term h = enc.encode_numeric(*inv.barrier, &post, &a);
       // h.e / 10^scale >= num / den  <=>  h.e·den >= num·10^scale
-      const auto num = boost::multiprecision::numerator(*floor) *
-                       boost::multiprecision::cpp_int(kernel::pow10(h.scale));
-      const auto den = boost::multiprecision::denominator(*floor);
+      const auto num = floor->numerator() * boost::multiprecision::cpp_int(kernel::pow10(h.scale));
+      const auto den = floor->denominator();
       add(alpha_text(inv),
           h.e * z.ctx.int_val(den.str().c_str()) >= z.ctx.int_val(num.str().c_str()));
     }
@@ -593,16 +591,16 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
   boost::multiprecision::cpp_int common = 1;
   for (std::size_t i = 0; i < z.x.size(); ++i) {
     const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
-    coef.push_back(pr.w[i] / (Rational(kernel::pow10(pr.scale[i])) *
-                              Rational(boost::multiprecision::denominator(units_p))));
-    common = boost::multiprecision::lcm(common, boost::multiprecision::denominator(coef.back()));
+    coef.push_back(pr.w[i] /
+                   (Rational(kernel::pow10(pr.scale[i])) * Rational(units_p.denominator())));
+    common = boost::multiprecision::lcm(common, coef.back().denominator());
   }
   z3::expr objective = z.ctx.int_val(0);
   for (std::size_t i = 0; i < z.x.size(); ++i) {
     const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
-    const auto pd = boost::multiprecision::denominator(units_p);
-    const auto pn = boost::multiprecision::numerator(units_p);
-    const auto c = boost::multiprecision::numerator(coef[i] * Rational(common));
+    const auto pd = units_p.denominator();
+    const auto pn = units_p.numerator();
+    const auto c = (coef[i] * Rational(common)).numerator();
     const z3::expr diff =
         z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
     const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
@@ -623,8 +621,8 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
     for (std::size_t i = 0; i < z.x.size(); ++i) {
       const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
       const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
-      const auto pd = boost::multiprecision::denominator(units_p);
-      const auto pn = boost::multiprecision::numerator(units_p);
+      const auto pd = units_p.denominator();
+      const auto pn = units_p.numerator();
       const z3::expr diff =
           z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
       closer = closer && d >= diff && d >= -diff;
@@ -689,8 +687,7 @@ RepairResult repair(const TaskModel& model,
     if (par.min && d < *par.min) d = *par.min;
     if (par.max && d > *par.max) d = *par.max;
     const Rational units = q(d) * Rational(kernel::pow10(par.type.scale()));
-    const auto whole =
-        boost::multiprecision::numerator(units) / boost::multiprecision::denominator(units);
+    const auto whole = units.numerator() / units.denominator();
     pr.reference.params.push_back(Value::number(
         Decimal{whole.convert_to<std::int64_t>(), static_cast<std::uint8_t>(par.type.scale())}));
   }
@@ -814,8 +811,7 @@ RepairResult repair(const TaskModel& model,
   for (std::size_t i = 0; i < n; ++i) {
     const Rational step = Rational(1) / Rational(kernel::pow10(pr.scale[i]));
     const Rational units = proj->x[i] / step;
-    const auto whole = boost::multiprecision::numerator(units) /
-                       boost::multiprecision::denominator(units);  // toward zero
+    const auto whole = units.numerator() / units.denominator();  // toward zero
     Rational down = Rational(whole) * step;
     if (down > proj->x[i]) down -= step;
     if (down == proj->x[i]) {

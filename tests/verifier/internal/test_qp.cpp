@@ -144,3 +144,34 @@ TEST_CASE("QP: rationals print as exact decimals or fractions", "[verifier][qp]"
   CHECK(to_text(Rational(1, 3)) == "1/3");
   CHECK(to_text(Rational(-1, 20)) == "-0.05");
 }
+
+TEST_CASE("Rational: the 128-bit form and the big form agree with Boost's rationals",
+          "[verifier][qp]") {
+  using Big = boost::multiprecision::cpp_rational;
+  std::mt19937_64 rng(5);
+  auto value = [&]() {
+    // Mostly small decimals, sometimes values near 2^62, so products overflow 128 bits.
+    const bool huge = rng() % 4 == 0;
+    const long long n = huge ? static_cast<long long>(rng() >> 1) - (1LL << 62)
+                             : static_cast<long long>(rng() % 20001) - 10000;
+    const long long d = huge ? static_cast<long long>((rng() >> 2) | 1) : 1 + rng() % 1000;
+    return std::pair{Rational(n, d), Big(n) / Big(d)};
+  };
+  for (int t = 0; t < 5000; ++t) {
+    auto [a, ab] = value();
+    auto [b, bb] = value();
+    // Chains of operations push values through both forms.
+    Rational c = a * b * b - a / (b.is_zero() ? Rational(1) : b) + a;
+    Big cb = ab * bb * bb - ab / (bb == 0 ? Big(1) : bb) + ab;
+    REQUIRE(c.big() == cb);
+    REQUIRE(((a < b) == (ab < bb)));
+    REQUIRE(((a == b) == (ab == bb)));
+    REQUIRE((-c).big() == -cb);
+    REQUIRE(c.numerator() == boost::multiprecision::numerator(cb));
+    REQUIRE(c.denominator() == boost::multiprecision::denominator(cb));
+  }
+  CHECK(Rational(6, -4) == Rational(-3, 2));
+  CHECK(Rational(0, 7).is_zero());
+  CHECK(to_text(Rational(Rational::Integer("123456789012345678901234567890123456789")) /
+                Rational(1000)) == "123456789012345678901234567890123456.789");
+}
