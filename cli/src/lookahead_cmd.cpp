@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clampai/kernel.hpp"
+#include "clampai/verifier.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
@@ -14,7 +15,8 @@ using nlohmann::json;
 namespace {
 
 struct Args {
-  std::string spec, state, action, params, format = "text";
+  std::string spec, state, action, params, format = "text", engine = "explicit";
+  unsigned timeout_ms = 10000;
   unsigned depth = 3;
   std::size_t max_param_values = 64;
 } args;
@@ -41,6 +43,15 @@ CLI::App* add_lookahead_command(CLI::App& app) {
                   "incomplete")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  cmd->add_option("--engine",
+                  args.engine,
+                  "explicit (enumerates parameter values, memoised) or symbolic (Z3 bounded "
+                  "model checking: exact for any parameter domain)")
+      ->check(CLI::IsMember({"explicit", "symbolic"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout-ms", args.timeout_ms, "Z3's time limit per query (symbolic)")
+      ->check(CLI::Range(1U, 3600000U))
+      ->capture_default_str();
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -59,7 +70,10 @@ int lookahead_command() {
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;
   const ck::LookaheadResult r =
-      ck::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
+      args.engine == "symbolic"
+          ? verifier::symbolic_lookahead(
+                *model, situation, std::get<ck::Proposal>(resolved), options, args.timeout_ms)
+          : ck::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
   const ck::TaskModel& m = *model;
   const int rc = !r.decision.approved || r.trap() ? 1 : (r.complete ? 0 : 3);
   if (args.format == "json") {
@@ -69,6 +83,7 @@ int lookahead_command() {
     json j = {{"spec", args.spec},
               {"action", args.action},
               {"depth", args.depth},
+              {"engine", args.engine},
               {"approved", r.decision.approved},
               {"reasons", reasons},
               {"trap", r.trap()},
@@ -116,8 +131,13 @@ int lookahead_command() {
                           ": " + kernel::describe_plan(m, r.cheapest_plan)
                     : "not reachable within " + k + " steps and the budget left")
             << "\n";
-  std::cout << "  searched           " << r.situations << " situations"
-            << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
+  if (args.engine == "symbolic") {
+    std::cout << "  searched           symbolically (Z3), every parameter value"
+              << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
+  } else {
+    std::cout << "  searched           " << r.situations << " situations"
+              << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
+  }
   return rc;
 }
 

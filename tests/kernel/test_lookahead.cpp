@@ -5,6 +5,7 @@
 #include <random>
 
 #include "clampai/kernel.hpp"
+#include "random_basin_spec.hpp"
 #include "support.hpp"
 
 namespace {
@@ -121,54 +122,6 @@ TEST_CASE("parameters are enumerated within their bounds, or the answer says it 
 
 namespace {
 
-// A random small spec: three bounded counters, up to four actions (guards, effects, maybe one
-// parameter with a domain of 1 to 3 values), a goal, one or two capture basins.
-std::shared_ptr<const TaskModel> random_basin_spec(std::mt19937_64& rng) {
-  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-  const char* vars[] = {"a", "b", "c"};
-  auto var = [&] { return std::string(vars[pick(3)]); };
-  auto cmp = [&] {
-    const char* ops[] = {"<", "<=", "==", "!=", ">=", ">"};
-    return var() + " " + ops[pick(6)] + " " + std::to_string(pick(5));
-  };
-  std::string actions;
-  const int n_actions = 2 + pick(3);
-  for (int i = 0; i < n_actions; ++i) {
-    const bool param = pick(3) == 0;
-    std::string value = param ? "n" : std::to_string(1 + pick(2));
-    const char* modes[] = {"increment", "decrement", "set"};
-    std::string effects = "{\"variable\": \"" + var() + "\", \"mode\": \"" + modes[pick(3)] +
-                          "\", \"value\": \"" + value + "\"}";
-    if (pick(2) == 0) {
-      std::string second = var();
-      if (effects.find("\"" + second + "\"") == std::string::npos)
-        effects += ", {\"variable\": \"" + second + "\", \"mode\": \"set\", \"value\": \"" +
-                   std::to_string(pick(5)) + "\"}";
-    }
-    actions += std::string(i ? ", " : "") + "{\"id\": \"act" + std::to_string(i) +
-               "\", \"cost\": " + std::to_string(1 + pick(3)) +
-               (param ? ", \"parameters\": {\"n\": {\"type\": \"int\", \"min\": 0, \"max\": " +
-                            std::to_string(pick(3)) + "}}"
-                      : "") +
-               (pick(2) ? ", \"requires\": \"" + cmp() + "\"" : "") + ", \"effects\": [" + effects +
-               "]}";
-  }
-  std::string basins = "{\"name\": \"b0\", \"check\": \"" + cmp() + " && " + cmp() + "\"}";
-  if (pick(2)) basins += ", {\"name\": \"b1\", \"check\": \"" + cmp() + "\"}";
-  const std::string text = "{\"name\": \"r\", \"goal\": \"" + cmp() + "\", \"variables\": {" +
-                           "\"a\": {\"type\": \"int\", \"initial\": 0, \"min\": 0, \"max\": 4}, " +
-                           "\"b\": {\"type\": \"int\", \"initial\": 1, \"min\": 0, \"max\": 4}, " +
-                           "\"c\": {\"type\": \"int\", \"initial\": 2, \"min\": 0, \"max\": 4}}, " +
-                           "\"actions\": [" + actions + "], \"capture_basins\": [" + basins +
-                           "], " + "\"budget\": {\"total\": " + std::to_string(3 + pick(6)) +
-                           ", \"min_action_cost\": 1}}";
-  try {
-    return load_spec(text);
-  } catch (const clampai::SpecError&) {
-    return nullptr;  // e.g. a second effect on the same variable
-  }
-}
-
 // Every parameter vector of action `a` (its parameters are bounded and small here).
 std::vector<std::vector<Value>> param_vectors(const Action& a) {
   std::vector<std::vector<Value>> out{{}};
@@ -227,7 +180,7 @@ TEST_CASE("the explicit engine agrees with a naive enumeration on random specs",
   std::mt19937_64 rng(20261122);
   int compared = 0;
   for (int i = 0; i < 300; ++i) {
-    const auto m = random_basin_spec(rng);
+    const auto m = clampai::test::random_basin_spec(rng);
     if (!m) continue;
     for (std::size_t a = 0; a < m->actions.size(); ++a) {
       const Situation start = Situation::initial(*m);

@@ -1,0 +1,333 @@
+// The symbolic lookahead: one copy of the state per step, the step's action a choice among the
+// model's actions with symbolic parameters, each guarded by the kernel's checks exactly as the
+// verifier encodes them; then one query per depth for each of the four answers.
+#include "clampai/verifier/lookahead.hpp"
+
+#include <z3++.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "z3_encoder.hpp"
+
+namespace clampai::verifier {
+
+using kernel::Action;
+using kernel::LookaheadResult;
+using kernel::Plan;
+using kernel::PlannedStep;
+using kernel::Situation;
+using kernel::TaskModel;
+using kernel::Value;
+using kernel::VarId;
+
+namespace {
+
+struct Unsupported {
+  std::string reason;
+};
+
+// One action at one step: whether the kernel would approve it, and what it would do.
+struct Move {
+  z3::expr approvable;
+  z3::expr cost;                                 // in budget units
+  std::vector<std::pair<VarId, z3::expr>> post;  // written variables
+  std::vector<z3::expr> params;                  // parameter units
+};
+
+class Bmc {
+ public:
+  Bmc(const TaskModel& m, const Situation& root, unsigned depth, unsigned timeout_ms)
+      : m_(m), depth_(depth), solver_(ctx_) {
+    z3::params p(ctx_);
+    p.set("timeout", timeout_ms);
+    solver_.set(p);
+    for (unsigned t = 0; t <= depth; ++t) build_step(t);
+    // The root: the concrete situation after the proposal.
+    for (VarId id = 0; id < m.variables.size(); ++id) {
+      if (m.variables[id].optional)
+        throw Unsupported{"optional variable `" + m.variables[id].name + "`"};
+      solver_.add(state(0, id) == enc_[0]->constant(root.state.get(id), m.variables[id].type));
+    }
+    solver_.add(spent_[0] == ctx_.int_val(root.budget.net()));
+    solver_.add(steps_[0] == ctx_.int_val(static_cast<std::int64_t>(root.steps)));
+    for (std::size_t a = 0; a < m.actions.size(); ++a)
+      solver_.add(done_[0][a] == ctx_.int_val(static_cast<std::int64_t>(root.completions[a])));
+    for (unsigned t = 0; t < depth; ++t) link(t);
+  }
+
+  // A path of t steps from the root, each step approvable, expanding only states the explicit
+  // search expands (not the goal; not a basin after the root).
+  z3::expr path_to(unsigned t) {
+    z3::expr all = ctx_.bool_val(true);
+    for (unsigned s = 0; s < t; ++s)
+      all = all && taken_[s] && !goal_[s] && (s == 0 ? ctx_.bool_val(true) : !basin_[s]);
+    return all;
+  }
+
+  z3::expr goal(unsigned t) { return goal_[t]; }
+  z3::expr basin(unsigned t) { return basin_[t]; }
+  z3::expr spent(unsigned t) { return spent_[t]; }
+
+  // No non-emergency action is approvable at step t, whatever its parameters.
+  z3::expr stuck(unsigned t) {
+    z3::expr all = ctx_.bool_val(true);
+    for (std::size_t a = 0; a < m_.actions.size(); ++a) {
+      if (m_.actions[a].emergency) continue;
+      const Move& mv = moves_[t][a];
+      if (mv.params.empty()) {
+        all = all && !mv.approvable;
+      } else {
+        z3::expr_vector vars(ctx_);
+        for (const auto& p : mv.params) vars.push_back(p);
+        all = all && z3::forall(vars, !mv.approvable);
+      }
+    }
+    return all;
+  }
+
+  z3::check_result check(const z3::expr& query) {
+    solver_.push();
+    solver_.add(query);
+    const z3::check_result r = solver_.check();
+    if (r == z3::sat) model_ = solver_.get_model();
+    solver_.pop();
+    return r;
+  }
+
+  // The cheapest path to the goal at exactly step t, or nullopt (unsat); throws on unknown.
+  std::optional<z3::model> cheapest(unsigned t, bool* unknown) {
+    z3::optimize opt(ctx_);
+    for (const auto& a : solver_.assertions()) opt.add(a);
+    opt.add(path_to(t) && goal_[t]);
+    opt.minimize(spent_[t]);
+    const z3::check_result r = opt.check();
+    *unknown = r == z3::unknown;
+    if (r != z3::sat) return std::nullopt;
+    return opt.get_model();
+  }
+
+  [[nodiscard]] const z3::model& model() const { return *model_; }
+
+  // The first t steps chosen in `model`.
+  Plan plan(const z3::model& model, unsigned t) {
+    Plan out;
+    for (unsigned s = 0; s < t; ++s) {
+      const auto a = static_cast<std::size_t>(model.eval(choice_[s], true).get_numeral_int64());
+      PlannedStep step{a, {}, 0};
+      const Action& act = m_.actions.at(a);
+      for (std::size_t i = 0; i < act.parameters.size(); ++i)
+        step.params.push_back(Value::number(
+            kernel::Decimal{model.eval(moves_[s][a].params[i], true).get_numeral_int64(),
+                            static_cast<std::uint8_t>(act.parameters[i].type.scale())}));
+      out.push_back(std::move(step));
+    }
+    return out;
+  }
+
+ private:
+  z3::context ctx_;
+  const TaskModel& m_;
+  unsigned depth_;
+  z3::solver solver_;
+  std::optional<z3::model> model_;
+  std::vector<std::unique_ptr<detail::Encoder>> enc_;
+  std::vector<z3::expr> spent_, steps_, goal_, basin_, choice_, taken_;
+  std::vector<std::vector<z3::expr>> done_;
+  std::vector<std::vector<Move>> moves_;
+
+  z3::expr state(unsigned t, VarId id) { return enc_[t]->pre(id); }
+
+  void build_step(unsigned t) {
+    const std::string prefix = "s" + std::to_string(t) + ".";
+    enc_.push_back(std::make_unique<detail::Encoder>(ctx_, m_, prefix));
+    detail::Encoder& enc = *enc_.back();
+    spent_.push_back(ctx_.int_const((prefix + "$spent").c_str()));
+    steps_.push_back(ctx_.int_const((prefix + "$steps").c_str()));
+    done_.emplace_back();
+    for (std::size_t a = 0; a < m_.actions.size(); ++a)
+      done_.back().push_back(ctx_.int_const((prefix + "$done." + m_.actions[a].id).c_str()));
+    try {
+      goal_.push_back(m_.goal ? enc.encode_bool(*m_.goal, nullptr, nullptr) : ctx_.bool_val(false));
+      // An evaluation error in a goal makes it false; in a basin, true (fail closed): the
+      // encoder's range conditions say when there is none.
+      goal_.back() = goal_.back() && enc.take_ranges();
+      z3::expr in_basin = ctx_.bool_val(false);
+      for (const kernel::CaptureBasin& b : m_.basins) {
+        const z3::expr e = enc.encode_bool(*b.expr, nullptr, nullptr);
+        in_basin = in_basin || e || !enc.take_ranges();
+      }
+      basin_.push_back(in_basin);
+      moves_.emplace_back();
+      for (const Action& a : m_.actions) moves_.back().push_back(move(t, enc, a));
+    } catch (const detail::Unsupported& u) {
+      throw Unsupported{u.reason};
+    }
+    choice_.push_back(ctx_.int_const((prefix + "$action").c_str()));
+  }
+
+  Move move(unsigned t, detail::Encoder& enc, const Action& a) {
+    const std::size_t index = static_cast<std::size_t>(&a - m_.actions.data());
+    Move mv{ctx_.bool_val(true), ctx_.int_val(a.cost), {}, {}};
+    z3::expr ok = ctx_.bool_val(true);
+    for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+      mv.params.push_back(enc.param(a, i));
+      ok = ok && enc.param_bounds(a.parameters[i], mv.params.back());
+    }
+    const int bs = m_.budget.scale;
+    if (a.cost_expr) {
+      const detail::Term c = enc.encode_numeric(*a.cost_expr, nullptr, &a);
+      if (c.scale <= bs) {
+        mv.cost = c.e * ctx_.int_val(kernel::pow10(bs - c.scale));
+      } else {
+        const z3::expr k = ctx_.int_val(kernel::pow10(c.scale - bs));
+        ok = ok && z3::mod(c.e, k) == 0;
+        mv.cost = c.e / k;
+      }
+    }
+    ok = ok && mv.cost >= 0 && mv.cost <= ctx_.int_val(m_.budget.total) - spent_[t];
+    if (!a.emergency) {
+      ok = ok && mv.cost >= ctx_.int_val(m_.budget.min_action_cost) &&
+           steps_[t] < ctx_.int_val(m_.budget.step_limit);
+      for (std::size_t dep : a.dependencies) ok = ok && done_[t][dep] > 0;
+    }
+    if (a.guard) ok = ok && enc.encode_bool(*a.guard, nullptr, &a);
+    z3::expr_vector side(ctx_);
+    mv.post = enc.effects(a, side);
+    for (const auto& s : side) ok = ok && s;
+    for (const auto& [id, value] : mv.post) ok = ok && enc.bounds(id, value);
+    for (const kernel::Invariant& inv : m_.invariants) {
+      if (inv.enforcement != kernel::Enforcement::blocking) continue;
+      if (!inv.expr) throw Unsupported{"the native predicate of `" + inv.name + "`"};
+      ok = ok && enc.encode_bool(*inv.expr, &mv.post, &a);
+    }
+    mv.approvable = ok && enc.take_ranges();
+    (void)t;
+    (void)index;
+    return mv;
+  }
+
+  // Step t -> t + 1: the chosen action is approvable and the next state is its post-state.
+  void link(unsigned t) {
+    const z3::expr& a_t = choice_[t];
+    z3::expr any = ctx_.bool_val(false);
+    for (std::size_t a = 0; a < m_.actions.size(); ++a) {
+      const Action& act = m_.actions[a];
+      const Move& mv = moves_[t][a];
+      z3::expr next = mv.approvable && spent_[t + 1] == spent_[t] + mv.cost &&
+                      steps_[t + 1] == steps_[t] + (act.emergency ? 0 : 1);
+      for (std::size_t b = 0; b < m_.actions.size(); ++b)
+        next = next && done_[t + 1][b] == done_[t][b] + (a == b ? 1 : 0);
+      for (VarId id = 0; id < m_.variables.size(); ++id) {
+        std::optional<z3::expr> value;
+        for (const auto& [w, v] : mv.post)
+          if (w == id) value = v;  // a later effect on the same variable wins, as in the kernel
+        next = next && state(t + 1, id) == (value ? *value : state(t, id));
+      }
+      any = any || (a_t == ctx_.int_val(static_cast<std::int64_t>(a)) && next);
+    }
+    taken_.push_back(any);
+  }
+};
+
+// The kernel's replay of a plan from `root`: the situations and the costs, or why not.
+std::optional<std::string> replay(const TaskModel& m, Situation s, Plan& plan) {
+  for (PlannedStep& step : plan) {
+    const kernel::Decision d = kernel::decide(m, s, kernel::Proposal{step.action, step.params});
+    if (!d.approved) return "the kernel rejects `" + m.actions[step.action].id + "` in the witness";
+    step.cost = d.cost;
+    s = kernel::advance(m, s, d);
+  }
+  return std::nullopt;
+}
+
+Situation after(const TaskModel& m, Situation s, const Plan& plan) {
+  for (const PlannedStep& step : plan)
+    s = kernel::advance(m, s, kernel::decide(m, s, kernel::Proposal{step.action, step.params}));
+  return s;
+}
+
+}  // namespace
+
+LookaheadResult symbolic_lookahead(const TaskModel& model,
+                                   const Situation& situation,
+                                   const kernel::Proposal& proposal,
+                                   const kernel::LookaheadOptions& options,
+                                   unsigned timeout_ms) {
+  LookaheadResult out;
+  out.situations = 0;
+  out.decision = kernel::decide(model, situation, proposal);
+  if (!out.decision.approved) return out;
+  const Situation root = kernel::advance(model, situation, out.decision);
+  for (const kernel::CaptureBasin& b : model.basins) {
+    const kernel::EvalResult r =
+        kernel::evaluate(*b.expr, kernel::EvalEnv{&root.state, nullptr, &root.state, nullptr});
+    if (!r.ok() || r.value.as_bool()) out.entered.push_back(b.name);
+  }
+  auto incomplete = [&](std::string why) {
+    if (out.complete) out.incomplete_reason = std::move(why);
+    out.complete = false;
+  };
+  try {
+    Bmc bmc(model, root, options.depth, timeout_ms);
+    const unsigned k = options.depth;
+    // (2) the shortest path into a basin (a goal state is not a trap: the task ends there).
+    for (unsigned t = 1; t <= k && !out.reachable_basin; ++t) {
+      const z3::check_result r = bmc.check(bmc.path_to(t) && !bmc.goal(t) && bmc.basin(t));
+      if (r == z3::unknown) incomplete("Z3 could not decide a basin query within the timeout");
+      if (r != z3::sat) continue;
+      Plan p = bmc.plan(bmc.model(), t);
+      if (auto why = replay(model, root, p)) throw Unsupported{*why};
+      const Situation end = after(model, root, p);
+      for (const kernel::CaptureBasin& b : model.basins) {
+        const kernel::EvalResult e =
+            kernel::evaluate(*b.expr, kernel::EvalEnv{&end.state, nullptr, &end.state, nullptr});
+        if (!e.ok() || e.value.as_bool()) {
+          out.reachable_basin = b.name;
+          break;
+        }
+      }
+      out.basin_witness = std::move(p);
+    }
+    // (3) the shortest path to a dead end.
+    for (unsigned t = 0; t <= k && !out.dead_end; ++t) {
+      const z3::expr stop = t == 0 ? bmc.goal(t) : (bmc.goal(t) || bmc.basin(t));
+      const z3::check_result r = bmc.check(bmc.path_to(t) && !stop && bmc.stuck(t));
+      if (r == z3::unknown) incomplete("Z3 could not decide a dead-end query within the timeout");
+      if (r != z3::sat) continue;
+      Plan p = bmc.plan(bmc.model(), t);
+      if (auto why = replay(model, root, p)) throw Unsupported{*why};
+      out.dead_end = true;
+      out.dead_end_witness = std::move(p);
+    }
+    // (4) the cheapest path to the goal, over every length.
+    std::optional<kernel::Amount> best;
+    for (unsigned t = 0; t <= k; ++t) {
+      bool unknown = false;
+      const auto z = bmc.cheapest(t, &unknown);
+      if (unknown) incomplete("Z3 could not decide a goal query within the timeout");
+      if (!z) continue;
+      Plan p = bmc.plan(*z, t);
+      if (auto why = replay(model, root, p)) throw Unsupported{*why};
+      kernel::Amount cost = 0;
+      for (const auto& s : p) cost += s.cost;
+      if (!best || cost < *best) {
+        best = cost;
+        out.cheapest_plan = std::move(p);
+      }
+    }
+    if (best) {
+      out.goal_reachable = true;
+      out.cheapest_cost = *best;
+    }
+  } catch (const Unsupported& u) {
+    incomplete("outside what the symbolic engine models: " + u.reason);
+  } catch (const z3::exception& e) {
+    incomplete(std::string("Z3: ") + e.msg());
+  }
+  return out;
+}
+
+}  // namespace clampai::verifier
