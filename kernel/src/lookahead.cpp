@@ -2,6 +2,7 @@
 // kernel's own `decide`, with memoisation on (state, spend, steps, completions).
 #include "clampai/kernel/lookahead.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <string_view>
@@ -48,10 +49,16 @@ std::uint64_t var_term(VarId id, const Value& v) {
   return mix(hash_value(v) ^ (static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL));
 }
 
+// A term per action of the completions' hash, so a step updates it in O(1).
+std::uint64_t done_term(std::size_t action, std::uint64_t count) {
+  return mix((static_cast<std::uint64_t>(action) << 40) ^ count ^ 0xC0FFEE1234ULL);
+}
+
 struct Node {
   explicit Node(Situation s) : situation(std::move(s)) {}
   Situation situation;
   std::uint64_t state_hash = 0;
+  std::uint64_t done_hash = 0;
   std::size_t parent = kNone;
   PlannedStep step{};
   unsigned depth = 0;
@@ -68,9 +75,18 @@ class Search {
   void set_root(Situation s) {
     std::uint64_t h = 0;
     for (VarId id = 0; id < s.state.size(); ++id) h ^= var_term(id, s.state.get(id));
+    std::uint64_t dh = 0;
+    for (std::size_t a = 0; a < s.completions.size(); ++a) dh ^= done_term(a, s.completions[a]);
     Node n(std::move(s));
     n.state_hash = h;
-    insert(std::move(n));
+    n.done_hash = dh;
+    const std::uint64_t key = key_of(n.state_hash,
+                                     n.done_hash,
+                                     n.situation.budget.net(),
+                                     n.situation.steps,
+                                     n.situation.emergency_steps);
+    index_[key].push_back(nodes.size());
+    nodes.push_back(std::move(n));
   }
 
   [[nodiscard]] bool in_goal(const State& s) const {
@@ -103,19 +119,38 @@ class Search {
           if (progress) return true;
           continue;
         }
-        Node child(advance(m_, s, d));
-        child.state_hash = nodes[i].state_hash;
+        // The child's key from the parent's, and a known equal situation is not built again
+        // (breadth-first: the known one is no deeper).
+        const Node& parent = nodes[i];
+        std::uint64_t state_hash = parent.state_hash;
         for (const auto& [id, v] : d.changes)
-          child.state_hash ^= var_term(id, s.state.get(id)) ^ var_term(id, v);
-        child.parent = i;
-        child.step = PlannedStep{a, params, d.cost};
-        child.depth = nodes[i].depth + 1;
+          state_hash ^= var_term(id, s.state.get(id)) ^ var_term(id, v);
+        const std::uint64_t c = s.completions[a];
+        const std::uint64_t done_hash = parent.done_hash ^ done_term(a, c) ^ done_term(a, c + 1);
+        const bool emergency = m_.actions[a].emergency;
+        const std::uint64_t key = key_of(state_hash,
+                                         done_hash,
+                                         s.budget.net() + d.cost,
+                                         s.steps + (emergency ? 0 : 1),
+                                         s.emergency_steps + (emergency ? 1 : 0));
+        auto& bucket = index_[key];
+        if (std::any_of(bucket.begin(), bucket.end(), [&](std::size_t j) {
+              return is_child(nodes[j].situation, s, a, d);
+            }))
+          continue;
         if (nodes.size() >= o_.max_situations) {
           mark_incomplete("the search stopped after " + std::to_string(o_.max_situations) +
                           " situations");
           return progress;
         }
-        insert(std::move(child));
+        Node child(advance(m_, s, d));
+        child.state_hash = state_hash;
+        child.done_hash = done_hash;
+        child.parent = i;
+        child.step = PlannedStep{a, params, d.cost};
+        child.depth = nodes[i].depth + 1;
+        bucket.push_back(nodes.size());
+        nodes.push_back(std::move(child));
       }
     }
     return progress;
@@ -174,27 +209,32 @@ class Search {
     }
   }
 
-  static std::uint64_t key_of(const Node& n) {
-    std::uint64_t h = mix(n.state_hash ^ static_cast<std::uint64_t>(n.situation.budget.net()));
-    h = mix(h ^ n.situation.steps ^ (n.situation.emergency_steps << 32));
-    for (auto c : n.situation.completions) h = mix(h ^ c);
-    return h;
+  static std::uint64_t key_of(std::uint64_t state_hash,
+                              std::uint64_t done_hash,
+                              Amount net,
+                              std::uint64_t steps,
+                              std::uint64_t emergency_steps) {
+    std::uint64_t h = mix(state_hash ^ static_cast<std::uint64_t>(net));
+    return mix(h ^ done_hash ^ steps ^ (emergency_steps << 32));
   }
 
-  static bool same(const Situation& a, const Situation& b) {
-    return a.budget.net() == b.budget.net() && a.budget.gross() == b.budget.gross() &&
-           a.steps == b.steps && a.emergency_steps == b.emergency_steps &&
-           a.completions == b.completions && a.state == b.state;
-  }
-
-  // Adds `n` unless an equal situation is known (breadth-first: the known one is no deeper).
-  void insert(Node n) {
-    auto& bucket = index_[key_of(n)];
-    for (std::size_t j : bucket) {
-      if (same(nodes[j].situation, n.situation)) return;
-    }
-    bucket.push_back(nodes.size());
-    nodes.push_back(std::move(n));
+  // True iff `known` is the situation `decision` (approved, of action `a`) leads to from `s`,
+  // without building that situation.
+  bool is_child(const Situation& known,
+                const Situation& s,
+                std::size_t a,
+                const Decision& d) const {
+    const bool emergency = m_.actions[a].emergency;
+    if (known.budget.net() != s.budget.net() + d.cost ||
+        known.budget.gross() != s.budget.gross() + d.cost ||
+        known.steps != s.steps + (emergency ? 0 : 1) ||
+        known.emergency_steps != s.emergency_steps + (emergency ? 1 : 0))
+      return false;
+    for (std::size_t b = 0; b < s.completions.size(); ++b)
+      if (known.completions[b] != s.completions[b] + (a == b ? 1 : 0)) return false;
+    for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
+      if (!(known.state.get(id) == v)) return false;
+    return known.state == s.state.with(d.changes);  // shares the unchanged subtrees
   }
 };
 
