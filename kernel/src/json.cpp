@@ -2,6 +2,7 @@
 #include "json.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
@@ -298,8 +299,12 @@ std::string describe(const JsonNode& n) {
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  std::size_t run = 0;  // start of the pending run of characters that need no escape
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -322,16 +327,13 @@ void append_json_string(std::string& out, std::string_view s) {
       case '\t':
         out += "\\t";
         break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += ch;
-        }
+      default: {
+        const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(escape, sizeof escape);
+      }
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out += '"';
 }
 
@@ -422,7 +424,9 @@ void append_value(std::string& out, const Value& v) {
     case Value::Kind::number: {
       const Decimal& d = v.as_number();
       if (d.scale == 0 && d.units > -kExactJsonInt && d.units < kExactJsonInt) {
-        out += std::to_string(d.units);
+        char digits[24];
+        const auto r = std::to_chars(digits, digits + sizeof digits, d.units);
+        out.append(digits, r.ptr);
       } else {
         append_json_string(out, d.to_string());
       }

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
@@ -22,17 +24,42 @@ constexpr std::string_view kKindNames[] = {
     "genesis", "executed", "rejected", "rolled_back", "sealed"};
 const std::string kZeroHash(64, '0');
 
-void append_named_values(std::string& out, std::vector<std::pair<std::string, Value>> values) {
-  std::sort(
-      values.begin(), values.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+void append_named_values(std::string& out,
+                         const std::vector<std::pair<std::string, Value>>& values) {
+  auto by_name = [](const auto* a, const auto* b) { return a->first < b->first; };
+  // Keys in order; small maps (the usual case) are sorted on the stack, by pointer.
+  constexpr std::size_t kSmall = 16;
+  const std::pair<std::string, Value>* small[kSmall];
+  std::vector<const std::pair<std::string, Value>*> large;
+  const std::pair<std::string, Value>** order = small;
+  if (values.size() > kSmall) {
+    large.resize(values.size());
+    order = large.data();
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) order[i] = &values[i];
+  std::sort(order, order + values.size(), by_name);
   out += '{';
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
-    append_json_string(out, values[i].first);
+    append_json_string(out, order[i]->first);
     out += ':';
-    append_value(out, values[i].second);
+    append_value(out, order[i]->second);
   }
   out += '}';
+}
+
+void append_count(std::string& out, std::string_view key, std::uint64_t v) {
+  out += key;
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, v);
+  out.append(digits, r.ptr);
+}
+
+void append_count(std::string& out, std::string_view key, std::int64_t v) {
+  out += key;
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, v);
+  out.append(digits, r.ptr);
 }
 
 void append_reasons(std::string& out, const std::vector<Reason>& reasons) {
@@ -53,7 +80,7 @@ void append_reasons(std::string& out, const std::vector<Reason>& reasons) {
 // The canonical JSON of an entry; keys in RFC 8785 order.
 std::string serialize(const TraceEntry& e, bool with_hash) {
   std::string out;
-  out.reserve(256);
+  out.reserve(512);
   out += "{\"action\":";
   append_json_string(out, e.action);
   out += ",\"changes\":";
@@ -62,7 +89,7 @@ std::string serialize(const TraceEntry& e, bool with_hash) {
   append_json_string(out, e.cost);
   out += ",\"emergency\":";
   out += e.emergency ? "true" : "false";
-  out += ",\"emergency_steps\":" + std::to_string(e.emergency_steps);
+  append_count(out, ",\"emergency_steps\":", e.emergency_steps);
   out += ",\"gross\":";
   append_json_string(out, e.gross);
   if (with_hash) {
@@ -79,13 +106,13 @@ std::string serialize(const TraceEntry& e, bool with_hash) {
   append_json_string(out, e.prev);
   out += ",\"reasons\":";
   append_reasons(out, e.reasons);
-  out += ",\"seq\":" + std::to_string(e.sequence);
+  append_count(out, ",\"seq\":", e.sequence);
   out += ",\"spec\":";
   append_json_string(out, e.spec);
   out += ",\"state\":";
   append_json_string(out, e.state);
-  out += ",\"step\":" + std::to_string(e.step);
-  out += ",\"time\":" + std::to_string(e.time_us);
+  append_count(out, ",\"step\":", e.step);
+  append_count(out, ",\"time\":", e.time_us);
   out += ",\"warnings\":";
   append_reasons(out, e.warnings);
   out += '}';
@@ -244,13 +271,31 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
     return check;
   };
   if (entries.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
+  // Recomputing the hashes is the cost, and each is independent of the others: on a long trace
+  // they are computed by several threads first; the checks then run in order as before, so
+  // the first failure reported is the same.
+  std::vector<char> hash_ok(entries.size(), 0);
+  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  const std::size_t workers = entries.size() >= 256 ? cores : 1;
+  auto hash_range = [&](std::size_t w) {
+    for (std::size_t i = w; i < entries.size(); i += workers)
+      hash_ok[i] = entries[i].compute_hash() == entries[i].hash ? 1 : 0;
+  };
+  if (workers > 1) {
+    std::vector<std::thread> threads;
+    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(hash_range, w);
+    hash_range(0);
+    for (auto& t : threads) t.join();
+  } else {
+    hash_range(0);
+  }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
     if (e.sequence != i)
       return fail(i,
                   "sequence number " + std::to_string(e.sequence) + ", expected " +
                       std::to_string(i) + " (an entry was deleted, inserted or moved)");
-    if (e.compute_hash() != e.hash) return fail(i, "hash mismatch: the entry was changed");
+    if (!hash_ok[i]) return fail(i, "hash mismatch: the entry was changed");
     const std::string& expected_prev = i == 0 ? kZeroHash : entries[i - 1].hash;
     if (e.prev != expected_prev) return fail(i, "does not link to the previous entry's hash");
     if ((i == 0) != (e.kind == EntryKind::genesis)) {

@@ -96,6 +96,28 @@ TEST_CASE("Trace: a changed entry is reported with its index", "[kernel][trace]"
   std::remove(path.c_str());
 }
 
+TEST_CASE("Trace: on a long trace (hashes checked in parallel) the first bad entry is reported",
+          "[kernel][trace]") {
+  SafetyKernel k(load_spec(kSpec));
+  for (int i = 0; i < 60; ++i) REQUIRE(k.execute("inc").decision.approved);
+  std::vector<TraceEntry> entries = k.trace();
+  while (entries.size() < 2000) {  // a long chain: copies relinked and renumbered
+    TraceEntry e = entries[1 + entries.size() % 60];
+    e.sequence = entries.size();
+    e.prev = entries.back().hash;
+    e.hash = e.compute_hash();
+    entries.push_back(std::move(e));
+  }
+  REQUIRE(verify_chain(entries, true).ok);
+  for (std::size_t bad : {1999UL, 1500UL, 777UL, 1UL}) {  // each earlier than the last
+    entries[bad].cost = "9.999";
+    const TraceCheck c = verify_chain(entries, true);
+    REQUIRE_FALSE(c.ok);
+    CHECK(c.first_bad == bad);
+    CHECK_THAT(c.message, Catch::Matchers::Contains("hash mismatch"));
+  }
+}
+
 TEST_CASE("Trace: deleted, reordered and truncated entries are detected", "[kernel][trace]") {
   const std::string path = run_to_file(FlushPolicy::buffered);
   const auto lines = lines_of(path);
