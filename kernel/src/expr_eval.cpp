@@ -24,10 +24,65 @@ const Value& lookup(const EvalEnv& env, VarId id) {
 
 bool values_equal(const Value& a, const Value& b) { return a == b; }
 
+// The value of a numeric expression without building a Value per node (the hot path of
+// invariants such as `a + b <= 10`): exactly `evaluate`'s result, in the same order.
+EvalError number(const Expr& e, const EvalEnv& env, Decimal& out) {
+  switch (e.op) {
+    case ExprOp::literal:
+      out = e.literal.as_number();
+      return EvalError::none;
+    case ExprOp::variable: {
+      const Value& v = lookup(env, e.index);
+      if (!v.is_defined()) return EvalError::undefined;
+      out = v.as_number();
+      return EvalError::none;
+    }
+    case ExprOp::parameter:
+      out = env.params[e.index].as_number();
+      return EvalError::none;
+    case ExprOp::add:
+    case ExprOp::sub:
+    case ExprOp::mul: {
+      Decimal a;
+      Decimal b;
+      if (const EvalError err = number(*e.args[0], env, a); err != EvalError::none) return err;
+      if (const EvalError err = number(*e.args[1], env, b); err != EvalError::none) return err;
+      const std::optional<Decimal> r = e.op == ExprOp::add   ? checked_add(a, b)
+                                       : e.op == ExprOp::sub ? checked_sub(a, b)
+                                                             : checked_mul(a, b);
+      if (!r) return EvalError::overflow;
+      out = *r;
+      return EvalError::none;
+    }
+    default: {
+      EvalResult r = evaluate(e, env);
+      if (!r.ok()) return r.error;
+      out = r.value.as_number();
+      return EvalError::none;
+    }
+  }
+}
+
 }  // namespace
 
 EvalResult evaluate(const Expr& e, const EvalEnv& env) {
   switch (e.op) {
+    case ExprOp::lt:
+    case ExprOp::le:
+    case ExprOp::gt:
+    case ExprOp::ge: {
+      Decimal a;
+      Decimal b;
+      if (const EvalError err = number(*e.args[0], env, a); err != EvalError::none)
+        return error(err);
+      if (const EvalError err = number(*e.args[1], env, b); err != EvalError::none)
+        return error(err);
+      const bool r = e.op == ExprOp::lt   ? a < b
+                     : e.op == ExprOp::le ? a <= b
+                     : e.op == ExprOp::gt ? a > b
+                                          : a >= b;
+      return ok(Value::boolean(r));
+    }
     case ExprOp::literal:
       return ok(e.literal);
     case ExprOp::variable: {

@@ -40,6 +40,7 @@ const char* eval_error_text(EvalError e) {
 // Normalises a computed value to a variable's type (numbers to its scale). False on overflow.
 bool normalise(const Type& type, Value& v) {
   if (v.kind() == Value::Kind::number && type.is_numeric()) {
+    if (v.as_number().scale == type.scale()) return true;  // the common case: nothing to do
     auto r = v.as_number().rescaled(type.scale());
     if (!r) return false;
     v = Value::number(*r);
