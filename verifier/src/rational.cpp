@@ -37,10 +37,11 @@ __int128 narrow(const Rational::Integer& v) {
 }
 
 Rational::Integer widen(__int128 v) {
+  if (v >= INT64_MIN && v <= INT64_MAX) return Rational::Integer(static_cast<long long>(v));
   const u128 m = magnitude(v);
-  Rational::Integer out = static_cast<std::uint64_t>(m >> 64);
-  out <<= 64;
-  out |= static_cast<std::uint64_t>(m & UINT64_MAX);
+  static const Rational::Integer two64 = Rational::Integer(1ULL << 32) * (1ULL << 32);
+  Rational::Integer out = Rational::Integer(static_cast<std::uint64_t>(m >> 64)) * two64 +
+                          Rational::Integer(static_cast<std::uint64_t>(m & UINT64_MAX));
   return v < 0 ? Rational::Integer(-out) : out;
 }
 

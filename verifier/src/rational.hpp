@@ -8,6 +8,7 @@
 #include <concepts>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace clampai::verifier::detail {
 
@@ -30,6 +31,9 @@ class Rational {
   [[nodiscard]] Big big() const;
   template <typename T>
   [[nodiscard]] T convert_to() const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!big_) return static_cast<T>(n_) / static_cast<T>(d_);  // within an ulp or two
+    }
     return big().template convert_to<T>();
   }
 
