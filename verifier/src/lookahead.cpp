@@ -176,17 +176,7 @@ class Bmc {
       mv.params.push_back(enc.param(a, i));
       ok = ok && enc.param_bounds(a.parameters[i], mv.params.back());
     }
-    const int bs = m_.budget.scale;
-    if (a.cost_expr) {
-      const detail::Term c = enc.encode_numeric(*a.cost_expr, nullptr, &a);
-      if (c.scale <= bs) {
-        mv.cost = c.e * ctx_.int_val(kernel::pow10(bs - c.scale));
-      } else {
-        const z3::expr k = ctx_.int_val(kernel::pow10(c.scale - bs));
-        ok = ok && z3::mod(c.e, k) == 0;
-        mv.cost = c.e / k;
-      }
-    }
+    mv.cost = enc.cost_units(a, ok);
     ok = ok && mv.cost >= 0 && mv.cost <= ctx_.int_val(m_.budget.total) - spent_[t];
     if (!a.emergency) {
       ok = ok && mv.cost >= ctx_.int_val(m_.budget.min_action_cost) &&

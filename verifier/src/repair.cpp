@@ -478,18 +478,7 @@ void encode(const Problem& pr, Z3Problem& z) {
   z3::expr overflow = z.ctx.bool_val(true);
   for (const auto& e : side) overflow = overflow && e;
   if (a.guard) add("`requires` of `" + a.id + "`", enc.encode_bool(*a.guard, nullptr, &a));
-  const int bs = pr.m.budget.scale;
-  z3::expr cost = z.ctx.int_val(a.cost);
-  if (a.cost_expr) {
-    const detail::Term t = enc.encode_numeric(*a.cost_expr, nullptr, &a);
-    if (t.scale <= bs) {
-      cost = t.e * z.ctx.int_val(kernel::pow10(bs - t.scale));
-    } else {  // the kernel rejects a cost finer than the budget's scale (as an overflow)
-      const z3::expr k = z.ctx.int_val(kernel::pow10(t.scale - bs));
-      overflow = overflow && z3::mod(t.e, k) == 0;
-      cost = t.e / k;
-    }
-  }
+  const z3::expr cost = enc.cost_units(a, overflow);
   add("the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")",
       cost <= z.ctx.int_val(pr.s.budget.remaining()) && cost >= 0);
   if (!a.emergency)

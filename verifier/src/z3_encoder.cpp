@@ -184,6 +184,16 @@ Term Encoder::encode_numeric(const Expr& e,
   }
 }
 
+z3::expr Encoder::cost_units(const Action& action, z3::expr& side) {
+  if (!action.cost_expr) return ctx_.int_val(action.cost);
+  const int bs = model_.budget.scale;
+  const Term t = encode_numeric(*action.cost_expr, nullptr, &action);
+  if (t.scale <= bs) return t.e * ctx_.int_val(kernel::pow10(bs - t.scale));
+  const z3::expr k = ctx_.int_val(kernel::pow10(t.scale - bs));
+  side = side && z3::mod(t.e, k) == 0;
+  return t.e / k;
+}
+
 z3::expr Encoder::constant(const Value& v, const Type& type) {
   switch (type.kind()) {
     case Type::Kind::boolean:

@@ -63,6 +63,12 @@ class Encoder {
                       const std::vector<std::pair<kernel::VarId, z3::expr>>* post,
                       const kernel::Action* action);
 
+  /// The cost of `action` in budget units (the model's budget scale), as the kernel charges it:
+  /// the constant cost, or the cost expression over the action's parameters. A cost finer than
+  /// the budget's scale is rejected by the kernel (as an overflow): `side` gets the condition
+  /// that it is not. @throws Unsupported
+  z3::expr cost_units(const kernel::Action& action, z3::expr& side);
+
   /// The term of a concrete value of `type`, as `pre` symbols of that type hold it: the
   /// inverse of `value_of`. @throws Unsupported for values of a type without a sort.
   z3::expr constant(const kernel::Value& v, const kernel::Type& type);
