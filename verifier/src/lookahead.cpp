@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier {
@@ -40,10 +41,7 @@ struct Move {
 class Bmc {
  public:
   Bmc(const TaskModel& m, const Situation& root, unsigned depth, unsigned timeout_ms)
-      : m_(m), depth_(depth), solver_(ctx_) {
-    z3::params p(ctx_);
-    p.set("timeout", timeout_ms);
-    solver_.set(p);
+      : m_(m), depth_(depth), timeout_ms_(timeout_ms), solver_(ctx_) {
     for (unsigned t = 0; t <= depth; ++t) build_step(t);
     // The root: the concrete situation after the proposal.
     for (VarId id = 0; id < m.variables.size(); ++id) {
@@ -91,7 +89,7 @@ class Bmc {
   z3::check_result check(const z3::expr& query) {
     solver_.push();
     solver_.add(query);
-    const z3::check_result r = solver_.check();
+    const z3::check_result r = watchdog_.run(timeout_ms_, [&] { return solver_.check(); });
     if (r == z3::sat) model_ = solver_.get_model();
     solver_.pop();
     return r;
@@ -103,7 +101,7 @@ class Bmc {
     for (const auto& a : solver_.assertions()) opt.add(a);
     opt.add(path_to(t) && goal_[t]);
     opt.minimize(spent_[t]);
-    const z3::check_result r = opt.check();
+    const z3::check_result r = watchdog_.run(timeout_ms_, [&] { return opt.check(); });
     *unknown = r == z3::unknown;
     if (r != z3::sat) return std::nullopt;
     return opt.get_model();
@@ -131,6 +129,8 @@ class Bmc {
   z3::context ctx_;
   const TaskModel& m_;
   unsigned depth_;
+  unsigned timeout_ms_;
+  detail::Watchdog watchdog_{ctx_};  // deadlines (Z3's own `timeout` races in 4.8.12)
   z3::solver solver_;
   std::optional<z3::model> model_;
   std::vector<std::unique_ptr<detail::Encoder>> enc_;

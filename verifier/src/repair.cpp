@@ -15,6 +15,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "qp.hpp"
+#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier {
@@ -451,6 +452,7 @@ std::vector<Atom> linearise(const Problem& pr) {
 
 struct Z3Problem {
   z3::context ctx;
+  detail::Watchdog watchdog{ctx};  // deadlines (Z3's own `timeout` races in 4.8.12)
   std::vector<std::pair<std::string, z3::expr>> constraints;  // named
   std::vector<z3::expr> given;                                // the state: not in any core
   std::vector<z3::expr> x;                                    // parameter units
@@ -516,19 +518,12 @@ void encode(const Problem& pr, Z3Problem& z) {
   }
 }
 
-z3::params timeout(z3::context& ctx, unsigned ms) {
-  z3::params p(ctx);
-  p.set("timeout", ms);
-  return p;
-}
-
 // The constraints that cannot all hold, minimised by deletion; empty if they can (or unknown).
 std::vector<std::string> conflict(Z3Problem& z,
                                   unsigned timeout_ms,
                                   bool* unknown,
                                   const std::optional<z3::expr>& also = std::nullopt) {
   z3::solver solver(z.ctx);
-  solver.set(timeout(z.ctx, timeout_ms));
   for (const auto& g : z.given) solver.add(g);
   if (also) solver.add(*also);
   std::vector<z3::expr> flags;
@@ -539,7 +534,7 @@ std::vector<std::string> conflict(Z3Problem& z,
   auto check = [&](const std::vector<std::size_t>& on) {
     z3::expr_vector assumptions(z.ctx);
     for (std::size_t i : on) assumptions.push_back(flags[i]);
-    return solver.check(assumptions);
+    return z.watchdog.run(timeout_ms, [&] { return solver.check(assumptions); });
   };
   std::vector<std::size_t> all(z.constraints.size());
   std::iota(all.begin(), all.end(), 0);
@@ -570,7 +565,6 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
                                               unsigned ms,
                                               std::vector<std::string>* binding) {
   z3::optimize opt(z.ctx);
-  opt.set(timeout(z.ctx, ms));
   for (const auto& g : z.given) opt.add(g);
   for (const auto& [name, c] : z.constraints) opt.add(c);
   // Σ w_i·|x_i - p_i| in natural units. With X_i the units of x_i and P_i = pn/pd the units of
@@ -597,7 +591,7 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
     objective = objective + z.ctx.int_val(c.str().c_str()) * d;
   }
   opt.minimize(objective);
-  if (opt.check() != z3::sat) return std::nullopt;
+  if (z.watchdog.run(ms, [&] { return opt.check(); }) != z3::sat) return std::nullopt;
   const z3::model model = opt.get_model();
   std::vector<Rational> x;
   for (std::size_t i = 0; i < z.x.size(); ++i) {
