@@ -60,6 +60,7 @@ struct Node {
   std::uint64_t state_hash = 0;
   std::uint64_t done_hash = 0;
   std::size_t parent = kNone;
+  std::size_t same_key = kNone;  // the previous node with the same key (a hash collision)
   PlannedStep step{};
   unsigned depth = 0;
 };
@@ -85,7 +86,8 @@ class Search {
                                      n.situation.budget.net(),
                                      n.situation.steps,
                                      n.situation.emergency_steps);
-    index_[key].push_back(nodes.size());
+    n.same_key = kNone;
+    index_.emplace(key, nodes.size());
     nodes.push_back(std::move(n));
   }
 
@@ -133,11 +135,10 @@ class Search {
                                          s.budget.net() + d.cost,
                                          s.steps + (emergency ? 0 : 1),
                                          s.emergency_steps + (emergency ? 1 : 0));
-        auto& bucket = index_[key];
-        if (std::any_of(bucket.begin(), bucket.end(), [&](std::size_t j) {
-              return is_child(nodes[j].situation, s, a, d);
-            }))
-          continue;
+        const auto known = index_.find(key);
+        std::size_t j = known == index_.end() ? kNone : known->second;
+        while (j != kNone && !is_child(nodes[j].situation, s, a, d)) j = nodes[j].same_key;
+        if (j != kNone) continue;
         if (nodes.size() >= o_.max_situations) {
           mark_incomplete("the search stopped after " + std::to_string(o_.max_situations) +
                           " situations");
@@ -149,7 +150,12 @@ class Search {
         child.parent = i;
         child.step = PlannedStep{a, params, d.cost};
         child.depth = nodes[i].depth + 1;
-        bucket.push_back(nodes.size());
+        child.same_key = known == index_.end() ? kNone : known->second;
+        if (known == index_.end()) {
+          index_.emplace(key, nodes.size());
+        } else {
+          known->second = nodes.size();
+        }
         nodes.push_back(std::move(child));
       }
     }
@@ -167,7 +173,8 @@ class Search {
   const LookaheadOptions& o_;
   std::vector<bool> enumerable_;
   std::vector<std::vector<std::vector<Value>>> params_;
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> index_;
+  // The newest node of each key; older ones with the same key follow `Node::same_key`.
+  std::unordered_map<std::uint64_t, std::size_t> index_;
 
   void mark_incomplete(std::string why) {
     if (complete) incomplete_reason = std::move(why);
