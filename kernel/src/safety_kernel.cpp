@@ -16,13 +16,6 @@ namespace {
 
 const std::string kZeroHash(64, '0');
 
-// Makes room for one more element, growing geometrically, so that the push_back of a commit
-// cannot throw and the amortised cost of a step does not grow with the trace.
-template <typename T>
-void reserve_one(std::vector<T>& v) {
-  if (v.size() == v.capacity()) v.reserve(std::max<std::size_t>(64, 2 * v.capacity()));
-}
-
 std::int64_t system_clock_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -514,16 +507,24 @@ Situation SafetyKernel::situation() const {
   return Situation{state_, budget_, steps_, emergency_steps_, completions_};
 }
 
-TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {
+void SafetyKernel::prepare_locked(TraceEntry& entry,
+                                  std::uint64_t steps,
+                                  std::uint64_t emergency_steps,
+                                  const BudgetController& budget,
+                                  std::string* line) const {
   entry.sequence = trace_.size();
   entry.prev = trace_.empty() ? kZeroHash : trace_.back().hash;
-  entry.step = steps_;
-  entry.emergency_steps = emergency_steps_;
-  entry.gross = model_->format_amount(budget_.gross());
-  entry.net = model_->format_amount(budget_.net());
+  entry.step = steps;
+  entry.emergency_steps = emergency_steps;
+  entry.gross = model_->format_amount(budget.gross());
+  entry.net = model_->format_amount(budget.net());
   entry.time_us = options_.clock();
   entry.hash = entry.compute_hash();
   if (line != nullptr) *line = entry.to_json_line();
+}
+
+TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {
+  prepare_locked(entry, steps_, emergency_steps_, budget_, line);
   // INVARIANT (chain): prev is the hash of the entry before.
   trace_.push_back(std::move(entry));
   return trace_.back();
@@ -594,11 +595,30 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       entry.cost = model_->format_amount(d.cost);
       entry.emergency = a.emergency;
       entry.warnings = d.warnings;
-      reserve_one(trace_);
-      reserve_one(undo_);
+      // The entry carries the counters after the commit, so it is complete (hashed) before
+      // anything changes; the trace and the undo stack are deques, so appending never moves
+      // earlier entries (no pause that grows with the trace).
+      BudgetController budget_after = budget_;
+      budget_after.charge(d.cost);  // cannot throw: can_afford held under this lock
+      prepare_locked(entry,
+                     steps_ + (a.emergency ? 0 : 1),
+                     emergency_steps_ + (a.emergency ? 1 : 0),
+                     budget_after,
+                     options_.writer ? &line : nullptr);
+      sequence = entry.sequence;
+      undo.sequence = sequence;
+      const Amount cost = undo.cost;
+      trace_.push_back(std::move(entry));  // may throw: nothing has changed yet
+      try {
+        undo_.push_back(std::move(undo));
+      } catch (...) {
+        trace_.pop_back();
+        throw;
+      }
 
-      // Commit. INVARIANT (budget-safe), (step-bound), (state-valid), (chain).
-      budget_.charge(d.cost);  // cannot throw: can_afford held under this lock
+      // Commit: nothing below throws. INVARIANT (budget-safe), (step-bound), (state-valid),
+      // (chain).
+      budget_ = budget_after;
       if (a.emergency) {
         ++emergency_steps_;
       } else {
@@ -606,13 +626,7 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       }
       ++completions_[proposal.action];
       state_ = std::move(next);
-      const TraceEntry& appended =
-          append_locked(std::move(entry), options_.writer ? &line : nullptr);
-      sequence = appended.sequence;
-      undo.sequence = sequence;
-      undo_.push_back(std::move(undo));
-      outcome =
-          Outcome{std::move(d), Receipt{sequence, proposal.action, undo_.back().cost}, state_};
+      outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, cost}, state_};
     }
     if (!traced) return std::move(*outcome);
   }
@@ -705,18 +719,23 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     entry.changes = named(*model_, inverse);
     entry.cost = model_->format_amount(u.cost);
     entry.emergency = a.emergency;
-    reserve_one(trace_);
-
-    budget_.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
-    --completions_[u.action];
-    state_ = u.before;
+    BudgetController budget_after = budget_;
+    budget_after.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
+    prepare_locked(
+        entry, steps_, emergency_steps_, budget_after, options_.writer ? &line : nullptr);
+    sequence = entry.sequence;
     undone.approved = true;
     undone.action = u.action;
     undone.cost = u.cost;
     undone.emergency = a.emergency;
     undone.changes = std::move(inverse);
+    trace_.push_back(std::move(entry));  // may throw: nothing has changed yet
+
+    // Commit: nothing below throws.
+    budget_ = budget_after;
+    --completions_[u.action];
+    state_ = u.before;
     undo_.pop_back();
-    sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
     after = state_;
   }
   if (options_.writer) write_line(sequence, std::move(line));
@@ -733,7 +752,9 @@ TraceEntry SafetyKernel::seal() {
     entry.kind = EntryKind::sealed;
     entry.cost = model_->format_amount(0);
     entry.state = state_digest(state_);
-    sealed = append_locked(std::move(entry), options_.writer ? &line : nullptr);
+    prepare_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
+    sealed = entry;                      // may throw: nothing has changed yet
+    trace_.push_back(std::move(entry));  // likewise
     sealed_ = true;
   }
   if (options_.writer) {
@@ -782,7 +803,7 @@ bool SafetyKernel::is_sealed() const {
 
 std::vector<TraceEntry> SafetyKernel::trace() const {
   std::lock_guard lock(mutex_);
-  return trace_;
+  return {trace_.begin(), trace_.end()};
 }
 
 TraceCheck SafetyKernel::verify_trace() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -167,6 +168,14 @@ class SafetyKernel {
  private:
   struct Undo;
   Decision evaluate_locked(const State& state, const Proposal& proposal) const;
+  // Completes `entry` (sequence, link, the given counters, time, hash and, if `line`, its JSON
+  // line) without changing the kernel.
+  void prepare_locked(TraceEntry& entry,
+                      std::uint64_t steps,
+                      std::uint64_t emergency_steps,
+                      const BudgetController& budget,
+                      std::string* line) const;
+  // Completes `entry` with the current counters and appends it.
   TraceEntry& append_locked(TraceEntry entry, std::string* line);
   void write_line(std::uint64_t sequence, std::string line);
 
@@ -181,8 +190,8 @@ class SafetyKernel {
   std::uint64_t emergency_steps_ = 0;
   std::vector<std::uint64_t> completions_;
   // INVARIANT (chain): trace_[i].prev == trace_[i-1].hash for i > 0 (T6).
-  std::vector<TraceEntry> trace_;
-  std::vector<Undo> undo_;
+  std::deque<TraceEntry> trace_;  // a deque: appending never moves the entries before
+  std::deque<Undo> undo_;
   bool sealed_ = false;
 };
 
