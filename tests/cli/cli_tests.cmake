@@ -165,6 +165,31 @@ expect("repair unknown param" 2 "--params.m: `scale_up` has no parameter `m`" ${
 expect("repair bad weight" 2 "--weights.n: a weight must be positive" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --weights "{\"n\": 0}")
 expect("repair bad norm" 2 "--norm" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --norm l3)
 expect("repair malformed params" 2 "--params: malformed JSON" ${CLAMPAI} repair ${as} --action scale_up --params "{n")
+
+# The JSON of lookahead and repair matches schema/lookahead-report and schema/repair-report.
+if(DEFINED VALIDATE_JSON)
+  set(n 0)
+  foreach(args
+      "lookahead;${pv};--action;open_valve;--depth;3"
+      "lookahead;${pv};--action;open_valve;--depth;3;--engine;symbolic"
+      "lookahead;${pv};--action;top_up;--depth;2"
+      "lookahead;${pv};--action;fill"
+      "repair;${as};--action;scale_up;--params;{\"n\": 50}"
+      "repair;${as};--action;set_throttle;--params;{\"fraction\": 0.9}"
+      "repair;${as};--action;scale_up;--params;{\"n\": 2}"
+      "repair;${as};--state;${WORK_DIR}/full.json;--action;scale_up;--params;{\"n\": 3}")
+    math(EXPR n "${n} + 1")
+    list(GET args 0 command)
+    execute_process(COMMAND ${CLAMPAI} ${args} --format json OUTPUT_FILE ${WORK_DIR}/report${n}.json
+                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(rc GREATER 1)
+      message(SEND_ERROR "${command} json ${n}: exit code ${rc}\n${err}")
+    endif()
+    expect("${command} json ${n} matches its schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/${command}-report.schema.json ${WORK_DIR}/report${n}.json)
+  endforeach()
+  file(WRITE ${WORK_DIR}/bad-repair.json [=[{"spec": "x", "action": "a", "status": "repaired", "norm": "l2", "proposed": {}, "rejected_because": []}]=])
+  expect("a repaired report without its certificate is rejected" 1 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/repair-report.schema.json ${WORK_DIR}/bad-repair.json)
+endif()
 # clampai verify --depth K: the cheapest plan to the goal, or a proof that there is none.
 expect("verify goal plan" 0 "goal: reachable within 5 steps: the cheapest plan costs 7.000 of the budget 12.000: open_valve, fill, close_valve, top_up, top_up" ${CLAMPAI} verify ${pv} --depth 5)
 expect("verify goal infeasible" 1 "REFUTED goal: this task cannot complete: the cheapest plan costs 24.000, the budget is 20.000" ${CLAMPAI} verify ${SOURCE_DIR}/tests/data/costly.json --depth 3)
