@@ -80,8 +80,13 @@ std::optional<Proposal> approvable_emergency(const SafetyKernel& kernel,
 
 RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
   RunResult result;
-  // This run's non-emergency commits still in effect, newest last: what recovery may undo.
+  // This run's commits still in effect, newest last: what recovery may undo (an emergency
+  // commit on top stops it: recovery rolls back only reversible non-emergency actions).
   std::vector<std::pair<Receipt, Proposal>> undoable;
+  // Proposals the kernel rejected at execute since the last commit: a driver whose choice the
+  // kernel keeps refusing (another thread, or a guard the driver does not consult) must not
+  // make the run spin.
+  int refused_in_a_row = 0;
   auto tally = [&](const Decision& d) {
     ++result.rejected;
     for (const auto& r : d.reasons) ++result.rejections_by_reason[std::string(to_string(r.code))];
@@ -101,6 +106,7 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
     if (!choice.proposal && options.recover) {
       const bool steps_left = kernel.steps() < static_cast<std::uint64_t>(kernel.step_limit());
       if (steps_left && !undoable.empty() &&
+          !kernel.model().actions[undoable.back().first.action].emergency &&
           kernel.model().actions[undoable.back().first.action].reversible) {
         auto [receipt, proposal] = undoable.back();
         undoable.pop_back();
@@ -146,15 +152,18 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
       break;
     }
     Outcome o = kernel.execute(*choice.proposal);
-    if (!o.decision.approved) {  // another thread changed the state in between
+    if (!o.decision.approved) {  // another thread changed the state in between, or a guard
       ++result.attempted;
       tally(o.decision);
-      continue;
+      if (++refused_in_a_row < 2) continue;
+      result.termination = Termination::no_approvable_action;
+      result.last_reasons = o.decision.reasons;
+      break;
     }
+    refused_in_a_row = 0;
     ++result.executed;
     result.actions.push_back(kernel.model().actions[choice.proposal->action].id);
-    if (o.receipt && !o.decision.emergency)
-      undoable.emplace_back(*o.receipt, std::move(*choice.proposal));
+    if (o.receipt) undoable.emplace_back(*o.receipt, std::move(*choice.proposal));
   }
   result.goal_reached = kernel.goal_reached();
   return result;

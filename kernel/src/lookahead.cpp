@@ -107,11 +107,15 @@ class Search {
   }
 
   // Expands node `i`: adds its unseen children (when `add` is set) and says whether any
-  // non-emergency action is approvable there.
+  // non-emergency action is (or, where the search cannot tell, may be) approvable there: an
+  // incomplete search never reports a dead end it has not seen.
   bool expand(std::size_t i, bool add) {
     bool progress = false;
     for (std::size_t a = 0; a < m_.actions.size(); ++a) {
-      if (!enumerable_[a]) continue;
+      if (!enumerable_[a]) {
+        if (!m_.actions[a].emergency) progress = true;  // unknown: not enumerated
+        continue;
+      }
       for (const auto& params : params_[a]) {
         const Situation& s = nodes[i].situation;
         const Decision d = decide(m_, s, Proposal{a, params});
@@ -142,7 +146,7 @@ class Search {
         if (nodes.size() >= o_.max_situations) {
           mark_incomplete("the search stopped after " + std::to_string(o_.max_situations) +
                           " situations");
-          return progress;
+          return true;  // the rest of this situation's actions were not looked at
         }
         Node child(advance(m_, s, d));
         child.state_hash = state_hash;
@@ -194,8 +198,10 @@ class Search {
         }
         const auto lo = p.min->rescaled(p.type.scale());
         const auto hi = p.max->rescaled(p.type.scale());
-        const std::int64_t count = hi->units - lo->units + 1;
-        if (count <= 0 || static_cast<std::size_t>(count) * sets.size() > o_.max_param_values) {
+        // In 128 bits: a range as wide as int64 must not wrap around.
+        const __int128 count = static_cast<__int128>(hi->units) - lo->units + 1;
+        if (count <= 0 || count > static_cast<__int128>(o_.max_param_values /
+                                                        std::max<std::size_t>(1, sets.size()))) {
           ok = false;
           mark_incomplete("the parameters of `" + a.id + "` span more than " +
                           std::to_string(o_.max_param_values) + " values");
@@ -294,10 +300,7 @@ LookaheadResult lookahead(const TaskModel& model,
   out.decision = decide(model, situation, proposal);
   if (!out.decision.approved) return out;
   Situation after = advance(model, situation, out.decision);
-  for (const CaptureBasin& b : model.basins) {
-    const EvalResult r = evaluate(*b.expr, EvalEnv{&after.state, nullptr, &after.state, nullptr});
-    if (!r.ok() || r.value.as_bool()) out.entered.push_back(b.name);
-  }
+  out.entered = basins_entered(model, after.state);
   Search s(model, options);
   s.set_root(std::move(after));
   search(s, options.depth, out, true);
@@ -311,6 +314,20 @@ LookaheadResult plan_to_goal(const TaskModel& model,
   Search s(model, options);
   s.set_root(situation);
   search(s, options.depth, out, false);
+  return out;
+}
+
+std::vector<std::string> basins_entered(const TaskModel& model, const State& state) {
+  std::vector<std::string> out;
+  const EvalEnv env{&state, nullptr, &state, nullptr};
+  if (model.goal) {
+    const EvalResult g = evaluate(*model.goal, env);
+    if (g.ok() && g.value.as_bool()) return out;  // the task ends at its goal: never a trap
+  }
+  for (const CaptureBasin& b : model.basins) {
+    const EvalResult r = evaluate(*b.expr, env);
+    if (!r.ok() || r.value.as_bool()) out.push_back(b.name);
+  }
   return out;
 }
 

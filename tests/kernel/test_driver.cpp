@@ -234,3 +234,70 @@ TEST_CASE("Driver: recovery takes one emergency action when nothing can be rolle
   CHECK(k.state().get("safe") == Value::boolean(true));
   CHECK(to_string(Termination::emergency_stop) == "emergency_stop");
 }
+
+namespace {
+
+// Always proposes the same action, whatever the kernel says.
+class Stubborn final : public Driver {
+ public:
+  explicit Stubborn(std::vector<std::size_t> script) : script_(std::move(script)) {}
+  Choice next(const SafetyKernel&) override {
+    Choice c;
+    if (at_ < script_.size()) c.proposal = Proposal{script_[at_], {}};
+    if (at_ + 1 < script_.size()) ++at_;
+    return c;
+  }
+
+ private:
+  std::vector<std::size_t> script_;
+  std::size_t at_ = 0;
+};
+
+// Proposes each action of the script once, then nothing.
+class Scripted final : public Driver {
+ public:
+  explicit Scripted(std::vector<std::size_t> script) : script_(std::move(script)) {}
+  Choice next(const SafetyKernel&) override {
+    Choice c;
+    if (at_ < script_.size()) c.proposal = Proposal{script_[at_++], {}};
+    return c;
+  }
+
+ private:
+  std::vector<std::size_t> script_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("Driver: a proposal the kernel keeps refusing at execute ends the run",
+          "[kernel][driver]") {
+  const auto m = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0}},
+    "actions": [{"id": "bad", "cost": 1, "requires": "x > 5", "effects": []}],
+    "goal": "x == 1", "budget": {"total": 5, "min_action_cost": 1}})J");
+  SafetyKernel k(m);
+  Stubborn driver({0});
+  const RunResult r = run(k, driver);  // returning at all is the point
+  CHECK(r.termination == Termination::no_approvable_action);
+  CHECK(r.executed == 0);
+  REQUIRE_FALSE(r.last_reasons.empty());
+  CHECK(r.last_reasons[0].code == ReasonCode::requires_failed);
+}
+
+TEST_CASE("Driver: recovery does not roll back past an emergency action the driver committed",
+          "[kernel][driver]") {
+  const auto m = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0}},
+    "actions": [{"id": "act", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": 1}]},
+                {"id": "halt", "cost": 0, "effects": []}],
+    "emergency_actions": ["halt"],
+    "goal": "x == 5", "budget": {"total": 5, "min_action_cost": 1}})J");
+  SafetyKernel k(m);
+  Scripted driver({0, 1});
+  RunOptions options;
+  options.recover = true;
+  RunResult r;
+  REQUIRE_NOTHROW(r = run(k, driver, options));
+  CHECK(r.rollbacks == 0);
+  CHECK(r.termination == Termination::emergency_stop);
+  CHECK(k.state().get("x") == Value::integer(1));
+}

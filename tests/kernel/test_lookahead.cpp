@@ -202,3 +202,24 @@ TEST_CASE("the explicit engine agrees with a naive enumeration on random specs",
   }
   CHECK(compared > 100);
 }
+
+TEST_CASE(
+    "lookahead: wide parameter products are refused without overflow, and an incomplete "
+    "search reports no dead end it did not see",
+    "[kernel][lookahead]") {
+  const auto m = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0, "min": 0}},
+    "actions": [{"id": "add", "cost": 1,
+                 "parameters": {"a": {"type": "int", "min": 0, "max": 3},
+                                "n": {"type": "int", "min": 0, "max": 4611686018427387903}},
+                 "effects": [{"variable": "x", "mode": "increment", "value": "a"}]},
+                {"id": "nudge", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]}],
+    "capture_basins": [{"name": "far", "check": "x >= 100"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  LookaheadOptions o;
+  o.depth = 2;
+  // 4 * 2^62 parameter vectors: wraps to 0 in 64 bits; must be refused, quickly.
+  const LookaheadResult r = lookahead(*m, Situation::initial(*m), Proposal{1, {}}, o);
+  CHECK_FALSE(r.complete);
+  CHECK(r.incomplete_reason.find("span more than") != std::string::npos);
+  CHECK_FALSE(r.dead_end);  // `add` was not enumerated: it may well be approvable
+}

@@ -108,3 +108,59 @@ TEST_CASE("Symbolic and explicit lookahead agree on every answer over random spe
   CHECK(dead_ends > 5);
   CHECK(goals > 5);
 }
+
+TEST_CASE("Symbolic lookahead: operands the kernel does not evaluate cannot overflow",
+          "[verifier][lookahead]") {
+  // `x * 2^62` overflows for x >= 2, but the kernel only evaluates it when `x == 2` is false.
+  const auto m =
+      load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]}],
+    "goal": "x == 2 || x * 4611686018427387904 < 0",
+    "capture_basins": [{"name": "over", "check": "x >= 3"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  LookaheadOptions o;
+  o.depth = 2;
+  const Proposal p{0, {}};
+  const auto x = lookahead(*m, Situation::initial(*m), p, o);
+  const auto z = verifier::symbolic_lookahead(*m, Situation::initial(*m), p, o);
+  REQUIRE(z.complete);
+  CHECK_FALSE(x.trap());
+  CHECK_FALSE(z.trap());
+  CHECK(x.goal_reachable);
+  CHECK(z.goal_reachable);
+  CHECK(z.cheapest_cost == x.cheapest_cost);
+}
+
+TEST_CASE("Symbolic lookahead: a variable Z3 cannot hold makes the answer incomplete, not a crash",
+          "[verifier][lookahead]") {
+  const auto m =
+      load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10},
+      "tags": {"type": "list", "element": {"type": "enum", "values": ["a", "b"]}, "initial": []}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]}],
+    "goal": "x == 3", "capture_basins": [{"name": "over", "check": "x >= 5"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  const auto z = verifier::symbolic_lookahead(*m, Situation::initial(*m), Proposal{0, {}});
+  CHECK_FALSE(z.complete);
+  CHECK(z.incomplete_reason.find("outside what the symbolic engine models") != std::string::npos);
+}
+
+TEST_CASE("Lookahead: a goal state is never a trap, even inside a basin", "[verifier][lookahead]") {
+  const auto m =
+      load_spec(R"J({"variables": {"x": {"type": "int", "initial": 1, "min": 0, "max": 10}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]}],
+    "goal": "x >= 3", "capture_basins": [{"name": "high", "check": "x >= 3"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  Situation two = Situation::initial(*m);
+  two.state = two.state.with({{0, Value::integer(2)}});
+  const auto x = lookahead(*m, two, Proposal{0, {}});
+  const auto z = verifier::symbolic_lookahead(*m, two, Proposal{0, {}});
+  CHECK(x.entered.empty());
+  CHECK(z.entered.empty());
+  CHECK_FALSE(x.trap());
+  CHECK_FALSE(z.trap());
+  KernelOptions options;
+  options.guard = lookahead_guard(m, LookaheadOptions{});
+  SafetyKernel k(m, options);
+  FirstApprovableDriver driver;
+  CHECK(run(k, driver).goal_reached);
+}

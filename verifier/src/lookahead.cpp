@@ -30,6 +30,12 @@ struct Unsupported {
   std::string reason;
 };
 
+// The kernel does not confirm a witness the solver found (a modelling gap): the answer is
+// marked incomplete rather than reported.
+struct Disagreement {
+  std::string reason;
+};
+
 // One action at one step: whether the kernel would approve it, and what it would do.
 struct Move {
   z3::expr approvable;
@@ -222,21 +228,59 @@ class Bmc {
   }
 };
 
-// The kernel's replay of a plan from `root`: the situations and the costs, or why not.
-std::optional<std::string> replay(const TaskModel& m, Situation s, Plan& plan) {
-  for (PlannedStep& step : plan) {
+enum class End : std::uint8_t { basin, dead_end, goal };
+
+bool goal_holds(const TaskModel& m, const kernel::State& s) {
+  if (!m.goal) return false;
+  const kernel::EvalResult r = kernel::evaluate(*m.goal, kernel::EvalEnv{&s, nullptr, &s, nullptr});
+  return r.ok() && r.value.as_bool();
+}
+
+bool in_basin(const TaskModel& m, const kernel::State& s) {
+  for (const kernel::CaptureBasin& b : m.basins) {
+    const kernel::EvalResult r =
+        kernel::evaluate(*b.expr, kernel::EvalEnv{&s, nullptr, &s, nullptr});
+    if (!r.ok() || r.value.as_bool()) return true;
+  }
+  return false;
+}
+
+// The kernel's replay of a witness from `root`: every step approved (its cost filled in), every
+// state before the last one that the search would expand (not the goal; not a basin after the
+// root), and the last one what the witness claims. Returns why not, or nothing; `last` gets
+// the final situation.
+std::optional<std::string> replay(
+    const TaskModel& m, Situation s, Plan& plan, End end, Situation* last) {
+  for (std::size_t j = 0; j < plan.size(); ++j) {
+    if (goal_holds(m, s.state) || (j > 0 && in_basin(m, s.state)))
+      return "the witness passes through a state where the search stops";
+    PlannedStep& step = plan[j];
     const kernel::Decision d = kernel::decide(m, s, kernel::Proposal{step.action, step.params});
     if (!d.approved) return "the kernel rejects `" + m.actions[step.action].id + "` in the witness";
     step.cost = d.cost;
     s = kernel::advance(m, s, d);
   }
+  const bool goal = goal_holds(m, s.state);
+  bool ok = false;
+  switch (end) {
+    case End::goal:
+      ok = goal;
+      break;
+    case End::basin:
+      ok = !goal && in_basin(m, s.state);
+      break;
+    case End::dead_end:
+      ok = !goal && (plan.empty() || !in_basin(m, s.state));
+      // Actions without parameters can be checked here; the rest is the solver's ∀.
+      for (std::size_t a = 0; ok && a < m.actions.size(); ++a) {
+        if (!m.actions[a].emergency && m.actions[a].parameters.empty())
+          ok = !kernel::decide(m, s, kernel::Proposal{a, {}}).approved;
+      }
+      break;
+  }
+  if (!ok) return "the kernel does not confirm the end of the witness";
+  if (last != nullptr) *last = std::move(s);
   return std::nullopt;
-}
-
-Situation after(const TaskModel& m, Situation s, const Plan& plan) {
-  for (const PlannedStep& step : plan)
-    s = kernel::advance(m, s, kernel::decide(m, s, kernel::Proposal{step.action, step.params}));
-  return s;
 }
 
 }  // namespace
@@ -251,11 +295,7 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
   out.decision = kernel::decide(model, situation, proposal);
   if (!out.decision.approved) return out;
   const Situation root = kernel::advance(model, situation, out.decision);
-  for (const kernel::CaptureBasin& b : model.basins) {
-    const kernel::EvalResult r =
-        kernel::evaluate(*b.expr, kernel::EvalEnv{&root.state, nullptr, &root.state, nullptr});
-    if (!r.ok() || r.value.as_bool()) out.entered.push_back(b.name);
-  }
+  out.entered = kernel::basins_entered(model, root.state);
   auto incomplete = [&](std::string why) {
     if (out.complete) out.incomplete_reason = std::move(why);
     out.complete = false;
@@ -269,8 +309,8 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
       if (r == z3::unknown) incomplete("Z3 could not decide a basin query within the timeout");
       if (r != z3::sat) continue;
       Plan p = bmc.plan(bmc.model(), t);
-      if (auto why = replay(model, root, p)) throw Unsupported{*why};
-      const Situation end = after(model, root, p);
+      Situation end = root;
+      if (auto why = replay(model, root, p, End::basin, &end)) throw Disagreement{*why};
       for (const kernel::CaptureBasin& b : model.basins) {
         const kernel::EvalResult e =
             kernel::evaluate(*b.expr, kernel::EvalEnv{&end.state, nullptr, &end.state, nullptr});
@@ -288,7 +328,7 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
       if (r == z3::unknown) incomplete("Z3 could not decide a dead-end query within the timeout");
       if (r != z3::sat) continue;
       Plan p = bmc.plan(bmc.model(), t);
-      if (auto why = replay(model, root, p)) throw Unsupported{*why};
+      if (auto why = replay(model, root, p, End::dead_end, nullptr)) throw Disagreement{*why};
       out.dead_end = true;
       out.dead_end_witness = std::move(p);
     }
@@ -300,7 +340,7 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
       if (unknown) incomplete("Z3 could not decide a goal query within the timeout");
       if (!z) continue;
       Plan p = bmc.plan(*z, t);
-      if (auto why = replay(model, root, p)) throw Unsupported{*why};
+      if (auto why = replay(model, root, p, End::goal, nullptr)) throw Disagreement{*why};
       kernel::Amount cost = 0;
       for (const auto& s : p) cost += s.cost;
       if (!best || cost < *best) {
@@ -314,6 +354,10 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
     }
   } catch (const Unsupported& u) {
     incomplete("outside what the symbolic engine models: " + u.reason);
+  } catch (const detail::Unsupported& u) {
+    incomplete("outside what the symbolic engine models: " + u.reason);
+  } catch (const Disagreement& d) {
+    incomplete("the kernel does not confirm the solver's witness: " + d.reason);
   } catch (const z3::exception& e) {
     incomplete(std::string("Z3: ") + e.msg());
   }

@@ -66,6 +66,14 @@ Term Encoder::ranged(Term t) {
   return t;
 }
 
+void Encoder::only_if(std::size_t mark, const z3::expr& taken) {
+  if (ranges_.size() == mark) return;
+  z3::expr all = ctx_.bool_val(true);
+  for (std::size_t i = mark; i < ranges_.size(); ++i) all = all && ranges_[i];
+  ranges_.erase(ranges_.begin() + static_cast<std::ptrdiff_t>(mark), ranges_.end());
+  ranges_.push_back(z3::implies(taken, all));
+}
+
 z3::expr Encoder::take_ranges() {
   z3::expr all = ctx_.bool_val(true);
   for (const auto& r : ranges_) all = all && r;
@@ -275,8 +283,9 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
       }
     case ExprOp::variable: {
       if (env.post != nullptr) {
-        for (const auto& [id, term] : *env.post) {
-          if (id == e.index) return Term{term, e.type.scale()};
+        // The last write wins, as in the kernel (effects apply in order).
+        for (auto it = env.post->rbegin(); it != env.post->rend(); ++it) {
+          if (it->first == e.index) return Term{it->second, e.type.scale()};
         }
       }
       return Term{pre(e.index), e.type.scale()};
@@ -327,25 +336,40 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
       return Term{equal(*e.args[0], *e.args[1]), 0};
     case ExprOp::ne:
       return Term{!equal(*e.args[0], *e.args[1]), 0};
+    // The kernel evaluates `in`, `&&`, `||`, `->` and `if` lazily: an operand it does not need
+    // is not evaluated, so its range conditions (no int64 overflow) hold only when it is needed.
     case ExprOp::in_set: {
       z3::expr any = ctx_.bool_val(false);
-      for (std::size_t i = 1; i < e.args.size(); ++i) any = any || equal(*e.args[0], *e.args[i]);
+      for (std::size_t i = 1; i < e.args.size(); ++i) {
+        const std::size_t mark = ranges_.size();
+        const z3::expr eq = equal(*e.args[0], *e.args[i]);
+        only_if(mark, !any);  // the i-th item is compared only if no earlier one matched
+        any = any || eq;
+      }
       return Term{any, 0};
     }
     case ExprOp::logical_and:
-      return Term{encode(*e.args[0], env, nullptr).e && encode(*e.args[1], env, nullptr).e, 0};
     case ExprOp::logical_or:
-      return Term{encode(*e.args[0], env, nullptr).e || encode(*e.args[1], env, nullptr).e, 0};
-    case ExprOp::implies:
-      return Term{
-          z3::implies(encode(*e.args[0], env, nullptr).e, encode(*e.args[1], env, nullptr).e), 0};
+    case ExprOp::implies: {
+      const z3::expr a = encode(*e.args[0], env, nullptr).e;
+      const std::size_t mark = ranges_.size();
+      const z3::expr b = encode(*e.args[1], env, nullptr).e;
+      only_if(mark, e.op == ExprOp::logical_or ? !a : a);
+      if (e.op == ExprOp::logical_and) return Term{a && b, 0};
+      if (e.op == ExprOp::logical_or) return Term{a || b, 0};
+      return Term{z3::implies(a, b), 0};
+    }
     case ExprOp::logical_not:
       return Term{!encode(*e.args[0], env, nullptr).e, 0};
     case ExprOp::ite: {
       const z3::expr c = encode(*e.args[0], env, nullptr).e;
       const Type* ctx = e.type.kind() == Type::Kind::enumeration ? &e.type : enum_context;
+      std::size_t mark = ranges_.size();
       const Term a = encode(*e.args[1], env, ctx);
+      only_if(mark, c);
+      mark = ranges_.size();
       const Term b = encode(*e.args[2], env, ctx);
+      only_if(mark, !c);
       if (e.type.is_numeric()) {
         const int s = e.type.scale();
         return Term{z3::ite(c, align(a, s), align(b, s)), s};

@@ -105,6 +105,9 @@ class Encoder {
   const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes
   std::vector<z3::expr> ranges_;             // int64 range of every arithmetic result
   Term ranged(Term t);
+  // The range conditions added since `mark` hold only where `taken` does (a lazily evaluated
+  // operand).
+  void only_if(std::size_t mark, const z3::expr& taken);
 };
 
 }  // namespace clampai::verifier::detail

@@ -39,7 +39,8 @@ struct LookaheadOptions {
 struct LookaheadResult {
   Decision decision{};  // the kernel's decision on the proposal itself
   /// (1) The capture basins the state after the proposal lies in (an evaluation error counts
-  /// as inside: a trap check fails closed).
+  /// as inside: a trap check fails closed), unless that state satisfies the goal: the task ends
+  /// there, so a goal state is never a trap (the searches below treat it the same way).
   std::vector<std::string> entered{};
   /// (2) A basin reachable within `depth` further approvable steps, with the shortest witness.
   std::optional<std::string> reachable_basin{};
@@ -69,6 +70,10 @@ LookaheadResult lookahead(const TaskModel& model,
                           const Situation& situation,
                           const Proposal& proposal,
                           const LookaheadOptions& options = {});
+
+/// The capture basins `state` lies in (an evaluation error counts as inside), or none if it
+/// satisfies the model's goal: `LookaheadResult::entered`.
+std::vector<std::string> basins_entered(const TaskModel& model, const State& state);
 
 /// "a, b x=2, c": a plan's steps as people read them ("(no step)" for an empty plan).
 std::string describe_plan(const TaskModel& model, const Plan& plan);
