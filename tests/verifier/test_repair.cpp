@@ -302,3 +302,86 @@ TEST_CASE("Repair: L1 is exactly optimal and L2 is bounded, against brute force 
   CHECK(repaired > 50);
   CHECK(impossible > 5);
 }
+
+TEST_CASE("Repair: state variables named like the solver's own symbols change nothing",
+          "[verifier][repair]") {
+  for (const char* var : {R"("c0": {"type": "bool", "initial": false})",
+                          R"("d0": {"type": "int", "initial": 1000})",
+                          R"("flag": {"type": "int", "initial": 3})"}) {
+    INFO(var);
+    const auto m = load_spec(std::string(R"J({"variables": {)J") + var +
+                             R"J(, "x": {"type": "int", "initial": 0, "min": 0, "max": 10}},
+      "actions": [{"id": "go", "cost": 1, "parameters": {"n": {"type": "int", "min": 1, "max": 100}},
+                   "effects": [{"variable": "x", "mode": "set", "value": "n"}]}],
+      "budget": {"total": 5, "min_action_cost": 1}})J");
+    const auto r = verifier::repair(*m, Situation::initial(*m), Proposal{0, {Value::integer(50)}});
+    REQUIRE(r.status == RepairStatus::repaired);
+    CHECK(r.repaired.params == std::vector<Value>{Value::integer(10)});
+    CHECK(r.certificate.distance == "40");
+  }
+}
+
+TEST_CASE("Repair: arithmetic the kernel skips (a short-circuited operand) is no constraint",
+          "[verifier][repair]") {
+  const auto m = load_spec(R"J({"variables": {"y": {"type": "int", "initial": 0}},
+    "actions": [{"id": "go", "cost": 1, "parameters": {"n": {"type": "int", "min": 95, "max": 1000}},
+                 "effects": [{"variable": "y", "mode": "set", "value": "n"}]}],
+    "invariants": [{"name": "small", "check": "y <= 100 || y * 100000000000000000 > 0"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J");
+  for (auto norm : {RepairNorm::l1, RepairNorm::l2}) {
+    verifier::RepairOptions o;
+    o.norm = norm;
+    const auto r =
+        verifier::repair(*m, Situation::initial(*m), Proposal{0, {Value::integer(200)}}, o);
+    REQUIRE(r.status == RepairStatus::repaired);
+    CHECK(r.repaired.params == std::vector<Value>{Value::integer(100)});
+  }
+}
+
+TEST_CASE(
+    "Repair: an out-of-bounds proposal of an action whose dependency is unmet is "
+    "impossible at once",
+    "[verifier][repair]") {
+  const auto m =
+      load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10}},
+    "actions": [{"id": "init", "cost": 1, "effects": []},
+                {"id": "go", "cost": 1, "parameters": {"n": {"type": "int", "min": 1, "max": 5}},
+                 "effects": [{"variable": "x", "mode": "set", "value": "n"}]}],
+    "dependencies": {"go": ["init"]},
+    "budget": {"total": 100, "min_action_cost": 1}})J");
+  const auto r = verifier::repair(*m, Situation::initial(*m), Proposal{1, {Value::integer(50)}});
+  REQUIRE(r.status == RepairStatus::impossible);
+  REQUIRE(r.conflict.size() == 1);
+  CHECK(r.conflict[0].rfind("dependency_unmet", 0) == 0);
+}
+
+TEST_CASE("Repair: a strict inequality stays an L2 projection, tightened to the grid",
+          "[verifier][repair]") {
+  const auto m = load_spec(R"J({"variables": {
+      "a": {"type": "decimal", "scale": 1, "initial": "0"},
+      "b": {"type": "decimal", "scale": 1, "initial": "0"}},
+    "actions": [{"id": "go", "cost": 1,
+      "parameters": {"x": {"type": "decimal", "scale": 1, "min": "0", "max": "10"},
+                     "y": {"type": "decimal", "scale": 1, "min": "0", "max": "10"}},
+      "effects": [{"variable": "a", "mode": "set", "value": "x"},
+                  {"variable": "b", "mode": "set", "value": "y"}]}],
+    "invariants": [{"name": "sum", "check": "a + 2 * b < 3"}],
+    "budget": {"total": 100, "min_action_cost": 1}})J");
+  const auto r =
+      verifier::repair(*m, Situation::initial(*m), Proposal{0, {dec(20, 1), dec(20, 1)}});
+  REQUIRE(r.status == RepairStatus::repaired);
+  CHECK(r.norm == RepairNorm::l2);
+  // a + 2b <= 2.9 on the grid; the projection of (2, 2) is (1.38, 0.76): the nearest feasible
+  // grid point is (1.3, 0.8), at squared distance 0.49 + 1.44 = 1.93.
+  CHECK(r.repaired.params == std::vector<Value>{dec(13, 1), dec(8, 1)});
+  CHECK(r.certificate.distance == "1.93");
+  // Brute force over the grid: nothing feasible is closer.
+  std::int64_t best = -1;
+  for (int x = 0; x <= 100; ++x)
+    for (int y = 0; y <= 100; ++y)
+      if (x + 2 * y < 30) {
+        const std::int64_t d = (x - 20) * (x - 20) + (y - 20) * (y - 20);
+        if (best < 0 || d < best) best = d;
+      }
+  CHECK(best == 193);  // in hundredths
+}

@@ -416,11 +416,13 @@ std::vector<Atom> linearise(const Problem& pr) {
           Atom{"bound `" + var.name + "` <= " + var.max->to_string(), v.a, q(*var.max) - v.c});
   }
   // What the reference proposal shows about checks no parameter changes.
+  // (Only a variable's own failure: an overflowing cost, whose subject is the action, may
+  // depend on the parameters, and the kernel's final check covers it.)
   for (const kernel::Reason& r : pr.reference_decision.reasons) {
     if (r.code == ReasonCode::bound_violated || r.code == ReasonCode::overflow ||
         r.code == ReasonCode::undefined_value) {
       const auto id = pr.m.schema->find(r.subject);
-      if (!id || !lin.dependent(*id))
+      if (id && written[*id] && !lin.dependent(*id))
         out.push_back(Atom{r.code == ReasonCode::bound_violated ? "bound of `" + r.subject + "`"
                                                                 : std::string(to_string(r.code)),
                            std::vector<Rational>(n),
@@ -528,7 +530,8 @@ std::vector<std::string> conflict(Z3Problem& z,
   if (also) solver.add(*also);
   std::vector<z3::expr> flags;
   for (std::size_t i = 0; i < z.constraints.size(); ++i) {
-    flags.push_back(z.ctx.bool_const(("c" + std::to_string(i)).c_str()));
+    // `!` cannot start an identifier: no state variable can have this name.
+    flags.push_back(z.ctx.bool_const(("!flag." + std::to_string(i)).c_str()));
     solver.add(z3::implies(flags.back(), z.constraints[i].second));
   }
   auto check = [&](const std::vector<std::size_t>& on) {
@@ -543,7 +546,7 @@ std::vector<std::string> conflict(Z3Problem& z,
   if (r != z3::unsat) return {};
   std::vector<std::size_t> core;
   for (const auto& c : solver.unsat_core())
-    core.push_back(static_cast<std::size_t>(std::stoul(c.decl().name().str().substr(1))));
+    core.push_back(static_cast<std::size_t>(std::stoul(c.decl().name().str().substr(6))));
   std::sort(core.begin(), core.end());
   for (std::size_t k = 0; k < core.size();) {  // drop what the conflict does not need
     std::vector<std::size_t> rest = core;
@@ -586,7 +589,7 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
     const auto c = (coef[i] * Rational(common)).numerator();
     const z3::expr diff =
         z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
-    const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
+    const z3::expr d = z.ctx.int_const(("!distance." + std::to_string(i)).c_str());
     opt.add(d >= diff && d >= -diff);
     objective = objective + z.ctx.int_val(c.str().c_str()) * d;
   }
@@ -602,7 +605,7 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
     std::vector<z3::expr> defs;
     z3::expr closer = objective < model.eval(objective, true);
     for (std::size_t i = 0; i < z.x.size(); ++i) {
-      const z3::expr d = z.ctx.int_const(("d" + std::to_string(i)).c_str());
+      const z3::expr d = z.ctx.int_const(("!distance." + std::to_string(i)).c_str());
       const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
       const auto pd = units_p.denominator();
       const auto pn = units_p.numerator();
@@ -695,12 +698,13 @@ RepairResult repair(const TaskModel& model,
       return out;
     }
   }
-  // Checks no parameter can change.
-  for (const kernel::Reason& r : out.original.reasons) {
+  // Checks no parameter can change. The reference proposal (in bounds) has every check run;
+  // an out-of-bounds proposal stops at its parameters.
+  for (const kernel::Reason& r : pr.reference_decision.reasons) {
     if (r.code == ReasonCode::step_limit || r.code == ReasonCode::dependency_unmet ||
         r.code == ReasonCode::unknown_action) {
       out.status = RepairStatus::impossible;
-      for (const kernel::Reason& x : out.original.reasons) {
+      for (const kernel::Reason& x : pr.reference_decision.reasons) {
         if (x.code == ReasonCode::step_limit || x.code == ReasonCode::dependency_unmet)
           out.conflict.push_back(std::string(to_string(x.code)) + ": " + x.message);
       }
@@ -768,18 +772,47 @@ RepairResult repair(const TaskModel& model,
     z3_fallback("L2 needs a polyhedron, but " + n.why);
     return out;
   }
+  // On the parameters' grids a·x moves in steps of g (the gcd of the a_i·step_i), so a strict
+  // a·x < b is exactly a·x <= the largest multiple of g below b: the polyhedron then holds
+  // every feasible grid point and no other.
+  for (Atom& at : atoms) {
+    if (at.rel != Rel::lt) continue;
+    std::optional<Rational> g;
+    for (std::size_t i = 0; i < at.a.size(); ++i) {
+      if (at.a[i].is_zero()) continue;
+      const Rational term = at.a[i] / Rational(kernel::pow10(pr.scale[i]));
+      const Rational t = term < 0 ? -term : term;
+      g = g ? Rational(boost::multiprecision::gcd(g->numerator() * t.denominator(),
+                                                  t.numerator() * g->denominator())) /
+                  Rational(g->denominator() * t.denominator())
+            : t;
+    }
+    if (!g) {  // 0 < b
+      if (!(Rational(0) < at.b)) at.b = -1;
+    } else {
+      const Rational k = at.b / *g;                        // the largest integer strictly below k
+      const auto whole = k.numerator() / k.denominator();  // toward zero
+      Rational below(whole);
+      if (!(below < k)) below -= 1;
+      at.b = below * *g;
+    }
+    at.rel = Rel::le;
+  }
   std::vector<LinearConstraint> cs;
   for (const Atom& at : atoms) cs.push_back(LinearConstraint{at.a, at.b, at.rel == Rel::eq});
   const auto proj = detail::project(pr.p, pr.w, cs);
   if (!proj) {  // empty (or degenerate): Z3 decides, and names the conflict
-    z3_fallback("");
+    z3_fallback("the L2 projection found no point");
     return out;
   }
   out.certificate.lower_bound = to_text(proj->objective);
   for (std::size_t j = 0; j < proj->active.size(); ++j) {
     out.certificate.multipliers.emplace_back(atoms[proj->active[j]].name,
                                              to_text(2 * proj->multipliers[j]));
-    out.certificate.binding.push_back(atoms[proj->active[j]].name);
+    const std::string& name = atoms[proj->active[j]].name;
+    if (std::find(out.certificate.binding.begin(), out.certificate.binding.end(), name) ==
+        out.certificate.binding.end())
+      out.certificate.binding.push_back(name);  // a constraint may be several linear pieces
   }
   // The grid points around the continuous optimum, nearest first: each coordinate off the grid
   // is rounded to its nearer neighbour or, at a known extra cost, to the farther one; the sets

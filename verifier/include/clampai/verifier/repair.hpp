@@ -54,8 +54,10 @@ struct RepairCertificate {
   /// No parameter values on the parameters' grids are closer in the norm. For l2 off the
   /// grid, false: then `lower_bound` bounds the distance of every feasible value from below.
   bool optimal = false;
-  std::string distance{};     // of the repaired values from the proposed ones, in the norm
-  std::string lower_bound{};  // l2: the exact optimum of the continuous problem (KKT)
+  std::string distance{};  // of the repaired values from the proposed ones, in the norm
+  /// l2: the exact optimum of the continuous problem (KKT), the strict constraints tightened to
+  /// the grid: no values on the parameters' grids are closer.
+  std::string lower_bound{};
   /// l2: the constraints active at the continuous optimum, each with its KKT multiplier (>= 0
   /// for an inequality), by which stationarity holds exactly.
   std::vector<std::pair<std::string, std::string>> multipliers{};
@@ -71,8 +73,9 @@ struct RepairResult {
   kernel::Proposal repaired{};  // approved / repaired: the proposal to execute
   kernel::Decision decision{};  // the kernel's decision on `repaired`
   RepairCertificate certificate{};
-  /// impossible: constraints that cannot all hold (an unsat core, each named like
-  /// "invariant `capacity`", "bound `instances` <= 20", "parameter `n` >= 1", "budget").
+  /// impossible: constraints that cannot all hold (a minimised unsat core, each named like
+  /// "invariant `capacity`", "bound of `instances`", "parameter `n` >= 1", "the budget left
+  /// (2.000)", or, for checks no parameter changes, "dependency_unmet: ...").
   std::vector<std::string> conflict{};
   std::string reason{};  // unknown: why; impossible: a sentence for people
 };
