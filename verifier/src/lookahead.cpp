@@ -47,7 +47,7 @@ struct Move {
 class Bmc {
  public:
   Bmc(const TaskModel& m, const Situation& root, unsigned depth, unsigned timeout_ms)
-      : m_(m), depth_(depth), timeout_ms_(timeout_ms), solver_(ctx_) {
+      : m_(m), timeout_ms_(timeout_ms), solver_(ctx_) {
     for (unsigned t = 0; t <= depth; ++t) build_step(t);
     // The root: the concrete situation after the proposal.
     for (VarId id = 0; id < m.variables.size(); ++id) {
@@ -134,7 +134,6 @@ class Bmc {
  private:
   z3::context ctx_;
   const TaskModel& m_;
-  unsigned depth_;
   unsigned timeout_ms_;
   detail::Watchdog watchdog_{ctx_};  // deadlines (Z3's own `timeout` races in 4.8.12)
   z3::solver solver_;
@@ -175,7 +174,6 @@ class Bmc {
   }
 
   Move move(unsigned t, detail::Encoder& enc, const Action& a) {
-    const std::size_t index = static_cast<std::size_t>(&a - m_.actions.data());
     Move mv{ctx_.bool_val(true), ctx_.int_val(a.cost), {}, {}};
     z3::expr ok = ctx_.bool_val(true);
     for (std::size_t i = 0; i < a.parameters.size(); ++i) {
@@ -200,8 +198,6 @@ class Bmc {
       ok = ok && enc.encode_bool(*inv.expr, &mv.post, &a);
     }
     mv.approvable = ok && enc.take_ranges();
-    (void)t;
-    (void)index;
     return mv;
   }
 
