@@ -86,24 +86,8 @@ class Search {
                                      n.situation.budget.net(),
                                      n.situation.steps,
                                      n.situation.emergency_steps);
-    n.same_key = kNone;
     index_.emplace(key, nodes.size());
     nodes.push_back(std::move(n));
-  }
-
-  [[nodiscard]] bool in_goal(const State& s) const {
-    if (!m_.goal) return false;
-    const EvalResult r = evaluate(*m_.goal, EvalEnv{&s, nullptr, &s, nullptr});
-    return r.ok() && r.value.as_bool();
-  }
-
-  // The first basin `s` lies in; an evaluation error counts as inside (fail closed).
-  [[nodiscard]] const CaptureBasin* basin_of(const State& s) const {
-    for (const CaptureBasin& b : m_.basins) {
-      const EvalResult r = evaluate(*b.expr, EvalEnv{&s, nullptr, &s, nullptr});
-      if (!r.ok() || r.value.as_bool()) return &b;
-    }
-    return nullptr;
   }
 
   // Expands node `i`: adds its unseen children (when `add` is set) and says whether any
@@ -165,6 +149,8 @@ class Search {
     }
     return progress;
   }
+
+  [[nodiscard]] const TaskModel& model() const { return m_; }
 
   [[nodiscard]] Plan plan_to(std::size_t i) const {
     Plan p;
@@ -258,13 +244,13 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     const Situation& here = s.nodes[i].situation;
     const unsigned d = s.nodes[i].depth;
-    if (s.in_goal(here.state)) {  // a task ends at its goal
+    if (s.model().goal_holds(here.state)) {  // a task ends at its goal
       if (!best_goal || here.budget.net() < s.nodes[*best_goal].situation.budget.net())
         best_goal = i;
       continue;
     }
     if (basins_and_dead_ends) {
-      if (const CaptureBasin* b = s.basin_of(here.state)) {
+      if (const CaptureBasin* b = s.model().basin_of(here.state)) {
         if (d > 0) {
           if (!out.reachable_basin) {
             out.reachable_basin = b->name;
@@ -319,11 +305,8 @@ LookaheadResult plan_to_goal(const TaskModel& model,
 
 std::vector<std::string> basins_entered(const TaskModel& model, const State& state) {
   std::vector<std::string> out;
+  if (model.goal_holds(state)) return out;  // the task ends at its goal: never a trap
   const EvalEnv env{&state, nullptr, &state, nullptr};
-  if (model.goal) {
-    const EvalResult g = evaluate(*model.goal, env);
-    if (g.ok() && g.value.as_bool()) return out;  // the task ends at its goal: never a trap
-  }
   for (const CaptureBasin& b : model.basins) {
     const EvalResult r = evaluate(*b.expr, env);
     if (!r.ok() || r.value.as_bool()) out.push_back(b.name);

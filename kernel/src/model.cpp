@@ -330,6 +330,20 @@ bool holds_in(const Invariant& inv, const State& state) {
   }
 }
 
+bool TaskModel::goal_holds(const State& state) const {
+  if (!goal) return false;
+  const EvalResult r = evaluate(*goal, EvalEnv{&state, nullptr, &state, nullptr});
+  return r.ok() && r.value.as_bool();
+}
+
+const CaptureBasin* TaskModel::basin_of(const State& state) const {
+  for (const CaptureBasin& b : basins) {
+    const EvalResult r = evaluate(*b.expr, EvalEnv{&state, nullptr, &state, nullptr});
+    if (!r.ok() || r.value.as_bool()) return &b;
+  }
+  return nullptr;
+}
+
 std::optional<std::size_t> TaskModel::find_action(std::string_view id) const {
   for (std::size_t i = 0; i < actions.size(); ++i) {
     if (actions[i].id == id) return i;

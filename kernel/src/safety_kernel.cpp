@@ -789,12 +789,7 @@ std::uint64_t SafetyKernel::completions(std::size_t index) const {
   return completions_.at(index);
 }
 
-bool SafetyKernel::goal_reached() const {
-  if (!model_->goal) return false;
-  const State s = state();
-  const EvalResult r = kernel::evaluate(*model_->goal, EvalEnv{&s, nullptr, &s, nullptr});
-  return r.ok() && r.value.as_bool();
-}
+bool SafetyKernel::goal_reached() const { return model_->goal_holds(state()); }
 
 bool SafetyKernel::is_sealed() const {
   std::lock_guard lock(mutex_);

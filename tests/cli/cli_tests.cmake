@@ -165,6 +165,13 @@ expect("repair unknown param" 2 "--params.m: `scale_up` has no parameter `m`" ${
 expect("repair bad weight" 2 "--weights.n: a weight must be positive" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --weights "{\"n\": 0}")
 expect("repair bad norm" 2 "--norm" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --norm l3)
 expect("repair malformed params" 2 "--params: malformed JSON" ${CLAMPAI} repair ${as} --action scale_up --params "{n")
+file(WRITE ${WORK_DIR}/optional.json [=[{"variables": {"x": {"type": "int", "initial": 0},
+   "limit": {"type": "int", "initial": 5, "optional": true}},
+ "actions": [{"id": "set", "cost": 1, "parameters": {"n": {"type": "int", "min": 0, "max": 100}},
+              "effects": [{"variable": "x", "mode": "set", "value": "n"}]}],
+ "invariants": [{"name": "under", "check": "defined(limit) -> x <= limit"}],
+ "budget": {"total": 5, "min_action_cost": 1}}]=])
+expect("repair undecided" 3 "UNKNOWN set: outside what the repair models: .*optional variable `limit`" ${CLAMPAI} repair ${WORK_DIR}/optional.json --action set --params "{\"n\": 50}")
 
 # The JSON of lookahead and repair matches schema/lookahead-report and schema/repair-report.
 if(DEFINED VALIDATE_JSON)

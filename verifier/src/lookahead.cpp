@@ -226,21 +226,6 @@ class Bmc {
 
 enum class End : std::uint8_t { basin, dead_end, goal };
 
-bool goal_holds(const TaskModel& m, const kernel::State& s) {
-  if (!m.goal) return false;
-  const kernel::EvalResult r = kernel::evaluate(*m.goal, kernel::EvalEnv{&s, nullptr, &s, nullptr});
-  return r.ok() && r.value.as_bool();
-}
-
-bool in_basin(const TaskModel& m, const kernel::State& s) {
-  for (const kernel::CaptureBasin& b : m.basins) {
-    const kernel::EvalResult r =
-        kernel::evaluate(*b.expr, kernel::EvalEnv{&s, nullptr, &s, nullptr});
-    if (!r.ok() || r.value.as_bool()) return true;
-  }
-  return false;
-}
-
 // The kernel's replay of a witness from `root`: every step approved (its cost filled in), every
 // state before the last one that the search would expand (not the goal; not a basin after the
 // root), and the last one what the witness claims. Returns why not, or nothing; `last` gets
@@ -248,7 +233,7 @@ bool in_basin(const TaskModel& m, const kernel::State& s) {
 std::optional<std::string> replay(
     const TaskModel& m, Situation s, Plan& plan, End end, Situation* last) {
   for (std::size_t j = 0; j < plan.size(); ++j) {
-    if (goal_holds(m, s.state) || (j > 0 && in_basin(m, s.state)))
+    if (m.goal_holds(s.state) || (j > 0 && m.basin_of(s.state) != nullptr))
       return "the witness passes through a state where the search stops";
     PlannedStep& step = plan[j];
     const kernel::Decision d = kernel::decide(m, s, kernel::Proposal{step.action, step.params});
@@ -256,17 +241,17 @@ std::optional<std::string> replay(
     step.cost = d.cost;
     s = kernel::advance(m, s, d);
   }
-  const bool goal = goal_holds(m, s.state);
+  const bool goal = m.goal_holds(s.state);
   bool ok = false;
   switch (end) {
     case End::goal:
       ok = goal;
       break;
     case End::basin:
-      ok = !goal && in_basin(m, s.state);
+      ok = !goal && m.basin_of(s.state) != nullptr;
       break;
     case End::dead_end:
-      ok = !goal && (plan.empty() || !in_basin(m, s.state));
+      ok = !goal && (plan.empty() || m.basin_of(s.state) == nullptr);
       // Actions without parameters can be checked here; the rest is the solver's ∀.
       for (std::size_t a = 0; ok && a < m.actions.size(); ++a) {
         if (!m.actions[a].emergency && m.actions[a].parameters.empty())
@@ -307,14 +292,7 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
       Plan p = bmc.plan(bmc.model(), t);
       Situation end = root;
       if (auto why = replay(model, root, p, End::basin, &end)) throw Disagreement{*why};
-      for (const kernel::CaptureBasin& b : model.basins) {
-        const kernel::EvalResult e =
-            kernel::evaluate(*b.expr, kernel::EvalEnv{&end.state, nullptr, &end.state, nullptr});
-        if (!e.ok() || e.value.as_bool()) {
-          out.reachable_basin = b.name;
-          break;
-        }
-      }
+      out.reachable_basin = model.basin_of(end.state)->name;  // replay confirmed one
       out.basin_witness = std::move(p);
     }
     // (3) the shortest path to a dead end.

@@ -109,22 +109,33 @@ Rational distance(const Problem& pr, const std::vector<Rational>& x, RepairNorm 
 
 // ---- l2: the native linearisation ----
 
-struct Affine {
+struct Affine {  // c + a·x
   Rational c;
   std::vector<Rational> a;
-  [[nodiscard]] bool constant() const {
-    return std::all_of(a.begin(), a.end(), [](const Rational& r) { return r.is_zero(); });
-  }
 };
+
+Affine operator-(Affine f) {
+  f.c = -f.c;
+  for (auto& x : f.a) x = -x;
+  return f;
+}
 
 enum class Rel : std::uint8_t { le, lt, eq };
 
-struct Atom {
+struct Atom {  // a·x (<=, <, ==) b
   std::string name;
   std::vector<Rational> a;
   Rational b;
   Rel rel = Rel::le;
 };
+
+Atom at_most(std::string name, const Affine& f, const Rational& bound) {
+  return Atom{std::move(name), f.a, bound - f.c, Rel::le};
+}
+
+Atom at_least(std::string name, const Affine& f, const Rational& bound) {
+  return at_most(std::move(name), -f, -bound);
+}
 
 struct NotLinear {
   std::string why;
@@ -152,8 +163,8 @@ class Linearizer {
           v.c += x;
           break;
         case kernel::EffectMode::decrement:
-          v.c = x - v.c;
-          for (auto& c : v.a) c = -c;
+          v = -v;
+          v.c += x;
           break;
         case kernel::EffectMode::multiply:
           v.c *= x;
@@ -203,12 +214,8 @@ class Linearizer {
       case ExprOp::variable:
         if (post && post_[e.index]) return *post_[e.index];
         break;
-      case ExprOp::neg: {
-        Affine x = affine(*e.args[0], post);
-        x.c = -x.c;
-        for (auto& c : x.a) c = -c;
-        return x;
-      }
+      case ExprOp::neg:
+        return -affine(*e.args[0], post);
       case ExprOp::add:
       case ExprOp::sub: {
         Affine x = affine(*e.args[0], post);
@@ -298,10 +305,7 @@ class Linearizer {
         const Affine r = affine(*e.args[1], post);
         d.c -= r.c;
         for (std::size_t i = 0; i < n_; ++i) d.a[i] -= r.a[i];
-        if (op == ExprOp::ge || op == ExprOp::gt) {  // rhs - lhs <= 0
-          d.c = -d.c;
-          for (auto& c : d.a) c = -c;
-        }
+        if (op == ExprOp::ge || op == ExprOp::gt) d = -d;  // rhs - lhs <= 0
         const Rel rel = op == ExprOp::eq                         ? Rel::eq
                         : (op == ExprOp::lt || op == ExprOp::gt) ? Rel::lt
                                                                  : Rel::le;
@@ -361,36 +365,28 @@ std::vector<Atom> linearise(const Problem& pr) {
   const Linearizer lin(pr);
   std::vector<Atom> out;
   const std::size_t n = pr.p.size();
-  auto unit = [&](std::size_t i, int sign) {
-    std::vector<Rational> a(n);
-    a[i] = sign;
-    return a;
-  };
   for (std::size_t i = 0; i < n; ++i) {
     const kernel::Parameter& par = pr.a.parameters[i];
+    Affine x{0, std::vector<Rational>(n)};
+    x.a[i] = 1;
     if (par.min)
-      out.push_back(Atom{
-          "parameter `" + par.name + "` >= " + par.min->to_string(), unit(i, -1), -q(*par.min)});
+      out.push_back(
+          at_least("parameter `" + par.name + "` >= " + par.min->to_string(), x, q(*par.min)));
     if (par.max)
       out.push_back(
-          Atom{"parameter `" + par.name + "` <= " + par.max->to_string(), unit(i, 1), q(*par.max)});
+          at_most("parameter `" + par.name + "` <= " + par.max->to_string(), x, q(*par.max)));
   }
   if (pr.a.guard) lin.atoms(*pr.a.guard, false, false, "`requires` of `" + pr.a.id + "`", out);
   const Rational budget_unit = Rational(1) / Rational(kernel::pow10(pr.m.budget.scale));
   const Rational left = Rational(pr.s.budget.remaining()) * budget_unit;
   if (pr.a.cost_expr) {
     const Affine c = lin.affine(*pr.a.cost_expr, false);
-    out.push_back(Atom{
-        "the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")", c.a, left - c.c});
-    std::vector<Rational> neg = c.a;
-    for (auto& x : neg) x = -x;
-    const Rational floor =
-        pr.a.emergency ? Rational(0) : Rational(pr.m.budget.min_action_cost) * budget_unit;
-    out.push_back(Atom{"the minimum action cost (" +
-                           pr.m.format_amount(pr.a.emergency ? 0 : pr.m.budget.min_action_cost) +
-                           ")",
-                       neg,
-                       c.c - floor});
+    out.push_back(
+        at_most("the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")", c, left));
+    const kernel::Amount least = pr.a.emergency ? 0 : pr.m.budget.min_action_cost;  // >= 0
+    out.push_back(at_least("the minimum action cost (" + pr.m.format_amount(least) + ")",
+                           c,
+                           Rational(least) * budget_unit));
   }
   // Variables the effects write: their bounds after the step.
   std::vector<bool> written(pr.m.variables.size(), false);
@@ -404,16 +400,11 @@ std::vector<Atom> linearise(const Problem& pr) {
       continue;
     }
     const Affine& v = *lin.post(id);
-    if (var.min) {
-      std::vector<Rational> neg = v.a;
-      for (auto& x : neg) x = -x;
-      out.push_back(Atom{"bound `" + var.name + "` >= " + var.min->to_string(),
-                         std::move(neg),
-                         v.c - q(*var.min)});
-    }
-    if (var.max)
+    if (var.min)
       out.push_back(
-          Atom{"bound `" + var.name + "` <= " + var.max->to_string(), v.a, q(*var.max) - v.c});
+          at_least("bound `" + var.name + "` >= " + var.min->to_string(), v, q(*var.min)));
+    if (var.max)
+      out.push_back(at_most("bound `" + var.name + "` <= " + var.max->to_string(), v, q(*var.max)));
   }
   // What the reference proposal shows about checks no parameter changes.
   // (Only a variable's own failure: an overflowing cost, whose subject is the action, may
@@ -442,9 +433,7 @@ std::vector<Atom> linearise(const Problem& pr) {
     if (inv.barrier) {
       const auto floor = barrier_floor(pr, inv);
       if (!floor) throw NotLinear{"h of `" + inv.name + "` cannot be evaluated"};
-      Affine h = lin.affine(*inv.barrier, true);  // h(s') >= floor: -h.a·x <= h.c - floor
-      for (auto& x : h.a) x = -x;
-      out.push_back(Atom{alpha_text(inv), std::move(h.a), h.c - *floor});
+      out.push_back(at_least(alpha_text(inv), lin.affine(*inv.barrier, true), *floor));
     }
   }
   return out;
@@ -573,26 +562,26 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
   // Σ w_i·|x_i - p_i| in natural units. With X_i the units of x_i and P_i = pn/pd the units of
   // p_i, |x_i - p_i| = |X_i·pd - pn| / (10^scale·pd): integer terms with rational coefficients,
   // made integers by their common denominator (the same positive factor for every term).
-  std::vector<Rational> coef;
+  std::vector<Rational> units_p;  // P_i
+  std::vector<Rational> coef;     // w_i / (10^scale·pd)
   boost::multiprecision::cpp_int common = 1;
   for (std::size_t i = 0; i < z.x.size(); ++i) {
-    const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
+    units_p.push_back(pr.p[i] * Rational(kernel::pow10(pr.scale[i])));
     coef.push_back(pr.w[i] /
-                   (Rational(kernel::pow10(pr.scale[i])) * Rational(units_p.denominator())));
+                   (Rational(kernel::pow10(pr.scale[i])) * Rational(units_p.back().denominator())));
     common = boost::multiprecision::lcm(common, coef.back().denominator());
   }
   z3::expr objective = z.ctx.int_val(0);
+  z3::expr distances = z.ctx.bool_val(true);  // d_i >= |X_i·pd - pn|
   for (std::size_t i = 0; i < z.x.size(); ++i) {
-    const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
-    const auto pd = units_p.denominator();
-    const auto pn = units_p.numerator();
-    const auto c = (coef[i] * Rational(common)).numerator();
-    const z3::expr diff =
-        z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
+    const z3::expr diff = z.x[i] * z.ctx.int_val(units_p[i].denominator().str().c_str()) -
+                          z.ctx.int_val(units_p[i].numerator().str().c_str());
     const z3::expr d = z.ctx.int_const(("!distance." + std::to_string(i)).c_str());
-    opt.add(d >= diff && d >= -diff);
+    distances = distances && d >= diff && d >= -diff;
+    const auto c = (coef[i] * Rational(common)).numerator();
     objective = objective + z.ctx.int_val(c.str().c_str()) * d;
   }
+  opt.add(distances);
   opt.minimize(objective);
   if (z.watchdog.run(ms, [&] { return opt.check(); }) != z3::sat) return std::nullopt;
   const z3::model model = opt.get_model();
@@ -602,19 +591,8 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
     x.push_back(Rational(units) / Rational(kernel::pow10(pr.scale[i])));
   }
   if (binding) {  // why not closer: the core of the constraints with "objective < optimum"
-    std::vector<z3::expr> defs;
-    z3::expr closer = objective < model.eval(objective, true);
-    for (std::size_t i = 0; i < z.x.size(); ++i) {
-      const z3::expr d = z.ctx.int_const(("!distance." + std::to_string(i)).c_str());
-      const Rational units_p = pr.p[i] * Rational(kernel::pow10(pr.scale[i]));
-      const auto pd = units_p.denominator();
-      const auto pn = units_p.numerator();
-      const z3::expr diff =
-          z.x[i] * z.ctx.int_val(pd.str().c_str()) - z.ctx.int_val(pn.str().c_str());
-      closer = closer && d >= diff && d >= -diff;
-    }
     bool unknown = false;
-    *binding = conflict(z, ms, &unknown, closer);
+    *binding = conflict(z, ms, &unknown, distances && objective < model.eval(objective, true));
   }
   return x;
 }

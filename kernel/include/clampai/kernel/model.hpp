@@ -265,6 +265,11 @@ class TaskModel {
   [[nodiscard]] const State& initial_state() const { return *initial_; }
   /// The index of action `id`, or nullopt.
   [[nodiscard]] std::optional<std::size_t> find_action(std::string_view id) const;
+  /// True iff the model has a goal and `state` satisfies it (an evaluation error: no).
+  [[nodiscard]] bool goal_holds(const State& state) const;
+  /// The first capture basin `state` lies in, or null; an evaluation error counts as inside
+  /// (a trap check fails closed).
+  [[nodiscard]] const CaptureBasin* basin_of(const State& state) const;
   /// An amount of budget units as decimal text at the budget's scale (`2.000`).
   [[nodiscard]] std::string format_amount(Amount a) const;
   /// The scope of expressions over the state (and optionally an action's parameters).
