@@ -1,8 +1,7 @@
-// The exact projection: a dual active-set method (start at the unconstrained minimum p, add the
-// most violated constraint, drop an active inequality whose multiplier turns negative), run in
-// floating point to find the active set fast, then solved and KKT-checked in rational
-// arithmetic; the exact walk and an exhaustive search over active sets are the fallbacks. The
-// answer is the optimum, not an approximation of it.
+// The exact projection: the active set is guessed in floating point by least-distance
+// programming (NNLS), then the projection is solved and KKT-checked in rational arithmetic; a
+// dual active-set walk in exact arithmetic and an exhaustive search over active sets are the
+// fallbacks. The answer is the optimum, not an approximation of it.
 #include "qp.hpp"
 
 #include <algorithm>
@@ -106,12 +105,10 @@ std::optional<Solution<T>> solve_active(const Problem<T>& pr,
   return out;
 }
 
-// The dual active-set walk from the unconstrained minimum: the active set it ends with, or
-// nullopt (a singular system or a cycle) after at most `budget` steps.
-template <typename T>
-std::optional<std::vector<std::size_t>> walk(const Problem<T>& pr, std::size_t& budget) {
-  T tolerance = 0;
-  if constexpr (std::is_same_v<T, double>) tolerance = 1e-9;
+// The dual active-set walk from the unconstrained minimum, in exact arithmetic (the fallback
+// when the floating-point guess does not certify): the active set it ends with, or nullopt (a
+// singular system or a cycle) after at most `budget` steps.
+std::optional<std::vector<std::size_t>> walk(const Problem<Rational>& pr, std::size_t& budget) {
   std::vector<std::size_t> active;
   for (std::size_t j = 0; j < pr.b.size(); ++j)
     if (pr.equality[j]) active.push_back(j);
@@ -125,7 +122,7 @@ std::optional<std::vector<std::size_t>> walk(const Problem<T>& pr, std::size_t& 
     if (!sol) return std::nullopt;
     std::optional<std::size_t> drop;
     for (std::size_t j = 0; j < active.size(); ++j) {
-      if (pr.equality[active[j]] || sol->mu[j] >= -tolerance) continue;
+      if (pr.equality[active[j]] || sol->mu[j] >= 0) continue;
       if (!drop || sol->mu[j] < sol->mu[*drop]) drop = j;
     }
     if (drop) {
@@ -133,10 +130,10 @@ std::optional<std::vector<std::size_t>> walk(const Problem<T>& pr, std::size_t& 
       continue;
     }
     std::optional<std::size_t> worst;
-    T worst_by = tolerance;
+    Rational worst_by = 0;
     for (std::size_t j = 0; j < pr.b.size(); ++j) {
       if (pr.equality[j]) continue;
-      const T by = dot(pr.a[j], sol->x) - pr.b[j];
+      const Rational by = dot(pr.a[j], sol->x) - pr.b[j];
       if (by > worst_by) {
         worst = j;
         worst_by = by;
