@@ -1,11 +1,14 @@
 #include "compose_cmd.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/spec_loader.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
@@ -20,6 +23,7 @@ struct Args {
   std::string manifest;
   std::string format = "text";
   std::string cache;
+  std::string cache_key_file;
   std::string graph;
   unsigned jobs = 1;
   unsigned timeout_ms = 10000;
@@ -244,6 +248,31 @@ void print_junit(const cc::ComposeReport& r) {
   std::cout << "  </testsuite>\n</testsuites>\n";
 }
 
+// The secret sealing certificates: from --cache-key-file, else CLAMPAI_CACHE_KEY (set and not
+// empty: a CI secret a fork's pull request cannot see expands to ""), else none.
+// Trailing whitespace (a file's final newline) is not part of it.
+std::string cache_key() {
+  std::string key;
+  std::string source;
+  if (!args.cache_key_file.empty()) {
+    key = clampai::kernel::read_text_file(args.cache_key_file);
+    source = "the cache key file `" + args.cache_key_file + "`";
+  } else if (const char* env = std::getenv("CLAMPAI_CACHE_KEY"); env != nullptr && *env != '\0') {
+    key = env;
+    source = "CLAMPAI_CACHE_KEY";
+  } else {
+    return "";
+  }
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+  constexpr std::size_t kMinKey = 16;
+  if (key.size() < kMinKey) {
+    throw clampai::Error(source + " holds " + std::to_string(key.size()) +
+                         " bytes; a cache key needs at least " + std::to_string(kMinKey) +
+                         " (for example `openssl rand -hex 32`)");
+  }
+  return key;
+}
+
 }  // namespace
 
 CLI::App* add_compose_command(CLI::App& app) {
@@ -255,7 +284,13 @@ CLI::App* add_compose_command(CLI::App& app) {
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif", "junit"}))
       ->capture_default_str();
-  cmd->add_option("--cache", args.cache, "Certificate cache directory (created if missing)");
+  auto* cache =
+      cmd->add_option("--cache", args.cache, "Certificate cache directory (created if missing)");
+  cmd->add_option("--cache-key-file",
+                  args.cache_key_file,
+                  "Seal certificates with HMAC-SHA-256 under the secret in this file (default: "
+                  "the CLAMPAI_CACHE_KEY environment variable, if set)")
+      ->needs(cache);
   cmd->add_option("--jobs", args.jobs, "Worker threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -284,6 +319,12 @@ int run_compose_command() {
   }
   cc::ComposeOptions options;
   options.cache_dir = args.cache;
+  try {
+    if (!args.cache.empty()) options.cache_key = cache_key();
+  } catch (const clampai::Error& e) {
+    std::cerr << "clampai: error: " << e.what() << "\n";
+    return 2;
+  }
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
   cc::ComposeReport report;

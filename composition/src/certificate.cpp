@@ -1,7 +1,11 @@
 #include "certificate.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
@@ -17,7 +21,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kFormat = "clampai-certificate/1";
+constexpr std::string_view kFormat = "clampai-certificate/2";
+constexpr std::string_view kSealSha = "sha256";
+constexpr std::string_view kSealHmac = "hmac-sha256";
+
+// The seal of a certificate's canonical JSON (without its `seal` and `hash` members).
+std::string seal_of(std::string_view body, const std::string& key) {
+  return key.empty() ? kernel::sha256_hex(body) : kernel::hmac_sha256_hex(key, body);
+}
 
 // What every proof of the task rests on, recorded in its certificate.
 const char* const kAssumptions[] = {
@@ -94,8 +105,9 @@ std::string text(const JsonNode& n, const char* key) {
 // Reads a cached certificate into `r`; returns why it cannot be used, or "" when it can.
 std::string reuse(const std::string& file,
                   const TaskRef& task,
-                  unsigned timeout_ms,
+                  const ComposeOptions& options,
                   TaskResult& r) {
+  const unsigned timeout_ms = options.timeout_ms;
   std::string body;
   try {
     body = kernel::read_text_file(file);
@@ -105,14 +117,25 @@ std::string reuse(const std::string& file,
   try {
     JsonNode c = kernel::detail::parse_json(body, "certificate");
     if (c.kind != JsonNode::Kind::object) return "not a certificate";
+    if (text(c, "format") != kFormat) return "another certificate format";
+    const std::string seal = text(c, "seal");
     const std::string hash = text(c, "hash");
     auto& ms = c.members;
     ms.erase(
-        std::remove_if(ms.begin(), ms.end(), [](const auto& kv) { return kv.first == "hash"; }),
+        std::remove_if(ms.begin(),
+                       ms.end(),
+                       [](const auto& kv) { return kv.first == "hash" || kv.first == "seal"; }),
         ms.end());
-    if (kernel::sha256_hex(canonical(c)) != hash)
-      return "its hash does not match its contents (tampered or corrupt)";
-    if (text(c, "format") != kFormat) return "another certificate format";
+    if (!options.cache_key.empty() && seal != kSealHmac)
+      return "it is not sealed with a key (a cache key is set)";
+    if (options.cache_key.empty() && seal != kSealSha)
+      return "it is sealed with a key and no cache key is set";
+    if (seal_of(canonical(c), options.cache_key) != hash) {
+      return options.cache_key.empty()
+                 ? "its hash does not match its contents (tampered or corrupt)"
+                 : "its seal does not match its contents under the cache key (forged, "
+                   "tampered, corrupt or sealed with another key)";
+    }
     if (text(c, "toolkit") != toolkit_version()) return "made by " + text(c, "toolkit");
     if (text(c, "digest") != task.model->digest) return "for another model";
     r.proved = static_cast<std::size_t>(integer(c, "proved"));
@@ -155,7 +178,7 @@ TaskResult certify(const TaskRef& task, const ComposeOptions& options) {
                                : (fs::path(options.cache_dir) / (r.digest + ".json")).string();
   if (!file.empty() && fs::exists(file)) {
     TaskResult cached = r;
-    const std::string why = reuse(file, task, options.timeout_ms, cached);
+    const std::string why = reuse(file, task, options, cached);
     if (why.empty()) {
       cached.reused = true;
       return cached;
@@ -175,10 +198,15 @@ TaskResult certify(const TaskRef& task, const ComposeOptions& options) {
   }
   if (file.empty()) return r;
   JsonNode c = to_json(r, report.obligations, options.timeout_ms);
-  c.add("hash", JsonNode::make_string(kernel::sha256_hex(canonical(c))));
+  const std::string hash = seal_of(canonical(c), options.cache_key);
+  c.add("seal",
+        JsonNode::make_string(std::string(options.cache_key.empty() ? kSealSha : kSealHmac)));
+  c.add("hash", JsonNode::make_string(hash));
   std::error_code ec;
   fs::create_directories(options.cache_dir, ec);
-  const std::string tmp = file + ".tmp" + std::to_string(reinterpret_cast<std::uintptr_t>(&r));
+  // Unique per process and thread: runs sharing a cache never write the same temporary file.
+  const std::string tmp = file + ".tmp" + std::to_string(::getpid()) + "-" +
+                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << canonical(c) << '\n';

@@ -1,6 +1,8 @@
 // Certificates (OC-2): the verdicts of a task's verification, keyed by the SHA-256 of its
-// canonical model and sealed with a SHA-256 over their canonical JSON, so an edited
-// certificate is detected and the task re-verified.
+// canonical model and sealed over their canonical JSON: with HMAC-SHA-256 under the cache key
+// when one is set (a forger without the key cannot seal), else with a plain SHA-256 (an edited
+// or corrupt certificate is detected). A certificate that fails its seal is not reused: the task
+// is verified again.
 #pragma once
 
 #include "clampai/composition/compose.hpp"

@@ -4,11 +4,13 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "../kernel/support.hpp"
 #include "chain_specs.hpp"
 #include "clampai/composition/compose.hpp"
+#include "clampai/kernel/digest.hpp"
 #include "clampai/verifier/contract.hpp"
 
 namespace {
@@ -421,6 +423,60 @@ TEST_CASE("certificates are reused for unchanged tasks and detect tampering", "[
     }
   }
   CHECK(noted);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("certificates sealed with a cache key cannot be forged without it", "[compose][cache]") {
+  const fs::path dir = clampai::test::temp_file("cache-key");
+  const std::string m = clampai::testing::write_chain(dir, 3);
+  cc::ComposeOptions keyed;
+  keyed.cache_dir = (dir / "cache").string();
+  keyed.cache_key = "0123456789abcdef-the-ci-secret";
+  const cc::ComposeReport cold = compose_file(m, keyed);
+  REQUIRE(cold.reused == 0);
+  CHECK(compose_file(m, keyed).reused == 3);
+
+  // Another key, or none, does not accept these certificates (and says why).
+  cc::ComposeOptions other = keyed;
+  other.cache_key = "another-secret-of-enough-length";
+  const cc::ComposeReport o = compose_file(m, other);
+  CHECK(o.reused == 0);
+  CHECK_THAT(o.tasks.front().cache_note, Catch::Contains("under the cache key"));
+  cc::ComposeOptions plain = keyed;
+  plain.cache_key.clear();
+  const cc::ComposeReport p = compose_file(m, plain);  // rewrites them with a plain seal
+  CHECK(p.reused == 0);
+  CHECK_THAT(p.tasks.front().cache_note, Catch::Contains("sealed with a key"));
+  CHECK(compose_file(m, plain).reused == 3);
+
+  // A forger who can write the cache but holds no key: a refuted task's certificate edited to
+  // "proved" and resealed with plain SHA-256, or with HMAC under a guessed key.
+  const cc::ComposeReport sealed = compose_file(m, keyed);  // keyed certificates again
+  REQUIRE(sealed.reused == 0);
+  const fs::path victim = fs::path(keyed.cache_dir) / (sealed.tasks.front().digest + ".json");
+  auto forge = [&](const std::string& seal, const std::string& key) {
+    auto c = nlohmann::json::parse(clampai::kernel::read_text_file(victim.string()));
+    c.erase("hash");
+    c.erase("seal");
+    c["warnings"] = 99;
+    const std::string body = c.dump();  // sorted keys, no spaces: canonical for this content
+    c["seal"] = seal;
+    c["hash"] = key.empty() ? clampai::kernel::sha256_hex(body)
+                            : clampai::kernel::hmac_sha256_hex(key, body);
+    std::ofstream(victim) << c.dump() << "\n";
+  };
+  for (const auto& [seal, key] : std::vector<std::pair<std::string, std::string>>{
+           {"sha256", ""}, {"hmac-sha256", "a-guessed-key-of-some-length"}}) {
+    forge(seal, key);
+    const cc::ComposeReport r = compose_file(m, keyed);
+    CHECK(r.reused == 2);
+    CHECK(!r.tasks.front().reused);
+    CHECK(r.tasks.front().warnings != 99);
+    CHECK(!r.tasks.front().cache_note.empty());
+  }
+  // The same forgery under the real key is accepted: the key is what the seal rests on.
+  forge("hmac-sha256", keyed.cache_key);
+  CHECK(compose_file(m, keyed).tasks.front().warnings == 99);
   fs::remove_all(dir);
 }
 

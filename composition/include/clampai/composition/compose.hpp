@@ -110,6 +110,10 @@ struct ComposeOptions {
   std::string cache_dir{};  // empty: no certificates stored or reused
   unsigned jobs = 1;
   unsigned timeout_ms = 10000;
+  /// A secret: when set, certificates are sealed with HMAC-SHA-256 under it and only
+  /// certificates sealed with the same key are reused, so whoever can write the cache but does
+  /// not hold the key cannot forge one. Empty: a plain SHA-256 seal (detects accidents only).
+  std::string cache_key{};
 };
 
 struct ComposeReport {
