@@ -63,6 +63,7 @@ json report_json(const cc::ComposeReport& r) {
                  {"verdict", std::string(cv::to_string(f.verdict))},
                  {"reason", f.reason}};
       if (f.loc.line > 0) fj["location"] = location_json(t.file, f.loc);
+      if (f.counterexample) fj["counterexample"] = counterexample_json(*f.counterexample);
       findings.push_back(fj);
     }
     json tj = {{"name", t.name},
@@ -112,6 +113,9 @@ void print_text(const cc::ComposeReport& r) {
       if (f.kind == cv::ObligationKind::lint) continue;
       std::cout << "    " << upper(cv::to_string(f.verdict)) << " " << f.id << ": " << f.reason
                 << "\n";
+      if (f.loc.line > 0)
+        std::cout << "    at " << t.file << ":" << f.loc.line << ":" << f.loc.column << "\n";
+      if (f.counterexample) print_counterexample(*f.counterexample);
     }
   }
   for (const auto& o : r.obligations) {
@@ -234,16 +238,44 @@ void print_junit(const cc::ComposeReport& r) {
     std::cout << "    <testcase classname=\"compose." << cc::to_string(o.kind) << "\" name=\""
               << xml(o.id) << "\" file=\"" << xml(o.file) << "\"";
     if (o.loc.line > 0) std::cout << " line=\"" << o.loc.line << "\"";
+    // A task's test case: whether its certificate was reused, and every finding (not only the
+    // first, which the message names) with its location and counterexample.
+    const cc::TaskResult* t = nullptr;
+    if (o.kind == cc::ObligationKind::task) {
+      for (const auto& candidate : r.tasks)
+        if (!o.tasks.empty() && candidate.name == o.tasks.front()) t = &candidate;
+    }
+    const std::string out = t == nullptr ? ""
+                            : t->reused  ? "certificate reused (model " + t->digest + ")"
+                                         : "verified (model " + t->digest + ")" +
+                                              (t->cache_note.empty() ? "" : "; " + t->cache_note);
     if (o.verdict == cv::VerdictKind::proved) {
-      std::cout << "/>\n";
+      if (out.empty()) {
+        std::cout << "/>\n";
+      } else {
+        std::cout << ">\n      <system-out>" << xml(out) << "</system-out>\n    </testcase>\n";
+      }
       continue;
     }
     std::string details;
     if (o.counterexample) details = counterexample_json(*o.counterexample).dump(2);
+    if (t != nullptr) {
+      json findings = json::array();
+      for (const auto& f : t->findings) {
+        if (f.kind == cv::ObligationKind::lint) continue;
+        json fj = {
+            {"id", f.id}, {"verdict", std::string(cv::to_string(f.verdict))}, {"reason", f.reason}};
+        if (f.loc.line > 0) fj["location"] = location_json(t->file, f.loc);
+        if (f.counterexample) fj["counterexample"] = counterexample_json(*f.counterexample);
+        findings.push_back(fj);
+      }
+      details = findings.dump(2);
+    }
     const char* tag = o.verdict == cv::VerdictKind::refuted ? "failure" : "error";
     std::cout << ">\n      <" << tag << " message=\"" << xml(o.reason) << "\" type=\""
-              << cv::to_string(o.verdict) << "\">" << xml(details) << "</" << tag << ">\n"
-              << "    </testcase>\n";
+              << cv::to_string(o.verdict) << "\">" << xml(details) << "</" << tag << ">\n";
+    if (!out.empty()) std::cout << "      <system-out>" << xml(out) << "</system-out>\n";
+    std::cout << "    </testcase>\n";
   }
   std::cout << "  </testsuite>\n</testsuites>\n";
 }

@@ -59,6 +59,46 @@ verifier::ObligationKind parse_kind(const std::string& s) {
   throw Error("unknown obligation kind `" + s + "`");
 }
 
+// A counterexample's named values: `[[name, value], ...]` (values as the trace writes them).
+JsonNode values_json(const std::vector<std::pair<std::string, kernel::Value>>& values) {
+  JsonNode a = JsonNode::make_array();
+  for (const auto& [name, v] : values) {
+    JsonNode& pair = a.push(JsonNode::make_array());
+    pair.push(JsonNode::make_string(name));
+    pair.push(kernel::detail::value_to_json(v));
+  }
+  return a;
+}
+
+// Reads what values_json wrote, typing each value by the model's variable (or, for `params`,
+// the action's parameter) of that name.
+std::vector<std::pair<std::string, kernel::Value>> values_of(const JsonNode* n,
+                                                             const kernel::TaskModel& m,
+                                                             const kernel::Action* action) {
+  std::vector<std::pair<std::string, kernel::Value>> out;
+  if (n == nullptr) return out;
+  if (n->kind != JsonNode::Kind::array) throw Error("malformed counterexample");
+  for (const JsonNode& pair : n->items) {
+    if (pair.kind != JsonNode::Kind::array || pair.items.size() != 2 ||
+        pair.items[0].kind != JsonNode::Kind::string)
+      throw Error("malformed counterexample");
+    const std::string& name = pair.items[0].text;
+    const kernel::Type* type = nullptr;
+    if (action != nullptr) {
+      for (const auto& p : action->parameters)
+        if (p.name == name) type = &p.type;
+    } else if (const auto id = m.schema->find(name)) {
+      type = &m.variable_types[*id];
+    }
+    kernel::Value v;
+    std::string error;
+    if (type == nullptr || !kernel::detail::value_from_json(pair.items[1], *type, v, error))
+      throw Error("counterexample value of `" + name + "`");
+    out.emplace_back(name, std::move(v));
+  }
+  return out;
+}
+
 JsonNode to_json(const TaskResult& r,
                  const std::vector<verifier::Obligation>& all,
                  unsigned timeout_ms) {
@@ -81,8 +121,13 @@ JsonNode to_json(const TaskResult& r,
     j.add("reason", JsonNode::make_string(o.reason));
     j.add("action", JsonNode::make_string(o.action));
     j.add("invariant", JsonNode::make_string(o.invariant));
-    j.add("line", JsonNode::make_integer(o.loc.line));
-    j.add("column", JsonNode::make_integer(o.loc.column));
+    if (o.counterexample) {
+      JsonNode& cex = j.add("counterexample", JsonNode::make_object());
+      cex.add("pre", values_json(o.counterexample->pre));
+      if (!o.counterexample->params.empty())
+        cex.add("params", values_json(o.counterexample->params));
+      if (!o.counterexample->post.empty()) cex.add("post", values_json(o.counterexample->post));
+    }
   }
   JsonNode& as = c.add("assumptions", JsonNode::make_array());
   for (const char* a : kAssumptions) as.push(JsonNode::make_string(a));
@@ -154,8 +199,19 @@ std::string reuse(const std::string& file,
       ob.reason = text(o, "reason");
       ob.action = text(o, "action");
       ob.invariant = text(o, "invariant");
-      ob.loc = {static_cast<std::uint32_t>(integer(o, "line")),
-                static_cast<std::uint32_t>(integer(o, "column"))};
+      // The digest ignores source positions: locate the verdict in the spec as it is now.
+      ob.loc = verifier::location_of(*task.model, ob);
+      if (const JsonNode* cex = o.find("counterexample")) {
+        const kernel::TaskModel& m = *task.model;
+        const auto a = m.find_action(ob.action);
+        if (cex->kind != JsonNode::Kind::object || (cex->find("params") && !a))
+          throw Error("malformed counterexample");
+        verifier::Counterexample found;
+        found.pre = values_of(cex->find("pre"), m, nullptr);
+        found.params = values_of(cex->find("params"), m, a ? &m.actions[*a] : nullptr);
+        found.post = values_of(cex->find("post"), m, nullptr);
+        ob.counterexample = std::move(found);
+      }
       if (ob.verdict != VerdictKind::proved) r.findings.push_back(std::move(ob));
     }
   } catch (const Error& e) {

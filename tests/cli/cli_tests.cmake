@@ -123,6 +123,17 @@ file(WRITE ${WORK_DIR}/one_branch.json "{\"name\": \"o\", \"tasks\": {\"p\": \"$
 expect("compose one-branch parallel" 2 "compose.parallel: `parallel` needs at least 2 items" ${CLAMPAI} compose ${WORK_DIR}/one_branch.json)
 expect("compose cycle" 2 "a cycle of references .*composite `x`.*composite `y`" ${CLAMPAI} compose ${WORK_DIR}/cycle.json)
 expect("compose bad format" 2 "" ${CLAMPAI} compose ${cx}/pipeline.json --format xml)
+# A task whose own verification fails: every finding, located, with its counterexample, also
+# from a reused certificate.
+file(WRITE ${WORK_DIR}/tbad.json [=[{"name": "tbad", "variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10}},
+ "actions": [{"id": "bump", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "4"}]}],
+ "invariants": [{"name": "small", "check": "x <= 5"}, {"name": "tiny", "check": "x <= 3"}],
+ "budget": {"total": 5, "min_action_cost": 1}}]=])
+file(WRITE ${WORK_DIR}/mbad.json "{\"name\": \"m\", \"tasks\": {\"tbad\": \"tbad.json\"}, \"compose\": \"tbad\"}")
+foreach(run cold warm)
+  expect("compose task findings (${run})" 1 "REFUTED preservation:bump:small: [^\n]*\n    at [^\n]*tbad.json:3:[0-9]+\n    variable +before +after\n    x +[0-9]+ +[0-9]+   \\(changed\\)\n    REFUTED preservation:bump:tiny" ${CLAMPAI} compose ${WORK_DIR}/mbad.json --cache ${WORK_DIR}/badcerts)
+endforeach()
+expect("compose junit lists every task finding" 1 "&quot;preservation:bump:small&quot;.*&quot;preservation:bump:tiny&quot;.*<system-out>certificate reused" ${CLAMPAI} compose ${WORK_DIR}/mbad.json --cache ${WORK_DIR}/badcerts --format junit)
 if(DEFINED VALIDATE_JSON)
   foreach(spec provision deploy dns smoke_test notify page_oncall teardown)
     expect("compose example ${spec} matches the task spec schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/task-spec.schema.json ${cx}/${spec}.json)
@@ -133,6 +144,9 @@ if(DEFINED VALIDATE_JSON)
   expect("manifest schema rejects a one-branch parallel" 1 "\\[compose\\]\\[parallel\\]" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/compose-manifest.schema.json ${WORK_DIR}/one_branch.json)
 endif()
 if(DEFINED VALIDATE_JSON)
+  execute_process(COMMAND ${CLAMPAI} compose ${WORK_DIR}/mbad.json --format json
+                  OUTPUT_FILE ${WORK_DIR}/mbad.compose.json RESULT_VARIABLE rc)
+  expect("compose json with task findings matches the report schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/compose-report.schema.json ${WORK_DIR}/mbad.compose.json)
   foreach(m pipeline broken nightly)
     execute_process(COMMAND ${CLAMPAI} compose ${cx}/${m}.json --format json
                     OUTPUT_FILE ${WORK_DIR}/${m}.compose.json RESULT_VARIABLE rc)

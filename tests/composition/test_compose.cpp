@@ -426,6 +426,61 @@ TEST_CASE("certificates are reused for unchanged tasks and detect tampering", "[
   fs::remove_all(dir);
 }
 
+TEST_CASE("a reused certificate keeps counterexamples and locates findings in the spec as it is",
+          "[compose][cache]") {
+  // x := x + 4 breaks x <= 5 (a preservation counterexample); the write of `y` is forbidden.
+  const std::string bad = task(
+      "bad",
+      kX + ", " + kY,
+      R"({"id": "bump", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "4"}, {"variable": "y", "mode": "set", "value": "true"}]})",
+      R"({"writes": ["x"], "forbidden": ["y"]})",
+      R"([{"name": "small", "check": "x <= 5"}])");
+  Dir d({{"bad.json", bad},
+         {"m.json", R"({"name": "m", "tasks": {"bad": "bad.json"}, "compose": "bad"})"}});
+  cc::ComposeOptions o;
+  o.cache_dir = d / "cache";
+  const cc::ComposeReport fresh = compose_file(d / "m.json", o);
+  const cc::ComposeReport cached = compose_file(d / "m.json", o);
+  REQUIRE(cached.reused == 1);
+  auto same = [](const cc::TaskResult& a, const cc::TaskResult& b) {
+    REQUIRE(a.findings.size() == b.findings.size());
+    for (std::size_t i = 0; i < a.findings.size(); ++i) {
+      const auto& x = a.findings[i];
+      const auto& y = b.findings[i];
+      CHECK(x.id == y.id);
+      CHECK(x.verdict == y.verdict);
+      CHECK(x.loc.line == y.loc.line);
+      CHECK(x.loc.column == y.loc.column);
+      REQUIRE(x.counterexample.has_value() == y.counterexample.has_value());
+      if (!x.counterexample) continue;
+      CHECK(x.counterexample->pre == y.counterexample->pre);
+      CHECK(x.counterexample->params == y.counterexample->params);
+      CHECK(x.counterexample->post == y.counterexample->post);
+    }
+  };
+  same(fresh.tasks.front(), cached.tasks.front());
+  const auto& f = cached.tasks.front().findings;
+  const auto pres = std::find_if(
+      f.begin(), f.end(), [](const auto& x) { return x.id == "preservation:bump:small"; });
+  REQUIRE(pres != f.end());
+  REQUIRE(pres->counterexample);
+  CHECK(!pres->counterexample->post.empty());
+  CHECK(std::any_of(f.begin(), f.end(), [](const auto& x) {
+    return x.id == "interface:forbidden" && x.verdict == cv::VerdictKind::refuted;
+  }));
+
+  // Three lines added at the top: same model, so the certificate is reused, at the new lines.
+  d.write("bad.json", "\n\n\n" + bad);
+  const cc::ComposeReport moved = compose_file(d / "m.json", o);
+  REQUIRE(moved.reused == 1);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i].loc.line == 0) continue;
+    CHECK(moved.tasks.front().findings[i].loc.line == f[i].loc.line + 3);
+  }
+  // ... and a fresh verification of the moved spec agrees.
+  same(moved.tasks.front(), compose_file(d / "m.json").tasks.front());
+}
+
 TEST_CASE("certificates sealed with a cache key cannot be forged without it", "[compose][cache]") {
   const fs::path dir = clampai::test::temp_file("cache-key");
   const std::string m = clampai::testing::write_chain(dir, 3);

@@ -630,7 +630,8 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   for (auto& o : interface_obligations(model, options.timeout_ms))
     report.obligations.push_back(std::move(o));
 
-  for (const auto& o : report.obligations) {
+  for (auto& o : report.obligations) {
+    o.loc = location_of(m, o);
     if (o.kind == ObligationKind::lint) {
       report.warnings += o.verdict != VerdictKind::proved;
       continue;
@@ -649,6 +650,19 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+kernel::SourceLoc location_of(const TaskModel& model, const Obligation& o) {
+  if (!o.invariant.empty()) {
+    for (const auto& inv : model.invariants)
+      if (inv.name == o.invariant) return inv.loc;
+  }
+  if (!o.action.empty()) {
+    if (const auto a = model.find_action(o.action)) return model.actions[*a].loc;
+  }
+  if (o.id.rfind("interface:", 0) == 0 || o.id == "lint:assumes-consistent")
+    return model.interface.loc;
+  return {};
 }
 
 }  // namespace clampai::verifier

@@ -90,6 +90,12 @@ struct Report {
   [[nodiscard]] int exit_code(bool fail_on_unknown = false) const;
 };
 
+/// Where obligation `o` is in `model`'s spec file: its invariant's position, else its action's,
+/// else (for the interface's obligations) the interface's; none for whole-spec obligations.
+/// Every obligation `verify` reports carries this location; a cached verdict re-derives it, as
+/// the model's digest does not cover source positions.
+kernel::SourceLoc location_of(const kernel::TaskModel& model, const Obligation& o);
+
 /// Verifies `model`. Lints: `lint:consistent` is proved iff the bounds and the blocking state
 /// invariants are jointly satisfiable; `lint:independent:<I>` iff I is not implied by the other
 /// invariants (refuted: redundant, naming those that imply it, from an unsat core);
