@@ -25,7 +25,7 @@ struct Args {
   std::string cache;
   std::string cache_key_file;
   std::string graph;
-  unsigned jobs = 1;
+  unsigned jobs = default_jobs();
   unsigned timeout_ms = 10000;
   bool fail_on_unknown = false;
   bool show_proved = false;
@@ -185,7 +185,7 @@ json sarif(const cc::ComposeReport& r) {
            json::array({{{"tool",
                           {{"driver",
                             {{"name", "clampai"},
-                             {"version", "0.1.0"},
+                             {"version", CLAMPAI_VERSION},
                              {"informationUri", "https://clampai.dev"},
                              {"rules", rules}}}}},
                          {"results", results}}})}};

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bench.hpp"
+#include "clampai/composition/compose.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
@@ -261,7 +262,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
 
 struct VerifyArgs {
   std::string spec;
-  unsigned jobs = 1;
+  unsigned jobs = clampai::cli::default_jobs();
   unsigned timeout_ms = 10000;
   bool fail_on_unknown = false;
   std::string smtlib_dir;
@@ -342,7 +343,7 @@ json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv:
            json::array({{{"tool",
                           {{"driver",
                             {{"name", "clampai"},
-                             {"version", "0.1.0"},
+                             {"version", CLAMPAI_VERSION},
                              {"informationUri", "https://clampai.dev"},
                              {"rules", rules}}}}},
                          {"results", results}}})}};
@@ -456,7 +457,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("clampai ") + "0.1.0");
+  app.set_version_flag("--version", std::string(clampai::composition::toolkit_version()));
   Common common;
 
   std::string check_spec;

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <thread>
 
 #include "clampai/kernel.hpp"
 
@@ -137,5 +138,7 @@ std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situ
   }
   return {model, std::move(s)};
 }
+
+unsigned default_jobs() { return std::clamp(std::thread::hardware_concurrency(), 1U, 256U); }
 
 }  // namespace clampai::cli

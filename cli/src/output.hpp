@@ -38,6 +38,9 @@ struct GoalCheck {
 };
 GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth);
 
+/// The default of `--jobs`: one worker per core (verdicts do not depend on it).
+unsigned default_jobs();
+
 /// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers, or strings
 /// holding exact decimals. An empty text is no parameters.
 /// @throws SpecError naming `--params` (or `--params.NAME`) for malformed input.

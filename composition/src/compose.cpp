@@ -12,7 +12,9 @@
 
 #include "certificate.hpp"
 #include "clampai/composition/compose.hpp"
+
 #include "clampai/verifier/contract.hpp"
+#include "source_digest.hpp"
 
 namespace clampai::composition {
 
@@ -36,7 +38,13 @@ std::string_view to_string(ObligationKind k) {
   return kNames[static_cast<int>(k)];
 }
 
-std::string_view toolkit_version() { return "clampai 0.1.0"; }
+std::string_view toolkit_version() {
+  // The release and the digest of the sources that decide verdicts: a certificate made by any
+  // other build (another release, or a development build with other sources) is not reused.
+  static const std::string version = std::string("clampai ") + CLAMPAI_VERSION + " (sources " +
+                                     std::string(CLAMPAI_SOURCE_DIGEST).substr(0, 16) + ")";
+  return version;
+}
 
 int ComposeReport::exit_code(bool fail_on_unknown) const {
   if (refuted > 0) return 1;

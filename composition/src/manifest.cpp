@@ -5,6 +5,7 @@
 #include <boost/graph/depth_first_search.hpp>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
@@ -38,6 +39,7 @@ struct File {
   std::map<std::string, const JsonNode*> composites;
   std::size_t vertex = 0;  // the manifest's vertex in the reference graph
   std::map<std::string, std::size_t> composite_vertex;
+  std::map<std::size_t, std::set<std::string>> task_refs;  // vertex -> the tasks it names
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
@@ -66,6 +68,7 @@ class Loader {
     const std::string root = fs::path(path).lexically_normal().string();
     read(root, "");
     check_cycles();
+    check_unused();
     load_tasks();
     build_universe();
     Manifest& m = out_;
@@ -114,7 +117,9 @@ class Loader {
     try {
       read_top(f);
     } catch (const SpecError& e) {
-      if (e.path().rfind(path, 0) == 0) throw;
+      // Errors located in this file, or in a manifest it includes, already name their file.
+      if (e.path().rfind(path, 0) == 0 || files_.count(e.path().substr(0, e.path().find(": "))))
+        throw;
       throw SpecError(path + (e.path().empty() ? "" : ": " + e.path()),
                       std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2));
     }
@@ -136,6 +141,16 @@ class Loader {
     f.name = kernel::detail::get_string(r, "", "name");
     if (r.find("name") == nullptr) throw SpecError("", "missing `name`");
     check_name(f.name, "name");
+    // The root's tasks keep their own names; an included manifest's are qualified by its name.
+    for (const auto& [other_path, other] : files_) {
+      if (f.path != order_.front() && other_path != order_.front() && other_path != f.path &&
+          other.name == f.name)
+        throw SpecError("name",
+                        "`" + f.name + "` also names `" + other_path +
+                            "`: the manifests of one composition need distinct names (their tasks "
+                            "are called `" +
+                            f.name + ".<task>`)");
+    }
     (void)kernel::detail::get_string(r, "", "description");
     const JsonNode& tasks = kernel::detail::required(r, "", "tasks");
     expect_kind(tasks, Kind::object, "tasks");
@@ -201,7 +216,10 @@ class Loader {
   // Checks the structure of a node and adds the edges of its references.
   void scan(File& f, const JsonNode& n, const std::string& path, std::size_t from) {
     if (n.kind == Kind::string) {
-      if (task_named(f, n.text)) return;
+      if (task_named(f, n.text)) {
+        f.task_refs[from].insert(n.text);
+        return;
+      }
       if (auto it = f.composite_vertex.find(n.text); it != f.composite_vertex.end()) {
         boost::add_edge(from, it->second, graph_);
         return;
@@ -254,6 +272,38 @@ class Loader {
     }
   }
 
+  // A task or composite that `compose` never reaches would still take part in the interference
+  // checks (or silently be ignored): either way a manifest that declares it is a mistake.
+  void check_unused() const {
+    for (const std::string& path : order_) {
+      const File& f = files_.at(path);
+      std::set<std::size_t> reached{f.vertex};
+      std::vector<std::size_t> todo{f.vertex};
+      while (!todo.empty()) {
+        const std::size_t v = todo.back();
+        todo.pop_back();
+        for (auto [it, end] = boost::adjacent_vertices(v, graph_); it != end; ++it) {
+          if (reached.insert(*it).second) todo.push_back(*it);
+        }
+      }
+      std::set<std::string> used;
+      for (const auto& [v, names] : f.task_refs)
+        if (reached.count(v) > 0) used.insert(names.begin(), names.end());
+      for (const auto& [name, vertex] : f.composite_vertex) {
+        if (reached.count(vertex) == 0)
+          fail(f,
+               join("composites", name),
+               "composite `" + name + "` is declared but `compose` never uses it");
+      }
+      for (const auto& [name, spec] : f.tasks) {
+        if (used.count(name) == 0)
+          fail(f,
+               join("tasks", name),
+               "task `" + name + "` is declared but `compose` never uses it");
+      }
+    }
+  }
+
   void check_cycles() {
     std::vector<std::size_t> parent(boost::num_vertices(graph_));
     for (std::size_t v = 0; v < parent.size(); ++v) parent[v] = v;
@@ -285,10 +335,20 @@ class Loader {
       for (const auto& [name, spec] : f.tasks) {
         auto& model = models[spec];
         if (!model) {
+          std::string text;
           try {
-            model = kernel::load_spec_file(spec);
+            text = kernel::read_text_file(spec);
           } catch (const Error& e) {
             throw SpecError(f.path + ": " + join("tasks", name), e.what());
+          }
+          try {
+            model = kernel::load_spec(text);
+          } catch (const SpecError& e) {
+            // Located in the spec file, whose task the manifest names.
+            const std::string what(e.what());
+            throw SpecError(spec + (e.path().empty() ? "" : ": " + e.path()),
+                            what.substr(e.path().empty() ? 0 : e.path().size() + 2) +
+                                " (the spec of task `" + name + "` in " + f.path + ")");
           }
         }
         TaskRef t;
@@ -396,17 +456,45 @@ class Loader {
     return index;
   }
 
-  Node expand(const File& f, const JsonNode& j, const std::string& path) {
+  // Limits of the expanded tree: a composite used many times is copied at each use, so a few
+  // lines can describe an exponential tree, and the checks recurse along its depth.
+  static constexpr std::size_t kMaxDepth = 1000;
+  static constexpr std::size_t kMaxNodes = 100000;
+  std::size_t depth_ = 0;
+  std::size_t nodes_ = 0;
+
+  Node expand(const File& f, const JsonNode& reference, const std::string& reference_path) {
+    // The name of a composite stands for its definition (check_cycles excluded loops).
+    const JsonNode* definition = &reference;
+    std::string path = reference_path;
+    while (definition->kind == Kind::string &&
+           task_index_.count(f.path + "#" + definition->text) == 0) {
+      path = join("composites", definition->text);
+      definition = f.composites.at(definition->text);
+    }
+    const JsonNode& j = *definition;
+    struct Level {
+      std::size_t& d;
+      explicit Level(std::size_t& depth) : d(++depth) {}
+      ~Level() { --d; }
+      Level(const Level&) = delete;
+      Level& operator=(const Level&) = delete;
+    } level(depth_);
+    if (depth_ > kMaxDepth)
+      fail(f, path, "the composition nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (++nodes_ > kMaxNodes) {
+      fail(f,
+           path,
+           "the composition expands to more than " + std::to_string(kMaxNodes) +
+               " nodes (each use of a composite or manifest copies it)");
+    }
     Node n;
     n.path = f.path + ": " + path;
     n.loc = {j.line, j.column};
     if (j.kind == Kind::string) {
-      if (auto it = task_index_.find(f.path + "#" + j.text); it != task_index_.end()) {
-        n.kind = NodeKind::task;
-        n.task = it->second;
-        return n;
-      }
-      return expand(f, *f.composites.at(j.text), join("composites", j.text));
+      n.kind = NodeKind::task;
+      n.task = task_index_.at(f.path + "#" + j.text);
+      return n;
     }
     const auto& [key, body] = j.members.front();
     const std::string p = join(path, key);

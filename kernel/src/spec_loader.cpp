@@ -1,6 +1,7 @@
 // Task spec JSON -> TaskDecl: structure only; build_model checks meaning.
 #include "clampai/kernel/spec_loader.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -406,6 +407,9 @@ std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) {
 }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("`" + path + "` is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read `" + path + "`");
   in.seekg(0, std::ios::end);

@@ -364,7 +364,7 @@ TEST_CASE("budgets add up; forbidden variables stay forbidden", "[compose]") {
   d.write(
       "tight.json",
       manifest(
-          R"("a": "a.json", "b": "b.json", "c": "c.json")",
+          R"("a": "a.json", "b": "b.json")",
           R"({"sequential": ["a", {"conditional": {"if": "x > 5", "then": "b", "else": {"repeat": {"times": 2, "body": "b"}}}}]})",
           R"(, "budget": "14.5")"));
   const cc::ComposeReport t = compose_file(d / "tight.json");
@@ -548,6 +548,7 @@ TEST_CASE("manifest errors name the file, the path and what is wrong", "[compose
   };
   const std::string file = d / "m.json";
   const std::string ab = R"("a": "a.json", "b": "b.json")";
+  const std::string only_a = R"("a": "a.json")";
   CHECK_THAT(error_of("{"), Catch::StartsWith(file + ": 1:"));
   CHECK_THAT(error_of(manifest(ab, R"("zz")")),
              Catch::StartsWith(file + ": compose: unknown task or composite `zz`"));
@@ -561,18 +562,65 @@ TEST_CASE("manifest errors name the file, the path and what is wrong", "[compose
              Catch::StartsWith(file + ": compose.repeat.times: must be at least 1"));
   CHECK_THAT(error_of(manifest(ab, R"({"loop": ["a"]})")),
              Catch::StartsWith(file + ": compose.loop: unknown composition `loop`"));
-  CHECK_THAT(error_of(manifest(ab, R"({"conditional": {"if": "x >", "then": "a"}})")),
+  CHECK_THAT(error_of(manifest(only_a, R"({"conditional": {"if": "x >", "then": "a"}})")),
              Catch::StartsWith(file + ": compose.conditional.if:1:"));
-  CHECK_THAT(error_of(manifest(ab, R"({"conditional": {"if": "x + 1", "then": "a"}})")),
+  CHECK_THAT(error_of(manifest(only_a, R"({"conditional": {"if": "x + 1", "then": "a"}})")),
              Catch::Contains("expected a bool expression"));
   CHECK_THAT(error_of(manifest(R"("a": "missing.json")", R"("a")")),
              Catch::StartsWith(file + ": tasks.a: cannot read"));
-  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "budget": -1)")),
+  CHECK_THAT(error_of(manifest(only_a, R"("a")", R"(, "budget": -1)")),
              Catch::StartsWith(file + ": budget: must not be negative"));
-  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "interface": {"forbidden": ["nope"]})")),
+  CHECK_THAT(error_of(manifest(only_a, R"("a")", R"(, "interface": {"forbidden": ["nope"]})")),
              Catch::StartsWith(file + ": interface.forbidden[0]: unknown variable `nope`"));
-  CHECK_THAT(error_of(manifest(ab, R"("a")", R"(, "extra": 1)")),
+  CHECK_THAT(error_of(manifest(only_a, R"("a")", R"(, "extra": 1)")),
              Catch::StartsWith(file + ": extra: unknown key"));
+  // Declared but never reached from `compose` (directly or through a used composite).
+  CHECK_THAT(
+      error_of(manifest(ab, R"("a")")),
+      Catch::StartsWith(file + ": tasks.b: task `b` is declared but `compose` never uses it"));
+  CHECK_THAT(
+      error_of(manifest(ab, R"("a")", R"(, "composites": {"spare": {"sequential": ["a", "b"]}})")),
+      Catch::StartsWith(file + ": composites.spare: composite `spare` is declared but"));
+  CHECK(error_of(
+            manifest(ab, R"("both")", R"(, "composites": {"both": {"sequential": ["a", "b"]}})")) ==
+        "no error");
+  // Spec errors name the spec file (and the task that names it); a directory is no spec.
+  d.write("broken.json", R"({"name": "broken", "variables": {}, "actions": [], "budget": 1})");
+  CHECK_THAT(error_of(manifest(R"("a": "broken.json")", R"("a")")),
+             Catch::StartsWith(d / "broken.json" + ": budget: ") &&
+                 Catch::EndsWith("(the spec of task `a` in " + file + ")"));
+  CHECK_THAT(
+      error_of(manifest(R"("a": ".")", R"("a")")),
+      Catch::StartsWith(file + ": tasks.a: `") && Catch::EndsWith("is a directory, not a file"));
+  // An included manifest's own error names that manifest, not the one including it.
+  d.write("bad_inc.json", "{\"name\": \"x\",\n \"tasks\": {,}}");
+  CHECK_THAT(error_of(manifest(only_a, R"({"sequential": ["a", {"manifest": "bad_inc.json"}]})")),
+             Catch::StartsWith(d / "bad_inc.json" + ": 2:"));
+  // Two included manifests with one name would give their tasks the same names.
+  d.write("s1.json", R"({"name": "sub", "tasks": {"a": "a.json"}, "compose": "a"})");
+  d.write("s2.json", R"({"name": "sub", "tasks": {"b": "b.json"}, "compose": "b"})");
+  CHECK_THAT(
+      error_of(manifest(
+          only_a, R"({"sequential": ["a", {"manifest": "s1.json"}, {"manifest": "s2.json"}]})")),
+      Catch::StartsWith(d / "s2.json" + ": name: `sub` also names `" + d / "s1.json" + "`"));
+  // Nesting and expansion are bounded: an error, not a stack overflow or an exponential tree.
+  auto nested = [&](int levels, int uses) {
+    std::string composites;
+    for (int i = 0; i < levels; ++i) {
+      std::string refs;
+      for (int k = 0; k < uses; ++k) refs += (k ? ", \"c" : "\"c") + std::to_string(i + 1) + "\"";
+      composites += "\"c" + std::to_string(i) + "\": {\"sequential\": [" + refs + "]}, ";
+    }
+    composites += "\"c" + std::to_string(levels) + "\": \"a\"";
+    return manifest(only_a, R"("c0")", ", \"composites\": {" + composites + "}");
+  };
+  CHECK(error_of(nested(990, 1)) == "no error");
+  CHECK(compose_file(d / "m.json").exit_code() == 0);  // and the checks recurse that deep
+  CHECK_THAT(error_of(nested(5000, 1)),
+             Catch::StartsWith(file + ": composites.c") &&
+                 Catch::EndsWith("the composition nests deeper than 1000 levels"));
+  CHECK_THAT(error_of(nested(40, 2)),
+             Catch::Contains("the composition expands to more than 100000 nodes"));
   // A cycle of composites, with the names on it.
   const std::string cyc = error_of(
       manifest(ab,
@@ -587,7 +635,8 @@ TEST_CASE("manifest errors name the file, the path and what is wrong", "[compose
   // A shared variable declared differently, naming both specs.
   d.write("x2.json",
           task("x2", R"("x": {"type": "int", "initial": 0, "min": 0, "max": 99})", "", R"({})"));
-  const std::string clash = error_of(manifest(R"("a": "a.json", "x2": "x2.json")", R"("a")"));
+  const std::string clash =
+      error_of(manifest(R"("a": "a.json", "x2": "x2.json")", R"({"sequential": ["a", "x2"]})"));
   CHECK_THAT(clash,
              Catch::Contains("shared variable `x`") && Catch::Contains("a.json") &&
                  Catch::Contains("x2.json"));

@@ -133,7 +133,8 @@ ComposeReport compose(const Manifest& manifest, const ComposeOptions& options = 
 /// The composition graph (a Boost.Graph) in Graphviz dot format.
 std::string to_dot(const Manifest& manifest);
 
-/// The toolkit version recorded in certificates.
+/// The toolkit version recorded in certificates: the release and a digest of the kernel,
+/// verifier and composition sources (`clampai 0.1.0 (sources 0123456789abcdef)`).
 std::string_view toolkit_version();
 
 }  // namespace clampai::composition
