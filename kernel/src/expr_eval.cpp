@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "clampai/kernel/expr.hpp"
+#include "numeric_program.hpp"
 
 namespace clampai::kernel {
 namespace {
@@ -65,6 +66,142 @@ EvalError number(const Expr& e, const EvalEnv& env, Decimal& out) {
 
 }  // namespace
 
+namespace detail {
+
+namespace {
+
+// Appends the postfix code of a numeric operand; returns the stack it needs, 0 if it cannot.
+std::uint32_t emit(const Expr& e, NumericProgram& p) {
+  auto append = [&p](NumericProgram::Instr i) {
+    if (p.size == NumericProgram::kMaxCode) return false;
+    p.code[p.size++] = i;
+    return true;
+  };
+  switch (e.op) {
+    case ExprOp::literal:
+      if (e.literal.kind() != Value::Kind::number) return 0;
+      return append({e.op, 0, e.literal.as_number()}) ? 1 : 0;
+    case ExprOp::variable:
+    case ExprOp::old_variable:
+    case ExprOp::parameter:
+      return append({e.op, e.index, {}}) ? 1 : 0;
+    case ExprOp::neg: {
+      const std::uint32_t d = emit(*e.args[0], p);
+      if (d == 0) return 0;
+      return append({e.op, 0, {}}) ? d : 0;
+    }
+    case ExprOp::add:
+    case ExprOp::sub:
+    case ExprOp::mul: {
+      const std::uint32_t l = emit(*e.args[0], p);
+      if (l == 0) return 0;
+      const std::uint32_t r = emit(*e.args[1], p);
+      if (r == 0) return 0;
+      return append({e.op, 0, {}}) ? std::max(l, r + 1) : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const NumericProgram> compile_comparison(const Expr& c) {
+  switch (c.op) {
+    case ExprOp::lt:
+    case ExprOp::le:
+    case ExprOp::gt:
+    case ExprOp::ge:
+      break;
+    case ExprOp::eq:
+    case ExprOp::ne:
+      if (!c.args[0]->type.is_numeric() || !c.args[1]->type.is_numeric()) return nullptr;
+      break;
+    default:
+      return nullptr;
+  }
+  auto p = std::make_shared<NumericProgram>();
+  const std::uint32_t l = emit(*c.args[0], *p);
+  if (l == 0) return nullptr;
+  const std::uint32_t r = emit(*c.args[1], *p);
+  if (r == 0 || std::max(l, r + 1) > NumericProgram::kMaxStack) return nullptr;
+  return p;
+}
+
+EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right) {
+  // The stack as plain, uninitialised integers: zeroing it on every call (a `Decimal` array is
+  // value-initialised) would cost more than a typical program.
+  std::int64_t units[NumericProgram::kMaxStack];
+  std::uint8_t scales[NumericProgram::kMaxStack];
+  std::uint32_t sp = 0;
+  auto push = [&](const Decimal& d) {
+    units[sp] = d.units;
+    scales[sp] = d.scale;
+    ++sp;
+  };
+  auto at = [&](std::uint32_t k) { return Decimal{units[k], scales[k]}; };
+  for (std::uint32_t k = 0; k < p.size; ++k) {
+    const NumericProgram::Instr& i = p.code[k];
+    switch (i.op) {
+      case ExprOp::literal:
+        push(i.literal);
+        break;
+      case ExprOp::variable: {
+        const Value& v = lookup(env, i.index);
+        if (!v.is_defined()) return EvalError::undefined;
+        push(v.as_number());
+        break;
+      }
+      case ExprOp::old_variable: {
+        const Value& v = (env.old != nullptr ? env.old : env.state)->get(i.index);
+        if (!v.is_defined()) return EvalError::undefined;
+        push(v.as_number());
+        break;
+      }
+      case ExprOp::parameter:
+        push(env.params[i.index].as_number());
+        break;
+      case ExprOp::neg: {
+        const std::optional<Decimal> r = checked_neg(at(sp - 1));
+        if (!r) return EvalError::overflow;
+        --sp;
+        push(*r);
+        break;
+      }
+      default: {  // add, sub, mul
+        if (i.op != ExprOp::mul && scales[sp - 2] == scales[sp - 1]) {
+          // checked_add / checked_sub's own same-scale path, without the call.
+          std::int64_t r = 0;
+          if (i.op == ExprOp::add ? __builtin_add_overflow(units[sp - 2], units[sp - 1], &r)
+                                  : __builtin_sub_overflow(units[sp - 2], units[sp - 1], &r))
+            return EvalError::overflow;
+          units[sp - 2] = r;
+          --sp;
+          break;
+        }
+        const Decimal a = at(sp - 2);
+        const Decimal b = at(sp - 1);
+        const std::optional<Decimal> r = i.op == ExprOp::add   ? checked_add(a, b)
+                                         : i.op == ExprOp::sub ? checked_sub(a, b)
+                                                               : checked_mul(a, b);
+        if (!r) return EvalError::overflow;
+        sp -= 2;
+        push(*r);
+        break;
+      }
+    }
+  }
+  left = at(0);
+  right = at(1);
+  return EvalError::none;
+}
+
+}  // namespace detail
+
+EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out) {
+  return number(e, env, out);
+}
+
 EvalResult evaluate(const Expr& e, const EvalEnv& env) {
   switch (e.op) {
     case ExprOp::lt:
@@ -73,16 +210,33 @@ EvalResult evaluate(const Expr& e, const EvalEnv& env) {
     case ExprOp::ge: {
       Decimal a;
       Decimal b;
-      if (const EvalError err = number(*e.args[0], env, a); err != EvalError::none)
-        return error(err);
-      if (const EvalError err = number(*e.args[1], env, b); err != EvalError::none)
-        return error(err);
-      const bool r = e.op == ExprOp::lt   ? a < b
-                     : e.op == ExprOp::le ? a <= b
-                     : e.op == ExprOp::gt ? a > b
-                                          : a >= b;
+      if (e.program) {
+        if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none)
+          return error(err);
+      } else {
+        if (const EvalError err = number(*e.args[0], env, a); err != EvalError::none)
+          return error(err);
+        if (const EvalError err = number(*e.args[1], env, b); err != EvalError::none)
+          return error(err);
+      }
+      // Same scale (the common case): the units compare as the numbers do.
+      const std::strong_ordering c = a.scale == b.scale ? a.units <=> b.units : a <=> b;
+      const bool r = e.op == ExprOp::lt   ? c < 0
+                     : e.op == ExprOp::le ? c <= 0
+                     : e.op == ExprOp::gt ? c > 0
+                                          : c >= 0;
       return ok(Value::boolean(r));
     }
+    case ExprOp::eq:
+    case ExprOp::ne:
+      if (e.program) {
+        Decimal a;
+        Decimal b;
+        if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none)
+          return error(err);
+        return ok(Value::boolean((a == b) == (e.op == ExprOp::eq)));
+      }
+      break;
     case ExprOp::literal:
       return ok(e.literal);
     case ExprOp::variable: {

@@ -5,6 +5,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
+#include "numeric_program.hpp"
 
 namespace clampai::kernel {
 namespace {
@@ -162,6 +163,7 @@ class Parser {
     for (const auto& a : e->args) e->height = std::max(e->height, a->height + 1);
     if (e->height > kMaxHeight)
       fail(pos, "expression more than 1000 levels deep (split long chains of operators)");
+    e->program = detail::compile_comparison(*e);  // operands are complete: they come first
     return e;
   }
 

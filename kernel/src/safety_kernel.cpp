@@ -236,8 +236,10 @@ namespace {
 
 // Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
 // value, or returns the reason it cannot be computed.
-std::optional<Reason> apply_effect(
-    const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& operand, Value& out) {
+std::optional<Reason> apply_effect(const TaskModel& m,
+                                   const Effect& e,
+                                   const EvalEnv& pre,
+                                   Value& out) {
   const Variable& var = m.variables[e.variable];
   const Value& old = pre.state->get(e.variable);
   auto fail = [&](EvalError err) {
@@ -250,9 +252,30 @@ std::optional<Reason> apply_effect(
     out = Value();
     return std::nullopt;
   }
+  // Numeric effects (the common case) compute their operand without a `Value` per node; the
+  // result and the errors are those of the general path below, in the same order.
+  if (e.value->type.is_numeric() &&
+      (e.mode == EffectMode::set || e.mode == EffectMode::increment ||
+       e.mode == EffectMode::decrement || e.mode == EffectMode::multiply)) {
+    Decimal b;
+    if (const EvalError err = evaluate_number(*e.value, pre, b); err != EvalError::none)
+      return fail(err);
+    if (e.mode == EffectMode::set) {
+      out = Value::number(b);
+    } else {
+      if (!old.is_defined()) return fail(EvalError::undefined);
+      const Decimal& a = old.as_number();
+      const auto n = e.mode == EffectMode::increment   ? checked_add(a, b)
+                     : e.mode == EffectMode::decrement ? checked_sub(a, b)
+                                                       : checked_mul(a, b);
+      if (!n) return fail(EvalError::overflow);
+      out = Value::number(*n);
+    }
+    if (!normalise(var.type, out)) return fail(EvalError::overflow);
+    return std::nullopt;
+  }
   EvalResult r = kernel::evaluate(*e.value, pre);
   if (!r.ok()) return fail(r.error);
-  operand = r.value;
   if (e.mode != EffectMode::set && !old.is_defined()) return fail(EvalError::undefined);
   switch (e.mode) {
     case EffectMode::set:
@@ -395,9 +418,8 @@ Decision decide_at(const TaskModel& model,
   bool simulated = true;
   d.changes.reserve(a.effects.size());
   for (const Effect& e : a.effects) {
-    Value operand;
     Value out;
-    if (auto bad = apply_effect(*model_, e, pre, operand, out)) {
+    if (auto bad = apply_effect(*model_, e, pre, out)) {
       d.reasons.push_back(std::move(*bad));
       simulated = false;
       continue;

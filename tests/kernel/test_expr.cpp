@@ -1,5 +1,8 @@
 // The expression language: parsing, typing, evaluation, printing.
 #include <catch2/catch.hpp>
+#include <functional>
+#include <limits>
+#include <random>
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
@@ -147,4 +150,88 @@ TEST_CASE("Expr: old(x) reads the pre-action state, x the post-action state", "[
   const std::vector<std::pair<VarId, Value>> higher{{0, Value::integer(8)}};
   REQUIRE_FALSE(evaluate(*e, EvalEnv{&f.state, &lower, &f.state, nullptr}).value.as_bool());
   REQUIRE(evaluate(*e, EvalEnv{&f.state, &higher, &f.state, nullptr}).value.as_bool());
+}
+
+// Comparisons of numbers carry a flat program the evaluator runs instead of the AST; it must
+// give exactly the AST's value or error, in the same order (random expressions and states,
+// values near the int64 edge so that overflows happen, undefined variables, old(x)).
+TEST_CASE("Expr: compiled comparisons agree with the AST evaluation", "[kernel][expr][property]") {
+  std::mt19937_64 rng(20261123);
+  const std::vector<std::string> names{"i", "j", "d2", "d4", "u"};
+  auto schema = std::make_shared<const Schema>(names);
+  const std::vector<Type> types{
+      Type::integer(), Type::integer(), Type::decimal(2), Type::decimal(4), Type::integer()};
+  const std::vector<NamedType> params{{"p", Type::integer()}, {"q", Type::decimal(2)}};
+  ExprScope scope;
+  scope.variables = schema.get();
+  scope.variable_types = &types;
+  scope.parameters = &params;
+  scope.allow_old = true;
+  auto pick = [&](std::initializer_list<const char*> xs) {
+    return std::string(*(xs.begin() + rng() % xs.size()));
+  };
+  std::function<std::string(int)> operand = [&](int depth) -> std::string {
+    if (depth == 0 || rng() % 3 == 0) {
+      switch (rng() % 4) {
+        case 0:
+          return pick({"i", "j", "d2", "d4", "u"});
+        case 1:
+          return pick({"old(i)", "old(d2)", "p", "q"});
+        case 2:
+          return pick(
+              {"0", "1", "-3", "2.5", "0.0001", "9223372036854775807", "4611686018427387904"});
+        default:
+          return pick({"i", "p", "1"});
+      }
+    }
+    if (rng() % 6 == 0) return "-(" + operand(depth - 1) + ")";
+    return "(" + operand(depth - 1) + pick({" + ", " - ", " * "}) + operand(depth - 1) + ")";
+  };
+  auto big = [&]() -> std::int64_t {
+    switch (rng() % 4) {
+      case 0:
+        return static_cast<std::int64_t>(rng() % 21) - 10;
+      case 1:
+        return std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(rng() % 3);
+      case 2:
+        return std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(rng() % 3);
+      default:
+        return static_cast<std::int64_t>(rng() >> 2) * (rng() % 2 ? 1 : -1);
+    }
+  };
+  auto random_state = [&](bool undefined_u) {
+    return State{schema,
+                 {Value::integer(big()),
+                  Value::integer(big()),
+                  Value::number(Decimal{big(), 2}),
+                  Value::number(Decimal{big(), 4}),
+                  undefined_u ? Value() : Value::integer(big())}};
+  };
+  int compiled = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const std::string text = operand(1 + static_cast<int>(rng() % 4)) +
+                             pick({" < ", " <= ", " > ", " >= ", " == ", " != "}) +
+                             operand(1 + static_cast<int>(rng() % 4));
+    INFO(text);
+    const ExprPtr e = parse_expression(text, scope, "x");
+    if (!e->program) continue;  // too long for a program: the AST is evaluated
+    ++compiled;
+    auto plain = std::make_shared<Expr>(*e);
+    plain->program = nullptr;
+    for (int k = 0; k < 4; ++k) {
+      const State post = random_state(rng() % 4 == 0);
+      const State pre = random_state(false);
+      const std::vector<Value> ps{Value::integer(big()), Value::number(Decimal{big(), 2})};
+      const std::vector<std::pair<VarId, Value>> overlay{{1, Value::integer(big())}};
+      const EvalEnv env{&post, rng() % 2 ? &overlay : nullptr, &pre, ps.data()};
+      const EvalResult fast = evaluate(*e, env);
+      const EvalResult slow = evaluate(*plain, env);
+      REQUIRE(fast.error == slow.error);
+      if (fast.ok()) REQUIRE(fast.value == slow.value);
+    }
+  }
+  CHECK(compiled > 2000);  // most of them fit a program
+  // Operands the program does not cover keep the AST.
+  CHECK(parse_expression("abs(i) <= 3", scope, "x")->program == nullptr);
+  CHECK(parse_expression("i + j <= 3", scope, "x")->program != nullptr);
 }

@@ -52,6 +52,10 @@ enum class ExprOp : std::uint8_t {
   list,          // [a, b, ...]
 };
 
+namespace detail {
+struct NumericProgram;
+}
+
 /// A typed, name-resolved expression node. Immutable once parsed.
 struct Expr {
   ExprOp op = ExprOp::literal;
@@ -62,6 +66,9 @@ struct Expr {
   Value literal;            // for ExprOp::literal
   std::vector<std::shared_ptr<const Expr>> args;
   std::uint32_t height = 1;  // 1 + the largest height of `args`; bounded so recursion is safe
+  /// For a comparison of numbers, its operands as a flat program the evaluator runs instead of
+  /// walking `args` (same result); null when they use other operators.
+  std::shared_ptr<const detail::NumericProgram> program{};
 };
 using ExprPtr = std::shared_ptr<const Expr>;
 
@@ -121,6 +128,10 @@ struct EvalEnv {
 /// they need, so an error in an operand that is not needed is not an error.
 /// Verifier counterpart: the Z3 encoding of the same AST (issue 3).
 EvalResult evaluate(const Expr& e, const EvalEnv& env);
+
+/// Evaluates a numeric expression (`e.type` is numeric) without building a `Value` per node:
+/// the same number and the same error as `evaluate(e, env)`, faster.
+EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out);
 
 /// Renders `e` back to source form (fully parenthesised where needed).
 std::string to_source(const Expr& e);

@@ -1,0 +1,36 @@
+// Comparisons of numeric operands (`a + b <= 10`, the usual invariant and guard) compiled, when
+// the parser builds them, into one flat postfix program: evaluating it reads no AST node, so it
+// stays in one or two cache lines however the nodes were allocated. The result and the first
+// error are exactly those of evaluating the operands through the AST, in the same order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "clampai/kernel/expr.hpp"
+
+namespace clampai::kernel::detail {
+
+struct NumericProgram {
+  struct Instr {
+    ExprOp op = ExprOp::literal;  // literal, variable, old_variable, parameter, neg, add, sub, mul
+    std::uint32_t index = 0;      // VarId or parameter position
+    Decimal literal{};
+  };
+  static constexpr std::uint32_t kMaxStack = 16;
+  static constexpr std::uint32_t kMaxCode = 16;
+  // The left operand, then the right one, in postfix; inline, so running it follows no pointer.
+  std::array<Instr, kMaxCode> code{};
+  std::uint32_t size = 0;
+};
+
+/// The program of a comparison (`lt`, `le`, `gt`, `ge`, or `eq` / `ne` of numbers) whose
+/// operands use only literals, variables, `old(x)`, parameters, unary `-`, `+`, `-` and `*`,
+/// within NumericProgram::kMaxStack and kMaxCode; null otherwise (the AST is evaluated).
+std::shared_ptr<const NumericProgram> compile_comparison(const Expr& comparison);
+
+/// Both operands' values, or the first error.
+EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right);
+
+}  // namespace clampai::kernel::detail
