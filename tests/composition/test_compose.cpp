@@ -322,11 +322,14 @@ TEST_CASE("repeat: the body's guarantees imply its own assumes", "[compose]") {
       "[]",
       "z == 1 && !y");
   Dir d({{"again.json", again}, {"once.json", once}});
-  d.write(
-      "ok.json",
-      manifest(
-          R"("t": "again.json")", R"({"repeat": {"times": 3, "body": "t"}})", R"(, "budget": 15)"));
-  d.write("bad.json", manifest(R"("t": "once.json")", R"({"repeat": {"times": 2, "body": "t"}})"));
+  d.write("ok.json",
+          manifest(R"("t": "again.json")",
+                   R"({"repeat": {"times": 3, "body": "t"}})",
+                   R"(, "budget": 15, "interface": {"assumes": "y"})"));
+  d.write("bad.json",
+          manifest(R"("t": "once.json")",
+                   R"({"repeat": {"times": 2, "body": "t"}})",
+                   R"(, "interface": {"assumes": "y"})"));
   const cc::ComposeReport ok = compose_file(d / "ok.json");
   CHECK(ok.exit_code() == 0);
   REQUIRE(find(ok, "repeat:t->t") != nullptr);
@@ -337,6 +340,48 @@ TEST_CASE("repeat: the body's guarantees imply its own assumes", "[compose]") {
   CHECK(o->verdict == cv::VerdictKind::refuted);
   REQUIRE(o->counterexample);
   CHECK(value_of(*o->counterexample, "y") == "false");
+}
+
+TEST_CASE("a composite without declared assumes must be able to start from its start state",
+          "[compose]") {
+  Dir d({{"a.json", task_a()}, {"b.json", task_b()}});
+  // b assumes x >= 2; the start state has x = 0.
+  d.write("closed.json", manifest(R"("b": "b.json")", R"("b")"));
+  const cc::ComposeReport closed = compose_file(d / "closed.json");
+  const auto* o = find(closed, "contract:start:b.assumes");
+  REQUIRE(o != nullptr);
+  CHECK(o->verdict == cv::VerdictKind::refuted);
+  CHECK_THAT(o->reason, Catch::Contains("(x >= 2)"));
+  REQUIRE(o->counterexample);
+  CHECK(value_of(*o->counterexample, "x") == "0");
+  CHECK(closed.exit_code() == 1);
+  // Declared assumes: an open composite, its callers establish them.
+  d.write("open.json",
+          manifest(R"("b": "b.json")", R"("b")", R"(, "interface": {"assumes": "x >= 2"})"));
+  const cc::ComposeReport open = compose_file(d / "open.json");
+  CHECK(find(open, "contract:start:b.assumes") == nullptr);
+  CHECK(open.exit_code() == 0);
+  // After a, b can start: only the first task is checked against the start state.
+  d.write("seq.json", manifest(R"("a": "a.json", "b": "b.json")", R"({"sequential": ["a", "b"]})"));
+  CHECK(compose_file(d / "seq.json").exit_code() == 0);
+  // A conditional's guard, on the start state, picks the branch that runs first.
+  d.write(
+      "cond.json",
+      manifest(
+          R"("a": "a.json", "b": "b.json")",
+          R"({"sequential": [{"conditional": {"if": "x > 5", "then": "b", "else": "a"}}, "b"]})"));
+  const cc::ComposeReport cond = compose_file(d / "cond.json");
+  CHECK(find(cond, "contract:start:b.assumes") == nullptr);
+  // An included manifest that runs first: its declared assumes are checked on the start state.
+  d.write(
+      "sub.json",
+      R"({"name": "sub", "tasks": {"b": "b.json"}, "compose": "b", "interface": {"assumes": "x >= 2"}})");
+  d.write("outer.json",
+          manifest(R"("a": "a.json")", R"({"sequential": [{"manifest": "sub.json"}, "a"]})"));
+  const cc::ComposeReport outer = compose_file(d / "outer.json");
+  const auto* sub = find(outer, "contract:start:sub.assumes");
+  REQUIRE(sub != nullptr);
+  CHECK(sub->verdict == cv::VerdictKind::refuted);
 }
 
 TEST_CASE("interference: an action that breaks another task's invariant is refuted", "[compose]") {
