@@ -5,11 +5,13 @@
 
 #include <string>
 
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 
 namespace {
 
 using namespace clampai::kernel;
+using namespace clampai::driver;
 
 std::shared_ptr<const TaskModel> make_model(int n_actions) {
   TaskDecl t;

@@ -17,11 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 
 namespace clampai::cli {
 namespace {
 
+namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -145,7 +147,7 @@ class Progress {
 std::vector<ck::Proposal> default_proposals(const ck::TaskModel& model) {
   std::vector<ck::Proposal> out;
   for (std::size_t i = 0; i < model.actions.size(); ++i)
-    out.push_back(ck::default_proposal(model, i));
+    out.push_back(cd::default_proposal(model, i));
   return out;
 }
 
@@ -153,10 +155,10 @@ std::vector<ck::Proposal> default_proposals(const ck::TaskModel& model) {
 // approvable. It does not stop at the goal, so phase 1 sees the states phase 2 executes in.
 std::vector<ck::Proposal> deterministic_run(const std::shared_ptr<const ck::TaskModel>& model) {
   ck::SafetyKernel kernel(model);
-  ck::FirstApprovableDriver driver;
+  cd::FirstApprovableDriver driver;
   std::vector<ck::Proposal> run;
   while (run.size() < kMaxRunSteps) {
-    ck::Choice choice = driver.next(kernel);
+    cd::Choice choice = driver.next(kernel);
     if (!choice.proposal || !kernel.execute(*choice.proposal).decision.approved) break;
     run.push_back(std::move(*choice.proposal));
   }
@@ -218,7 +220,7 @@ PhaseStats bench_execute(const std::shared_ptr<const ck::TaskModel>& model,
   PhaseStats stats;
   const auto start = Clock::now();
   if (proposals.empty()) return stats;
-  ck::FirstApprovableDriver driver;
+  cd::FirstApprovableDriver driver;
   auto kernel = std::make_unique<ck::SafetyKernel>(model);
   std::uint64_t committed = 0;  // by this kernel
   auto timed_execute = [&](const ck::Proposal& p) {
@@ -232,7 +234,7 @@ PhaseStats bench_execute(const std::shared_ptr<const ck::TaskModel>& model,
     return t1;
   };
   for (auto now = Clock::now(); now < deadline;) {
-    ck::Choice choice = committed < kMaxStepsPerKernel ? driver.next(*kernel) : ck::Choice{};
+    cd::Choice choice = committed < kMaxStepsPerKernel ? driver.next(*kernel) : cd::Choice{};
     if (choice.proposal) {
       now = timed_execute(*choice.proposal);
     } else if (committed == 0) {

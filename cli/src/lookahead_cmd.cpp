@@ -3,12 +3,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
 
+namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
 using nlohmann::json;
 
@@ -66,14 +68,14 @@ int lookahead_command() {
   const auto resolved = resolver.resolve(args.action, parse_params(args.params));
   if (const auto* bad = std::get_if<ck::Reason>(&resolved))
     throw SpecError("--action", bad->message);
-  ck::LookaheadOptions options;
+  cd::LookaheadOptions options;
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;
-  const ck::LookaheadResult r =
+  const cd::LookaheadResult r =
       args.engine == "symbolic"
           ? verifier::symbolic_lookahead(
                 *model, situation, std::get<ck::Proposal>(resolved), options, args.timeout_ms)
-          : ck::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
+          : cd::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
   const ck::TaskModel& m = *model;
   const int rc = !r.decision.approved || r.trap() ? 1 : (r.complete ? 0 : 3);
   if (args.format == "json") {
@@ -117,18 +119,18 @@ int lookahead_command() {
   std::cout << "  basin reachable    "
             << (r.reachable_basin
                     ? "`" + *r.reachable_basin + "` in " + std::to_string(r.basin_witness.size()) +
-                          " steps: " + kernel::describe_plan(m, r.basin_witness)
+                          " steps: " + driver::describe_plan(m, r.basin_witness)
                     : "none within " + k + " steps")
             << "\n";
   std::cout << "  dead end           "
-            << (r.dead_end ? "after " + kernel::describe_plan(m, r.dead_end_witness) +
+            << (r.dead_end ? "after " + driver::describe_plan(m, r.dead_end_witness) +
                                  ": no action is approvable and the goal does not hold"
                            : "none within " + k + " steps")
             << "\n";
   std::cout << "  goal               "
             << (r.goal_reachable
                     ? "reachable: the cheapest plan costs " + m.format_amount(r.cheapest_cost) +
-                          ": " + kernel::describe_plan(m, r.cheapest_plan)
+                          ": " + driver::describe_plan(m, r.cheapest_plan)
                     : "not reachable within " + k + " steps and the budget left")
             << "\n";
   if (args.engine == "symbolic") {

@@ -15,6 +15,7 @@
 
 #include "bench.hpp"
 #include "clampai/composition/compose.hpp"
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
@@ -22,6 +23,7 @@
 #include "output.hpp"
 #include "repair_cmd.hpp"
 
+namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
 using nlohmann::json;
@@ -132,16 +134,16 @@ int cmd_run(const RunArgs& args, const Common& common) {
     options.writer = std::make_shared<ck::TraceWriter>(args.trace, policy);
   }
   if (args.lookahead) {
-    ck::LookaheadOptions lookahead;
+    cd::LookaheadOptions lookahead;
     lookahead.depth = *args.lookahead;
-    options.guard = ck::lookahead_guard(model, lookahead);
+    options.guard = cd::lookahead_guard(model, lookahead);
   }
   ck::SafetyKernel kernel(model, options);
-  ck::FirstApprovableDriver driver;
-  ck::RunOptions run_options;
+  cd::FirstApprovableDriver driver;
+  cd::RunOptions run_options;
   run_options.max_steps = args.max_steps;
   run_options.recover = args.recover;
-  const ck::RunResult r = ck::run(kernel, driver, run_options);
+  const cd::RunResult r = cd::run(kernel, driver, run_options);
   const ck::TraceEntry seal = kernel.seal();
   const auto budget = kernel.budget();
   const ck::TraceCheck check = kernel.verify_trace();
@@ -150,7 +152,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
     json j;
     j["spec"] = args.spec;
     j["goal_reached"] = r.goal_reached;
-    j["termination"] = std::string(ck::to_string(r.termination));
+    j["termination"] = std::string(cd::to_string(r.termination));
     j["steps"] = kernel.steps();
     j["emergency_steps"] = kernel.emergency_steps();
     j["step_limit"] = kernel.step_limit();
@@ -178,7 +180,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
                       : model->goal_description)
               << "\n";
     std::cout << (r.goal_reached ? "result: goal reached" : "result: goal NOT reached") << " ("
-              << ck::to_string(r.termination) << ")\n";
+              << cd::to_string(r.termination) << ")\n";
     std::cout << "  steps       " << kernel.steps() << " of at most " << kernel.step_limit()
               << " (T2), emergency steps " << kernel.emergency_steps() << "\n";
     std::cout << "  cost        " << model->format_amount(budget.net()) << " of "

@@ -6,6 +6,7 @@
 #include <limits>
 #include <thread>
 
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 
 namespace clampai::cli {
@@ -42,7 +43,7 @@ void print_counterexample(const verifier::Counterexample& cex) {
   std::cout << std::right;
 }
 
-json plan_json(const kernel::TaskModel& m, const kernel::Plan& p) {
+json plan_json(const kernel::TaskModel& m, const driver::Plan& p) {
   json out = json::array();
   for (const auto& s : p) {
     json params = json::object();
@@ -57,10 +58,10 @@ json plan_json(const kernel::TaskModel& m, const kernel::Plan& p) {
 
 GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
   GoalCheck g;
-  kernel::LookaheadOptions o;
+  driver::LookaheadOptions o;
   o.depth = depth;
   const std::string k = std::to_string(depth);
-  const kernel::LookaheadResult r = kernel::plan_to_goal(m, kernel::Situation::initial(m), o);
+  const driver::LookaheadResult r = driver::plan_to_goal(m, kernel::Situation::initial(m), o);
   g.complete = r.complete;
   const std::string incomplete =
       r.complete ? "" : " (the search is incomplete: " + r.incomplete_reason + ")";
@@ -70,15 +71,15 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
     g.cost = r.cheapest_cost;
     g.message = "reachable within " + k + " steps: the cheapest plan costs " +
                 m.format_amount(r.cheapest_cost) + " of the budget " +
-                m.format_amount(m.budget.total) + ": " + kernel::describe_plan(m, r.cheapest_plan);
+                m.format_amount(m.budget.total) + ": " + driver::describe_plan(m, r.cheapest_plan);
     return g;
   }
   // The same search without the budget and its step bound says whether money is the obstacle.
   kernel::TaskModel relaxed = m;
   relaxed.budget.total = std::numeric_limits<kernel::Amount>::max() / 4;
   relaxed.budget.step_limit = std::numeric_limits<std::int64_t>::max() / 4;
-  const kernel::LookaheadResult free =
-      kernel::plan_to_goal(relaxed, kernel::Situation::initial(relaxed), o);
+  const driver::LookaheadResult free =
+      driver::plan_to_goal(relaxed, kernel::Situation::initial(relaxed), o);
   const bool emergency = std::any_of(
       m.actions.begin(), m.actions.end(), [](const kernel::Action& a) { return a.emergency; });
   g.infeasible = r.complete && free.complete && !emergency &&
@@ -90,7 +91,7 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
     g.message = "this task cannot complete" + scope + ": the cheapest plan costs " +
                 m.format_amount(free.cheapest_cost) + ", the budget is " +
                 m.format_amount(m.budget.total) + " (" +
-                kernel::describe_plan(m, free.cheapest_plan) + ")";
+                driver::describe_plan(m, free.cheapest_plan) + ")";
   } else {
     g.message = "not reachable" + scope + ", whatever the budget";
   }

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "clampai/kernel/lookahead.hpp"
+#include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/verifier/verify.hpp"
@@ -22,13 +22,13 @@ nlohmann::json named_values_json(const std::vector<std::pair<std::string, kernel
 void print_counterexample(const verifier::Counterexample& cex);
 
 /// A plan as JSON: `[{"action", "params": {name: value}, "cost"}]`.
-nlohmann::json plan_json(const kernel::TaskModel& m, const kernel::Plan& p);
+nlohmann::json plan_json(const kernel::TaskModel& m, const driver::Plan& p);
 
 /// `clampai verify --depth K`: can the goal be reached from the initial state within K steps
 /// and the budget?
 struct GoalCheck {
   bool reachable = false;
-  kernel::Plan plan{};
+  driver::Plan plan{};
   kernel::Amount cost = 0;
   bool complete = true;
   /// Not reachable, proved for every run: the search was complete, K covers the T2 step bound

@@ -5,7 +5,7 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 set(failures 0)
 
 function(expect name expected_rc pattern)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
   set(all "${out}${err}")
   if(NOT rc EQUAL expected_rc)
     message(SEND_ERROR "${name}: exit code ${rc}, expected ${expected_rc}\n${all}")
@@ -173,6 +173,20 @@ expect("run lookahead" 0 "goal reached.*lookahead_trap 1.*actions +top_up, top_u
 expect("run recover" 0 "goal reached.*recovery +3 rollbacks, 0 emergency actions: rolled back `fill`" ${CLAMPAI} run ${pv} --recover)
 expect("run recover json" 0 "\"rollbacks\": 3" ${CLAMPAI} run ${pv} --recover --format json)
 expect("run lookahead range" 2 "--lookahead" ${CLAMPAI} run ${pv} --lookahead 100)
+# Parameters at the int64 edge (max = 2^63 - 1, min = -2^63) are enumerated by count: the
+# explicit lookahead ends (it used to step past the bound, wrap around and exhaust memory).
+file(WRITE ${WORK_DIR}/int64_edge.json [=[{"name": "int64_edge", "goal": "x == 9223372036854775807",
+ "variables": {"x": {"type": "int", "initial": 0}, "y": {"type": "int", "initial": 0}},
+ "actions": [
+  {"id": "jump", "cost": 1, "parameters": {"n": {"type": "int", "min": 9223372036854775805, "max": 9223372036854775807, "default": 9223372036854775807}},
+   "effects": [{"variable": "x", "mode": "set", "value": "n"}]},
+  {"id": "dip", "cost": 1, "parameters": {"m": {"type": "int", "min": -9223372036854775808, "max": -9223372036854775806}},
+   "effects": [{"variable": "y", "mode": "set", "value": "m"}]}],
+ "capture_basins": [{"name": "never", "check": "x == 1"}],
+ "budget": {"total": 10, "min_action_cost": 1}}]=])
+expect("lookahead int64 edge" 0 "goal +reachable: the cheapest plan costs 1.000: jump n=9223372036854775807" ${CLAMPAI} lookahead ${WORK_DIR}/int64_edge.json --action dip --params "{\"m\": -9223372036854775808}" --depth 2)
+expect("verify --depth int64 edge" 0 "goal: reachable within 2 steps.*jump n=9223372036854775807" ${CLAMPAI} verify ${WORK_DIR}/int64_edge.json --depth 2)
+expect("run --lookahead int64 edge" 0 "goal reached.*actions +jump" ${CLAMPAI} run ${WORK_DIR}/int64_edge.json --lookahead 2)
 
 # clampai repair: the oversized request is cut to the largest safe one; a decimal is projected.
 set(as "${ex}/autoscale.json")

@@ -20,3 +20,7 @@ run(${WORK_DIR}/build/compose_consumer ${SOURCE_DIR}/examples/compose/pipeline.j
 if(NOT last_output MATCHES "composed: [0-9]+ proved, 0 refuted")
   message(FATAL_ERROR "the installed composition printed: ${last_output}")
 endif()
+run(${WORK_DIR}/build/driver_consumer ${SOURCE_DIR}/examples/quickstart.json)
+if(NOT last_output MATCHES "run: goal_reached after 2 steps")
+  message(FATAL_ERROR "the installed driver printed: ${last_output}")
+endif()

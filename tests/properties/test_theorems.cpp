@@ -5,9 +5,11 @@
 #include <sstream>
 
 #include "../kernel/support.hpp"
+#include "clampai/driver.hpp"
 #include "random_spec.hpp"
 
 using namespace clampai::kernel;
+using namespace clampai::driver;
 using clampai::test::random_model;
 using clampai::test::random_proposal;
 using clampai::test::satisfies_blocking;

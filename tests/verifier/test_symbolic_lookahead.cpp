@@ -4,11 +4,13 @@
 #include <random>
 
 #include "../kernel/support.hpp"
+#include "clampai/driver.hpp"
 #include "clampai/verifier.hpp"
 #include "random_basin_spec.hpp"
 
 using namespace clampai;
 using namespace clampai::kernel;
+using namespace clampai::driver;
 
 namespace {
 

@@ -59,7 +59,7 @@ struct KernelOptions {
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
   /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
-  /// actions are never vetoed. `lookahead_guard` (lookahead.hpp) is the one the toolkit ships.
+  /// actions are never vetoed. `driver::lookahead_guard` (clampai/driver/lookahead.hpp) is one.
   /// Must not call back into the kernel. May be empty.
   std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
 };

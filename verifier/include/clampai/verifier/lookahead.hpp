@@ -4,7 +4,7 @@
 // must give up, and it is the oracle the explicit engine is tested against.
 #pragma once
 
-#include "clampai/kernel/lookahead.hpp"
+#include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 

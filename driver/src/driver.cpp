@@ -1,9 +1,17 @@
 // The deterministic driver and the run loop.
-#include "clampai/kernel/driver.hpp"
+#include "clampai/driver/driver.hpp"
 
 #include <algorithm>
 
-namespace clampai::kernel {
+namespace clampai::driver {
+
+using kernel::Action;
+using kernel::Decimal;
+using kernel::Outcome;
+using kernel::Parameter;
+using kernel::ReasonCode;
+using kernel::Receipt;
+using kernel::Value;
 
 std::string_view to_string(Termination t) {
   static constexpr std::string_view kNames[] = {"goal_reached",
@@ -169,4 +177,4 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
   return result;
 }
 
-}  // namespace clampai::kernel
+}  // namespace clampai::driver

@@ -1,6 +1,6 @@
 // The explicit lookahead engine: breadth-first over situations, each step decided by the
 // kernel's own `decide`, with memoisation on (state, spend, steps, completions).
-#include "clampai/kernel/lookahead.hpp"
+#include "clampai/driver/lookahead.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -8,7 +8,16 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace clampai::kernel {
+namespace clampai::driver {
+
+using kernel::Action;
+using kernel::CaptureBasin;
+using kernel::Decimal;
+using kernel::EvalEnv;
+using kernel::EvalResult;
+using kernel::Parameter;
+using kernel::ReasonCode;
+using kernel::VarId;
 
 namespace {
 
@@ -193,9 +202,12 @@ class Search {
                           std::to_string(o_.max_param_values) + " values");
           break;
         }
+        // By count, never by a value that is stepped past the bound: with `max` = 2^63 - 1 an
+        // induction variable `u <= max; ++u` would wrap around and never stop.
         std::vector<std::vector<Value>> next;
         for (const auto& prefix : sets) {
-          for (std::int64_t u = lo->units; u <= hi->units; ++u) {
+          for (__int128 k = 0; k < count; ++k) {
+            const auto u = static_cast<std::int64_t>(lo->units + k);
             auto v = prefix;
             v.push_back(Value::number(Decimal{u, static_cast<std::uint8_t>(p.type.scale())}));
             next.push_back(std::move(v));
@@ -348,4 +360,4 @@ lookahead_guard(std::shared_ptr<const TaskModel> model, LookaheadOptions options
   };
 }
 
-}  // namespace clampai::kernel
+}  // namespace clampai::driver

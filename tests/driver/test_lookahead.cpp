@@ -2,15 +2,18 @@
 // agreement with a naive depth-first enumeration over random specs.
 #include <catch2/catch.hpp>
 #include <functional>
+#include <limits>
 #include <random>
 
+#include "../kernel/support.hpp"
+#include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "random_basin_spec.hpp"
-#include "support.hpp"
 
 namespace {
 
 using namespace clampai::kernel;
+using namespace clampai::driver;
 
 std::shared_ptr<const TaskModel> vessel() {
   return load_spec_file(clampai::test::source_path("examples/pressure_vessel.json"));
@@ -120,6 +123,40 @@ TEST_CASE("parameters are enumerated within their bounds, or the answer says it 
   CHECK_THAT(b.incomplete_reason, Catch::Contains("`add`"));
 }
 
+TEST_CASE("parameters at the int64 edge are enumerated by count, and the search ends",
+          "[kernel][lookahead]") {
+  // A loop `u <= max; ++u` never ends at max = 2^63 - 1: it wraps around.
+  const auto m =
+      load_spec(R"J({"name": "edge", "goal": "x == 9223372036854775807 && y < -9223372036854775806",
+    "variables": {"x": {"type": "int", "initial": 0}, "y": {"type": "int", "initial": 0}},
+    "actions": [
+      {"id": "hi", "cost": 1, "parameters": {"n": {"type": "int", "min": 9223372036854775804, "max": 9223372036854775807}},
+       "effects": [{"variable": "x", "mode": "set", "value": "n"}]},
+      {"id": "lo", "cost": 1, "parameters": {"n": {"type": "int", "min": -9223372036854775808, "max": -9223372036854775805}},
+       "effects": [{"variable": "y", "mode": "set", "value": "n"}]}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  LookaheadOptions o;
+  o.depth = 2;
+  const LookaheadResult r = plan_to_goal(*m, Situation::initial(*m), o);
+  REQUIRE(r.complete);
+  REQUIRE(r.goal_reachable);
+  REQUIRE(r.cheapest_plan.size() == 2);
+  // 4 + 4 vectors a step; after two steps: hi twice (4), lo twice (4), one of each (16).
+  CHECK(r.situations == 1 + 8 + (4 + 4 + 16));
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  CHECK((r.cheapest_plan[0].params[0] == Value::integer(top) ||
+         r.cheapest_plan[1].params[0] == Value::integer(top)));
+  // The whole int64 range is more than `max_param_values`: incomplete, and it says so at once.
+  const auto wide = load_spec(R"J({"name": "wide", "goal": "x == 1",
+    "variables": {"x": {"type": "int", "initial": 0}},
+    "actions": [{"id": "any", "cost": 1, "parameters": {"n": {"type": "int", "min": -9223372036854775808, "max": 9223372036854775807}},
+       "effects": [{"variable": "x", "mode": "set", "value": "n"}]}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  const LookaheadResult w = plan_to_goal(*wide, Situation::initial(*wide), o);
+  CHECK_FALSE(w.complete);
+  CHECK_THAT(w.incomplete_reason, Catch::Contains("more than 64 values"));
+}
+
 namespace {
 
 // Every parameter vector of action `a` (its parameters are bounded and small here).
@@ -128,9 +165,10 @@ std::vector<std::vector<Value>> param_vectors(const Action& a) {
   for (const Parameter& p : a.parameters) {
     std::vector<std::vector<Value>> next;
     for (const auto& prefix : out) {
-      for (std::int64_t u = p.min->units; u <= p.max->units; ++u) {
+      const std::int64_t count = p.max->units - p.min->units + 1;
+      for (std::int64_t k = 0; k < count; ++k) {
         auto v = prefix;
-        v.push_back(Value::integer(u));
+        v.push_back(Value::integer(p.min->units + k));
         next.push_back(v);
       }
     }

@@ -1,5 +1,6 @@
 // Drivers choose the next action to propose; `run` drives a kernel with one until it stops.
 // The deterministic driver here stands in for the orchestrator (beliefs, LLM) of Layer 2.
+// Orchestration over the kernel, not part of it: the kernel never depends on this library.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,14 @@
 
 #include "clampai/kernel/safety_kernel.hpp"
 
-namespace clampai::kernel {
+namespace clampai::driver {
+
+using kernel::Decision;
+using kernel::Proposal;
+using kernel::Reason;
+using kernel::SafetyKernel;
+using kernel::State;
+using kernel::TaskModel;
 
 /// What a driver proposes next, and the proposals it considered and found rejected.
 struct Choice {
@@ -90,4 +98,4 @@ struct RunResult {
 /// @throws InvalidArgument if another thread commits while a recovering run rolls back.
 RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options = {});
 
-}  // namespace clampai::kernel
+}  // namespace clampai::driver

@@ -14,7 +14,16 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
-namespace clampai::kernel {
+namespace clampai::driver {
+
+using kernel::Amount;
+using kernel::Decision;
+using kernel::Proposal;
+using kernel::Reason;
+using kernel::Situation;
+using kernel::State;
+using kernel::TaskModel;
+using kernel::Value;
 
 /// One step of a plan: an action with its parameters, and what the kernel charges for it.
 struct PlannedStep {
@@ -94,4 +103,14 @@ LookaheadResult plan_to_goal(const TaskModel& model,
                              const Situation& situation,
                              const LookaheadOptions& options = {});
 
+}  // namespace clampai::driver
+
+// Transitional: the verifier's symbolic lookahead still names these report types through
+// `kernel::`; they are the driver's. Remove once it says `driver::`.
+namespace clampai::kernel {
+using driver::basins_entered;
+using driver::LookaheadOptions;
+using driver::LookaheadResult;
+using driver::Plan;
+using driver::PlannedStep;
 }  // namespace clampai::kernel

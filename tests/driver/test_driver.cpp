@@ -1,9 +1,11 @@
 // The deterministic driver and the run loop.
 #include <catch2/catch.hpp>
 
-#include "support.hpp"
+#include "../kernel/support.hpp"
+#include "clampai/driver.hpp"
 
 using namespace clampai::kernel;
+using namespace clampai::driver;
 using clampai::test::source_path;
 
 TEST_CASE("Driver: the quick start reaches its goal in two steps", "[kernel][driver]") {
