@@ -88,10 +88,11 @@ CLI::App* add_compose_command(CLI::App& app) {
 }
 
 int run_compose_command() {
-  const auto fail = [](const std::string& message) {
+  report::Progress progress(report::Progress::for_stderr("compose", quiet()));
+  const auto fail = [&progress](const std::string& message) {
+    progress.stop();  // erases a live line before the message
     return cli::fail(args.format, "compose", args.manifest, message);
   };
-  report::Progress progress(report::Progress::for_stderr("compose", quiet()));
   progress.phase("loading the manifest");
   cc::Manifest manifest;
   try {

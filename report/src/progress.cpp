@@ -54,14 +54,14 @@ void Progress::phase(std::string what, std::size_t total) {
   phase_ = std::move(what);
   done_ = 0;
   total_ = total;
-  if (options_.enabled && options_.interval.count() == 0 && !stopped_) write_locked(true);
+  if (options_.enabled && options_.interval.count() == 0 && !stopped_) write_locked();
 }
 
 void Progress::update(std::size_t done, std::size_t total) {
   std::lock_guard lock(mutex_);
   done_ = done;
   total_ = total;
-  if (options_.enabled && options_.interval.count() == 0 && !stopped_) write_locked(true);
+  if (options_.enabled && options_.interval.count() == 0 && !stopped_) write_locked();
 }
 
 void Progress::status(std::function<std::string()> describe) {
@@ -98,7 +98,7 @@ std::string Progress::line_locked() const {
   return line + ", " + one_decimal(seconds()) + " s";
 }
 
-void Progress::write_locked(bool /*force*/) {
+void Progress::write_locked() {
   if (options_.live) {
     *options_.out << "\r" << line_locked() << "\033[K" << std::flush;
     shown_ = true;
@@ -112,7 +112,7 @@ void Progress::loop() {
   if (options_.live) {  // nothing for a command that is over within the delay
     if (wake_.wait_for(lock, kLiveDelay, [this] { return stopped_; })) return;
   }
-  while (!wake_.wait_for(lock, options_.interval, [this] { return stopped_; })) write_locked(false);
+  while (!wake_.wait_for(lock, options_.interval, [this] { return stopped_; })) write_locked();
 }
 
 }  // namespace clampai::report

@@ -59,7 +59,7 @@ class Progress {
  private:
   void loop();
   [[nodiscard]] std::string line_locked() const;
-  void write_locked(bool force);
+  void write_locked();
 
   Options options_;
   std::chrono::steady_clock::time_point start_;
