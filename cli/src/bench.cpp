@@ -1,8 +1,6 @@
 // `clampai bench SPEC`: decisions per second and latency percentiles on the user's own spec.
 #include "bench.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -19,6 +17,8 @@
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/report/progress.hpp"
+#include "output.hpp"
 
 namespace clampai::cli {
 namespace {
@@ -28,7 +28,6 @@ namespace ck = clampai::kernel;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBadInput = 2;
 // At most this many states of the deterministic run are evaluated in (spread along the run).
 constexpr std::size_t kMaxStates = 16;
 // The deterministic run is cut here; longer runs only add states we would not sample.
@@ -117,32 +116,6 @@ std::uint64_t nanoseconds(Clock::duration d) {
       std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
 }
 
-// A line on stderr, rewritten at most ten times a second, only when stderr is a terminal.
-class Progress {
- public:
-  Progress(Clock::time_point start, double seconds)
-      : enabled_(::isatty(STDERR_FILENO) != 0), start_(start), seconds_(seconds) {}
-  void update(Clock::time_point now, const char* phase) {
-    if (!enabled_ || now < next_) return;
-    next_ = now + std::chrono::milliseconds(100);
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    std::cerr << "\rclampai bench: " << phase << " " << std::fixed << std::setprecision(1)
-              << std::min(elapsed, seconds_) << "/" << seconds_ << " s" << std::flush;
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) std::cerr << "\r\033[K" << std::flush;
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-  Clock::time_point start_;
-  Clock::time_point next_{};
-  double seconds_;
-};
-
 // One proposal per action, with the parameters the deterministic driver uses.
 std::vector<ck::Proposal> default_proposals(const ck::TaskModel& model) {
   std::vector<ck::Proposal> out;
@@ -185,8 +158,7 @@ std::vector<std::unique_ptr<ck::SafetyKernel>> kernels_along(
 // Phase 1: `evaluate` of every action in every sampled state, round robin, until `deadline`.
 PhaseStats bench_evaluate(const std::vector<std::unique_ptr<ck::SafetyKernel>>& kernels,
                           const std::vector<ck::Proposal>& proposals,
-                          Clock::time_point deadline,
-                          Progress& progress) {
+                          Clock::time_point deadline) {
   PhaseStats stats;
   const auto start = Clock::now();
   if (proposals.empty()) return stats;
@@ -198,7 +170,6 @@ PhaseStats bench_evaluate(const std::vector<std::unique_ptr<ck::SafetyKernel>>& 
         const auto t1 = Clock::now();
         stats.latency.record(nanoseconds(t1 - t0));
         ++(approved ? stats.approved : stats.rejected);
-        progress.update(t1, "evaluate");
         done = t1 >= deadline;
         if (done) break;
       }
@@ -215,8 +186,7 @@ PhaseStats bench_evaluate(const std::vector<std::unique_ptr<ck::SafetyKernel>>& 
 // instead, so the phase still measures something.
 PhaseStats bench_execute(const std::shared_ptr<const ck::TaskModel>& model,
                          const std::vector<ck::Proposal>& proposals,
-                         Clock::time_point deadline,
-                         Progress& progress) {
+                         Clock::time_point deadline) {
   PhaseStats stats;
   const auto start = Clock::now();
   if (proposals.empty()) return stats;
@@ -230,7 +200,6 @@ PhaseStats bench_execute(const std::shared_ptr<const ck::TaskModel>& model,
     stats.latency.record(nanoseconds(t1 - t0));
     ++(approved ? stats.approved : stats.rejected);
     committed += approved ? 1 : 0;
-    progress.update(t1, "execute");
     return t1;
   };
   for (auto now = Clock::now(); now < deadline;) {
@@ -339,10 +308,12 @@ int bench(const BenchArgs& args) {
   const auto start = Clock::now();
   const auto half =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args.seconds / 2));
-  Progress progress(start, args.seconds);
-  const PhaseStats evaluate = bench_evaluate(kernels, proposals, start + half, progress);
-  const PhaseStats execute = bench_execute(model, proposals, Clock::now() + half, progress);
-  progress.clear();
+  report::Progress progress(report::Progress::for_stderr("bench", quiet()));
+  progress.phase("evaluate");
+  const PhaseStats evaluate = bench_evaluate(kernels, proposals, start + half);
+  progress.phase("execute");
+  const PhaseStats execute = bench_execute(model, proposals, Clock::now() + half);
+  progress.stop();
 
   if (*args.format == "json") {
     json j = {{"spec", args.spec},
@@ -401,6 +372,7 @@ CLI::App* add_bench_command(CLI::App& app, std::string& format_out) {
   cmd->add_option("--format", format_out, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  add_quiet_flag(cmd);
   return cmd;
 }
 
@@ -409,8 +381,7 @@ int run_bench_command() {
   try {
     return bench(args);
   } catch (const clampai::Error& e) {  // the spec cannot be loaded, or its initial state is bad
-    std::cerr << "clampai: error: " << args.spec << ": " << e.what() << "\n";
-    return kBadInput;
+    return fail(*args.format, "bench", args.spec, args.spec + ": " + e.what());
   }
 }
 

@@ -1,10 +1,11 @@
 #include "lookahead_cmd.hpp"
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/report/lookahead.hpp"
+#include "clampai/report/progress.hpp"
 #include "clampai/verifier.hpp"
 #include "output.hpp"
 
@@ -12,7 +13,6 @@ namespace clampai::cli {
 
 namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
-using nlohmann::json;
 
 namespace {
 
@@ -57,6 +57,7 @@ CLI::App* add_lookahead_command(CLI::App& app) {
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  add_quiet_flag(cmd);
   return cmd;
 }
 
@@ -68,6 +69,8 @@ int lookahead_command() {
   const auto resolved = resolver.resolve(args.action, parse_params(args.params));
   if (const auto* bad = std::get_if<ck::Reason>(&resolved))
     throw SpecError("--action", bad->message);
+  report::Progress progress(report::Progress::for_stderr("lookahead", quiet()));
+  progress.phase("searching " + std::to_string(args.depth) + " steps ahead (" + args.engine + ")");
   cd::LookaheadOptions options;
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;
@@ -76,70 +79,11 @@ int lookahead_command() {
           ? verifier::symbolic_lookahead(
                 *model, situation, std::get<ck::Proposal>(resolved), options, args.timeout_ms)
           : cd::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
-  const ck::TaskModel& m = *model;
+  progress.stop();
   const int rc = !r.decision.approved || r.trap() ? 1 : (r.complete ? 0 : 3);
-  if (args.format == "json") {
-    json reasons = json::array();
-    for (const auto& x : r.decision.reasons)
-      reasons.push_back({{"code", std::string(ck::to_string(x.code))}, {"message", x.message}});
-    json j = {{"spec", args.spec},
-              {"action", args.action},
-              {"depth", args.depth},
-              {"engine", args.engine},
-              {"approved", r.decision.approved},
-              {"reasons", reasons},
-              {"trap", r.trap()},
-              {"entered", r.entered},
-              {"complete", r.complete},
-              {"situations", r.situations}};
-    if (!r.complete) j["incomplete_reason"] = r.incomplete_reason;
-    j["reachable_basin"] = r.reachable_basin ? json(*r.reachable_basin) : json(nullptr);
-    j["basin_witness"] = plan_json(m, r.basin_witness);
-    j["dead_end"] = r.dead_end;
-    j["dead_end_witness"] = plan_json(m, r.dead_end_witness);
-    j["goal_reachable"] = r.goal_reachable;
-    if (r.goal_reachable) {
-      j["cheapest_plan"] = plan_json(m, r.cheapest_plan);
-      j["cheapest_cost"] = m.format_amount(r.cheapest_cost);
-    }
-    std::cout << j.dump(2) << "\n";
-    return rc;
-  }
-  if (!r.decision.approved) {
-    std::cout << "REJECTED " << args.action << ": the kernel refuses it now\n";
-    for (const auto& x : r.decision.reasons)
-      std::cout << "  " << ck::to_string(x.code) << ": " << x.message << "\n";
-    return rc;
-  }
-  const std::string k = std::to_string(args.depth);
-  std::cout << (r.trap() ? "TRAP " : "ok ") << args.action << " (cost "
-            << m.format_amount(r.decision.cost) << "), looking " << k << " steps ahead\n";
-  std::cout << "  enters a basin     "
-            << (r.entered.empty() ? std::string("no") : "yes: " + r.entered.front()) << "\n";
-  std::cout << "  basin reachable    "
-            << (r.reachable_basin
-                    ? "`" + *r.reachable_basin + "` in " + std::to_string(r.basin_witness.size()) +
-                          " steps: " + driver::describe_plan(m, r.basin_witness)
-                    : "none within " + k + " steps")
-            << "\n";
-  std::cout << "  dead end           "
-            << (r.dead_end ? "after " + driver::describe_plan(m, r.dead_end_witness) +
-                                 ": no action is approvable and the goal does not hold"
-                           : "none within " + k + " steps")
-            << "\n";
-  std::cout << "  goal               "
-            << (r.goal_reachable
-                    ? "reachable: the cheapest plan costs " + m.format_amount(r.cheapest_cost) +
-                          ": " + driver::describe_plan(m, r.cheapest_plan)
-                    : "not reachable within " + k + " steps and the budget left")
-            << "\n";
-  if (args.engine == "symbolic") {
-    std::cout << "  searched           symbolically (Z3), every parameter value"
-              << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
-  } else {
-    std::cout << "  searched           " << r.situations << " situations"
-              << (r.complete ? "" : " (incomplete: " + r.incomplete_reason + ")") << "\n";
-  }
+  report::write_lookahead(std::cout,
+                          format_of(args.format),
+                          {args.spec, args.action, args.depth, args.engine, &*model, &r});
   return rc;
 }
 
@@ -147,8 +91,7 @@ int run_lookahead_command() {
   try {
     return lookahead_command();
   } catch (const Error& e) {
-    std::cerr << "clampai: error: " << e.what() << "\n";
-    return 2;
+    return fail(args.format, "lookahead", args.spec, e.what());
   }
 }
 

@@ -3,13 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include <chrono>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -17,6 +14,7 @@
 #include "clampai/composition/compose.hpp"
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/report.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "lookahead_cmd.hpp"
@@ -26,10 +24,6 @@
 namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
-using nlohmann::json;
-
-using clampai::cli::named_values_json;
-using clampai::cli::print_counterexample;
 
 namespace {
 
@@ -46,17 +40,7 @@ void add_format(CLI::App* cmd, Common& common) {
   cmd->add_option("--format", common.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-}
-
-std::string type_of(const ck::Variable& v) { return v.type.to_string() + (v.optional ? "?" : ""); }
-
-json reasons_json(const std::vector<ck::Reason>& reasons) {
-  json arr = json::array();
-  for (const auto& r : reasons)
-    arr.push_back({{"code", std::string(ck::to_string(r.code))},
-                   {"subject", r.subject},
-                   {"message", r.message}});
-  return arr;
+  clampai::cli::add_quiet_flag(cmd);
 }
 
 // ---- check ----
@@ -64,50 +48,7 @@ json reasons_json(const std::vector<ck::Reason>& reasons) {
 int cmd_check(const std::string& path, const Common& common) {
   const auto model = ck::load_spec_file(path);
   ck::SafetyKernel kernel(model);  // refuses an initial state that breaks a blocking invariant
-  std::size_t blocking = 0;
-  for (const auto& inv : model->invariants)
-    blocking += inv.enforcement == ck::Enforcement::blocking;
-  if (common.format == "json") {
-    json j;
-    j["spec"] = path;
-    j["name"] = model->name;
-    j["digest"] = model->digest;
-    j["variables"] = json::array();
-    for (const auto& v : model->variables)
-      j["variables"].push_back({{"name", v.name}, {"type", type_of(v)}});
-    j["actions"] = json::array();
-    for (const auto& a : model->actions) {
-      j["actions"].push_back(
-          {{"id", a.id},
-           {"cost", a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost)},
-           {"parameters", a.parameters.size()},
-           {"emergency", a.emergency}});
-    }
-    j["invariants"] = {{"blocking", blocking}, {"monitoring", model->invariants.size() - blocking}};
-    j["budget"] = {{"total", model->format_amount(model->budget.total)},
-                   {"min_action_cost", model->format_amount(model->budget.min_action_cost)},
-                   {"step_limit", model->budget.step_limit}};
-    j["ok"] = true;
-    std::cout << j.dump(2) << "\n";
-    return kOk;
-  }
-  std::cout << "spec " << path << (model->name.empty() ? "" : " (" + model->name + ")") << "\n";
-  std::cout << "  digest      sha256:" << model->digest << "\n";
-  std::cout << "  variables   " << model->variables.size() << ":";
-  for (const auto& v : model->variables) std::cout << " " << v.name << ":" << type_of(v);
-  std::cout << "\n  actions     " << model->actions.size() << ":";
-  for (const auto& a : model->actions) {
-    std::cout << " " << a.id << "("
-              << (a.cost_expr ? ck::to_source(*a.cost_expr) : model->format_amount(a.cost))
-              << (a.emergency ? ", emergency" : "") << ")";
-  }
-  std::cout << "\n  invariants  " << model->invariants.size() << " (" << blocking << " blocking, "
-            << model->invariants.size() - blocking << " monitoring)\n";
-  std::cout << "  budget      " << model->format_amount(model->budget.total) << ", min action cost "
-            << model->format_amount(model->budget.min_action_cost) << ", step bound (T2) "
-            << model->budget.step_limit << "\n";
-  std::cout
-      << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
+  clampai::report::write_check(std::cout, clampai::cli::format_of(common.format), path, *model);
   return kOk;
 }
 
@@ -143,80 +84,33 @@ int cmd_run(const RunArgs& args, const Common& common) {
   cd::RunOptions run_options;
   run_options.max_steps = args.max_steps;
   run_options.recover = args.recover;
+  clampai::report::Progress progress(
+      clampai::report::Progress::for_stderr("run", clampai::cli::quiet()));
+  progress.phase("running");
+  progress.status([&kernel] { return std::to_string(kernel.steps()) + " steps"; });
   const cd::RunResult r = cd::run(kernel, driver, run_options);
+  progress.stop();
   const ck::TraceEntry seal = kernel.seal();
   const auto budget = kernel.budget();
   const ck::TraceCheck check = kernel.verify_trace();
 
-  if (common.format == "json") {
-    json j;
-    j["spec"] = args.spec;
-    j["goal_reached"] = r.goal_reached;
-    j["termination"] = std::string(cd::to_string(r.termination));
-    j["steps"] = kernel.steps();
-    j["emergency_steps"] = kernel.emergency_steps();
-    j["step_limit"] = kernel.step_limit();
-    j["budget"] = {{"total", model->format_amount(budget.total())},
-                   {"net", model->format_amount(budget.net())},
-                   {"gross", model->format_amount(budget.gross())}};
-    j["attempted"] = r.attempted;
-    j["rejected"] = r.rejected;
-    j["rejections_by_reason"] = r.rejections_by_reason;
-    j["actions"] = r.actions;
-    j["last_reasons"] = reasons_json(r.last_reasons);
-    if (args.lookahead) j["lookahead"] = *args.lookahead;
-    if (args.recover) {
-      j["rollbacks"] = r.rollbacks;
-      j["emergencies"] = r.emergencies;
-      j["recovery"] = r.recovery;
-    }
-    j["trace"] = {{"entries", seal.sequence + 1}, {"head", seal.hash}, {"verified", check.ok}};
-    if (!args.trace.empty()) j["trace"]["file"] = args.trace;
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "goal: "
-              << (model->goal_description.empty()
-                      ? (model->goal ? ck::to_source(*model->goal) : "(none)")
-                      : model->goal_description)
-              << "\n";
-    std::cout << (r.goal_reached ? "result: goal reached" : "result: goal NOT reached") << " ("
-              << cd::to_string(r.termination) << ")\n";
-    std::cout << "  steps       " << kernel.steps() << " of at most " << kernel.step_limit()
-              << " (T2), emergency steps " << kernel.emergency_steps() << "\n";
-    std::cout << "  cost        " << model->format_amount(budget.net()) << " of "
-              << model->format_amount(budget.total()) << " (gross "
-              << model->format_amount(budget.gross()) << ")\n";
-    std::cout << "  attempted   " << r.attempted << ", rejected " << r.rejected;
-    if (!r.rejections_by_reason.empty()) {
-      std::cout << " (";
-      bool first = true;
-      for (const auto& [code, n] : r.rejections_by_reason) {
-        std::cout << (first ? "" : ", ") << code << " " << n;
-        first = false;
-      }
-      std::cout << ")";
-    }
-    std::cout << "\n  actions     ";
-    for (std::size_t i = 0; i < r.actions.size(); ++i) std::cout << (i ? ", " : "") << r.actions[i];
-    std::cout << (r.actions.empty() ? "(none)\n" : "\n");
-    if (args.recover) {
-      std::cout << "  recovery    " << r.rollbacks << " rollback" << (r.rollbacks == 1 ? "" : "s")
-                << ", " << r.emergencies << " emergency action" << (r.emergencies == 1 ? "" : "s");
-      for (std::size_t i = 0; i < r.recovery.size(); ++i)
-        std::cout << (i ? ", " : ": ") << r.recovery[i];
-      std::cout << "\n";
-    }
-    if (!r.goal_reached) {
-      for (const auto& reason : r.last_reasons)
-        std::cout << "  why         " << ck::to_string(reason.code) << ": " << reason.message
-                  << "\n";
-    }
-    std::cout << "  trace       " << seal.sequence + 1
-              << " entries, head sha256:" << seal.hash.substr(0, 16) << "..., "
-              << (check.ok ? "chain verified" : "CHAIN BROKEN");
-    if (!args.trace.empty()) std::cout << ", written to " << args.trace;
-    std::cout << "\n";
-  }
+  clampai::report::RunReport report;
+  report.spec = args.spec;
+  report.model = model.get();
+  report.result = &r;
+  report.steps = kernel.steps();
+  report.emergency_steps = kernel.emergency_steps();
+  report.step_limit = kernel.step_limit();
+  report.total = budget.total();
+  report.net = budget.net();
+  report.gross = budget.gross();
+  report.trace_entries = seal.sequence + 1;
+  report.trace_head = seal.hash;
+  report.trace_verified = check.ok;
+  report.trace_file = args.trace;
+  report.lookahead = args.lookahead;
+  report.recover = args.recover;
+  clampai::report::write_run(std::cout, clampai::cli::format_of(common.format), report);
   return r.goal_reached ? kOk : kFinding;
 }
 
@@ -242,21 +136,8 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
       replay = "ok";
     }
   }
-  if (common.format == "json") {
-    json j{{"file", args.file},
-           {"ok", check.ok},
-           {"entries", check.entries},
-           {"sealed", check.sealed},
-           {"message", check.message},
-           {"replay", replay}};
-    j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << (check.ok ? "ok: " : "BROKEN: ") << args.file << ": " << check.message;
-    if (!args.spec.empty() && replay == "ok")
-      std::cout << "; replays through the kernel to the sealed state";
-    std::cout << "\n";
-  }
+  clampai::report::write_trace_check(
+      std::cout, clampai::cli::format_of(common.format), {args.file, args.spec, replay, check});
   return check.ok ? kOk : kFinding;
 }
 
@@ -271,185 +152,55 @@ struct VerifyArgs {
   unsigned depth = 0;
 };
 
-std::string obligation_line(const cv::Obligation& o) {
-  if (o.kind == cv::ObligationKind::lint) return "WARNING " + o.id + ": " + o.reason;
-  std::string verdict(cv::to_string(o.verdict));
-  for (auto& c : verdict) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return verdict + " " + o.id + ": " + o.reason;
-}
-
-json sarif_report(const std::string& spec, const ck::TaskModel& model, const cv::Report& report) {
-  json rules = json::array({
-      {{"id", "invariant-not-preserved"},
-       {"shortDescription",
-        {{"text",
-          "An action can break a blocking invariant: the kernel will block it in some states"}}}},
-      {{"id", "base-case-violated"},
-       {"shortDescription", {{"text", "The initial state violates a blocking invariant"}}}},
-      {{"id", "budget-theorem-violated"},
-       {"shortDescription", {{"text", "The integer budget model breaks T1 or T4"}}}},
-      {{"id", "obligation-unknown"},
-       {"shortDescription", {{"text", "The solver could not decide an obligation"}}}},
-      {{"id", "emergency-action-unsafe"},
-       {"shortDescription",
-        {{"text", "An emergency action can break a blocking invariant (T8's condition)"}}}},
-      {{"id", "inconsistent-invariants"},
-       {"shortDescription", {{"text", "The blocking invariants are jointly unsatisfiable"}}}},
-      {{"id", "redundant-invariant"},
-       {"shortDescription", {{"text", "An invariant is implied by the others"}}}},
-      {{"id", "dead-action"},
-       {"shortDescription", {{"text", "An action can never be enabled under the invariants"}}}},
-      {{"id", "effect-overflow"}, {"shortDescription", {{"text", "An effect can overflow int64"}}}},
-      {{"id", "interface-violated"},
-       {"shortDescription", {{"text", "The task does not keep its declared interface"}}}},
-      {{"id", "assumes-inconsistent"},
-       {"shortDescription",
-        {{"text", "The interface's assumes contradict the invariants: the task can never start"}}}},
-  });
-  json results = json::array();
-  for (const auto& o : report.obligations) {
-    if (o.verdict == cv::VerdictKind::proved) continue;
-    std::string rule = "obligation-unknown";
-    if (o.verdict == cv::VerdictKind::refuted) {
-      const auto action = model.find_action(o.action);
-      const bool emergency = action && model.actions[*action].emergency;
-      rule = o.kind == cv::ObligationKind::preservation
-                 ? (emergency ? "emergency-action-unsafe" : "invariant-not-preserved")
-             : o.kind == cv::ObligationKind::base_case ? "base-case-violated"
-             : o.kind == cv::ObligationKind::budget    ? "budget-theorem-violated"
-             : o.kind == cv::ObligationKind::interface ? "interface-violated"
-             : o.id == "lint:assumes-consistent"       ? "assumes-inconsistent"
-             : o.id.rfind("lint:consistent", 0) == 0   ? "inconsistent-invariants"
-             : o.id.rfind("lint:independent", 0) == 0  ? "redundant-invariant"
-             : o.id.rfind("lint:enabled", 0) == 0      ? "dead-action"
-                                                       : "effect-overflow";
-    }
-    ck::SourceLoc loc = o.loc;
-    if (o.kind == cv::ObligationKind::preservation) {
-      if (auto a = model.find_action(o.action)) loc = model.actions[*a].loc;
-    }
-    json result = {
-        {"ruleId", rule},
-        {"level",
-         o.verdict == cv::VerdictKind::refuted && o.kind != cv::ObligationKind::lint ? "error"
-                                                                                     : "warning"},
-        {"message", {{"text", o.id + ": " + o.reason}}}};
-    json physical = {{"artifactLocation", {{"uri", spec}}}};
-    if (loc.line > 0) physical["region"] = {{"startLine", loc.line}, {"startColumn", loc.column}};
-    result["locations"] = json::array({{{"physicalLocation", physical}}});
-    results.push_back(result);
-  }
-  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-          {"version", "2.1.0"},
-          {"runs",
-           json::array({{{"tool",
-                          {{"driver",
-                            {{"name", "clampai"},
-                             {"version", CLAMPAI_VERSION},
-                             {"informationUri", "https://clampai.dev"},
-                             {"rules", rules}}}}},
-                         {"results", results}}})}};
-}
-
 int cmd_verify(const VerifyArgs& args, const Common& common) {
+  // Wall-clock time of the whole command: loading, proving and the goal search.
+  clampai::report::Progress progress(
+      clampai::report::Progress::for_stderr("verify", clampai::cli::quiet()));
+  progress.phase("loading the spec");
   const auto model = ck::load_spec_file(args.spec);
   cv::VerifyOptions options;
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
   options.smtlib_dir = args.smtlib_dir;
   options.depth = args.depth;
-  // A progress line on stderr once a run has taken more than a second, if stderr is a terminal.
-  const auto started = std::chrono::steady_clock::now();
-  std::mutex progress_mutex;
-  bool progress_shown = false;
-  if (::isatty(STDERR_FILENO) != 0) {
-    options.progress = [&](std::size_t done, std::size_t total) {
-      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) return;
-      std::lock_guard lock(progress_mutex);
-      std::cerr << "\rclampai verify: " << done << "/" << total << " preservation obligations"
-                << std::flush;
-      progress_shown = true;
-    };
-  }
+  options.progress = [&progress](std::size_t done, std::size_t total) {
+    progress.update(done, total);
+  };
   if (!options.smtlib_dir.empty()) std::filesystem::create_directories(options.smtlib_dir);
+  progress.phase("preservation obligations");
   const cv::Report report = cv::verify(model, options);
-  if (progress_shown) std::cerr << "\r\033[K" << std::flush;
-  std::optional<clampai::cli::GoalCheck> goal;
-  if (args.depth > 0 && model->goal) goal = clampai::cli::check_goal(*model, args.depth);
-  if (common.format == "sarif") {
-    std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
-  } else if (common.format == "json") {
-    json obligations = json::array();
-    for (const auto& o : report.obligations) {
-      json j = {{"id", o.id},
-                {"kind", std::string(cv::to_string(o.kind))},
-                {"verdict", std::string(cv::to_string(o.verdict))},
-                {"reason", o.reason}};
-      if (!o.action.empty()) j["action"] = o.action;
-      if (!o.invariant.empty()) j["invariant"] = o.invariant;
-      if (o.loc.line > 0) j["location"] = {{"line", o.loc.line}, {"column", o.loc.column}};
-      if (o.reachability.status != cv::Reachability::Status::not_checked) {
-        static constexpr const char* kStatus[] = {
-            "not_checked", "reachable", "unreachable", "unknown"};
-        json witness = json::array();
-        for (const auto& [action, params] : o.reachability.witness) {
-          witness.push_back({{"action", action}, {"params", named_values_json(params)}});
-        }
-        j["reachability"] = {{"status", kStatus[static_cast<int>(o.reachability.status)]},
-                             {"depth", o.reachability.depth},
-                             {"reason", o.reachability.reason},
-                             {"witness", witness}};
-      }
-      if (o.counterexample) {
-        j["counterexample"] = {{"pre", named_values_json(o.counterexample->pre)},
-                               {"params", named_values_json(o.counterexample->params)},
-                               {"post", named_values_json(o.counterexample->post)}};
-      }
-      obligations.push_back(j);
-    }
-    json j = {{"spec", args.spec},
-              {"summary",
-               {{"proved", report.proved},
-                {"refuted", report.refuted},
-                {"unknown", report.unknown},
-                {"warnings", report.warnings},
-                {"seconds", report.seconds}}},
-              {"obligations", obligations}};
-    if (goal) {
-      j["goal"] = {{"depth", args.depth},
-                   {"reachable", goal->reachable},
-                   {"infeasible", goal->infeasible},
-                   {"complete", goal->complete},
-                   {"message", goal->message},
-                   {"plan", clampai::cli::plan_json(*model, goal->plan)},
-                   {"cost", model->format_amount(goal->cost)}};
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    for (const auto& o : report.obligations) {
-      if (o.verdict == cv::VerdictKind::proved) continue;
-      std::cout << obligation_line(o) << "\n";
-      if (o.counterexample) print_counterexample(*o.counterexample);
-      if (o.reachability.status != cv::Reachability::Status::not_checked) {
-        std::cout << "    " << o.reachability.reason;
-        for (std::size_t i = 0; i < o.reachability.witness.size(); ++i) {
-          const auto& [action, params] = o.reachability.witness[i];
-          std::cout << (i == 0 ? ": " : ", ") << action;
-          for (const auto& [name, v] : params) std::cout << " " << name << "=" << v.to_string();
-        }
-        std::cout << "\n";
-      }
-    }
-    if (goal)
-      std::cout << (goal->infeasible ? "REFUTED goal: " : "goal: ") << goal->message << "\n";
-    std::cout << "summary: " << report.proved + report.refuted + report.unknown
-              << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
-              << report.unknown << " unknown; " << report.warnings << " lint warning"
-              << (report.warnings == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(3)
-              << report.seconds << " s)\n";
+  clampai::report::VerifyReport out;
+  if (args.depth > 0 && model->goal) {
+    progress.phase("goal search within " + std::to_string(args.depth) + " steps");
+    out.goal = clampai::cli::check_goal(*model, args.depth);
   }
-  if (goal && goal->infeasible) return kFinding;
+  out.seconds = progress.seconds();
+  progress.stop();
+  out.spec = args.spec;
+  out.model = model.get();
+  out.report = &report;
+  clampai::report::write_verify(std::cout, clampai::cli::format_of(common.format), out);
+  if (out.goal && out.goal->infeasible) return kFinding;
   return report.exit_code(args.fail_on_unknown);
+}
+
+// A usage error (a bad option value, a missing argument) of a subcommand whose `--format` asks
+// for a machine-readable report: that report, carrying the error, on stdout; CLI11 has already
+// printed the message on stderr.
+void parse_failure_report(const CLI::App& app, const std::string& message) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+    const CLI::Option* format = sub->get_option_no_throw("--format");
+    if (format == nullptr || format->count() == 0) continue;
+    const auto chosen = clampai::report::parse_format(format->results().back());
+    if (!chosen || *chosen == clampai::report::Format::text) continue;
+    clampai::report::Failure f;
+    f.command = sub->get_parent() != nullptr && sub->get_parent()->get_parent() != nullptr
+                    ? sub->get_parent()->get_name() + " " + sub->get_name()
+                    : sub->get_name();
+    f.message = message;
+    clampai::report::write_failure(std::cout, *chosen, f);
+  }
 }
 
 }  // namespace
@@ -523,8 +274,9 @@ int main(int argc, char** argv) {
       verify_args.smtlib_dir,
       "Also write each preservation obligation to this directory as a standalone SMT-LIB 2 file");
   verify_cmd->add_option("--format", common.format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->check(CLI::IsMember({"text", "json", "sarif", "junit"}))
       ->capture_default_str();
+  clampai::cli::add_quiet_flag(verify_cmd);
 
   auto* trace = app.add_subcommand("trace", "Work with execution traces");
   trace->require_subcommand(1);
@@ -547,13 +299,22 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? kOk : kBadInput;
+    if (rc == 0) return kOk;
+    parse_failure_report(app, e.what());
+    return kBadInput;
   }
 
+  const std::string command = check->parsed()        ? "check"
+                              : run->parsed()        ? "run"
+                              : verify_cmd->parsed() ? "verify"
+                                                     : "trace verify";
   const std::string input = check->parsed()        ? check_spec
                             : run->parsed()        ? run_args.spec
                             : verify_cmd->parsed() ? verify_args.spec
                                                    : trace_args.file;
+  const auto fail = [&](const std::string& message, bool internal = false) {
+    return clampai::cli::fail(common.format, command, input, message, internal);
+  };
   try {
     if (check->parsed()) return cmd_check(check_spec, common);
     if (run->parsed()) return cmd_run(run_args, common);
@@ -564,21 +325,15 @@ int main(int argc, char** argv) {
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
   } catch (const clampai::SpecError& e) {
-    std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
-    return kBadInput;
+    return fail(input + ": " + e.what());
   } catch (const clampai::TraceError& e) {
-    std::cerr << "clampai: error: " << e.what() << "\n";
-    return kBadInput;
+    return fail(e.what());
   } catch (const clampai::Error& e) {
-    std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
-    return kBadInput;
+    return fail(input + ": " + e.what());
   } catch (const cv::InternalError& e) {
-    std::cerr << "clampai: internal error (a bug in clampai, please report it): " << e.what()
-              << "\n";
-    return kBadInput;
+    return fail(e.what(), true);
   } catch (const std::exception& e) {  // I/O: --smtlib directory, trace file system errors
-    std::cerr << "clampai: error: " << e.what() << "\n";
-    return kBadInput;
+    return fail(e.what());
   }
   return kBadInput;
 }

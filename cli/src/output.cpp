@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "clampai/driver.hpp"
@@ -11,54 +12,10 @@
 
 namespace clampai::cli {
 
-using nlohmann::json;
-
-json named_values_json(const std::vector<std::pair<std::string, kernel::Value>>& values) {
-  json o = json::object();
-  for (const auto& [k, v] : values) o[k] = v.to_string();
-  return o;
-}
-
-void print_counterexample(const verifier::Counterexample& cex) {
-  std::size_t width = 8;
-  for (const auto& [name, _] : cex.pre) width = std::max(width, name.size());
-  std::cout << "    " << std::left << std::setw(static_cast<int>(width)) << "variable"
-            << "  " << (cex.post.empty() ? "value\n" : "before            after\n");
-  for (std::size_t i = 0; i < cex.pre.size(); ++i) {
-    if (cex.post.empty()) {  // a state, not a transition (base case)
-      std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
-                << cex.pre[i].second.to_string() << "\n";
-      continue;
-    }
-    const std::string after = cex.post[i].second.to_string();
-    std::cout << "    " << std::setw(static_cast<int>(width)) << cex.pre[i].first << "  "
-              << std::setw(16) << cex.pre[i].second.to_string() << "  " << after
-              << (after != cex.pre[i].second.to_string() ? "   (changed)" : "") << "\n";
-  }
-  if (!cex.params.empty()) {
-    std::cout << "    with";
-    for (const auto& [name, v] : cex.params) std::cout << " " << name << " = " << v.to_string();
-    std::cout << "\n";
-  }
-  std::cout << std::right;
-}
-
-json plan_json(const kernel::TaskModel& m, const driver::Plan& p) {
-  json out = json::array();
-  for (const auto& s : p) {
-    json params = json::object();
-    for (std::size_t i = 0; i < s.params.size(); ++i)
-      params[m.actions[s.action].parameters[i].name] = s.params[i].to_string();
-    out.push_back({{"action", m.actions[s.action].id},
-                   {"params", params},
-                   {"cost", m.format_amount(s.cost)}});
-  }
-  return out;
-}
-
-GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
-  GoalCheck g;
-  driver::LookaheadOptions o;
+report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth) {
+  report::GoalSummary g;
+  g.depth = depth;
+  kernel::LookaheadOptions o;
   o.depth = depth;
   const std::string k = std::to_string(depth);
   const driver::LookaheadResult r = driver::plan_to_goal(m, kernel::Situation::initial(m), o);
@@ -138,6 +95,37 @@ std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situ
     }
   }
   return {model, std::move(s)};
+}
+
+bool& quiet() {
+  static bool value = false;
+  return value;
+}
+
+void add_quiet_flag(CLI::App* cmd) {
+  cmd->add_flag("-q,--quiet", quiet(), "Print no progress on stderr (errors still are)");
+}
+
+report::Format format_of(const std::string& name) {
+  return report::parse_format(name).value_or(report::Format::text);
+}
+
+int fail(const std::string& format,
+         const std::string& command,
+         const std::string& input,
+         const std::string& message,
+         bool internal) {
+  std::cerr << (internal ? "clampai: internal error (a bug in clampai, please report it): "
+                         : "clampai: error: ")
+            << message << "\n";
+  report::Failure f;
+  f.command = command;
+  f.input = input;
+  f.message = message;
+  f.location = report::locate(input, message);
+  f.internal = internal;
+  report::write_failure(std::cout, format_of(format), f);
+  return f.exit_code;
 }
 
 unsigned default_jobs() { return std::clamp(std::thread::hardware_concurrency(), 1U, 256U); }

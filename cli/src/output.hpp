@@ -1,8 +1,8 @@
 // Output helpers shared by the `clampai` subcommands (private to the CLI).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,33 +10,16 @@
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/value.hpp"
+#include "clampai/report/format.hpp"
+#include "clampai/report/verify.hpp"
 #include "clampai/verifier/verify.hpp"
 
 namespace clampai::cli {
 
-/// `{"name": "value as text", ...}`.
-nlohmann::json named_values_json(const std::vector<std::pair<std::string, kernel::Value>>& values);
-
-/// Prints a counterexample as a table of variables, before and (for a transition) after, on
-/// stdout, indented by four spaces.
-void print_counterexample(const verifier::Counterexample& cex);
-
-/// A plan as JSON: `[{"action", "params": {name: value}, "cost"}]`.
-nlohmann::json plan_json(const kernel::TaskModel& m, const driver::Plan& p);
-
 /// `clampai verify --depth K`: can the goal be reached from the initial state within K steps
-/// and the budget?
-struct GoalCheck {
-  bool reachable = false;
-  driver::Plan plan{};
-  kernel::Amount cost = 0;
-  bool complete = true;
-  /// Not reachable, proved for every run: the search was complete, K covers the T2 step bound
-  /// and there is no emergency action (which could add steps).
-  bool infeasible = false;
-  std::string message{};  // one line, for people
-};
-GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth);
+/// and the budget? `infeasible` (not reachable, proved for every run) when the search was
+/// complete, K covers the T2 step bound and there is no emergency action (which could add steps).
+report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth);
 
 /// The default of `--jobs`: one worker per core (verdicts do not depend on it).
 unsigned default_jobs();
@@ -51,5 +34,23 @@ kernel::ParamMap parse_params(const std::string& text);
 /// @throws SpecError naming the file at fault.
 std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
     const std::string& spec, const std::string& state);
+
+/// `--quiet` of every subcommand: no progress on stderr (errors are still printed).
+bool& quiet();
+/// Adds `-q,--quiet` to `cmd`, setting `quiet()`.
+void add_quiet_flag(CLI::App* cmd);
+
+/// The format named by a validated `--format` value (text for anything else).
+report::Format format_of(const std::string& name);
+
+/// Reports a command that could not do its work: `clampai: error: MESSAGE` on stderr and, with
+/// `format` json, sarif or junit, a report carrying the error on stdout (so CI shows it rather
+/// than an empty file). `input` is the file named on the command line; a message that starts
+/// with a position in it (`FILE: LINE:COLUMN: ...`) locates the error there. Returns 2.
+int fail(const std::string& format,
+         const std::string& command,
+         const std::string& input,
+         const std::string& message,
+         bool internal = false);
 
 }  // namespace clampai::cli

@@ -1,9 +1,9 @@
 #include "repair_cmd.hpp"
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "clampai/kernel.hpp"
+#include "clampai/report/repair.hpp"
 #include "clampai/verifier.hpp"
 #include "output.hpp"
 
@@ -11,7 +11,6 @@ namespace clampai::cli {
 
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
-using nlohmann::json;
 
 namespace {
 
@@ -45,35 +44,11 @@ ck::Proposal proposal_of(const ck::TaskModel& m, std::size_t action, const ck::P
   return p;
 }
 
-std::string values_text(const ck::Action& a, const ck::Proposal& p) {
-  std::string out;
-  for (std::size_t i = 0; i < p.params.size(); ++i)
-    out += (i ? ", " : "") + a.parameters[i].name + " = " + p.params[i].to_string();
-  return out.empty() ? "(no parameters)" : out;
-}
-
-json params_json(const ck::Action& a, const ck::Proposal& p) {
-  json j = json::object();
-  for (std::size_t i = 0; i < p.params.size(); ++i)
-    j[a.parameters[i].name] = p.params[i].to_string();
-  return j;
-}
-
-json reasons_of(const std::vector<ck::Reason>& rs) {
-  json out = json::array();
-  for (const auto& r : rs)
-    out.push_back({{"code", std::string(ck::to_string(r.code))},
-                   {"subject", r.subject},
-                   {"message", r.message}});
-  return out;
-}
-
 int repair_command() {
   auto [model, situation] = load_situation(args.spec, args.state);
   const ck::TaskModel& m = *model;
   const auto index = m.find_action(args.action);
   if (!index) throw SpecError("--action", "unknown action `" + args.action + "`");
-  const ck::Action& a = m.actions[*index];
   const ck::Proposal proposal = proposal_of(m, *index, parse_params(args.params));
   cv::RepairOptions options;
   options.timeout_ms = args.timeout_ms;
@@ -93,70 +68,7 @@ int repair_command() {
                      ? 0
                  : r.status == cv::RepairStatus::impossible ? 1
                                                             : 3;
-  const auto& c = r.certificate;
-  if (args.format == "json") {
-    json j = {{"spec", args.spec},
-              {"action", a.id},
-              {"status", std::string(cv::to_string(r.status))},
-              {"norm", std::string(cv::to_string(r.norm))},
-              {"proposed", params_json(a, proposal)},
-              {"rejected_because", reasons_of(r.original.reasons)}};
-    if (r.status == cv::RepairStatus::approved || r.status == cv::RepairStatus::repaired) {
-      j["repaired"] = params_json(a, r.repaired);
-      j["cost"] = m.format_amount(r.decision.cost);
-      json multipliers = json::array();
-      for (const auto& [name, value] : c.multipliers)
-        multipliers.push_back({{"constraint", name}, {"multiplier", value}});
-      j["certificate"] = {{"method", c.method},
-                          {"kernel_approved", c.kernel_approved},
-                          {"feasible", c.feasible},
-                          {"optimal", c.optimal},
-                          {"distance", c.distance},
-                          {"lower_bound", c.lower_bound},
-                          {"binding", c.binding},
-                          {"multipliers", multipliers}};
-    }
-    if (!r.conflict.empty()) j["conflict"] = r.conflict;
-    if (!r.reason.empty()) j["reason"] = r.reason;
-    std::cout << j.dump(2) << "\n";
-    return rc;
-  }
-  const std::string norm = r.norm == cv::RepairNorm::l1 ? "L1 distance" : "squared L2 distance";
-  switch (r.status) {
-    case cv::RepairStatus::approved:
-      std::cout << "APPROVED " << a.id << " as proposed (" << values_text(a, proposal)
-                << "): nothing to repair\n";
-      return rc;
-    case cv::RepairStatus::repaired:
-      std::cout << "REPAIRED " << a.id << ": " << values_text(a, proposal) << "  ->  "
-                << values_text(a, r.repaired) << "\n";
-      std::cout << "  distance      " << c.distance << " (" << norm << ")"
-                << (c.optimal ? ", the minimum"
-                              : ", at least " + c.lower_bound + " for any values (off the grid)")
-                << "\n";
-      std::cout << "  kernel        approves it (cost " << m.format_amount(r.decision.cost) << ")"
-                << (c.feasible ? "; every barrier condition holds" : "") << "\n";
-      if (!c.binding.empty()) {
-        std::cout << "  binding       ";
-        for (std::size_t i = 0; i < c.binding.size(); ++i)
-          std::cout << (i ? ", " : "") << c.binding[i];
-        std::cout << "\n";
-      }
-      for (const auto& [name, value] : c.multipliers)
-        std::cout << "  KKT           " << name << ": multiplier " << value << "\n";
-      std::cout << "  method        " << c.method << "\n";
-      break;
-    case cv::RepairStatus::impossible:
-      std::cout << "NO REPAIR for " << a.id << " (" << values_text(a, proposal) << "): " << r.reason
-                << "\n";
-      for (const auto& x : r.conflict) std::cout << "  conflict      " << x << "\n";
-      break;
-    case cv::RepairStatus::unknown:
-      std::cout << "UNKNOWN " << a.id << ": " << r.reason << "\n";
-      break;
-  }
-  for (const auto& x : r.original.reasons)
-    std::cout << "  was rejected  " << ck::to_string(x.code) << ": " << x.message << "\n";
+  report::write_repair(std::cout, format_of(args.format), {args.spec, &m, &proposal, &r});
   return rc;
 }
 
@@ -183,6 +95,7 @@ CLI::App* add_repair_command(CLI::App& app) {
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  add_quiet_flag(cmd);
   return cmd;
 }
 
@@ -190,8 +103,7 @@ int run_repair_command() {
   try {
     return repair_command();
   } catch (const Error& e) {
-    std::cerr << "clampai: error: " << e.what() << "\n";
-    return 2;
+    return fail(args.format, "repair", args.spec, e.what());
   }
 }
 

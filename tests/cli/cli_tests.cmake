@@ -4,6 +4,35 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(failures 0)
 
+set(report_n 0)
+# Every report a test sees in a CI format is checked against its format's schema: JUnit XML
+# against tests/data/junit.xsd (xmllint), SARIF against the SARIF 2.1.0 schema (validate_json).
+function(check_report name args out)
+  list(FIND args "--format" at)
+  if(at EQUAL -1)
+    return()
+  endif()
+  math(EXPR at "${at} + 1")
+  list(GET args ${at} format)
+  math(EXPR n "${report_n} + 1")
+  set(report_n ${n} PARENT_SCOPE)
+  set(file "${WORK_DIR}/report_${n}.${format}")
+  file(WRITE "${file}" "${out}")
+  if(format STREQUAL "junit" AND DEFINED XMLLINT)
+    execute_process(COMMAND ${XMLLINT} --noout --schema ${SOURCE_DIR}/tests/data/junit.xsd ${file}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+    if(NOT rc EQUAL 0)
+      message(SEND_ERROR "${name}: the JUnit report does not validate against junit.xsd:\n${o}${e}\n${out}")
+    endif()
+  elseif(format STREQUAL "sarif" AND DEFINED VALIDATE_JSON)
+    execute_process(COMMAND ${VALIDATE_JSON} ${SOURCE_DIR}/tests/data/sarif-2.1.0.schema.json ${file}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+    if(NOT rc EQUAL 0)
+      message(SEND_ERROR "${name}: the SARIF report does not validate against SARIF 2.1.0:\n${o}${e}")
+    endif()
+  endif()
+endfunction()
+
 function(expect name expected_rc pattern)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
   set(all "${out}${err}")
@@ -14,6 +43,8 @@ function(expect name expected_rc pattern)
   else()
     message(STATUS "ok: ${name}")
   endif()
+  check_report("${name}" "${ARGN}" "${out}")
+  set(report_n ${report_n} PARENT_SCOPE)
 endfunction()
 
 set(ex "${SOURCE_DIR}/examples")
@@ -240,3 +271,100 @@ if(DEFINED VALIDATE_JSON)
   execute_process(COMMAND ${CLAMPAI} verify ${SOURCE_DIR}/tests/data/costly.json --depth 3 --format json OUTPUT_FILE ${WORK_DIR}/costly.verify.json)
   expect("verify json with a goal matches the report schema" 0 "" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/costly.verify.json)
 endif()
+
+# CI reports on failure: with --format json, sarif or junit, bad input still gives a report that
+# carries the error (and exit code 2), so CI shows it instead of an empty file.
+file(WRITE ${WORK_DIR}/broken_json.json "{\"variables\": {,}}")
+expect("verify sarif on a missing spec" 2 "\"executionSuccessful\": false.*\"level\": \"error\".*cannot read" ${CLAMPAI} verify ${WORK_DIR}/nope.json --format sarif)
+expect("verify sarif on malformed JSON locates it" 2 "toolExecutionNotifications.*\"startColumn\": 16,[^}]*\"startLine\": 1" ${CLAMPAI} verify ${WORK_DIR}/broken_json.json --format sarif)
+expect("verify junit on a bad spec" 2 "<error message=\"[^\"]*unknown variable `balnce`[^\"]*\" type=\"bad_input\">" ${CLAMPAI} verify ${WORK_DIR}/typo.json --format junit)
+expect("verify junit on a bad option" 2 "<error message=\"--jobs: " ${CLAMPAI} verify ${ex}/quickstart.json --format junit --jobs 0)
+expect("compose junit on a missing manifest" 2 "errors=\"1\".*<error message=\"cannot read" ${CLAMPAI} compose ${WORK_DIR}/nope.json --format junit)
+expect("compose sarif on a short cache key" 2 "\"executionSuccessful\": false.*holds 8 bytes" ${CLAMPAI} compose ${cx}/pipeline.json --format sarif --cache ${WORK_DIR}/keyed --cache-key-file ${WORK_DIR}/short.key)
+expect("check junit on a bad spec" 2 "<testcase classname=\"clampai.check\"" ${CLAMPAI} check ${WORK_DIR}/typo.json --format junit)
+expect("trace verify json on a missing trace" 2 "\"command\": \"trace verify\"" ${CLAMPAI} trace verify ${WORK_DIR}/nope.jsonl --format json)
+expect("text errors print no report" 2 "^clampai: error: [^\n]*nope.json: cannot read" ${CLAMPAI} verify ${WORK_DIR}/nope.json)
+if(DEFINED VALIDATE_JSON)
+  set(n 0)
+  foreach(args
+      "verify;${WORK_DIR}/nope.json;verify"
+      "verify;${WORK_DIR}/broken_json.json;verify"
+      "verify;${ex}/quickstart.json;--jobs;0;verify"
+      "compose;${WORK_DIR}/nope.json;compose"
+      "lookahead;${pv};--action;nope;lookahead"
+      "lookahead;${pv};--action;fill;--params;{;lookahead"
+      "repair;${as};--action;grow;--params;{};repair"
+      "check;${WORK_DIR}/typo.json;error"
+      "run;${WORK_DIR}/typo.json;error"
+      "bench;${WORK_DIR}/typo.json;error")
+    math(EXPR n "${n} + 1")
+    list(POP_BACK args schema)
+    execute_process(COMMAND ${CLAMPAI} ${args} --format json OUTPUT_FILE ${WORK_DIR}/error${n}.json
+                    RESULT_VARIABLE rc ERROR_QUIET)
+    if(NOT rc EQUAL 2)
+      message(SEND_ERROR "error report ${n} (${args}): exit code ${rc}, expected 2")
+    endif()
+    expect("error report ${n} matches the ${schema} report schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/${schema}-report.schema.json ${WORK_DIR}/error${n}.json)
+    expect("error report ${n} matches the error report schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/error-report.schema.json ${WORK_DIR}/error${n}.json)
+  endforeach()
+  file(READ ${WORK_DIR}/error2.json error2)
+  if(NOT error2 MATCHES "\"line\": 1" OR NOT error2 MATCHES "\"column\": 16")
+    message(SEND_ERROR "the JSON error report of malformed JSON has no line and column:\n${error2}")
+  endif()
+endif()
+
+# SARIF results carry the counterexample (values and the replayed steps) and line:column regions;
+# JUnit reports validate (the checks in `expect` above) and the validators reject broken ones.
+expect("verify sarif counterexample and replay" 1 "\"codeFlows\".*\"text\": \"step 1: build\".*\"startLine\": 15.*\"counterexample\": \\{.*\"params\": \\{.*\"post\": \\{.*\"replay\": \\[" ${CLAMPAI} verify ${ex}/cloud_deploy.json --depth 6 --format sarif)
+expect("verify sarif invocation" 1 "\"invocations\": \\[[^]]*\"executionSuccessful\": true" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format sarif)
+expect("verify sarif lint warning" 0 "\"level\": \"warning\"" ${CLAMPAI} verify ${ex}/quickstart.json --format sarif)
+expect("verify junit" 1 "<testcase classname=\"verify.preservation\" name=\"preservation:scale_up:instance_cap\">\n *<failure message=\"[^\"]*\" type=\"refuted\">at [^\n]*cloud_deploy.json:49:5" ${CLAMPAI} verify ${ex}/cloud_deploy.json --format junit)
+expect("verify junit goal" 1 "name=\"goal:depth 3\">\n *<failure message=\"this task cannot complete" ${CLAMPAI} verify ${SOURCE_DIR}/tests/data/costly.json --depth 3 --format junit)
+expect("compose sarif counterexample" 1 "\"ruleId\": \"task-not-verified\"" ${CLAMPAI} compose ${WORK_DIR}/mbad.json --format sarif)
+expect("compose junit task findings" 1 "<failure message=" ${CLAMPAI} compose ${WORK_DIR}/mbad.json --format junit)
+if(DEFINED XMLLINT)
+  file(WRITE ${WORK_DIR}/old.junit.xml [=[<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="x" tests="1" failures="0" errors="0" time="1.2e-05">
+  <testsuite name="x" tests="1" failures="0" errors="0" time="1.2e-05">
+    <testcase classname="compose.task" name="task:a" file="a.json" line="3"/>
+  </testsuite>
+</testsuites>
+]=])
+  expect("junit.xsd rejects exponent times and file/line attributes" 3 "time.*1.2e-05|file" ${XMLLINT} --noout --schema ${SOURCE_DIR}/tests/data/junit.xsd ${WORK_DIR}/old.junit.xml)
+endif()
+if(DEFINED VALIDATE_JSON)
+  execute_process(COMMAND ${CLAMPAI} verify ${ex}/cloud_deploy.json --format sarif OUTPUT_VARIABLE sarif ERROR_QUIET)
+  string(REPLACE "\"level\": \"error\"" "\"level\": \"fatal\"" sarif "${sarif}")
+  file(WRITE ${WORK_DIR}/bad.sarif "${sarif}")
+  expect("the SARIF schema rejects a bad level" 1 "level" ${VALIDATE_JSON} ${SOURCE_DIR}/tests/data/sarif-2.1.0.schema.json ${WORK_DIR}/bad.sarif)
+endif()
+
+# Progress on stderr: nothing with --quiet; plain lines when stderr is not a terminal (here with
+# CLAMPAI_PROGRESS_INTERVAL_MS=0: a line at every phase and count, so nothing depends on timing).
+function(expect_stderr name expected_rc pattern)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env CLAMPAI_PROGRESS_INTERVAL_MS=0 ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL expected_rc)
+    message(SEND_ERROR "${name}: exit code ${rc}, expected ${expected_rc}\n${err}")
+  elseif("${pattern}" STREQUAL "" AND NOT "${err}" STREQUAL "")
+    message(SEND_ERROR "${name}: expected nothing on stderr, got:\n${err}")
+  elseif(NOT "${pattern}" STREQUAL "" AND NOT err MATCHES "${pattern}")
+    message(SEND_ERROR "${name}: stderr does not match `${pattern}`:\n${err}")
+  elseif(err MATCHES "\r")
+    message(SEND_ERROR "${name}: a carriage return on stderr that is not a terminal:\n${err}")
+  else()
+    message(STATUS "ok: ${name}")
+  endif()
+endfunction()
+expect_stderr("verify progress" 0 "clampai verify: preservation obligations [0-9]+/[0-9]+, [0-9.]+ s\nclampai verify: preservation obligations [0-9]+/[0-9]+.*clampai verify: goal search within 5 steps, [0-9.]+ s\n" ${CLAMPAI} verify ${pv} --depth 5)
+expect_stderr("verify --quiet" 0 "" ${CLAMPAI} verify ${pv} --depth 5 --quiet)
+expect_stderr("compose progress" 0 "clampai compose: verifying the tasks and the composition obligations, [0-9.]+ s\n" ${CLAMPAI} compose ${cx}/pipeline.json)
+expect_stderr("compose --quiet" 0 "" ${CLAMPAI} compose ${cx}/pipeline.json --quiet)
+expect_stderr("lookahead progress" 1 "clampai lookahead: searching 3 steps ahead \\(explicit\\)" ${CLAMPAI} lookahead ${pv} --action open_valve --depth 3)
+expect_stderr("lookahead --quiet" 1 "" ${CLAMPAI} lookahead ${pv} --action open_valve --depth 3 -q)
+expect_stderr("run progress" 0 "clampai run: running" ${CLAMPAI} run ${ex}/quickstart.json)
+foreach(cmd "check;${ex}/quickstart.json" "run;${ex}/quickstart.json" "trace;verify;${WORK_DIR}/quickstart.jsonl"
+            "repair;${as};--action;scale_up;--params;{\"n\": 50}" "bench;${ex}/quickstart.json;--seconds;0.1")
+  list(GET cmd 0 name)
+  expect_stderr("${name} --quiet" 0 "" ${CLAMPAI} ${cmd} --quiet)
+endforeach()

@@ -1,0 +1,86 @@
+// The encoders' private helpers: JSON pieces, the SARIF envelope, XML text and JUnit shape.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clampai/driver/lookahead.hpp"
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/value.hpp"
+#include "clampai/report/format.hpp"
+#include "clampai/verifier/verify.hpp"
+
+namespace clampai::report::detail {
+
+using nlohmann::json;
+
+/// `{"name": "value as text", ...}`.
+json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values);
+/// `{"pre", "params"?, "post"?}`; with `all`, `params` and `post` even when empty.
+json counterexample(const verifier::Counterexample& c, bool all = false);
+/// A plan: `[{"action", "params": {name: value}, "cost"}]`.
+json plan(const kernel::TaskModel& m, const driver::Plan& p);
+/// `{"file", "line"?, "column"?}`.
+json location(const std::string& file, const kernel::SourceLoc& loc);
+
+/// The counterexample as a table of variables, before and (for a transition) after, indented
+/// by four spaces.
+void print_counterexample(std::ostream& out, const verifier::Counterexample& cex);
+
+/// `VERIFIED` for `verified`.
+std::string upper(std::string_view s);
+
+// ---- SARIF 2.1.0 ----
+
+struct SarifRule {
+  std::string id;
+  std::string description;
+};
+
+/// One result: a located message at `level` (`error`, `warning`, `note`).
+json sarif_result(const std::string& rule,
+                  const std::string& level,
+                  const std::string& text,
+                  const std::string& file,
+                  const kernel::SourceLoc& loc);
+
+/// Attaches what a finding's counterexample is: its values under `properties.counterexample`
+/// and, with `steps` (each a message and where in the spec it is), a code flow that replays
+/// them from the initial state, ending at the result's own location.
+void sarif_attach(json& result,
+                  const verifier::Counterexample* cex,
+                  const std::vector<std::pair<std::string, kernel::SourceLoc>>& steps,
+                  const std::string& file);
+
+/// The whole SARIF log: one run of the clampai driver with its rules, the results and one
+/// invocation (`executionSuccessful`, with an error notification when `failure` is set).
+json sarif_log(const std::vector<SarifRule>& rules, json results, const Failure* failure = nullptr);
+
+// ---- XML and JUnit ----
+
+/// Text for XML 1.0 attribute values and character data.
+std::string xml(std::string_view s);
+/// Seconds as JUnit's `time`: a decimal with three places (`0.120`).
+std::string junit_time(double seconds);
+
+struct JUnitCase {
+  std::string classname;
+  std::string name;
+  std::string outcome;  // empty: passed; `failure`, `error` or `skipped`
+  std::string type;     // of the failure or error
+  std::string message;  // attribute
+  std::string details;  // element text
+  std::string out;      // <system-out>, if not empty
+};
+
+/// `<testsuites><testsuite name=...>` with the cases; counts computed from them.
+void write_junit(std::ostream& os,
+                 const std::string& suites,
+                 const std::string& suite,
+                 double seconds,
+                 const std::vector<JUnitCase>& cases);
+
+}  // namespace clampai::report::detail
