@@ -51,7 +51,10 @@ CLI::App* add_lookahead_command(CLI::App& app) {
                   "model checking: exact for any parameter domain)")
       ->check(CLI::IsMember({"explicit", "symbolic"}))
       ->capture_default_str();
-  cmd->add_option("--timeout-ms", args.timeout_ms, "Z3's time limit per query (symbolic)")
+  cmd->add_option("--timeout-ms",
+                  args.timeout_ms,
+                  "Time limit: of the whole search (explicit), of each Z3 query (symbolic); "
+                  "when it is reached the answer is incomplete (exit 3)")
       ->check(CLI::Range(1U, 3600000U))
       ->capture_default_str();
   cmd->add_option("--format", args.format, "Output format")
@@ -74,6 +77,7 @@ int lookahead_command() {
   cd::LookaheadOptions options;
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;
+  options.timeout_ms = args.timeout_ms;
   const cd::LookaheadResult r =
       args.engine == "symbolic"
           ? verifier::symbolic_lookahead(

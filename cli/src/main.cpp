@@ -61,6 +61,7 @@ struct RunArgs {
   std::optional<std::uint64_t> max_steps;
   bool record_rejections = false;
   std::optional<unsigned> lookahead;
+  std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
 };
 
@@ -77,6 +78,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
   if (args.lookahead) {
     cd::LookaheadOptions lookahead;
     lookahead.depth = *args.lookahead;
+    lookahead.timeout_ms = args.lookahead_timeout_ms;
     options.guard = cd::lookahead_guard(model, lookahead);
   }
   ck::SafetyKernel kernel(model, options);
@@ -242,6 +244,12 @@ int main(int argc, char** argv) {
                   "(reason lookahead_trap)")
       ->option_text("K")
       ->check(CLI::Range(0U, 64U));
+  run->add_option("--lookahead-timeout-ms",
+                  run_args.lookahead_timeout_ms,
+                  "Time limit of each lookahead search; a search that reaches it vetoes only "
+                  "the traps it found")
+      ->check(CLI::Range(1U, 3600000U))
+      ->capture_default_str();
   run->add_flag("--recover",
                 run_args.recover,
                 "When nothing is approvable: roll back the last action if reversible, else take "

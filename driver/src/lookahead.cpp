@@ -3,6 +3,7 @@
 #include "clampai/driver/lookahead.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <string_view>
@@ -76,7 +77,12 @@ struct Node {
 
 class Search {
  public:
-  Search(const TaskModel& m, const LookaheadOptions& o) : m_(m), o_(o) { enumerate_params(); }
+  Search(const TaskModel& m, const LookaheadOptions& o)
+      : m_(m), o_(o), started_(std::chrono::steady_clock::now()), deadline_(o.deadline) {
+    if (o.timeout_ms > 0)
+      deadline_ = std::min(deadline_, started_ + std::chrono::milliseconds(o.timeout_ms));
+    enumerate_params();
+  }
 
   std::deque<Node> nodes;  // references stay valid as it grows
   bool complete = true;
@@ -110,6 +116,7 @@ class Search {
         continue;
       }
       for (const auto& params : params_[a]) {
+        if (out_of_time()) return true;  // the rest was not looked at: no dead end claimed
         const Situation& s = nodes[i].situation;
         const Decision d = decide(m_, s, Proposal{a, params});
         if (!d.approved) continue;
@@ -137,8 +144,8 @@ class Search {
         while (j != kNone && !is_child(nodes[j].situation, s, a, d)) j = nodes[j].same_key;
         if (j != kNone) continue;
         if (nodes.size() >= o_.max_situations) {
-          mark_incomplete("the search stopped after " + std::to_string(o_.max_situations) +
-                          " situations");
+          mark_incomplete("search budget exhausted: the search stopped after " +
+                          std::to_string(o_.max_situations) + " situations");
           return true;  // the rest of this situation's actions were not looked at
         }
         Node child(advance(m_, s, d));
@@ -161,6 +168,22 @@ class Search {
 
   [[nodiscard]] const TaskModel& model() const { return m_; }
 
+  // True once the deadline has passed (then the search is marked incomplete). The clock is
+  // read every 64 calls: a decision costs well under a microsecond.
+  bool out_of_time() {
+    if (!complete && timed_out_) return true;
+    if (deadline_ == std::chrono::steady_clock::time_point::max() || (++polls_ & 63) != 1)
+      return false;
+    if (std::chrono::steady_clock::now() < deadline_) return false;
+    timed_out_ = true;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started_)
+                        .count();
+    mark_incomplete("search budget exhausted: the time limit was reached after " +
+                    std::to_string(ms) + " ms and " + std::to_string(nodes.size()) + " situations");
+    return true;
+  }
+
   [[nodiscard]] Plan plan_to(std::size_t i) const {
     Plan p;
     for (; nodes[i].parent != kNone; i = nodes[i].parent) p.push_back(nodes[i].step);
@@ -170,6 +193,9 @@ class Search {
  private:
   const TaskModel& m_;
   const LookaheadOptions& o_;
+  std::chrono::steady_clock::time_point started_, deadline_;
+  std::uint64_t polls_ = 0;
+  bool timed_out_ = false;
   std::vector<bool> enumerable_;
   std::vector<std::vector<std::vector<Value>>> params_;
   // The newest node of each key; older ones with the same key follow `Node::same_key`.
@@ -254,6 +280,7 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
   std::optional<std::size_t> best_goal;
   const Amount base = s.nodes.front().situation.budget.net();
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    if (s.out_of_time()) break;
     const Situation& here = s.nodes[i].situation;
     const unsigned d = s.nodes[i].depth;
     if (s.model().goal_holds(here.state)) {  // a task ends at its goal

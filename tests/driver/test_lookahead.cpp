@@ -261,3 +261,37 @@ TEST_CASE(
   CHECK(r.incomplete_reason.find("span more than") != std::string::npos);
   CHECK_FALSE(r.dead_end);  // `add` was not enumerated: it may well be approvable
 }
+
+TEST_CASE("a search past its deadline stops at once, incomplete, and claims no dead end",
+          "[kernel][lookahead]") {
+  const auto m = vessel();
+  const Situation start = Situation::initial(*m);
+  LookaheadOptions o;
+  o.depth = 8;
+  o.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);  // already passed
+  const LookaheadResult r = lookahead(*m, start, by_id(*m, "open_valve"), o);
+  REQUIRE(r.decision.approved);  // the proposal itself is decided, whatever the time
+  CHECK_FALSE(r.complete);
+  CHECK_THAT(r.incomplete_reason, Catch::Contains("search budget exhausted"));
+  CHECK_FALSE(r.dead_end);
+  CHECK(r.situations == 1);  // only the root: nothing was expanded
+  const LookaheadResult p = plan_to_goal(*m, start, o);
+  CHECK_FALSE(p.complete);
+  CHECK_FALSE(p.goal_reachable);
+
+  // Without the deadline the same search completes (the limit, not the model, stopped it).
+  o.deadline = std::chrono::steady_clock::time_point::max();
+  o.depth = 3;
+  CHECK(lookahead(*m, start, by_id(*m, "open_valve"), o).complete);
+}
+
+TEST_CASE("the situation limit is the search's memory bound and says so", "[kernel][lookahead]") {
+  const auto m = vessel();
+  LookaheadOptions o;
+  o.depth = 6;
+  o.max_situations = 3;
+  const LookaheadResult r = plan_to_goal(*m, Situation::initial(*m), o);
+  CHECK_FALSE(r.complete);
+  CHECK(r.situations <= 3);
+  CHECK_THAT(r.incomplete_reason, Catch::Contains("search budget exhausted"));
+}

@@ -4,7 +4,9 @@
 // when it is not.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,8 +41,17 @@ struct LookaheadOptions {
   /// An action whose parameters span more vectors than this (or an unbounded parameter) is not
   /// enumerated; the answer is then marked incomplete.
   std::size_t max_param_values = 64;
-  /// Stop, marked incomplete, after this many distinct situations.
+  /// Stop, marked incomplete (search budget exhausted), after this many distinct situations:
+  /// the bound on the search's memory (each situation shares its unchanged state with its
+  /// parent, so it costs about one node plus the changed variables).
   std::size_t max_situations = 1000000;
+  /// Stop, marked incomplete (search budget exhausted), once this much wall time has passed
+  /// since the search started (0: no limit). Checked between decisions, so a search overruns
+  /// it by at most one kernel decision.
+  std::uint32_t timeout_ms = 0;
+  /// Stop, marked incomplete, at this instant if it comes first (the time limit of a caller
+  /// that runs several searches); the default is no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// What lies ahead of a proposal. Searches stop at the goal (a task ends there) and count
