@@ -32,11 +32,12 @@ cmake --build build/ci-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/ci-asan --output-on-failure -j "$jobs"
 
-echo "== thread sanitizer (the kernel's concurrency test; composition with worker threads)"
+echo "== thread sanitizer (the kernel's concurrency test; composition with worker threads; progress)"
 cmake -S . -B build/ci-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
       -DCLAMPAI_SANITIZE=thread -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build build/ci-tsan -j "$jobs" --target test_concurrency test_composition
+cmake --build build/ci-tsan -j "$jobs" --target test_concurrency test_composition test_report
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_concurrency
+TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_report
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_composition "[concurrency]"
 
 echo "== formal specs"

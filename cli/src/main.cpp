@@ -212,7 +212,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(clampai::composition::toolkit_version()));
+  // The release, then what certificates record: the release and a digest of the sources that
+  // decide verdicts.
+  app.set_version_flag("--version",
+                       std::string("clampai ") + CLAMPAI_VERSION +
+                           "\ntoolkit: " + std::string(clampai::composition::toolkit_version()));
   Common common;
 
   std::string check_spec;

@@ -1,0 +1,75 @@
+# bash completion for clampai (installed to share/bash-completion/completions/clampai).
+# Keep in step with `clampai CMD --help`: tests/cli/cli_tests.cmake checks every option is here.
+
+_clampai() {
+  local cur prev
+  cur=${COMP_WORDS[COMP_CWORD]}
+  prev=""
+  ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+
+  # The subcommand (and `trace`'s own subcommand) typed so far.
+  local cmd="" sub="" i word
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word=${COMP_WORDS[i]}
+    case $word in
+      -*) ;;
+      *)
+        if [[ -z $cmd ]]; then
+          cmd=$word
+        elif [[ $cmd == trace && -z $sub ]]; then
+          sub=$word
+        fi
+        ;;
+    esac
+  done
+
+  case $prev in
+    --format)
+      case $cmd in
+        verify | compose) COMPREPLY=($(compgen -W "text json sarif junit" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "text json" -- "$cur")) ;;
+      esac
+      return
+      ;;
+    --flush) COMPREPLY=($(compgen -W "buffered flush fsync" -- "$cur")); return ;;
+    --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
+    --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
+    --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
+    --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --trace | --state | --spec | --cache-key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --jobs | --timeout-ms | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
+      --action | --params | --weights)
+      return
+      ;;
+  esac
+
+  if [[ -z $cmd ]]; then
+    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair --help --version" -- "$cur"))
+    return
+  fi
+  local opts
+  case $cmd in
+    check) opts="--format --quiet --help" ;;
+    run) opts="--trace --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --format --quiet --help" ;;
+    trace)
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
+        return
+      fi
+      opts="--spec --allow-unsealed --format --quiet --help"
+      ;;
+    verify) opts="--jobs --timeout-ms --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
+    bench) opts="--seconds --format --quiet --help" ;;
+    compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --fail-on-unknown --show-proved --graph --quiet --help" ;;
+    lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
+    repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
+    *) return ;;
+  esac
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+}
+
+complete -o filenames -o bashdefault -F _clampai clampai
