@@ -178,7 +178,10 @@ void compose_junit(std::ostream& out, const ComposeReport& in) {
     c.type = std::string(cv::to_string(o.verdict));
     c.message = o.reason;
     c.details = where(o.file, o.loc);
-    if (o.counterexample) c.details += detail::counterexample(*o.counterexample).dump(2) + "\n";
+    if (o.counterexample)
+      c.details += detail::counterexample(*o.counterexample)
+                       .dump(2, ' ', false, detail::json::error_handler_t::replace) +
+                   "\n";
     if (t != nullptr) {
       json findings = json::array();
       for (const auto& f : t->findings) {
@@ -189,7 +192,7 @@ void compose_junit(std::ostream& out, const ComposeReport& in) {
         if (f.counterexample) fj["counterexample"] = detail::counterexample(*f.counterexample);
         findings.push_back(fj);
       }
-      c.details += findings.dump(2) + "\n";
+      c.details += findings.dump(2, ' ', false, detail::json::error_handler_t::replace) + "\n";
     }
     cases.push_back(std::move(c));
   }
@@ -204,10 +207,10 @@ void write_compose(std::ostream& out, Format format, const ComposeReport& r) {
       compose_text(out, r);
       return;
     case Format::json:
-      out << compose_json(r).dump(2) << "\n";
+      out << compose_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
       return;
     case Format::sarif:
-      out << compose_sarif(r).dump(2) << "\n";
+      out << compose_sarif(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
       return;
     case Format::junit:
       compose_junit(out, r);

@@ -61,7 +61,8 @@ json sarif_log(const std::vector<SarifRule>& rules, json results, const Failure*
 
 // ---- XML and JUnit ----
 
-/// Text for XML 1.0 attribute values and character data.
+/// Text for XML 1.0 attribute values and character data: markup escaped, control characters
+/// XML forbids and bytes that are not UTF-8 (a file name can hold any) replaced by `?`.
 std::string xml(std::string_view s);
 /// Seconds as JUnit's `time`: a decimal with three places (`0.120`).
 std::string junit_time(double seconds);

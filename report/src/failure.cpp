@@ -79,11 +79,13 @@ void write_failure(std::ostream& out, Format format, const Failure& failure) {
                       {"ok", false},
                       {"exit_code", failure.exit_code},
                       {"error", error}};
-      out << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
       return;
     }
     case Format::sarif:
-      out << detail::sarif_log({}, json::array(), &failure).dump(2) << "\n";
+      out << detail::sarif_log({}, json::array(), &failure)
+                 .dump(2, ' ', false, detail::json::error_handler_t::replace)
+          << "\n";
       return;
     case Format::junit: {
       detail::JUnitCase c;

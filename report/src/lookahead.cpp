@@ -80,7 +80,7 @@ void lookahead_text(std::ostream& out, const LookaheadReport& in) {
 
 void write_lookahead(std::ostream& out, Format format, const LookaheadReport& r) {
   if (format == Format::json) {
-    out << lookahead_json(r).dump(2) << "\n";
+    out << lookahead_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
   } else {
     lookahead_text(out, r);
   }

@@ -110,7 +110,7 @@ void repair_text(std::ostream& out, const RepairReport& in) {
 
 void write_repair(std::ostream& out, Format format, const RepairReport& r) {
   if (format == Format::json) {
-    out << repair_json(r).dump(2) << "\n";
+    out << repair_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
   } else {
     repair_text(out, r);
   }

@@ -55,7 +55,7 @@ void write_check(std::ostream& out,
                    {"min_action_cost", model.format_amount(model.budget.min_action_cost)},
                    {"step_limit", model.budget.step_limit}};
     j["ok"] = true;
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
   out << "spec " << spec << (model.name.empty() ? "" : " (" + model.name + ")") << "\n";
@@ -101,7 +101,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     j["trace"] = {
         {"entries", in.trace_entries}, {"head", in.trace_head}, {"verified", in.trace_verified}};
     if (!in.trace_file.empty()) j["trace"]["file"] = in.trace_file;
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
   out << "goal: "
@@ -154,7 +154,7 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
            {"message", check.message},
            {"replay", r.replay}};
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
   out << (check.ok ? "ok: " : "BROKEN: ") << r.file << ": " << check.message;

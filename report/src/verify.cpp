@@ -182,7 +182,10 @@ void verify_junit(std::ostream& out, const VerifyReport& r) {
     c.message = o.reason;
     c.details = where + "\n";
     if (o.counterexample)
-      c.details += "counterexample: " + detail::counterexample(*o.counterexample).dump(2) + "\n";
+      c.details += "counterexample: " +
+                   detail::counterexample(*o.counterexample)
+                       .dump(2, ' ', false, detail::json::error_handler_t::replace) +
+                   "\n";
     const auto steps = replay_steps(model, o);
     if (!steps.empty()) {
       c.details += o.reachability.reason + ":";
@@ -239,10 +242,10 @@ void write_verify(std::ostream& out, Format format, const VerifyReport& r) {
       verify_text(out, r);
       return;
     case Format::json:
-      out << verify_json(r).dump(2) << "\n";
+      out << verify_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
       return;
     case Format::sarif:
-      out << verify_sarif(r).dump(2) << "\n";
+      out << verify_sarif(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
       return;
     case Format::junit:
       verify_junit(out, r);

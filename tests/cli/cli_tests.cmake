@@ -389,3 +389,22 @@ foreach(cmd check run "trace;verify" verify bench compose lookahead repair)
   endforeach()
 endforeach()
 expect("version" 0 "^clampai [0-9]+\\.[0-9]+\\.[0-9]+\ntoolkit: clampai [0-9.]+ \\(sources [0-9a-f]+\\)\n$" ${CLAMPAI} --version)
+
+# A file name that is not UTF-8 gives valid JSON, SARIF and JUnit reports (bytes replaced).
+file(WRITE ${WORK_DIR}/nonutf8.sh [=[
+set -e
+name="$2/q$(printf '\377').json"
+cp "$1" "$name"
+for format in json sarif junit; do "$3" verify "$name" --format $format > "$2/nonutf8.$format"; done
+"$3" verify "$2/missing$(printf '\377').json" --format junit > "$2/nonutf8-missing.junit" || test $? = 2
+]=])
+expect("reports for a non-UTF-8 file name" 0 "" sh ${WORK_DIR}/nonutf8.sh ${ex}/quickstart.json ${WORK_DIR} ${CLAMPAI})
+if(DEFINED VALIDATE_JSON)
+  expect("non-UTF-8 json report matches the schema" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/schema/verify-report.schema.json ${WORK_DIR}/nonutf8.json)
+  expect("non-UTF-8 sarif report matches SARIF 2.1.0" 0 "" ${VALIDATE_JSON} ${SOURCE_DIR}/tests/data/sarif-2.1.0.schema.json ${WORK_DIR}/nonutf8.sarif)
+endif()
+if(DEFINED XMLLINT)
+  foreach(f nonutf8.junit nonutf8-missing.junit)
+    expect("non-UTF-8 ${f} validates" 0 "" ${XMLLINT} --noout --schema ${SOURCE_DIR}/tests/data/junit.xsd ${WORK_DIR}/${f})
+  endforeach()
+endif()

@@ -132,3 +132,19 @@ TEST_CASE("failure reports carry the error in every machine format") {
         std::string::npos);
   CHECK(junit.str().find("time=\"0.000\"") != std::string::npos);
 }
+
+TEST_CASE("bytes that are not UTF-8 (a file name) never break a report") {
+  cr::Failure f;
+  f.command = "verify";
+  f.input = "q\xff\xc3-.json";
+  f.message = "cannot read `q\xff\xc3-.json` \xe2\x82\xac";  // the euro sign is valid UTF-8
+  std::ostringstream json, junit, sarif;
+  REQUIRE_NOTHROW(cr::write_failure(json, cr::Format::json, f));
+  REQUIRE_NOTHROW(cr::write_failure(sarif, cr::Format::sarif, f));
+  cr::write_failure(junit, cr::Format::junit, f);
+  CHECK(json.str().find("q\xef\xbf\xbd") != std::string::npos);  // U+FFFD
+  CHECK(json.str().find("\xe2\x82\xac") != std::string::npos);
+  const std::string expected = std::string("message=\"cannot read `q?") + "?-.json` \xe2\x82\xac\"";
+  CHECK(junit.str().find(expected) != std::string::npos);
+  CHECK(junit.str().find('\xff') == std::string::npos);
+}
