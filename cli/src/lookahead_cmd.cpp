@@ -1,5 +1,6 @@
 #include "lookahead_cmd.hpp"
 
+#include <atomic>
 #include <iostream>
 
 #include "clampai/driver.hpp"
@@ -78,6 +79,11 @@ int lookahead_command() {
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;
   options.timeout_ms = args.timeout_ms;
+  std::atomic<std::size_t> explored{0};
+  if (args.engine == "explicit") {
+    options.progress = [&explored](std::size_t n) { explored.store(n); };
+    progress.status([&explored] { return std::to_string(explored.load()) + " situations"; });
+  }
   const cd::LookaheadResult r =
       args.engine == "symbolic"
           ? verifier::symbolic_lookahead(

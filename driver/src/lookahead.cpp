@@ -167,6 +167,7 @@ class Search {
   }
 
   [[nodiscard]] const TaskModel& model() const { return m_; }
+  [[nodiscard]] const LookaheadOptions& options() const { return o_; }
 
   // True once the deadline has passed (then the search is marked incomplete). The clock is
   // read every 64 calls: a decision costs well under a microsecond.
@@ -281,6 +282,7 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
   const Amount base = s.nodes.front().situation.budget.net();
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     if (s.out_of_time()) break;
+    if ((i & 1023) == 1023 && s.options().progress) s.options().progress(s.nodes.size());
     const Situation& here = s.nodes[i].situation;
     const unsigned d = s.nodes[i].depth;
     if (s.model().goal_holds(here.state)) {  // a task ends at its goal

@@ -295,3 +295,27 @@ TEST_CASE("the situation limit is the search's memory bound and says so", "[kern
   CHECK(r.situations <= 3);
   CHECK_THAT(r.incomplete_reason, Catch::Contains("search budget exhausted"));
 }
+
+TEST_CASE("a long search reports its progress in situations explored", "[kernel][lookahead]") {
+  // Five counters, one action each: about 6,000 situations within 12 steps.
+  std::string vars, actions;
+  for (const char* v : {"a", "b", "c", "d", "e"}) {
+    vars += std::string(vars.empty() ? "" : ", ") + "\"" + v +
+            "\": {\"type\": \"int\", \"initial\": 0, \"min\": 0, \"max\": 50}";
+    actions += std::string(actions.empty() ? "" : ", ") + "{\"id\": \"inc_" + v +
+               "\", \"cost\": 1, \"effects\": [{\"variable\": \"" + v +
+               "\", \"mode\": \"increment\", \"value\": \"1\"}]}";
+  }
+  const auto m = load_spec("{\"name\": \"counters\", \"goal\": \"a == 50\", \"variables\": {" +
+                           vars + "}, \"actions\": [" + actions +
+                           "], \"budget\": {\"total\": 100, \"min_action_cost\": 1}}");
+  LookaheadOptions o;
+  o.depth = 12;
+  std::vector<std::size_t> reported;
+  o.progress = [&reported](std::size_t n) { reported.push_back(n); };
+  const LookaheadResult r = plan_to_goal(*m, Situation::initial(*m), o);
+  REQUIRE(r.situations >= 2048);  // a search long enough to report
+  REQUIRE_FALSE(reported.empty());
+  CHECK(std::is_sorted(reported.begin(), reported.end()));
+  CHECK(reported.back() <= r.situations);
+}

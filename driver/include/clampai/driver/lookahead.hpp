@@ -52,6 +52,9 @@ struct LookaheadOptions {
   /// Stop, marked incomplete, at this instant if it comes first (the time limit of a caller
   /// that runs several searches); the default is no deadline.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Called from the searching thread with the number of situations explored so far, every
+  /// 1,024 situations (a progress display); may be empty. Must not throw.
+  std::function<void(std::size_t)> progress{};
 };
 
 /// What lies ahead of a proposal. Searches stop at the goal (a task ends there) and count
