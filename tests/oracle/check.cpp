@@ -354,6 +354,8 @@ class Checker {
       disagree("depth.false_unreachable",
                id + ": unreachable, but the kernel reaches a state where it blocks the action");
     if (r.status == S::unreachable && loose && !strict) ++t_.verdicts["depth.ambiguous"];
+    if (r.status == S::unknown)
+      ++t_.verdicts[loose ? "depth.unknown_was.reachable" : "depth.unknown_was.unreachable"];
     if (r.status == S::unknown && f_.depth_strict && !loose)
       disagree("depth.unknown", id + ": unknown (" + r.reason + "), the answer is unreachable");
     if (r.status == S::reachable) {
