@@ -124,6 +124,13 @@ bool blocked_for(const ck::Decision& d, const std::string& inv) {
   return !d.has(ck::ReasonCode::requires_failed) && d.has(ck::ReasonCode::invariant_violated, inv);
 }
 
+// The decision's reasons are all about the post-state: invariants and variable bounds.
+bool only_state_reasons(const ck::Decision& d) {
+  return std::all_of(d.reasons.begin(), d.reasons.end(), [](const ck::Reason& r) {
+    return r.code == ck::ReasonCode::invariant_violated || r.code == ck::ReasonCode::bound_violated;
+  });
+}
+
 class Checker {
  public:
   Checker(std::shared_ptr<const ck::TaskModel> m,
@@ -177,9 +184,12 @@ class Checker {
     }
   }
 
+  // A situation at state `s`: nothing spent, no step taken, every action completed once (so
+  // dependencies are met: preservation is about the state, not the history).
   ck::Situation at(const ck::State& s) const {
     ck::Situation x = ck::Situation::initial(m_);
     x.state = s;
+    std::fill(x.completions.begin(), x.completions.end(), 1);
     return x;
   }
 
@@ -263,22 +273,30 @@ class Checker {
     if (!a) return;
     // Brute force: a pre-state within the bounds where every blocking state invariant holds,
     // and a parameter vector, for which the kernel blocks the action for the invariant.
-    std::optional<std::string> violation;
+    // `strict`: the kernel rejects it for invariants and bounds only (a violation whatever the
+    // verifier assumes about cost); `violation`: for the invariant, perhaps among other reasons.
+    std::optional<std::string> violation, strict;
     for (const ck::State& s : states_) {
       if (!hypotheses_hold(m_, s)) continue;
       const ck::Situation here = at(s);
       for (const Params& p : grids_[*a]) {
         ++t_.transitions;
-        if (blocked_for(ck::decide(m_, here, ck::Proposal{*a, p}), ob.invariant)) {
-          violation = describe(m_, s) + " with parameters " + describe(p);
+        const ck::Decision d = ck::decide(m_, here, ck::Proposal{*a, p});
+        if (!blocked_for(d, ob.invariant)) continue;
+        const std::string where = describe(m_, s) + " with parameters " + describe(p);
+        if (!violation) violation = where;
+        if (only_state_reasons(d)) {
+          strict = where;
           break;
         }
       }
-      if (violation) break;
+      if (strict) break;
     }
-    if (ob.verdict == cv::VerdictKind::proved && violation)
+    if (ob.verdict == cv::VerdictKind::proved && violation && !strict)
+      ++t_.verdicts["preservation.proved_other_reasons"];
+    if (ob.verdict == cv::VerdictKind::proved && strict)
       disagree("verify.false_proved",
-               ob.id + ": proved, but the kernel rejects it for the invariant in " + *violation);
+               ob.id + ": proved, but the kernel rejects it for the invariant in " + *strict);
     if (ob.verdict == cv::VerdictKind::refuted && !violation)
       disagree("verify.false_refuted",
                ob.id + ": refuted, but no state within the bounds breaks it");
@@ -341,10 +359,7 @@ class Checker {
         const ck::Decision dec = ck::decide(m_, sit, ck::Proposal{a, p});
         if (!blocked_for(dec, ob.invariant)) continue;
         loose = true;
-        strict = strict || std::all_of(dec.reasons.begin(), dec.reasons.end(), [](const auto& x) {
-                   return x.code == ck::ReasonCode::invariant_violated ||
-                          x.code == ck::ReasonCode::bound_violated;
-                 });
+        strict = strict || only_state_reasons(dec);
       }
       if (strict) break;
     }
