@@ -688,6 +688,52 @@ std::vector<json> shrink(const json& spec) {
       out.push_back(s);
     }
   }
+  // Expressions: a boolean one replaced by a constant, any one by one of its parenthesized
+  // subterms (shortest first); candidates that do not type-check are rejected by the loader.
+  auto simpler = [&](const json::json_pointer& where, bool boolean) {
+    if (!spec.contains(where) || !spec[where].is_string()) return;
+    const std::string text = spec[where].get<std::string>();
+    std::vector<std::string> subs;
+    if (boolean) subs = {"true", "false"};
+    std::vector<std::size_t> open;
+    std::vector<std::string> inner;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '(') open.push_back(i);
+      if (text[i] == ')' && !open.empty()) {
+        inner.push_back(text.substr(open.back() + 1, i - open.back() - 1));
+        open.pop_back();
+      }
+    }
+    std::sort(inner.begin(), inner.end(), [](const auto& x, const auto& y) {
+      return x.size() < y.size();
+    });
+    subs.insert(subs.end(), inner.begin(), inner.end());
+    for (const std::string& sub : subs) {
+      if (sub == text || sub.empty()) continue;
+      json s = spec;
+      s[where] = sub;
+      out.push_back(s);
+    }
+  };
+  for (std::size_t i = 0; i < spec["actions"].size(); ++i) {
+    const std::string a = "/actions/" + std::to_string(i);
+    simpler(json::json_pointer(a + "/requires"), true);
+    for (std::size_t j = 0; j < spec["actions"][i]["effects"].size(); ++j)
+      simpler(json::json_pointer(a + "/effects/" + std::to_string(j) + "/value"), false);
+    if (spec["actions"][i].contains("parameters"))
+      for (const auto& [name, v] : spec["actions"][i]["parameters"].items()) {
+        json s = spec;
+        s["actions"][i]["parameters"].erase(name);
+        if (s["actions"][i]["parameters"].empty()) s["actions"][i].erase("parameters");
+        out.push_back(s);
+      }
+  }
+  for (const char* key : {"invariants", "capture_basins"})
+    if (spec.contains(key))
+      for (std::size_t i = 0; i < spec[key].size(); ++i)
+        simpler(json::json_pointer("/" + std::string(key) + "/" + std::to_string(i) + "/check"),
+                true);
+  simpler(json::json_pointer("/goal"), true);
   for (const auto& [name, v] : spec["variables"].items()) {
     json s = spec;
     s["variables"].erase(name);
