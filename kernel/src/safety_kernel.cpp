@@ -757,8 +757,11 @@ std::vector<std::pair<std::string, Value>> named_params(const Action& a,
   return out;
 }
 
+// An amount as a JSON string (its digits, sign and point need no escaping).
 void append_amount(std::string& out, Amount a, int scale) {
-  detail::append_json_string(out, Decimal{a, static_cast<std::uint8_t>(scale)}.to_string());
+  out += '"';
+  Decimal{a, static_cast<std::uint8_t>(scale)}.append_to(out);
+  out += '"';
 }
 }  // namespace
 
@@ -814,7 +817,8 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       }
       out += "},\"cost\":";
       append_amount(out, d.cost, scale);
-      out += a.emergency ? ",\"emergency\":true" : ",\"emergency\":false";
+      out += a.emergency ? std::string_view(",\"emergency\":true")
+                         : std::string_view(",\"emergency\":false");
       detail::append_count(out, ",\"emergency_steps\":", emergency_steps_ + (a.emergency ? 1 : 0));
       out += ",\"gross\":";
       append_amount(out, budget_after.gross(), scale);
