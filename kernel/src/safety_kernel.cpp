@@ -558,13 +558,14 @@ Decision decide_at(const TaskModel& model,
   }
   // The guard, on the pre-action state.
   if (a.guard) {
-    const EvalResult r = kernel::evaluate(*a.guard, pre);
-    if (!r.ok()) {
-      d.reasons.push_back(reason(
-          ReasonCode::requires_failed,
-          a.id,
-          "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(r.error)));
-    } else if (!r.value.as_bool()) {
+    bool value = false;
+    const EvalError err = evaluate_bool(*a.guard, pre, value);
+    if (err != EvalError::none) {
+      d.reasons.push_back(
+          reason(ReasonCode::requires_failed,
+                 a.id,
+                 "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(err)));
+    } else if (!value) {
       d.reasons.push_back(reason(ReasonCode::requires_failed,
                                  a.id,
                                  "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
@@ -619,9 +620,10 @@ Decision decide_at(const TaskModel& model,
       bool holds = false;
       std::string why;
       if (inv.expr) {
-        const EvalResult r = kernel::evaluate(*inv.expr, post);
-        holds = r.ok() && r.value.as_bool();
-        if (!r.ok()) why = std::string(" (") + eval_error_text(r.error) + ")";
+        bool value = false;
+        const EvalError err = evaluate_bool(*inv.expr, post, value);
+        holds = err == EvalError::none && value;
+        if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
       } else {
         if (!post_state) post_state = state.with(d.changes);
         try {
@@ -766,6 +768,7 @@ void append_amount(std::string& out, Amount a, int scale) {
 }  // namespace
 
 Outcome SafetyKernel::execute(const Proposal& proposal) {
+  std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
   std::optional<Outcome> outcome;
@@ -864,6 +867,7 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       ++completions_[proposal.action];
       state_ = std::move(next);
       if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) {
+        dropped = std::move(k.undo.front());  // freed after the lock is released
         k.undo.pop_front();
         ++k.undo_dropped;
       }
