@@ -9,7 +9,9 @@
 #              PYTHON (default /usr/bin/python3); SECONDS_PER_CASE (default 0.5).
 # Prints a markdown table: each case's figure for the reference and for us, and the ratio
 # (how many times faster we are). "cold" is a fresh process's first repetition: every
-# benchmark whose memory grows (execute) is also run that way, beside the warm median.
+# benchmark whose memory grows (execute) is also run that way, beside the warm median; the
+# "bounded memory" rows are the kernel with KernelOptions::trace_window and undo_depth set
+# (memory does not grow). The reference keeps its whole trace in memory.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,13 +41,13 @@ trap 'rm -rf "$tmp"' EXIT
 echo "reference: $reference" >&2
 "$python" "$repo/benchmarks/reference_bench.py" "$reference" --seconds "$seconds" >"$tmp/ref.json"
 echo "ours (warm: median of 3 repetitions): $bench" >&2
-"$bench" --benchmark_filter='BM_Kernel_Evaluate/(10/1|10/100|1000/1)$|BM_Kernel_ExecuteAtomic/(10|1000)$|BM_Trace_Verify' \
+"$bench" --benchmark_filter='BM_Kernel_Evaluate/(10/1|10/100|1000/1)$|BM_Kernel_ExecuteAtomic(Bounded)?/(10|1000)$|BM_Trace_Verify/' \
   --benchmark_repetitions=3 --benchmark_min_time="$seconds" --benchmark_format=json \
   >"$tmp/warm.json" 2>/dev/null
-for case in 10 1000; do
-  echo "ours (cold: a fresh process, one repetition): BM_Kernel_ExecuteAtomic/$case" >&2
-  "$bench" --benchmark_filter="BM_Kernel_ExecuteAtomic/$case\$" --benchmark_min_time=0.2 \
-    --benchmark_format=json >"$tmp/cold$case.json" 2>/dev/null
+for case in ExecuteAtomic/10 ExecuteAtomic/1000 ExecuteAtomicBounded/10 ExecuteAtomicBounded/1000; do
+  echo "ours (cold: a fresh process, one repetition): BM_Kernel_$case" >&2
+  "$bench" --benchmark_filter="BM_Kernel_$case\$" --benchmark_min_time=0.2 \
+    --benchmark_format=json >"$tmp/cold${case//\//_}.json" 2>/dev/null
 done
 
 "$python" - "$tmp" <<'EOF'
@@ -62,7 +64,7 @@ def ours(name, field="cpu_time"):
     return rows[0][field]
 
 def cold(case):
-    b = json.load(open(f"{tmp}/cold{case}.json"))["benchmarks"][0]
+    b = json.load(open(f"{tmp}/cold{case.replace('/', '_')}.json"))["benchmarks"][0]
     return b["cpu_time"]
 
 def ns(x):
@@ -75,9 +77,13 @@ rows = [
     ("evaluate, 10 variables, 100 invariants", ref["evaluate/10/100"]["ns"], ours("BM_Kernel_Evaluate/10/100")),
     ("evaluate, 1,000 variables, 1 invariant", ref["evaluate/1000/1"]["ns"], ours("BM_Kernel_Evaluate/1000/1")),
     ("atomic execute, 10 variables (warm)", ref["execute/10"]["ns"], ours("BM_Kernel_ExecuteAtomic/10")),
-    ("atomic execute, 10 variables (cold)", ref["execute/10"]["ns"], cold(10)),
+    ("atomic execute, 10 variables (cold)", ref["execute/10"]["ns"], cold("ExecuteAtomic/10")),
+    ("atomic execute, 10 variables, bounded memory (warm)", ref["execute/10"]["ns"], ours("BM_Kernel_ExecuteAtomicBounded/10")),
+    ("atomic execute, 10 variables, bounded memory (cold)", ref["execute/10"]["ns"], cold("ExecuteAtomicBounded/10")),
     ("atomic execute, 1,000 variables (warm)", ref["execute/1000"]["ns"], ours("BM_Kernel_ExecuteAtomic/1000")),
-    ("atomic execute, 1,000 variables (cold)", ref["execute/1000"]["ns"], cold(1000)),
+    ("atomic execute, 1,000 variables (cold)", ref["execute/1000"]["ns"], cold("ExecuteAtomic/1000")),
+    ("atomic execute, 1,000 variables, bounded memory (warm)", ref["execute/1000"]["ns"], ours("BM_Kernel_ExecuteAtomicBounded/1000")),
+    ("atomic execute, 1,000 variables, bounded memory (cold)", ref["execute/1000"]["ns"], cold("ExecuteAtomicBounded/1000")),
 ]
 cpu = "unknown"
 try:
