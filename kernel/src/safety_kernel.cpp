@@ -3,6 +3,7 @@
 #include "clampai/kernel/safety_kernel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -140,10 +141,22 @@ struct SafetyKernel::Undo {
 
 namespace {
 // A copy of the stored lines, so that they can be read without the kernel's lock.
-struct LinesCopy {
-  std::string bytes;
-  std::vector<detail::StoredLine> lines;
-  std::uint64_t first_sequence = 0;
+// The kept lines, readable without the kernel's lock: lines never change once written, and
+// while a view lives (`pins` > 0) trim() frees no chunk.
+class LinesView {
+ public:
+  LinesView(std::vector<detail::StoredLine> lines, std::uint64_t first, std::atomic<int>& pins)
+      : lines_(std::move(lines)), first_(first), pins_(&pins) {}
+  ~LinesView() { pins_->fetch_sub(1, std::memory_order_release); }
+  LinesView(const LinesView&) = delete;
+  LinesView& operator=(const LinesView&) = delete;
+  [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
+  [[nodiscard]] std::uint64_t first_sequence() const { return first_; }
+
+ private:
+  std::vector<detail::StoredLine> lines_;
+  std::uint64_t first_;
+  std::atomic<int>* pins_;
 };
 }  // namespace
 
@@ -177,7 +190,8 @@ struct SafetyKernel::Impl {
   std::deque<Slot> slots;            // the lines kept, oldest first
   std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
   std::deque<Undo> undo;
-  std::uint64_t undo_dropped = 0;  // undo records dropped by the depth limit
+  std::uint64_t undo_dropped = 0;
+  mutable std::atomic<int> pins{0};  // live LinesViews  // undo records dropped by the depth limit
 
   std::string line;  // the entry being built, without its hash
   Sha256 sha;
@@ -236,6 +250,8 @@ struct SafetyKernel::Impl {
       slots.pop_front();
       ++first_sequence;
     }
+    // A reader without the lock may be reading the lines: the chunks wait for a later trim.
+    if (pins.load(std::memory_order_acquire) > 0) return;
     while (chunks.size() > 1) {
       const Chunk& front = chunks.front();
       const char* t = slots.front().text;
@@ -245,21 +261,14 @@ struct SafetyKernel::Impl {
     }
   }
 
-  [[nodiscard]] LinesCopy copy_lines() const {
-    LinesCopy copy;
-    std::size_t total = 0;
-    for (const auto& slot : slots) total += slot.size;
-    copy.bytes.reserve(total);
-    copy.lines.reserve(slots.size());
-    for (const auto& slot : slots) {
-      copy.lines.push_back({{copy.bytes.data() + copy.bytes.size(), slot.size},
-                            slot.hash_at,
-                            slot.prev_at,
-                            slot.kind});
-      copy.bytes.append(slot.text, slot.size);  // within the reserved capacity: no move
-    }
-    copy.first_sequence = first_sequence;
-    return copy;
+  // Under the kernel's lock. May throw (allocation) with nothing changed.
+  [[nodiscard]] std::unique_ptr<LinesView> view() const {
+    std::vector<detail::StoredLine> lines;
+    lines.reserve(slots.size());
+    for (const auto& slot : slots)
+      lines.push_back({{slot.text, slot.size}, slot.hash_at, slot.prev_at, slot.kind});
+    pins.fetch_add(1, std::memory_order_relaxed);
+    return std::make_unique<LinesView>(std::move(lines), first_sequence, pins);
   }
 };
 
@@ -1055,14 +1064,14 @@ bool SafetyKernel::is_sealed() const {
 }
 
 std::vector<TraceEntry> SafetyKernel::trace() const {
-  LinesCopy copy;
+  std::unique_ptr<LinesView> view;
   {
     std::lock_guard lock(mutex_);
-    copy = impl_->copy_lines();
+    view = impl_->view();
   }
   std::vector<TraceEntry> out;
-  out.reserve(copy.lines.size());
-  for (const auto& l : copy.lines) out.push_back(detail::entry_from_line(l.text, "the trace"));
+  out.reserve(view->lines().size());
+  for (const auto& l : view->lines()) out.push_back(detail::entry_from_line(l.text, "the trace"));
   return out;
 }
 
@@ -1072,12 +1081,13 @@ std::uint64_t SafetyKernel::trace_length() const {
 }
 
 TraceCheck SafetyKernel::verify_trace() const {
-  LinesCopy copy;
+  std::unique_ptr<LinesView> view;
   {
     std::lock_guard lock(mutex_);
-    copy = impl_->copy_lines();
+    view = impl_->view();
   }
-  return detail::verify_stored_lines(copy.lines, copy.first_sequence, /*allow_unsealed=*/true);
+  return detail::verify_stored_lines(
+      view->lines(), view->first_sequence(), /*allow_unsealed=*/true);
 }
 
 std::optional<std::pair<std::size_t, std::string>> replay_trace(
