@@ -1,7 +1,10 @@
 // Bounded memory for long runs: the in-memory trace window and the undo depth; the canonical
 // lines the kernel builds on its fast path are the canonical serialization of their entries.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "support.hpp"
 
@@ -111,4 +114,34 @@ TEST_CASE("Rollback reaches back as far as the undo depth, and no further",
   REQUIRE(k.state() == states[2]);
   REQUIRE(k.verify_trace().ok);
   REQUIRE_FALSE(replay_trace(k.model_ptr(), k.trace()).has_value());
+}
+
+TEST_CASE("Readers of the kept lines and a trimming writer run concurrently",
+          "[kernel][trace][bounded][concurrency]") {
+  KernelOptions options;
+  options.trace_window = 8;
+  options.undo_depth = 8;
+  SafetyKernel k(model_from(kSpec), options);
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!done) {
+      const TraceCheck c = k.verify_trace();
+      if (!c.ok || c.entries > 8) ++bad;
+      for (const TraceEntry& e : k.trace())
+        if (e.compute_hash() != e.hash) ++bad;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < 3000; ++i) (void)k.execute("step_s");
+    });
+  }
+  for (auto& w : writers) w.join();
+  done = true;
+  reader.join();
+  REQUIRE(bad == 0);
+  REQUIRE(k.trace_length() == 6001);
+  REQUIRE(k.verify_trace().ok);
 }
