@@ -11,7 +11,9 @@
 # (how many times faster we are). "cold" is a fresh process's first repetition: every
 # benchmark whose memory grows (execute) is also run that way, beside the warm median; the
 # "bounded memory" rows are the kernel with KernelOptions::trace_window and undo_depth set
-# (memory does not grow). The reference keeps its whole trace in memory.
+# (memory does not grow). The reference keeps its whole trace in memory. Times are CPU time on
+# both sides (a shared machine's wall time counts other jobs); trace verification is entries
+# per second of wall time on both sides (ours hashes on every core).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -95,6 +97,8 @@ except OSError:
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 print(f"Machine: {cpu}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
       f"Python {platform.python_version()}; {now}; load average {open('/proc/loadavg').read().split()[0]}")
+print()
+print("CPU time per call (trace verification: entries per second of wall time).")
 print()
 print("| case | Python reference | C++ kernel | ratio (reference / C++) |")
 print("|---|---|---|---|")
