@@ -172,7 +172,8 @@ class SafetyKernel {
   [[nodiscard]] bool goal_reached() const;
   [[nodiscard]] bool is_sealed() const;
   /// A copy of the trace so far (the last `trace_window` entries when that option is set),
-  /// parsed back from the canonical lines the kernel keeps.
+  /// parsed back from the canonical lines the kernel keeps: values read as from a trace file
+  /// (`read_trace_file`), so a non-integral decimal comes back as its decimal text.
   [[nodiscard]] std::vector<TraceEntry> trace() const;
   /// The number of entries appended so far (including any dropped from memory by the window).
   [[nodiscard]] std::uint64_t trace_length() const;
