@@ -56,10 +56,10 @@ struct KernelOptions {
   /// Where to persist the trace as it grows (JSON Lines); may be null.
   std::shared_ptr<TraceWriter> writer{};
   /// How many trace entries the kernel keeps in memory (0: all of them, the default). With a
-  /// window of W, `trace()` and `verify_trace()` see only the last W entries (at least the
-  /// genesis is dropped once more than W entries exist); the chain itself is unbroken (every
-  /// new entry links to the hash of the one before, kept even when the entry is not). Meant
-  /// for long runs that persist the trace through `writer`: memory then stays bounded.
+  /// window of W, `trace()` and `verify_trace()` see only the last W entries (so no genesis
+  /// once more than W entries exist, and `replay_trace` needs the writer's file); the chain
+  /// itself is unbroken (every new entry links to the hash of the one before). Meant for long
+  /// runs that persist the trace through `writer`: memory then stays bounded.
   std::size_t trace_window = 0;
   /// How many committed actions `rollback` can undo, most recent first (0: all of them, the
   /// default). What rollback needs is kept per committed action: the states before and after
