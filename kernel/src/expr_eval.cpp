@@ -202,6 +202,35 @@ EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out) {
   return number(e, env, out);
 }
 
+EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
+  if (e.program) {
+    Decimal a;
+    Decimal b;
+    if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none)
+      return err;
+    switch (e.op) {
+      case ExprOp::eq:
+        out = a == b;
+        return EvalError::none;
+      case ExprOp::ne:
+        out = !(a == b);
+        return EvalError::none;
+      default: {
+        // Same scale (the common case): the units compare as the numbers do.
+        const std::strong_ordering c = a.scale == b.scale ? a.units <=> b.units : a <=> b;
+        out = e.op == ExprOp::lt   ? c < 0
+              : e.op == ExprOp::le ? c <= 0
+              : e.op == ExprOp::gt ? c > 0
+                                   : c >= 0;
+        return EvalError::none;
+      }
+    }
+  }
+  const EvalResult r = evaluate(e, env);
+  if (r.ok()) out = r.value.as_bool();
+  return r.error;
+}
+
 EvalResult evaluate(const Expr& e, const EvalEnv& env) {
   switch (e.op) {
     case ExprOp::lt:

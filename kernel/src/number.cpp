@@ -1,6 +1,7 @@
 // Exact fixed-point arithmetic with overflow detection.
 #include "clampai/kernel/number.hpp"
 
+#include <charconv>
 #include <limits>
 
 namespace clampai::kernel {
@@ -143,19 +144,33 @@ std::optional<Decimal> Decimal::rescaled(int new_scale) const noexcept {
 }
 
 std::string Decimal::to_string() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void Decimal::append_to(std::string& out) const {
+  // The magnitude as unsigned, so that INT64_MIN is printed correctly.
   const bool negative = units < 0;
-  // Work on the magnitude in 128 bits so that INT64_MIN is printed correctly.
-  Wide magnitude = negative ? -static_cast<Wide>(units) : static_cast<Wide>(units);
-  std::string digits;
-  do {
-    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(magnitude % 10)));
-    magnitude /= 10;
-  } while (magnitude != 0);
-  if (scale > 0) {
-    if (digits.size() <= scale) digits.insert(0, scale + 1 - digits.size(), '0');
-    digits.insert(digits.size() - scale, ".");
+  const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(units)
+                                           : static_cast<std::uint64_t>(units);
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, magnitude);
+  const std::size_t n = static_cast<std::size_t>(r.ptr - digits);
+  if (negative) out += '-';
+  if (scale == 0) {
+    out.append(digits, n);
+    return;
   }
-  return negative ? "-" + digits : digits;
+  if (n <= scale) {
+    out += "0.";
+    out.append(scale - n, '0');
+    out.append(digits, n);
+  } else {
+    out.append(digits, n - scale);
+    out += '.';
+    out.append(digits + (n - scale), scale);
+  }
 }
 
 std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept {

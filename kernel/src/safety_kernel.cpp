@@ -3,12 +3,16 @@
 #include "clampai/kernel/safety_kernel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <deque>
 
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "json.hpp"
+#include "trace_codec.hpp"
 
 namespace clampai::kernel {
 
@@ -135,13 +139,172 @@ struct SafetyKernel::Undo {
   std::vector<Value> params;
 };
 
+namespace {
+// A copy of the stored lines, so that they can be read without the kernel's lock.
+// The kept lines, readable without the kernel's lock: lines never change once written, and
+// while a view lives (`pins` > 0) trim() frees no chunk.
+class LinesView {
+ public:
+  LinesView(std::vector<detail::StoredLine> lines, std::uint64_t first, std::atomic<int>& pins)
+      : lines_(std::move(lines)), first_(first), pins_(&pins) {}
+  ~LinesView() { pins_->fetch_sub(1, std::memory_order_release); }
+  LinesView(const LinesView&) = delete;
+  LinesView& operator=(const LinesView&) = delete;
+  [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
+  [[nodiscard]] std::uint64_t first_sequence() const { return first_; }
+
+ private:
+  std::vector<detail::StoredLine> lines_;
+  std::uint64_t first_;
+  std::atomic<int>* pins_;
+};
+}  // namespace
+
+// The kernel's storage: the trace's canonical lines in chunks that are reused once the window
+// drops their lines, the undo records, and the buffers every step reuses.
+struct SafetyKernel::Impl {
+  static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
+
+  struct Chunk {
+    std::unique_ptr<char[]> bytes;
+    std::size_t capacity = 0;
+    std::size_t used = 0;
+  };
+  struct Slot {
+    const char* text = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t hash_at = 0;
+    std::uint32_t prev_at = 0;
+    EntryKind kind = EntryKind::executed;
+  };
+  // Per action: the canonical order of what an executed entry lists, keys pre-rendered.
+  struct ActionLayout {
+    std::string action;                                        // `"id"` as JSON
+    std::vector<std::pair<std::size_t, std::string>> changes;  // effect index, `"name":`
+    std::vector<std::pair<std::size_t, std::string>> params;   // parameter index, `"name":`
+  };
+
+  std::deque<Chunk> chunks;  // oldest first; the last one is being filled
+  std::vector<Chunk> spare;  // emptied chunks kept for reuse (at most kSpare)
+  static constexpr std::size_t kSpare = 2;
+  std::deque<Slot> slots;            // the lines kept, oldest first
+  std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
+  std::deque<Undo> undo;
+  std::uint64_t undo_dropped = 0;
+  mutable std::atomic<int> pins{0};  // live LinesViews  // undo records dropped by the depth limit
+
+  std::string line;  // the entry being built, without its hash
+  Sha256 sha;
+  std::vector<Value> operands;
+  std::vector<ActionLayout> layouts;
+
+  [[nodiscard]] std::uint64_t next_sequence() const { return first_sequence + slots.size(); }
+  [[nodiscard]] std::string_view head_hash() const {
+    const Slot& s = slots.back();
+    return {s.text + s.hash_at + detail::kHashKey.size(), 64};
+  }
+
+  // Appends `a` + `b` + `c` as one line. May throw (allocation) with nothing changed.
+  void append(EntryKind kind,
+              std::string_view a,
+              std::string_view b,
+              std::string_view c,
+              std::size_t hash_at,
+              std::size_t prev_at) {
+    const std::size_t n = a.size() + b.size() + c.size();
+    if (chunks.empty() || chunks.back().capacity - chunks.back().used < n) {
+      Chunk chunk;
+      if (!spare.empty() && spare.back().capacity >= n) {
+        chunk = std::move(spare.back());
+        spare.pop_back();
+      } else {
+        chunk.capacity = std::max(kChunk, n);
+        chunk.bytes = std::make_unique<char[]>(chunk.capacity);
+      }
+      chunk.used = 0;
+      chunks.push_back(std::move(chunk));  // an empty chunk more changes nothing observable
+    }
+    Chunk& c0 = chunks.back();
+    char* at = c0.bytes.get() + c0.used;
+    slots.push_back(Slot{at,
+                         static_cast<std::uint32_t>(n),
+                         static_cast<std::uint32_t>(hash_at),
+                         static_cast<std::uint32_t>(prev_at),
+                         kind});
+    std::memcpy(at, a.data(), a.size());
+    std::memcpy(at + a.size(), b.data(), b.size());
+    std::memcpy(at + a.size() + b.size(), c.data(), c.size());
+    c0.used += n;
+  }
+
+  // Takes back the last append (when a later step of the same commit fails).
+  void pop_back() noexcept {
+    chunks.back().used -= slots.back().size;
+    slots.pop_back();
+  }
+
+  // Drops lines beyond the window, and the chunks no line is in any more. Never throws.
+  void trim(std::size_t window) noexcept {
+    if (window == 0) return;
+    while (slots.size() > window) {
+      slots.pop_front();
+      ++first_sequence;
+    }
+    // A reader without the lock may be reading the lines: the chunks wait for a later trim.
+    if (pins.load(std::memory_order_acquire) > 0) return;
+    while (chunks.size() > 1) {
+      const Chunk& front = chunks.front();
+      const char* t = slots.front().text;
+      if (t >= front.bytes.get() && t < front.bytes.get() + front.capacity) break;
+      if (spare.size() < kSpare) spare.push_back(std::move(chunks.front()));  // reserved
+      chunks.pop_front();
+    }
+  }
+
+  // Under the kernel's lock. May throw (allocation) with nothing changed.
+  [[nodiscard]] std::unique_ptr<LinesView> view() const {
+    std::vector<detail::StoredLine> lines;
+    lines.reserve(slots.size());
+    for (const auto& slot : slots)
+      lines.push_back({{slot.text, slot.size}, slot.hash_at, slot.prev_at, slot.kind});
+    pins.fetch_add(1, std::memory_order_relaxed);
+    return std::make_unique<LinesView>(std::move(lines), first_sequence, pins);
+  }
+};
+
 SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions options)
     : model_(std::move(model)),
       options_(std::move(options)),
       state_(model_->initial_state()),
       budget_(model_->budget.total),
-      completions_(model_->actions.size(), 0) {
+      completions_(model_->actions.size(), 0),
+      impl_(std::make_unique<Impl>()) {
   if (!options_.clock) options_.clock = system_clock_us;
+  impl_->spare.reserve(Impl::kSpare);  // so that trim() never allocates
+  impl_->line.reserve(1024);
+  for (const Action& a : model_->actions) {
+    Impl::ActionLayout layout;
+    detail::append_json_string(layout.action, a.id);
+    for (std::size_t i = 0; i < a.effects.size(); ++i) {
+      std::string key;
+      detail::append_json_string(key, model_->variables[a.effects[i].variable].name);
+      layout.changes.emplace_back(i, key + ':');
+    }
+    for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+      std::string key;
+      detail::append_json_string(key, a.parameters[i].name);
+      layout.params.emplace_back(i, key + ':');
+    }
+    // The order of the raw names, as the canonical serialization sorts them.
+    std::sort(layout.changes.begin(), layout.changes.end(), [&](const auto& x, const auto& y) {
+      return model_->variables[a.effects[x.first].variable].name <
+             model_->variables[a.effects[y.first].variable].name;
+    });
+    std::sort(layout.params.begin(), layout.params.end(), [&](const auto& x, const auto& y) {
+      return a.parameters[x.first].name < a.parameters[y.first].name;
+    });
+    impl_->layouts.push_back(std::move(layout));
+  }
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
   if (options_.check_initial_state) {
     const State& s = state_;
@@ -167,7 +330,7 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   genesis.spec = model_->digest;
   genesis.state = state_digest(state_);
   std::string line;
-  append_locked(std::move(genesis), options_.writer ? &line : nullptr);
+  append_locked(genesis, 0, 0, budget_, options_.writer ? &line : nullptr);
   if (options_.writer) write_line(0, std::move(line));
 }
 
@@ -236,10 +399,8 @@ namespace {
 
 // Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
 // value, or returns the reason it cannot be computed.
-std::optional<Reason> apply_effect(const TaskModel& m,
-                                   const Effect& e,
-                                   const EvalEnv& pre,
-                                   Value& out) {
+std::optional<Reason> apply_effect(
+    const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& out, Value* operand) {
   const Variable& var = m.variables[e.variable];
   const Value& old = pre.state->get(e.variable);
   auto fail = [&](EvalError err) {
@@ -252,6 +413,7 @@ std::optional<Reason> apply_effect(const TaskModel& m,
     out = Value();
     return std::nullopt;
   }
+  // `operand`, when asked for, gets the effect's evaluated value (what rollback inverts).
   // Numeric effects (the common case) compute their operand without a `Value` per node; the
   // result and the errors are those of the general path below, in the same order.
   if (e.value->type.is_numeric() &&
@@ -260,6 +422,7 @@ std::optional<Reason> apply_effect(const TaskModel& m,
     Decimal b;
     if (const EvalError err = evaluate_number(*e.value, pre, b); err != EvalError::none)
       return fail(err);
+    if (operand != nullptr) *operand = Value::number(b);
     if (e.mode == EffectMode::set) {
       out = Value::number(b);
     } else {
@@ -276,6 +439,7 @@ std::optional<Reason> apply_effect(const TaskModel& m,
   }
   EvalResult r = kernel::evaluate(*e.value, pre);
   if (!r.ok()) return fail(r.error);
+  if (operand != nullptr) *operand = r.value;
   if (e.mode != EffectMode::set && !old.is_defined()) return fail(EvalError::undefined);
   switch (e.mode) {
     case EffectMode::set:
@@ -323,7 +487,8 @@ Decision decide_at(const TaskModel& model,
                    const BudgetController& budget,
                    std::uint64_t steps,
                    const std::vector<std::uint64_t>& completions,
-                   const Proposal& p) {
+                   const Proposal& p,
+                   std::vector<Value>* operands = nullptr) {
   const TaskModel* model_ = &model;
   Decision d;
   if (p.action >= model_->actions.size()) {
@@ -402,24 +567,30 @@ Decision decide_at(const TaskModel& model,
   }
   // The guard, on the pre-action state.
   if (a.guard) {
-    const EvalResult r = kernel::evaluate(*a.guard, pre);
-    if (!r.ok()) {
-      d.reasons.push_back(reason(
-          ReasonCode::requires_failed,
-          a.id,
-          "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(r.error)));
-    } else if (!r.value.as_bool()) {
+    bool value = false;
+    const EvalError err = evaluate_bool(*a.guard, pre, value);
+    if (err != EvalError::none) {
+      d.reasons.push_back(
+          reason(ReasonCode::requires_failed,
+                 a.id,
+                 "`requires` of `" + a.id + "` could not be evaluated: " + eval_error_text(err)));
+    } else if (!value) {
       d.reasons.push_back(reason(ReasonCode::requires_failed,
                                  a.id,
                                  "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
     }
   }
   // Simulate: every effect reads the pre-action state; nothing is committed.
+  // With `operands`, each effect's evaluated value is kept for the undo record, from this one
+  // pass (execute does not evaluate the effects a second time).
   bool simulated = true;
   d.changes.reserve(a.effects.size());
+  if (operands != nullptr) operands->clear();
   for (const Effect& e : a.effects) {
     Value out;
-    if (auto bad = apply_effect(*model_, e, pre, out)) {
+    Value* operand = nullptr;
+    if (operands != nullptr) operand = &operands->emplace_back();
+    if (auto bad = apply_effect(*model_, e, pre, out, operand)) {
       d.reasons.push_back(std::move(*bad));
       simulated = false;
       continue;
@@ -458,9 +629,10 @@ Decision decide_at(const TaskModel& model,
       bool holds = false;
       std::string why;
       if (inv.expr) {
-        const EvalResult r = kernel::evaluate(*inv.expr, post);
-        holds = r.ok() && r.value.as_bool();
-        if (!r.ok()) why = std::string(" (") + eval_error_text(r.error) + ")";
+        bool value = false;
+        const EvalError err = evaluate_bool(*inv.expr, post, value);
+        holds = err == EvalError::none && value;
+        if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
       } else {
         if (!post_state) post_state = state.with(d.changes);
         try {
@@ -487,8 +659,10 @@ Decision decide_at(const TaskModel& model,
 
 }  // namespace
 
-Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
-  Decision d = decide_at(*model_, state, budget_, steps_, completions_, p);
+Decision SafetyKernel::evaluate_locked(const State& state,
+                                       const Proposal& p,
+                                       std::vector<Value>* operands) const {
+  Decision d = decide_at(*model_, state, budget_, steps_, completions_, p, operands);
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state, budget_, steps_, emergency_steps_, completions_};
     if (std::optional<Reason> veto = options_.guard(here, p, d)) {
@@ -529,27 +703,49 @@ Situation SafetyKernel::situation() const {
   return Situation{state_, budget_, steps_, emergency_steps_, completions_};
 }
 
-void SafetyKernel::prepare_locked(TraceEntry& entry,
-                                  std::uint64_t steps,
-                                  std::uint64_t emergency_steps,
-                                  const BudgetController& budget,
-                                  std::string* line) const {
-  entry.sequence = trace_.size();
-  entry.prev = trace_.empty() ? kZeroHash : trace_.back().hash;
+void SafetyKernel::append_locked(TraceEntry& entry,
+                                 std::uint64_t steps,
+                                 std::uint64_t emergency_steps,
+                                 const BudgetController& budget,
+                                 std::string* line) {
+  Impl& k = *impl_;
+  entry.hash.reserve(64);  // so that setting it below cannot throw
+  entry.sequence = k.next_sequence();
+  entry.prev = k.slots.empty() ? kZeroHash : std::string(k.head_hash());
   entry.step = steps;
   entry.emergency_steps = emergency_steps;
   entry.gross = model_->format_amount(budget.gross());
   entry.net = model_->format_amount(budget.net());
   entry.time_us = options_.clock();
-  entry.hash = entry.compute_hash();
-  if (line != nullptr) *line = entry.to_json_line();
+  k.line.clear();
+  const detail::LineLayout at = detail::append_canonical_without_hash(k.line, entry);
+  store_line_locked(entry.kind, at.hash_at, at.prev_at, line);
+  entry.hash.assign(k.head_hash());  // within the reserved capacity: cannot throw
 }
 
-TraceEntry& SafetyKernel::append_locked(TraceEntry entry, std::string* line) {
-  prepare_locked(entry, steps_, emergency_steps_, budget_, line);
-  // INVARIANT (chain): prev is the hash of the entry before.
-  trace_.push_back(std::move(entry));
-  return trace_.back();
+void SafetyKernel::store_line_locked(EntryKind kind,
+                                     std::size_t hash_at,
+                                     std::size_t prev_at,
+                                     std::string* line) {
+  Impl& k = *impl_;
+  // The hash covers the canonical line without its `hash` member: the scratch line as built.
+  char member[detail::kHashMember];
+  std::memcpy(member, detail::kHashKey.data(), detail::kHashKey.size());
+  k.sha.reset();
+  k.sha.update(k.line);
+  k.sha.final_hex(member + detail::kHashKey.size());
+  member[detail::kHashMember - 1] = '"';
+  const std::string_view head(k.line.data(), hash_at);
+  const std::string_view hash(member, sizeof member);
+  const std::string_view tail(k.line.data() + hash_at, k.line.size() - hash_at);
+  if (line != nullptr) {  // may throw: nothing has changed yet
+    line->clear();
+    line->reserve(k.line.size() + sizeof member);
+    line->append(head).append(hash).append(tail);
+  }
+  // INVARIANT (chain): the line's prev is the hash of the line before. May throw with nothing
+  // changed.
+  k.append(kind, head, hash, tail, hash_at, prev_at + detail::kHashMember);
 }
 
 void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
@@ -571,16 +767,27 @@ std::vector<std::pair<std::string, Value>> named_params(const Action& a,
     out.emplace_back(a.parameters[i].name, params[i]);
   return out;
 }
+
+// An amount as a JSON string (its digits, sign and point need no escaping).
+void append_amount(std::string& out, Amount a, int scale) {
+  out += '"';
+  Decimal{a, static_cast<std::uint8_t>(scale)}.append_to(out);
+  out += '"';
+}
 }  // namespace
 
 Outcome SafetyKernel::execute(const Proposal& proposal) {
+  std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
   std::optional<Outcome> outcome;
   {
     std::lock_guard lock(mutex_);
     if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
-    Decision d = evaluate_locked(state_, proposal);
+    Impl& k = *impl_;
+    // One decision procedure: the pass that decides also yields the effects' operands, which
+    // are what the undo record needs (T7).
+    Decision d = evaluate_locked(state_, proposal, &k.operands);
     const bool traced = d.approved || options_.record_rejections;
     if (!d.approved) {
       if (traced) {
@@ -595,46 +802,66 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
         entry.emergency = d.emergency;
         entry.reasons = d.reasons;
         entry.warnings = d.warnings;
-        sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
+        append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
+        sequence = entry.sequence;
       }
       outcome = Outcome{std::move(d), std::nullopt, state_};
     } else {
       const Action& a = model_->actions[proposal.action];
+      const Impl::ActionLayout& layout = k.layouts[proposal.action];
       // Everything that can fail (allocation) happens before the first mutation (T5).
       State next = state_.with(d.changes);
-      Undo undo{0, proposal.action, d.cost, state_, next, {}, proposal.params};
-      const EvalEnv pre{&state_, nullptr, &state_, proposal.params.data()};
-      for (const Effect& e : a.effects) {
-        Value operand;
-        if (e.value) operand = kernel::evaluate(*e.value, pre).value;
-        undo.operands.push_back(std::move(operand));
-      }
-      TraceEntry entry;
-      entry.kind = EntryKind::executed;
-      entry.action = a.id;
-      entry.params = named_params(a, proposal.params);
-      entry.changes = named(*model_, d.changes);
-      entry.cost = model_->format_amount(d.cost);
-      entry.emergency = a.emergency;
-      entry.warnings = d.warnings;
-      // The entry carries the counters after the commit, so it is complete (hashed) before
-      // anything changes; the trace and the undo stack are deques, so appending never moves
-      // earlier entries (no pause that grows with the trace).
       BudgetController budget_after = budget_;
       budget_after.charge(d.cost);  // cannot throw: can_afford held under this lock
-      prepare_locked(entry,
-                     steps_ + (a.emergency ? 0 : 1),
-                     emergency_steps_ + (a.emergency ? 1 : 0),
-                     budget_after,
-                     options_.writer ? &line : nullptr);
-      sequence = entry.sequence;
-      undo.sequence = sequence;
-      const Amount cost = undo.cost;
-      trace_.push_back(std::move(entry));  // may throw: nothing has changed yet
+      sequence = k.next_sequence();
+      // The entry's canonical line, built once from the decision into the reused buffer, with
+      // the counters after the commit, so it is complete (hashed) before anything changes.
+      const int scale = model_->budget.scale;
+      std::string& out = k.line;
+      out.clear();
+      out += "{\"action\":";
+      out += layout.action;
+      out += ",\"changes\":{";
+      for (std::size_t i = 0; i < layout.changes.size(); ++i) {
+        if (i > 0) out += ',';
+        out += layout.changes[i].second;
+        detail::append_value(out, d.changes[layout.changes[i].first].second);
+      }
+      out += "},\"cost\":";
+      append_amount(out, d.cost, scale);
+      out += a.emergency ? std::string_view(",\"emergency\":true")
+                         : std::string_view(",\"emergency\":false");
+      detail::append_count(out, ",\"emergency_steps\":", emergency_steps_ + (a.emergency ? 1 : 0));
+      out += ",\"gross\":";
+      append_amount(out, budget_after.gross(), scale);
+      const std::size_t hash_at = out.size();
+      out += ",\"kind\":\"executed\",\"net\":";
+      append_amount(out, budget_after.net(), scale);
+      out += ",\"params\":{";
+      for (std::size_t i = 0; i < layout.params.size(); ++i) {
+        if (i > 0) out += ',';
+        out += layout.params[i].second;
+        detail::append_value(out, proposal.params[layout.params[i].first]);
+      }
+      out += "},\"prev\":\"";
+      const std::size_t prev_at = out.size();
+      out += k.head_hash();
+      out += "\",\"reasons\":[]";
+      detail::append_count(out, ",\"seq\":", sequence);
+      out += ",\"spec\":\"\",\"state\":\"\"";
+      detail::append_count(out, ",\"step\":", steps_ + (a.emergency ? 0 : 1));
+      detail::append_count(out, ",\"time\":", options_.clock());
+      out += ",\"warnings\":";
+      detail::append_reasons(out, d.warnings);
+      out += '}';
+      const Amount cost = d.cost;
+      Undo undo{
+          sequence, proposal.action, cost, state_, next, std::move(k.operands), proposal.params};
+      store_line_locked(EntryKind::executed, hash_at, prev_at, options_.writer ? &line : nullptr);
       try {
-        undo_.push_back(std::move(undo));
+        k.undo.push_back(std::move(undo));
       } catch (...) {
-        trace_.pop_back();
+        k.pop_back();
         throw;
       }
 
@@ -648,8 +875,14 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       }
       ++completions_[proposal.action];
       state_ = std::move(next);
+      if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) {
+        dropped = std::move(k.undo.front());  // freed after the lock is released
+        k.undo.pop_front();
+        ++k.undo_dropped;
+      }
       outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, cost}, state_};
     }
+    k.trim(options_.trace_window);
     if (!traced) return std::move(*outcome);
   }
   if (options_.writer) write_line(sequence, std::move(line));
@@ -675,7 +908,9 @@ Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params
       entry.params = params;
       entry.cost = model_->format_amount(0);
       entry.reasons = d.reasons;
-      sequence = append_locked(std::move(entry), options_.writer ? &line : nullptr).sequence;
+      append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
+      sequence = entry.sequence;
+      impl_->trim(options_.trace_window);
     }
     if (options_.writer) write_line(sequence, std::move(line));
     return Outcome{std::move(d), std::nullopt, state()};
@@ -692,9 +927,19 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     std::lock_guard lock(mutex_);
     if (sealed_)
       throw InvalidArgument("the kernel is sealed: nothing can be rolled back after the seal");
-    if (undo_.empty())
+    Impl& k = *impl_;
+    auto beyond_depth = [&] {
+      return InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                             ": only the last " + std::to_string(options_.undo_depth) +
+                             " committed actions can be rolled back (KernelOptions::undo_depth); "
+                             "the undo records of older ones were dropped");
+    };
+    if (k.undo.empty()) {
+      if (k.undo_dropped > 0) throw beyond_depth();
       throw InvalidArgument("nothing to roll back: no committed action is in effect");
-    const Undo& u = undo_.back();
+    }
+    const Undo& u = k.undo.back();
+    if (k.undo_dropped > 0 && receipt.sequence < k.undo.front().sequence) throw beyond_depth();
     if (receipt.sequence != u.sequence) {
       throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
                             ": the state is not the one it produced (the most recent action still "
@@ -743,21 +988,21 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     entry.emergency = a.emergency;
     BudgetController budget_after = budget_;
     budget_after.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
-    prepare_locked(
-        entry, steps_, emergency_steps_, budget_after, options_.writer ? &line : nullptr);
-    sequence = entry.sequence;
     undone.approved = true;
     undone.action = u.action;
     undone.cost = u.cost;
     undone.emergency = a.emergency;
     undone.changes = std::move(inverse);
-    trace_.push_back(std::move(entry));  // may throw: nothing has changed yet
+    // Stores the entry's line; may throw with nothing changed.
+    append_locked(entry, steps_, emergency_steps_, budget_after, options_.writer ? &line : nullptr);
+    sequence = entry.sequence;
 
     // Commit: nothing below throws.
     budget_ = budget_after;
     --completions_[u.action];
     state_ = u.before;
-    undo_.pop_back();
+    k.undo.pop_back();
+    k.trim(options_.trace_window);
     after = state_;
   }
   if (options_.writer) write_line(sequence, std::move(line));
@@ -774,10 +1019,10 @@ TraceEntry SafetyKernel::seal() {
     entry.kind = EntryKind::sealed;
     entry.cost = model_->format_amount(0);
     entry.state = state_digest(state_);
-    prepare_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
-    sealed = entry;                      // may throw: nothing has changed yet
-    trace_.push_back(std::move(entry));  // likewise
+    append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
     sealed_ = true;
+    sealed = std::move(entry);
+    impl_->trim(options_.trace_window);
   }
   if (options_.writer) {
     write_line(sealed.sequence, std::move(line));
@@ -819,12 +1064,30 @@ bool SafetyKernel::is_sealed() const {
 }
 
 std::vector<TraceEntry> SafetyKernel::trace() const {
+  std::unique_ptr<LinesView> view;
+  {
+    std::lock_guard lock(mutex_);
+    view = impl_->view();
+  }
+  std::vector<TraceEntry> out;
+  out.reserve(view->lines().size());
+  for (const auto& l : view->lines()) out.push_back(detail::entry_from_line(l.text, "the trace"));
+  return out;
+}
+
+std::uint64_t SafetyKernel::trace_length() const {
   std::lock_guard lock(mutex_);
-  return {trace_.begin(), trace_.end()};
+  return impl_->next_sequence();
 }
 
 TraceCheck SafetyKernel::verify_trace() const {
-  return verify_chain(trace(), /*allow_unsealed=*/true);
+  std::unique_ptr<LinesView> view;
+  {
+    std::lock_guard lock(mutex_);
+    view = impl_->view();
+  }
+  return detail::verify_stored_lines(
+      view->lines(), view->first_sequence(), /*allow_unsealed=*/true);
 }
 
 std::optional<std::pair<std::size_t, std::string>> replay_trace(

@@ -12,11 +12,14 @@
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "json.hpp"
+#include "trace_codec.hpp"
 
 namespace clampai::kernel {
 namespace {
 
+using detail::append_count;
 using detail::append_json_string;
+using detail::append_reasons;
 using detail::append_value;
 using detail::JsonNode;
 
@@ -48,74 +51,16 @@ void append_named_values(std::string& out,
   out += '}';
 }
 
-void append_count(std::string& out, std::string_view key, std::uint64_t v) {
-  out += key;
-  char digits[24];
-  const auto r = std::to_chars(digits, digits + sizeof digits, v);
-  out.append(digits, r.ptr);
-}
-
-void append_count(std::string& out, std::string_view key, std::int64_t v) {
-  out += key;
-  char digits[24];
-  const auto r = std::to_chars(digits, digits + sizeof digits, v);
-  out.append(digits, r.ptr);
-}
-
-void append_reasons(std::string& out, const std::vector<Reason>& reasons) {
-  out += '[';
-  for (std::size_t i = 0; i < reasons.size(); ++i) {
-    if (i > 0) out += ',';
-    out += "{\"code\":";
-    append_json_string(out, to_string(reasons[i].code));
-    out += ",\"message\":";
-    append_json_string(out, reasons[i].message);
-    out += ",\"subject\":";
-    append_json_string(out, reasons[i].subject);
-    out += '}';
-  }
-  out += ']';
-}
-
 // The canonical JSON of an entry; keys in RFC 8785 order.
 std::string serialize(const TraceEntry& e, bool with_hash) {
   std::string out;
   out.reserve(512);
-  out += "{\"action\":";
-  append_json_string(out, e.action);
-  out += ",\"changes\":";
-  append_named_values(out, e.changes);
-  out += ",\"cost\":";
-  append_json_string(out, e.cost);
-  out += ",\"emergency\":";
-  out += e.emergency ? "true" : "false";
-  append_count(out, ",\"emergency_steps\":", e.emergency_steps);
-  out += ",\"gross\":";
-  append_json_string(out, e.gross);
+  const detail::LineLayout at = detail::append_canonical_without_hash(out, e);
   if (with_hash) {
-    out += ",\"hash\":";
-    append_json_string(out, e.hash);
+    std::string member = ",\"hash\":";
+    append_json_string(member, e.hash);
+    out.insert(at.hash_at, member);
   }
-  out += ",\"kind\":";
-  append_json_string(out, to_string(e.kind));
-  out += ",\"net\":";
-  append_json_string(out, e.net);
-  out += ",\"params\":";
-  append_named_values(out, e.params);
-  out += ",\"prev\":";
-  append_json_string(out, e.prev);
-  out += ",\"reasons\":";
-  append_reasons(out, e.reasons);
-  append_count(out, ",\"seq\":", e.sequence);
-  out += ",\"spec\":";
-  append_json_string(out, e.spec);
-  out += ",\"state\":";
-  append_json_string(out, e.state);
-  append_count(out, ",\"step\":", e.step);
-  append_count(out, ",\"time\":", e.time_us);
-  out += ",\"warnings\":";
-  append_reasons(out, e.warnings);
-  out += '}';
   return out;
 }
 
@@ -255,11 +200,160 @@ std::vector<std::string_view> split_lines(std::string_view text, std::string& pr
 
 }  // namespace
 
+namespace detail {
+
+void append_count(std::string& out, std::string_view key, std::uint64_t v) {
+  out += key;
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, v);
+  out.append(digits, r.ptr);
+}
+
+void append_count(std::string& out, std::string_view key, std::int64_t v) {
+  out += key;
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, v);
+  out.append(digits, r.ptr);
+}
+
+void append_reasons(std::string& out, const std::vector<Reason>& reasons) {
+  out += '[';
+  for (std::size_t i = 0; i < reasons.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"code\":";
+    append_json_string(out, to_string(reasons[i].code));
+    out += ",\"message\":";
+    append_json_string(out, reasons[i].message);
+    out += ",\"subject\":";
+    append_json_string(out, reasons[i].subject);
+    out += '}';
+  }
+  out += ']';
+}
+
+LineLayout append_canonical_without_hash(std::string& out, const TraceEntry& e) {
+  LineLayout at;
+  out += "{\"action\":";
+  append_json_string(out, e.action);
+  out += ",\"changes\":";
+  append_named_values(out, e.changes);
+  out += ",\"cost\":";
+  append_json_string(out, e.cost);
+  out += ",\"emergency\":";
+  out += e.emergency ? "true" : "false";
+  append_count(out, ",\"emergency_steps\":", e.emergency_steps);
+  out += ",\"gross\":";
+  append_json_string(out, e.gross);
+  at.hash_at = out.size();
+  out += ",\"kind\":";
+  append_json_string(out, to_string(e.kind));
+  out += ",\"net\":";
+  append_json_string(out, e.net);
+  out += ",\"params\":";
+  append_named_values(out, e.params);
+  out += ",\"prev\":";
+  at.prev_at = out.size() + 1;
+  append_json_string(out, e.prev);
+  out += ",\"reasons\":";
+  append_reasons(out, e.reasons);
+  append_count(out, ",\"seq\":", e.sequence);
+  out += ",\"spec\":";
+  append_json_string(out, e.spec);
+  out += ",\"state\":";
+  append_json_string(out, e.state);
+  append_count(out, ",\"step\":", e.step);
+  append_count(out, ",\"time\":", e.time_us);
+  out += ",\"warnings\":";
+  append_reasons(out, e.warnings);
+  out += '}';
+  return at;
+}
+
+TraceEntry entry_from_line(std::string_view line, const std::string& source) {
+  return entry_from_json(parse_json(line, source));
+}
+
+TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
+                               std::uint64_t first_sequence,
+                               bool allow_unsealed) {
+  TraceCheck check;
+  check.entries = lines.size();
+  auto fail = [&](std::size_t i, const std::string& message) {
+    check.ok = false;
+    check.first_bad = first_sequence + i;
+    check.message = "entry " + std::to_string(first_sequence + i) + ": " + message;
+    return check;
+  };
+  if (lines.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
+  // Each line's hash covers its own bytes only: computed on every core first, checked in order.
+  std::vector<char> hash_ok(lines.size(), 0);
+  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  const std::size_t workers = lines.size() >= 256 ? cores : 1;
+  auto hash_range = [&](std::size_t w) {
+    Sha256 sha;
+    char hex[64];
+    const std::size_t per = (lines.size() + workers - 1) / workers;
+    for (std::size_t i = w * per; i < std::min(lines.size(), (w + 1) * per); ++i) {
+      const StoredLine& l = lines[i];
+      if (l.text.size() < l.hash_at + kHashMember) continue;
+      sha.reset();
+      sha.update(l.text.substr(0, l.hash_at));
+      sha.update(l.text.substr(l.hash_at + kHashMember));
+      sha.final_hex(hex);
+      hash_ok[i] = l.text.compare(l.hash_at + kHashKey.size(), 64, hex, 64) == 0 ? 1 : 0;
+    }
+  };
+  if (workers > 1) {
+    std::vector<std::thread> threads;
+    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(hash_range, w);
+    hash_range(0);
+    for (auto& t : threads) t.join();
+  } else {
+    hash_range(0);
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const StoredLine& l = lines[i];
+    const std::uint64_t seq = first_sequence + i;
+    if (!hash_ok[i]) return fail(i, "hash mismatch: the entry was changed");
+    const std::string_view prev = l.text.substr(l.prev_at, 64);
+    if (i > 0 && prev != lines[i - 1].text.substr(lines[i - 1].hash_at + kHashKey.size(), 64))
+      return fail(i, "does not link to the previous entry's hash");
+    if (seq == 0 && prev != kZeroHash) return fail(i, "does not link to the previous entry's hash");
+    if ((seq == 0) != (l.kind == EntryKind::genesis)) {
+      return fail(
+          i,
+          seq == 0 ? "the first entry is not a genesis entry" : "a genesis entry after the start");
+    }
+    if (l.kind == EntryKind::sealed && i + 1 != lines.size())
+      return fail(i + 1, "entries follow the seal");
+  }
+  check.sealed = lines.back().kind == EntryKind::sealed;
+  if (!check.sealed && !allow_unsealed) {
+    return fail(lines.size(),
+                "the trace ends without a seal: it was truncated after entry " +
+                    std::to_string(first_sequence + lines.size() - 1) +
+                    ", or the run did not finish");
+  }
+  check.ok = true;
+  check.message = std::to_string(lines.size()) + " entries" +
+                  (first_sequence > 0 ? " (from entry " + std::to_string(first_sequence) + ")"
+                                      : std::string()) +
+                  ", chain intact" + (check.sealed ? ", sealed" : ", not sealed");
+  return check;
+}
+
+}  // namespace detail
+
 std::string_view to_string(EntryKind kind) { return kKindNames[static_cast<int>(kind)]; }
 
 std::string TraceEntry::to_json_line() const { return serialize(*this, true); }
 
-std::string TraceEntry::compute_hash() const { return sha256_hex(serialize(*this, false)); }
+std::string TraceEntry::compute_hash() const {
+  std::string out;
+  out.reserve(512);
+  detail::append_canonical_without_hash(out, *this);
+  return sha256_hex(out);
+}
 
 TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsealed) {
   TraceCheck check;

@@ -228,6 +228,10 @@ TEST_CASE("Expr: compiled comparisons agree with the AST evaluation", "[kernel][
       const EvalResult slow = evaluate(*plain, env);
       REQUIRE(fast.error == slow.error);
       if (fast.ok()) REQUIRE(fast.value == slow.value);
+      // The kernel's boolean entry point (invariants, guards) agrees with both.
+      bool truth = false;
+      REQUIRE(evaluate_bool(*e, env, truth) == slow.error);
+      if (slow.ok()) REQUIRE(truth == slow.value.as_bool());
     }
   }
   CHECK(compiled > 2000);  // most of them fit a program

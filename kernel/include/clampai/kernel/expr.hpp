@@ -133,6 +133,10 @@ EvalResult evaluate(const Expr& e, const EvalEnv& env);
 /// the same number and the same error as `evaluate(e, env)`, faster.
 EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out);
 
+/// Evaluates a boolean expression (`e.type` is bool): the same truth value and the same error
+/// as `evaluate(e, env)`, without a `Value` for compiled comparisons (invariants, guards).
+EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out);
+
 /// Renders `e` back to source form (fully parenthesised where needed).
 std::string to_source(const Expr& e);
 

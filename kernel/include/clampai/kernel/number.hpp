@@ -35,6 +35,8 @@ struct Decimal {
 
   /// The canonical text: all `scale` fraction digits, no exponent (`-12.50`, `7`).
   [[nodiscard]] std::string to_string() const;
+  /// Appends `to_string()` to `out` (no temporary string).
+  void append_to(std::string& out) const;
 
   /// Numeric comparison, independent of scale (1.0 == 1). Exact.
   friend std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,6 +55,18 @@ struct KernelOptions {
   bool check_initial_state = true;
   /// Where to persist the trace as it grows (JSON Lines); may be null.
   std::shared_ptr<TraceWriter> writer{};
+  /// How many trace entries the kernel keeps in memory (0: all of them, the default). With a
+  /// window of W, `trace()` and `verify_trace()` see only the last W entries (so no genesis
+  /// once more than W entries exist, and `replay_trace` needs the writer's file); the chain
+  /// itself is unbroken (every new entry links to the hash of the one before). Meant for long
+  /// runs that persist the trace through `writer`: memory then stays bounded.
+  std::size_t trace_window = 0;
+  /// How many committed actions `rollback` can undo, most recent first (0: all of them, the
+  /// default). What rollback needs is kept per committed action: the states before and after
+  /// it and its effects' operands; older records are dropped, and rolling back past them is an
+  /// InvalidArgument naming this limit. Bounds memory on long runs together with
+  /// `trace_window`.
+  std::size_t undo_depth = 0;
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
   /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
@@ -160,23 +171,35 @@ class SafetyKernel {
   /// True iff the model has a goal and the current state satisfies it.
   [[nodiscard]] bool goal_reached() const;
   [[nodiscard]] bool is_sealed() const;
-  /// A copy of the trace so far.
+  /// A copy of the trace so far (the last `trace_window` entries when that option is set),
+  /// parsed back from the canonical lines the kernel keeps: values read as from a trace file
+  /// (`read_trace_file`), so a non-integral decimal comes back as its decimal text.
   [[nodiscard]] std::vector<TraceEntry> trace() const;
-  /// Verifies the in-memory trace (an unsealed trace is accepted).
+  /// The number of entries appended so far (including any dropped from memory by the window).
+  [[nodiscard]] std::uint64_t trace_length() const;
+  /// Verifies the in-memory trace (an unsealed trace is accepted): each kept line's SHA-256
+  /// over its bytes as kept, the links and the sequence. With a window, from its first entry.
   [[nodiscard]] TraceCheck verify_trace() const;
 
  private:
   struct Undo;
-  Decision evaluate_locked(const State& state, const Proposal& proposal) const;
-  // Completes `entry` (sequence, link, the given counters, time, hash and, if `line`, its JSON
-  // line) without changing the kernel.
-  void prepare_locked(TraceEntry& entry,
-                      std::uint64_t steps,
-                      std::uint64_t emergency_steps,
-                      const BudgetController& budget,
-                      std::string* line) const;
-  // Completes `entry` with the current counters and appends it.
-  TraceEntry& append_locked(TraceEntry entry, std::string* line);
+  struct Impl;
+  Decision evaluate_locked(const State& state,
+                           const Proposal& proposal,
+                           std::vector<Value>* operands = nullptr) const;
+  // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
+  // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
+  // it gets the line for the writer.
+  void append_locked(TraceEntry& entry,
+                     std::uint64_t steps,
+                     std::uint64_t emergency_steps,
+                     const BudgetController& budget,
+                     std::string* line);
+  // Hashes the canonical line without hash in the scratch buffer and appends the full line.
+  void store_line_locked(EntryKind kind,
+                         std::size_t hash_at,
+                         std::size_t prev_at,
+                         std::string* line);
   void write_line(std::uint64_t sequence, std::string line);
 
   std::shared_ptr<const TaskModel> model_;
@@ -189,9 +212,10 @@ class SafetyKernel {
   std::uint64_t steps_ = 0;  // INVARIANT (step-bound): steps_ <= model_->budget.step_limit (T2)
   std::uint64_t emergency_steps_ = 0;
   std::vector<std::uint64_t> completions_;
-  // INVARIANT (chain): trace_[i].prev == trace_[i-1].hash for i > 0 (T6).
-  std::deque<TraceEntry> trace_;  // a deque: appending never moves the entries before
-  std::deque<Undo> undo_;
+  // The trace's canonical lines in chunked, reused storage, the undo records and the scratch
+  // buffers of a step. INVARIANT (chain): each line's `prev` is the hash of the line before
+  // (T6).
+  std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
 };
 

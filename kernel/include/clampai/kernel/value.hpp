@@ -21,9 +21,18 @@ class Value {
 
   /// The undefined value.
   Value() = default;
-  static Value boolean(bool b) { return Value(Repr(b)); }
-  static Value number(Decimal d) { return Value(Repr(d)); }
-  static Value integer(std::int64_t i) { return Value(Repr(Decimal::integer(i))); }
+  // Built in place (no temporary variant to move from): these are on the kernel's hot path.
+  static Value boolean(bool b) {
+    Value v;
+    v.repr_.emplace<bool>(b);
+    return v;
+  }
+  static Value number(Decimal d) {
+    Value v;
+    v.repr_.emplace<Decimal>(d);
+    return v;
+  }
+  static Value integer(std::int64_t i) { return number(Decimal::integer(i)); }
   static Value string(std::string s) {
     return Value(Repr(std::make_shared<const std::string>(std::move(s))));
   }

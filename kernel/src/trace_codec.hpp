@@ -1,0 +1,56 @@
+// The trace entry's canonical bytes, shared by the kernel's in-memory log and the trace file
+// code (internal to the kernel library).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clampai/kernel/trace.hpp"
+
+namespace clampai::kernel::detail {
+
+/// The `,"hash":"` member that sits between `gross` and `kind`: its length with the 64 digits
+/// and the closing quote.
+inline constexpr std::string_view kHashKey = ",\"hash\":\"";
+inline constexpr std::size_t kHashMember = kHashKey.size() + 64 + 1;
+
+/// Where the parts of a canonical line without its `hash` member are.
+struct LineLayout {
+  std::size_t hash_at = 0;  // where the `hash` member goes
+  std::size_t prev_at = 0;  // the 64 digits of `prev`
+};
+
+/// Appends the canonical JSON of `e` without its `hash` member to `out` (RFC 8785 key order).
+LineLayout append_canonical_without_hash(std::string& out, const TraceEntry& e);
+
+/// Appends a count member (`key` includes the separator, the quotes and the colon).
+void append_count(std::string& out, std::string_view key, std::uint64_t v);
+void append_count(std::string& out, std::string_view key, std::int64_t v);
+/// Appends the canonical JSON array of `reasons`.
+void append_reasons(std::string& out, const std::vector<Reason>& reasons);
+
+/// Parses one canonical line (with its hash) back to an entry, without verifying it.
+/// @throws TraceError naming what is wrong.
+TraceEntry entry_from_line(std::string_view line, const std::string& source);
+
+/// One stored canonical line with its `hash` member, and where its parts are.
+struct StoredLine {
+  std::string_view text;
+  std::uint32_t hash_at = 0;  // the `,"hash":"` member
+  std::uint32_t prev_at = 0;  // the 64 digits of `prev`
+  EntryKind kind = EntryKind::executed;
+};
+
+/// Verifies stored lines as they are: each line's SHA-256 is computed over its bytes without the
+/// hash member (no re-serialisation) and compared with that member, each `prev` with the hash
+/// before (entry `first_sequence` - 1's `prev_hash` for the first line, which may be empty when
+/// the first line is the genesis), the genesis only at sequence 0, nothing after a seal.
+/// Hashes on every core for long traces; reports the first failure in order.
+TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
+                               std::uint64_t first_sequence,
+                               bool allow_unsealed);
+
+}  // namespace clampai::kernel::detail
