@@ -5,19 +5,13 @@
 
 #include "../kernel/support.hpp"
 #include "clampai/verifier.hpp"
+#include "find_obligation.hpp"
 
 using namespace clampai;
+using clampai::test::find;
 using clampai::test::source_path;
 
 namespace {
-
-const verifier::Obligation& find(const verifier::Report& r, const std::string& id) {
-  for (const auto& o : r.obligations) {
-    if (o.id == id) return o;
-  }
-  FAIL("no obligation " << id);
-  throw;
-}
 
 std::string value_of(const std::vector<std::pair<std::string, kernel::Value>>& values,
                      const std::string& name) {
