@@ -405,6 +405,8 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
       }
       obligations.push_back(j);
     }
+    json facts = json::array();
+    for (const auto& f : report.facts) facts.push_back({{"id", f.id}, {"statement", f.statement}});
     json j = {{"spec", args.spec},
               {"summary",
                {{"proved", report.proved},
@@ -412,6 +414,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
                 {"unknown", report.unknown},
                 {"warnings", report.warnings},
                 {"seconds", report.seconds}}},
+              {"facts", facts},
               {"obligations", obligations}};
     if (goal) {
       j["goal"] = {{"depth", args.depth},
@@ -440,6 +443,10 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
     }
     if (goal)
       std::cout << (goal->infeasible ? "REFUTED goal: " : "goal: ") << goal->message << "\n";
+    std::cout << "by construction (facts of the kernel, not counted):";
+    for (std::size_t i = 0; i < report.facts.size(); ++i)
+      std::cout << (i == 0 ? " " : ", ") << report.facts[i].id;
+    std::cout << "\n";
     std::cout << "summary: " << report.proved + report.refuted + report.unknown
               << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
               << report.unknown << " unknown; " << report.warnings << " lint warning"

@@ -47,7 +47,9 @@ void search(const std::shared_ptr<const TaskModel>& model,
       const bool list_length =
           c.code == kernel::ReasonCode::bound_violated &&
           m.variables[*m.schema->find(c.subject)].type.kind() == kernel::Type::Kind::list;
-      if (!list_length) all = all && c.holds;
+      if (list_length) continue;
+      if (!c.unsupported.empty()) throw Unsupported{c.unsupported};
+      all = all && c.holds;
     }
     return all;
   };
@@ -112,6 +114,7 @@ void search(const std::shared_ptr<const TaskModel>& model,
       // The kernel would block the action there for the invariant, its `requires` holding.
       const SymbolicStep st = symbolic_step(last, u.situations[depth], a);
       const Check* blocks = st.invariant(o->invariant);  // a refuted pair names a blocking one
+      if (!blocks->unsupported.empty()) throw Unsupported{blocks->unsupported};
       const z3::expr bad =
           st.checks_of(kernel::ReasonCode::requires_failed) && blocks->evaluated && !blocks->holds;
       const z3::expr lit = ctx.bool_const(("bad:" + o->id).c_str());

@@ -34,16 +34,23 @@ z3::expr SymSituation::well_formed(const TaskModel& m) const {
   return ok;
 }
 
+namespace {
+const z3::expr& exact(const Check& c) {
+  if (!c.unsupported.empty()) throw Unsupported{c.unsupported};
+  return c.holds;
+}
+}  // namespace
+
 z3::expr SymbolicStep::approved() const {
   z3::expr all = cost.ctx().bool_val(true);
-  for (const Check& c : checks) all = all && c.holds;
+  for (const Check& c : checks) all = all && exact(c);
   return all;
 }
 
 z3::expr SymbolicStep::approved_except(std::initializer_list<ReasonCode> skip) const {
   z3::expr all = cost.ctx().bool_val(true);
   for (const Check& c : checks) {
-    if (std::find(skip.begin(), skip.end(), c.code) == skip.end()) all = all && c.holds;
+    if (std::find(skip.begin(), skip.end(), c.code) == skip.end()) all = all && exact(c);
   }
   return all;
 }
@@ -51,7 +58,7 @@ z3::expr SymbolicStep::approved_except(std::initializer_list<ReasonCode> skip) c
 z3::expr SymbolicStep::checks_of(ReasonCode code) const {
   z3::expr all = cost.ctx().bool_val(true);
   for (const Check& c : checks) {
-    if (c.code == code) all = all && c.holds;
+    if (c.code == code) all = all && exact(c);
   }
   return all;
 }
@@ -129,16 +136,26 @@ SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t in
     check(ReasonCode::bound_violated, m.variables[id].name, enc.declared_bounds(id, value));
   // Invariants on the post-state (old(x) reads the pre-state); an evaluation error fails them.
   for (const kernel::Invariant& inv : m.invariants) {
-    if (!inv.expr)
-      throw Unsupported{"opaque predicate: the native (C++) invariant `" + inv.name +
-                        "` cannot be reasoned about"};
-    z3::expr holds = enc.encode_bool(*inv.expr, &st.post, &a);
-    holds = holds && enc.take_ranges();
-    if (inv.enforcement == kernel::Enforcement::blocking) {
-      check(ReasonCode::invariant_violated, inv.name, holds);
+    z3::expr holds = ctx.bool_const((enc.prefix() + "$opaque." + a.id + "." + inv.name).c_str());
+    std::string unsupported;
+    if (!inv.expr) {
+      unsupported = "opaque predicate: the native (C++) invariant `" + inv.name +
+                    "` cannot be reasoned about";
     } else {
-      st.warnings.push_back(Check{ReasonCode::monitoring_violated, inv.name, holds, gate});
+      try {
+        holds = enc.encode_bool(*inv.expr, &st.post, &a);
+        holds = holds && enc.take_ranges();
+      } catch (const Unsupported& u) {
+        unsupported = u.reason;
+      }
     }
+    Check c{inv.enforcement == kernel::Enforcement::blocking ? ReasonCode::invariant_violated
+                                                             : ReasonCode::monitoring_violated,
+            inv.name,
+            holds,
+            gate,
+            std::move(unsupported)};
+    (c.code == ReasonCode::invariant_violated ? st.checks : st.warnings).push_back(std::move(c));
   }
 
   // The situation after an approved step (kernel::advance).

@@ -45,10 +45,13 @@ struct Check {
   std::string subject;
   z3::expr holds;
   z3::expr evaluated;
+  /// Why `holds` could not be encoded (then it is an unconstrained Bool); empty if it is exact.
+  std::string unsupported{};
 };
 
 /// The symbolic step: approval is the conjunction of every check's `holds` (a check that is not
-/// evaluated follows one that fails).
+/// evaluated follows one that fails). The conjunctions below throw Unsupported if one of the
+/// checks they take could not be encoded.
 struct SymbolicStep {
   std::size_t action = 0;
   std::vector<z3::expr> params;  // the parameter symbols, in units of their scale
@@ -72,8 +75,10 @@ struct SymbolicStep {
 };
 
 /// The kernel's decision on `model.actions[action]` with the encoder's parameter symbols, from
-/// the encoder's pre-state and `pre`. Every check is encoded, including every invariant.
-/// @throws Unsupported if some check cannot be encoded (a native predicate, an optional
+/// the encoder's pre-state and `pre`. Every check is encoded, including every invariant; an
+/// invariant that cannot be (a native predicate, an unsupported construct) is marked in its
+/// Check, so that the other checks stay usable.
+/// @throws Unsupported if a check other than an invariant cannot be encoded (an optional
 /// variable, a construct the encoder does not translate).
 SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t action);
 

@@ -119,6 +119,7 @@ class Encoder {
 
   z3::context& ctx() { return ctx_; }
   [[nodiscard]] const kernel::TaskModel& model() const noexcept { return model_; }
+  [[nodiscard]] const std::string& prefix() const noexcept { return prefix_; }
 
  private:
   struct Env {
