@@ -139,3 +139,25 @@ TEST_CASE("Verdicts: the bounded search counts the budget, the step limit and po
                                               : verifier::Reachability::Status::reachable));
   }
 }
+
+TEST_CASE("Verdicts: the symbolic lookahead reaches a goal through an enumeration's subset",
+          "[verifier][issue14][lookahead]") {
+  const auto m = test::model_from(R"J({
+    "goal": {"description": "red", "check": "color == 'red'"},
+    "variables": {
+      "color": {"type": "enum", "values": ["red", "green", "blue"], "initial": "green"},
+      "shade": {"type": "enum", "values": ["green", "red"], "initial": "green"}},
+    "actions": [
+      {"id": "copy", "cost": 1, "effects": [{"variable": "color", "mode": "set", "value": "shade"}]},
+      {"id": "redden", "cost": 1, "effects": [{"variable": "shade", "mode": "set", "value": "'red'"}]}],
+    "invariants": [],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  kernel::LookaheadOptions options;
+  options.depth = 2;
+  const auto r = verifier::symbolic_lookahead(
+      *m, kernel::Situation::initial(*m), kernel::Proposal{*m->find_action("redden"), {}}, options);
+  REQUIRE(r.complete);
+  REQUIRE(r.goal_reachable);  // was missed: `copy` moved shade's index, not its value
+  REQUIRE(r.cheapest_plan.size() == 1);
+  REQUIRE(m->actions[r.cheapest_plan[0].action].id == "copy");
+}
