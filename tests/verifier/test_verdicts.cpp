@@ -161,3 +161,22 @@ TEST_CASE("Verdicts: the symbolic lookahead reaches a goal through an enumeratio
   REQUIRE(r.cheapest_plan.size() == 1);
   REQUIRE(m->actions[r.cheapest_plan[0].action].id == "copy");
 }
+
+TEST_CASE("Verdicts: repair finds the value an enumeration's subset provides",
+          "[verifier][issue14][repair]") {
+  const auto m = test::model_from(R"J({
+    "variables": {
+      "color": {"type": "enum", "values": ["red", "green", "blue"], "initial": "blue"},
+      "shade": {"type": "enum", "values": ["green", "red"], "initial": "red"}},
+    "actions": [{"id": "paint", "cost": 1,
+      "parameters": {"k": {"type": "int", "min": 0, "max": 1}},
+      "effects": [{"variable": "color", "mode": "set", "value": "if k == 0 then shade else 'green'"}]}],
+    "invariants": [{"name": "not_green", "check": "color != 'green'"}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  const kernel::Proposal p{0, {kernel::Value::integer(1)}};
+  const auto r = verifier::repair(*m, kernel::Situation::initial(*m), p);
+  // k = 0 copies shade's value, 'red' (was NO REPAIR: the encoder copied its index, 'green').
+  REQUIRE(r.status == verifier::RepairStatus::repaired);
+  REQUIRE(r.repaired.params[0].to_string() == "0");
+  REQUIRE(r.decision.approved);
+}
