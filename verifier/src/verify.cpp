@@ -458,12 +458,14 @@ std::vector<Obligation> lints(const TaskModel& m,
     enabled.loc = overflow.loc = a.loc;
     solver.push();
     try {
-      for (std::size_t i = 0; i < a.parameters.size(); ++i)
-        solver.add(enc.param_bounds(a.parameters[i], enc.param(a, i)));
-      if (a.guard) {
-        const z3::expr guard = enc.encode_bool(*a.guard, nullptr, &a);
-        solver.add(guard && enc.take_ranges());
-      }
+      // The symbolic step of `a` from any situation: its parameter and `requires` checks enable
+      // it, its effects' overflow checks are the lint.
+      const detail::SymbolicStep step =
+          detail::symbolic_step(enc,
+                                detail::SymSituation::fresh(ctx, m, ""),
+                                static_cast<std::size_t>(&a - &m.actions[0]));
+      solver.add(step.checks_of(kernel::ReasonCode::invalid_parameter) &&
+                 step.checks_of(kernel::ReasonCode::requires_failed));
       switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
         case z3::sat:
           enabled.verdict = VerdictKind::proved;
@@ -477,14 +479,15 @@ std::vector<Obligation> lints(const TaskModel& m,
         default:
           unknown(enabled, solver.reason_unknown());
       }
-      z3::expr_vector side(ctx);
-      enc.effects(a, side);
-      if (side.empty()) {
+      z3::expr in_range = ctx.bool_val(true);
+      for (const detail::Check& c : step.checks) {
+        if (c.code == kernel::ReasonCode::overflow && c.subject != a.id)
+          in_range = in_range && c.holds;
+      }
+      if (a.effects.empty()) {
         overflow.verdict = VerdictKind::proved;
         overflow.reason = "no numeric effect";
       } else {
-        z3::expr in_range = ctx.bool_val(true);
-        for (const auto& c : side) in_range = in_range && c;
         const z3::expr lit = ctx.bool_const(("overflow:" + a.id).c_str());
         solver.add(z3::implies(lit, !in_range));
         z3::expr_vector assumptions = all;
