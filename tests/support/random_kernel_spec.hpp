@@ -84,7 +84,10 @@ class KernelSpecGenerator {
       }
       t.actions.push_back(act);
     }
-    t.actions.push_back(ActionDecl{"hover", "", "emergency no-op", "0"});
+    ActionDecl hover{"hover", "", "emergency action", "0"};
+    if (pick(0, 1) == 1) hover.effects.push_back(EffectDecl{"d1", EffectMode::decrement, "0.5"});
+    if (pick(0, 2) == 0) hover.guard = "flag";
+    t.actions.push_back(hover);
     t.emergency_actions = {"hover"};
     if (pick(0, 1) == 1) t.dependencies.push_back({"a1", {"a0"}});
     if (n_actions > 2 && pick(0, 1) == 1) t.dependencies.push_back({"a2", {"a0", "a1"}});
