@@ -30,6 +30,8 @@ struct Unrolling {
 
 }  // namespace
 
+namespace {
+
 // The search for `refuted`. With `relax_lists`, the steps leave out the kernel's max_length
 // checks of lists (APPROXIMATION, docs/VERIFY.md): Z3's sequence theory often gives up on them
 // across steps; without them the search allows more paths, so `unreachable` stays sound, and a
@@ -193,6 +195,8 @@ void search(const std::shared_ptr<const TaskModel>& model,
     o->reachability = std::move(r);
   }
 }
+
+}  // namespace
 
 void check_reachability(const std::shared_ptr<const TaskModel>& model,
                         std::vector<Obligation>& obligations,

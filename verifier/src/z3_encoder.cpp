@@ -169,18 +169,6 @@ z3::expr Encoder::align(const Term& t, int scale) {
   return t.e * ctx_.int_val(kernel::pow10(scale - t.scale));
 }
 
-std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
-                                                         z3::expr_vector& side) {
-  std::vector<std::pair<VarId, z3::expr>> post;
-  for (const kernel::Effect& eff : action.effects) {
-    z3::expr computed = ctx_.bool_val(true);
-    const z3::expr value = effect(action, eff, computed);
-    side.push_back(computed);
-    post.emplace_back(eff.variable, value);
-  }
-  return post;
-}
-
 z3::expr Encoder::effect(const Action& action, const kernel::Effect& eff, z3::expr& computed) {
   const Env env{nullptr, &action};
   const kernel::Variable& var = model_.variables[eff.variable];

@@ -71,12 +71,6 @@ class Encoder {
   /// Range constraints of a parameter symbol.
   z3::expr param_bounds(const kernel::Parameter& p, const z3::expr& symbol);
 
-  /// The post-state value of every variable `action` writes (others keep their pre value).
-  /// Adds to `side` the constraint that no written value overflows int64 (the kernel rejects
-  /// such an action with `overflow`, so those transitions do not exist).
-  /// @throws Unsupported
-  std::vector<std::pair<kernel::VarId, z3::expr>> effects(const kernel::Action& action,
-                                                          z3::expr_vector& side);
   /// The value `effect` of `action` writes, read on the pre-state; `computed` becomes the
   /// condition that the kernel computes it without an overflow. @throws Unsupported
   z3::expr effect(const kernel::Action& action, const kernel::Effect& effect, z3::expr& computed);
