@@ -799,22 +799,22 @@ void tighten_strict(const Problem& pr, std::vector<Atom>& atoms) {
   }
 }
 
-// The nearest feasible grid point around the continuous L2 optimum `proj`, certified by the
-// kernel; false if none of the candidates tried is.
-bool round_to_grid(const Problem& pr,
-                   const std::vector<Atom>& atoms,
-                   const detail::Projection& proj_value,
-                   RepairResult& out) {
-  const detail::Projection* proj = &proj_value;
-  // The grid points around the continuous optimum, nearest first: each coordinate off the grid
-  // is rounded to its nearer neighbour or, at a known extra cost, to the farther one; the sets
-  // of coordinates rounded "far" are enumerated in order of that extra cost (best first).
-  const std::size_t n = pr.p.size();
-  std::vector<Rational> base(n);
+// The grid around a continuous point: each coordinate off its grid is rounded to its nearer
+// neighbour (`base`) or, at a known extra cost, to the farther one (`offs`, cheapest first).
+struct Grid {
   struct Off {
     std::size_t i;
     Rational far, extra;
   };
+  std::vector<Rational> base;
+  std::vector<Off> offs;
+};
+
+Grid grid_around(const Problem& pr, const detail::Projection& point) {
+  const detail::Projection* proj = &point;
+  const std::size_t n = pr.p.size();
+  std::vector<Rational> base(n);
+  using Off = Grid::Off;
   std::vector<Off> offs;
   for (std::size_t i = 0; i < n; ++i) {
     const Rational step = Rational(1) / Rational(kernel::pow10(pr.scale[i]));
@@ -834,6 +834,52 @@ bool round_to_grid(const Problem& pr,
     offs.push_back(Off{i, far, cost(far) - cost(base[i])});
   }
   std::sort(offs.begin(), offs.end(), [](const Off& x, const Off& y) { return x.extra < y.extra; });
+  return Grid{std::move(base), std::move(offs)};
+}
+
+// Many coordinates off the grid: round each away from the proposal (into the polyhedron, by
+// stationarity the active constraints' normals point toward the proposal), then bring
+// coordinates back toward it one at a time while that stays feasible.
+std::optional<std::vector<Rational>> round_away_then_back(const Problem& pr,
+                                                          const std::vector<Atom>& atoms,
+                                                          const detail::Projection& proj,
+                                                          const Grid& g) {
+  std::vector<Rational> x = g.base;
+  for (const Grid::Off& o : g.offs) {
+    const Rational& near = g.base[o.i];
+    const bool near_is_away =
+        (near - pr.p[o.i]) * (proj.x[o.i] - pr.p[o.i]) >= 0 &&
+        (near - pr.p[o.i]) * (near - pr.p[o.i]) >= (o.far - pr.p[o.i]) * (o.far - pr.p[o.i]);
+    x[o.i] = near_is_away ? near : o.far;
+  }
+  if (!atoms_hold(atoms, x)) return std::nullopt;
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (const Grid::Off& o : g.offs) {
+      const Rational other = x[o.i] == o.far ? g.base[o.i] : o.far;
+      std::vector<Rational> y = x;
+      y[o.i] = other;
+      if (distance(pr, y, RepairNorm::l2) < distance(pr, x, RepairNorm::l2) &&
+          atoms_hold(atoms, y)) {
+        x = std::move(y);
+        improved = true;
+      }
+    }
+  }
+  return x;
+}
+
+// The nearest feasible grid point around the continuous L2 optimum `proj`, certified by the
+// kernel; false if none of the candidates tried is. The sets of coordinates rounded "far" are
+// enumerated in order of their extra cost (best first).
+bool round_to_grid(const Problem& pr,
+                   const std::vector<Atom>& atoms,
+                   const detail::Projection& proj,
+                   RepairResult& out) {
+  const std::size_t n = pr.p.size();
+  const Grid grid = grid_around(pr, proj);
+  const std::vector<Rational>& base = grid.base;
+  const std::vector<Grid::Off>& offs = grid.offs;
   using Entry = std::pair<Rational, std::vector<std::size_t>>;  // extra cost, indices into offs
   auto later = [](const Entry& x, const Entry& y) { return x.first > y.first; };
   std::priority_queue<Entry, std::vector<Entry>, decltype(later)> queue(later);
@@ -873,34 +919,8 @@ bool round_to_grid(const Problem& pr,
     for (std::size_t k : e.second) x[offs[k].i] = offs[k].far;
     if (accept(x, exact_on_grid)) return true;
   }
-  // Many coordinates off the grid: round each away from the proposal (into the polyhedron, by
-  // stationarity the active constraints' normals point toward the proposal), then bring
-  // coordinates back toward it one at a time while that stays feasible.
-  std::vector<Rational> x = base;
-  for (const Off& o : offs) {
-    const Rational& near = base[o.i];
-    const bool near_is_away =
-        (near - pr.p[o.i]) * (proj->x[o.i] - pr.p[o.i]) >= 0 &&
-        (near - pr.p[o.i]) * (near - pr.p[o.i]) >= (o.far - pr.p[o.i]) * (o.far - pr.p[o.i]);
-    x[o.i] = near_is_away ? near : o.far;
-  }
-  if (atoms_hold(atoms, x)) {
-    for (bool improved = true; improved;) {
-      improved = false;
-      for (const Off& o : offs) {
-        const Rational other = x[o.i] == o.far ? base[o.i] : o.far;
-        std::vector<Rational> y = x;
-        y[o.i] = other;
-        if (distance(pr, y, RepairNorm::l2) < distance(pr, x, RepairNorm::l2) &&
-            atoms_hold(atoms, y)) {
-          x = std::move(y);
-          improved = true;
-        }
-      }
-    }
-    if (accept(x, false)) return true;
-  }
-  return false;
+  const auto x = round_away_then_back(pr, atoms, proj, grid);
+  return x && accept(*x, false);
 }
 
 // The weighted L2 projection onto the linearised constraints, rounded to the grid; Z3's exact
