@@ -25,6 +25,17 @@ const Value& lookup(const EvalEnv& env, VarId id) {
 
 bool values_equal(const Value& a, const Value& b) { return a == b; }
 
+// `if`, `min` and `max` yield a number at the scale of their type (the join of their operands'
+// scales), like every other numeric node: the typed, scaled expression is the one meaning that
+// the kernel and the verifier's encoder share. A value that fits at its own scale but not at the
+// joined one is an overflow.
+EvalResult at_type_scale(const Expr& e, EvalResult r) {
+  if (!r.ok() || !e.type.is_numeric() || r.value.kind() != Value::Kind::number ||
+      r.value.as_number().scale == e.type.scale())
+    return r;
+  return number_or_overflow(r.value.as_number().rescaled(e.type.scale()));
+}
+
 // The value of a numeric expression without building a Value per node (the hot path of
 // invariants such as `a + b <= 10`): exactly `evaluate`'s result, in the same order.
 EvalError number(const Expr& e, const EvalEnv& env, Decimal& out) {
@@ -294,7 +305,7 @@ EvalResult evaluate(const Expr& e, const EvalEnv& env) {
     case ExprOp::ite: {
       EvalResult c = evaluate(*e.args[0], env);
       if (!c.ok()) return c;
-      return evaluate(*e.args[c.value.as_bool() ? 1 : 2], env);
+      return at_type_scale(e, evaluate(*e.args[c.value.as_bool() ? 1 : 2], env));
     }
     case ExprOp::list: {
       Value::List items;
@@ -359,9 +370,9 @@ EvalResult evaluate(const Expr& e, const EvalEnv& env) {
     case ExprOp::ge:
       return ok(Value::boolean(a.value.as_number() >= b.value.as_number()));
     case ExprOp::min:
-      return a.value.as_number() <= b.value.as_number() ? a : b;
+      return at_type_scale(e, a.value.as_number() <= b.value.as_number() ? a : b);
     case ExprOp::max:
-      return a.value.as_number() >= b.value.as_number() ? a : b;
+      return at_type_scale(e, a.value.as_number() >= b.value.as_number() ? a : b);
     case ExprOp::contains: {
       const auto& items = a.value.as_list();
       return ok(Value::boolean(std::any_of(

@@ -138,6 +138,8 @@ json verify_json(const VerifyReport& r) {
     if (o.counterexample) j["counterexample"] = detail::counterexample(*o.counterexample, true);
     obligations.push_back(j);
   }
+  json facts = json::array();
+  for (const auto& f : report.facts) facts.push_back({{"id", f.id}, {"statement", f.statement}});
   json j = {{"spec", r.spec},
             {"summary",
              {{"proved", report.proved},
@@ -145,6 +147,7 @@ json verify_json(const VerifyReport& r) {
               {"unknown", report.unknown},
               {"warnings", report.warnings},
               {"seconds", r.seconds}}},
+            {"facts", facts},
             {"obligations", obligations}};
   if (r.goal) {
     j["goal"] = {{"depth", r.goal->depth},
@@ -226,6 +229,10 @@ void verify_text(std::ostream& out, const VerifyReport& r) {
     }
   }
   if (r.goal) out << (r.goal->infeasible ? "REFUTED goal: " : "goal: ") << r.goal->message << "\n";
+  out << "by construction (facts of the kernel, not counted):";
+  for (std::size_t i = 0; i < report.facts.size(); ++i)
+    out << (i == 0 ? " " : ", ") << report.facts[i].id;
+  out << "\n";
   out << "summary: " << report.proved + report.refuted + report.unknown
       << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
       << report.unknown << " unknown; " << report.warnings << " lint warning"

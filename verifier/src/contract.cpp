@@ -10,6 +10,7 @@
 #include <set>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "step.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -134,12 +135,14 @@ struct ContractChecker::Impl {
   detail::Watchdog watchdog;
   std::vector<std::shared_ptr<const TaskModel>> keep;  // models the encoders point into
   std::map<const TaskModel*, std::unique_ptr<detail::Encoder>> encoders;
+  // One table of enumeration codes: variables of several tasks meet in one formula.
+  std::shared_ptr<detail::EnumCodes> codes = std::make_shared<detail::EnumCodes>();
 
   detail::Encoder& encoder(const std::shared_ptr<const TaskModel>& m) {
     auto& slot = encoders[m.get()];
     if (!slot) {
       keep.push_back(m);
-      slot = std::make_unique<detail::Encoder>(ctx, *m);
+      slot = std::make_unique<detail::Encoder>(ctx, *m, "", codes);
     }
     return *slot;
   }
@@ -189,7 +192,15 @@ struct ContractChecker::Impl {
 ContractChecker::ContractChecker(unsigned timeout_ms) : impl_(std::make_unique<Impl>(timeout_ms)) {}
 ContractChecker::~ContractChecker() = default;
 
-ContractOutcome ContractChecker::check(const ContractCheck& c) { return impl_->run(c); }
+ContractOutcome ContractChecker::check(const ContractCheck& c) {
+  try {
+    return impl_->run(c);
+  } catch (const z3::exception& e) {
+    ContractOutcome out;  // unknown: a solver failure decides nothing, the run goes on
+    out.reason = std::string("the solver failed: ") + e.msg();
+    return out;
+  }
+}
 
 ContractOutcome ContractChecker::Impl::run(const ContractCheck& c) {
   ContractOutcome out;
@@ -231,28 +242,25 @@ ContractOutcome ContractChecker::Impl::run(const ContractCheck& c) {
     const kernel::Action& a = c.actor->actions.at(c.action);
     detail::Encoder& enc = encoder(c.actor);
     try {
-      for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-        params.push_back(enc.param(a, i));
-        solver.add(enc.param_bounds(a.parameters[i], params.back()));
-      }
-      if (a.guard) solver.add(enc.encode_bool(*a.guard, nullptr, &a) && enc.take_ranges());
-      z3::expr_vector side(ctx);
-      auto post = enc.effects(a, side);
-      for (const auto& s : side) solver.add(s);
-      solver.add(enc.take_ranges());  // the kernel rejects a step whose arithmetic overflows
-      for (const auto& [id, term] : post) {
-        solver.add(enc.bounds(id, term));
-        actor_post.emplace(c.actor->variables[id].name, term);
-      }
-      // The actor's kernel commits the step only if its blocking invariants hold after it.
-      for (const auto& inv : c.actor->invariants) {
-        if (inv.enforcement != Enforcement::blocking || !inv.expr) continue;
-        try {
-          solver.add(enc.encode_bool(*inv.expr, &post, &a) && enc.take_ranges());
-        } catch (const detail::Unsupported&) {
-          enc.take_ranges();
+      // The kernel's decision from some situation (any budget spent, any steps and
+      // completions the kernel can have): every check, the cost included; a blocking
+      // invariant that cannot be encoded is left out (`dropped`).
+      const detail::SymSituation situation = detail::SymSituation::fresh(ctx, *c.actor, "");
+      solver.add(situation.well_formed(*c.actor));
+      const detail::SymbolicStep step = detail::symbolic_step(enc, situation, c.action);
+      params = step.params;
+      solver.add(step.approved_except({kernel::ReasonCode::invariant_violated}));
+      for (const detail::Check& check : step.checks) {
+        if (check.code != kernel::ReasonCode::invariant_violated) continue;
+        if (check.unsupported.empty()) {
+          solver.add(check.holds);
+        } else {
           dropped = true;
         }
+      }
+      for (const auto& [id, term] : step.post) {
+        solver.add(enc.bounds(id, term));  // enumeration values stay declared ones
+        actor_post.insert_or_assign(c.actor->variables[id].name, term);
       }
     } catch (const detail::Unsupported& u) {
       out.reason = u.reason + " (in action `" + a.id + "`)";

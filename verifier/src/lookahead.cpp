@@ -1,6 +1,6 @@
-// The symbolic lookahead: one copy of the state per step, the step's action a choice among the
-// model's actions with symbolic parameters, each guarded by the kernel's checks exactly as the
-// verifier encodes them; then one query per depth for each of the four answers.
+// The symbolic lookahead: one copy of the situation per step, the step's action a choice among
+// the model's actions with symbolic parameters, each the symbolic step (the kernel's decision,
+// step.hpp); then one query per depth for each of the four answers.
 #include "clampai/verifier/lookahead.hpp"
 
 #include <z3++.h>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "step.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -36,29 +37,17 @@ struct Disagreement {
   std::string reason;
 };
 
-// One action at one step: whether the kernel would approve it, and what it would do.
-struct Move {
-  z3::expr approvable;
-  z3::expr cost;                                 // in budget units
-  std::vector<std::pair<VarId, z3::expr>> post;  // written variables
-  std::vector<z3::expr> params;                  // parameter units
-};
-
 class Bmc {
  public:
   Bmc(const TaskModel& m, const Situation& root, unsigned depth, unsigned timeout_ms)
       : m_(m), timeout_ms_(timeout_ms), solver_(ctx_) {
-    for (unsigned t = 0; t <= depth; ++t) build_step(t);
-    // The root: the concrete situation after the proposal.
+    for (unsigned t = 0; t <= depth; ++t) build_step(t, root);
+    // The root: the concrete situation after the proposal (its counters are constants).
     for (VarId id = 0; id < m.variables.size(); ++id) {
       if (m.variables[id].optional)
         throw Unsupported{"optional variable `" + m.variables[id].name + "`"};
       solver_.add(state(0, id) == enc_[0]->constant(root.state.get(id), m.variables[id].type));
     }
-    solver_.add(spent_[0] == ctx_.int_val(root.budget.net()));
-    solver_.add(steps_[0] == ctx_.int_val(static_cast<std::int64_t>(root.steps)));
-    for (std::size_t a = 0; a < m.actions.size(); ++a)
-      solver_.add(done_[0][a] == ctx_.int_val(static_cast<std::int64_t>(root.completions[a])));
     for (unsigned t = 0; t < depth; ++t) link(t);
   }
 
@@ -73,20 +62,20 @@ class Bmc {
 
   z3::expr goal(unsigned t) { return goal_[t]; }
   z3::expr basin(unsigned t) { return basin_[t]; }
-  z3::expr spent(unsigned t) { return spent_[t]; }
+  z3::expr spent(unsigned t) { return sit_[t].net; }
 
   // No non-emergency action is approvable at step t, whatever its parameters.
   z3::expr stuck(unsigned t) {
     z3::expr all = ctx_.bool_val(true);
     for (std::size_t a = 0; a < m_.actions.size(); ++a) {
       if (m_.actions[a].emergency) continue;
-      const Move& mv = moves_[t][a];
+      const detail::SymbolicStep& mv = moves_[t][a];
       if (mv.params.empty()) {
-        all = all && !mv.approvable;
+        all = all && !mv.approved();
       } else {
         z3::expr_vector vars(ctx_);
         for (const auto& p : mv.params) vars.push_back(p);
-        all = all && z3::forall(vars, !mv.approvable);
+        all = all && z3::forall(vars, !mv.approved());
       }
     }
     return all;
@@ -106,7 +95,7 @@ class Bmc {
     z3::optimize opt(ctx_);
     for (const auto& a : solver_.assertions()) opt.add(a);
     opt.add(path_to(t) && goal_[t]);
-    opt.minimize(spent_[t]);
+    opt.minimize(sit_[t].net);
     const z3::check_result r = watchdog_.run(timeout_ms_, [&] { return opt.check(); });
     *unknown = r == z3::unknown;
     if (r != z3::sat) return std::nullopt;
@@ -139,21 +128,19 @@ class Bmc {
   z3::solver solver_;
   std::optional<z3::model> model_;
   std::vector<std::unique_ptr<detail::Encoder>> enc_;
-  std::vector<z3::expr> spent_, steps_, goal_, basin_, choice_, taken_;
-  std::vector<std::vector<z3::expr>> done_;
-  std::vector<std::vector<Move>> moves_;
+  std::vector<detail::SymSituation> sit_;  // net spend, steps and completions at each step
+  std::vector<z3::expr> goal_, basin_, choice_, taken_;
+  std::vector<std::vector<detail::SymbolicStep>> moves_;  // moves_[t][a]: action a at step t
 
   z3::expr state(unsigned t, VarId id) { return enc_[t]->pre(id); }
 
-  void build_step(unsigned t) {
+  void build_step(unsigned t, const Situation& root) {
     const std::string prefix = "s" + std::to_string(t) + ".";
-    enc_.push_back(std::make_unique<detail::Encoder>(ctx_, m_, prefix));
+    enc_.push_back(std::make_unique<detail::Encoder>(
+        ctx_, m_, prefix, t == 0 ? nullptr : enc_.front()->codes()));
     detail::Encoder& enc = *enc_.back();
-    spent_.push_back(ctx_.int_const((prefix + "$spent").c_str()));
-    steps_.push_back(ctx_.int_const((prefix + "$steps").c_str()));
-    done_.emplace_back();
-    for (std::size_t a = 0; a < m_.actions.size(); ++a)
-      done_.back().push_back(ctx_.int_const((prefix + "$done." + m_.actions[a].id).c_str()));
+    sit_.push_back(t == 0 ? detail::SymSituation::of(ctx_, root)
+                          : detail::SymSituation::fresh(ctx_, m_, prefix));
     try {
       goal_.push_back(m_.goal ? enc.encode_bool(*m_.goal, nullptr, nullptr) : ctx_.bool_val(false));
       // An evaluation error in a goal makes it false; in a basin, true (fail closed): the
@@ -165,60 +152,26 @@ class Bmc {
         in_basin = in_basin || e || !enc.take_ranges();
       }
       basin_.push_back(in_basin);
+      // Each action: the kernel's decision (the symbolic step), every check exact.
       moves_.emplace_back();
-      for (const Action& a : m_.actions) moves_.back().push_back(move(t, enc, a));
+      for (std::size_t a = 0; a < m_.actions.size(); ++a) {
+        moves_.back().push_back(detail::symbolic_step(enc, sit_[t], a));
+        (void)moves_.back().back().approved();  // throws if a check could not be encoded
+      }
     } catch (const detail::Unsupported& u) {
       throw Unsupported{u.reason};
     }
     choice_.push_back(ctx_.int_const((prefix + "$action").c_str()));
   }
 
-  Move move(unsigned t, detail::Encoder& enc, const Action& a) {
-    Move mv{ctx_.bool_val(true), ctx_.int_val(a.cost), {}, {}};
-    z3::expr ok = ctx_.bool_val(true);
-    for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-      mv.params.push_back(enc.param(a, i));
-      ok = ok && enc.param_bounds(a.parameters[i], mv.params.back());
-    }
-    mv.cost = enc.cost_units(a, ok);
-    ok = ok && mv.cost >= 0 && mv.cost <= ctx_.int_val(m_.budget.total) - spent_[t];
-    if (!a.emergency) {
-      ok = ok && mv.cost >= ctx_.int_val(m_.budget.min_action_cost) &&
-           steps_[t] < ctx_.int_val(m_.budget.step_limit);
-      for (std::size_t dep : a.dependencies) ok = ok && done_[t][dep] > 0;
-    }
-    if (a.guard) ok = ok && enc.encode_bool(*a.guard, nullptr, &a);
-    z3::expr_vector side(ctx_);
-    mv.post = enc.effects(a, side);
-    for (const auto& s : side) ok = ok && s;
-    for (const auto& [id, value] : mv.post) ok = ok && enc.bounds(id, value);
-    for (const kernel::Invariant& inv : m_.invariants) {
-      if (inv.enforcement != kernel::Enforcement::blocking) continue;
-      if (!inv.expr) throw Unsupported{"the native predicate of `" + inv.name + "`"};
-      ok = ok && enc.encode_bool(*inv.expr, &mv.post, &a);
-    }
-    mv.approvable = ok && enc.take_ranges();
-    return mv;
-  }
-
-  // Step t -> t + 1: the chosen action is approvable and the next state is its post-state.
+  // Step t -> t + 1: the chosen action is approved and the next situation is its successor.
   void link(unsigned t) {
-    const z3::expr& a_t = choice_[t];
     z3::expr any = ctx_.bool_val(false);
     for (std::size_t a = 0; a < m_.actions.size(); ++a) {
-      const Action& act = m_.actions[a];
-      const Move& mv = moves_[t][a];
-      z3::expr next = mv.approvable && spent_[t + 1] == spent_[t] + mv.cost &&
-                      steps_[t + 1] == steps_[t] + (act.emergency ? 0 : 1);
-      for (std::size_t b = 0; b < m_.actions.size(); ++b)
-        next = next && done_[t + 1][b] == done_[t][b] + (a == b ? 1 : 0);
-      for (VarId id = 0; id < m_.variables.size(); ++id) {
-        std::optional<z3::expr> value;
-        for (const auto& [w, v] : mv.post)
-          if (w == id) value = v;  // a later effect on the same variable wins, as in the kernel
-        next = next && state(t + 1, id) == (value ? *value : state(t, id));
-      }
-      any = any || (a_t == ctx_.int_val(static_cast<std::int64_t>(a)) && next);
+      const detail::SymbolicStep& mv = moves_[t][a];
+      const z3::expr next =
+          mv.approved() && detail::successor(*enc_[t], mv, *enc_[t + 1], sit_[t + 1]);
+      any = any || (choice_[t] == ctx_.int_val(static_cast<std::int64_t>(a)) && next);
     }
     taken_.push_back(any);
   }

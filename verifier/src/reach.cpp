@@ -1,12 +1,14 @@
-// Bounded model checking: K copies of the state, each step one action the kernel could
-// approve (guard, parameter bounds, bounds and blocking invariants after it, no overflow) or a
-// stutter; then, for each refuted pair, "the action's guard holds and the invariant fails after
-// it" on the last state. Witnesses are replayed through a kernel before they are reported.
+// Bounded model checking: K copies of the situation (state, net spend, steps, completions),
+// each step one action the kernel approves (the symbolic step: every check of the kernel's
+// decision) or a stutter; then, for each refuted pair, "the action's guard holds and the
+// invariant fails after it" on the last situation. Witnesses are replayed through the kernel's
+// decision before they are reported.
 #include "reach.hpp"
 
 #include <z3++.h>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "step.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -20,59 +22,39 @@ using kernel::VarId;
 namespace {
 
 struct Unrolling {
-  z3::context& ctx;
-  const TaskModel& m;
   std::vector<std::unique_ptr<Encoder>> states;  // states[i] encodes s_i
+  std::vector<SymSituation> situations;          // the counters of s_i
   std::vector<z3::expr> selectors;               // sel_i: the action of step i, or -1 to stutter
-
-  // Equates every encodable variable of s_{i+1} with its value after `post` (or s_i's).
-  z3::expr next_state(std::size_t i, const std::vector<std::pair<VarId, z3::expr>>& post) {
-    z3::expr all = ctx.bool_val(true);
-    for (VarId id = 0; id < m.variables.size(); ++id) {
-      z3::expr value = states[i]->pre(id);
-      for (const auto& [pid, term] : post) {
-        if (pid == id) value = term;
-      }
-      all = all && states[i + 1]->pre(id) == value;
-    }
-    return all;
-  }
-
-  // What the kernel checks of one step of `action` from s_i, with its effects in `post`.
-  z3::expr approvable(std::size_t i,
-                      const Action& action,
-                      std::vector<std::pair<VarId, z3::expr>>& post) {
-    Encoder& enc = *states[i];
-    z3::expr ok = ctx.bool_val(true);
-    for (std::size_t p = 0; p < action.parameters.size(); ++p)
-      ok = ok && enc.param_bounds(action.parameters[p], enc.param(action, p));
-    if (action.guard)
-      ok = ok && enc.encode_bool(*action.guard, nullptr, &action) && enc.take_ranges();
-    z3::expr_vector side(ctx);
-    post = enc.effects(action, side);
-    for (const auto& c : side) ok = ok && c;
-    for (const auto& inv : m.invariants) {
-      if (inv.enforcement != kernel::Enforcement::blocking) continue;
-      if (!inv.expr) throw Unsupported{"opaque predicate: a native (C++) invariant"};
-      ok = ok && enc.encode_bool(*inv.expr, &post, &action) && enc.take_ranges();
-    }
-    return ok;
-  }
+  std::vector<std::vector<SymbolicStep>> steps;  // steps[i][a]: action a from s_i
 };
 
 }  // namespace
 
-void check_reachability(const std::shared_ptr<const TaskModel>& model,
-                        std::vector<Obligation>& obligations,
-                        unsigned depth,
-                        unsigned timeout_ms) {
+namespace {
+
+// The search for `refuted`. With `relax_lists`, the steps leave out the kernel's max_length
+// checks of lists (APPROXIMATION, docs/VERIFY.md): Z3's sequence theory often gives up on them
+// across steps; without them the search allows more paths, so `unreachable` stays sound, and a
+// `reachable` path is still replayed through the kernel.
+void search(const std::shared_ptr<const TaskModel>& model,
+            const std::vector<Obligation*>& refuted,
+            unsigned depth,
+            unsigned timeout_ms,
+            bool relax_lists) {
   const TaskModel& m = *model;
-  std::vector<Obligation*> refuted;
-  for (auto& o : obligations) {
-    if (o.kind == ObligationKind::preservation && o.verdict == VerdictKind::refuted)
-      refuted.push_back(&o);
-  }
-  if (refuted.empty() || depth == 0) return;
+  auto approval = [&](const SymbolicStep& st) {
+    if (!relax_lists) return st.approved();
+    z3::expr all = st.cost.ctx().bool_val(true);
+    for (const Check& c : st.checks) {
+      const bool list_length =
+          c.code == kernel::ReasonCode::bound_violated &&
+          m.variables[*m.schema->find(c.subject)].type.kind() == kernel::Type::Kind::list;
+      if (list_length) continue;
+      if (!c.unsupported.empty()) throw Unsupported{c.unsupported};
+      all = all && c.holds;
+    }
+    return all;
+  };
   auto give_up = [&](const std::string& why) {
     for (Obligation* o : refuted)
       o->reachability =
@@ -80,68 +62,48 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
   };
 
   z3::context ctx;
-  z3::solver solver(ctx);
+  z3::solver solver(ctx, z3::solver::simple());
   Watchdog watchdog(ctx);
-  Unrolling u{ctx, m, {}, {}};
+  Unrolling u;
   try {
-    for (unsigned i = 0; i <= depth; ++i)
-      u.states.push_back(std::make_unique<Encoder>(ctx, m, "s" + std::to_string(i) + "."));
-    // s_0 is the initial state.
-    const kernel::State& init = m.initial_state();
-    for (VarId id = 0; id < m.variables.size(); ++id) {
-      const z3::expr x = u.states[0]->pre(id);
-      const Value& v = init.get(id);
-      switch (v.kind()) {
-        case Value::Kind::boolean:
-          solver.add(x == ctx.bool_val(v.as_bool()));
-          break;
-        case Value::Kind::number:
-          solver.add(x == ctx.int_val(v.as_number().units));
-          break;
-        case Value::Kind::string:
-          if (m.variables[id].type.kind() == kernel::Type::Kind::enumeration) {
-            const auto& vs = m.variables[id].type.enum_values();
-            solver.add(x == ctx.int_val(static_cast<std::int64_t>(
-                                std::find(vs.begin(), vs.end(), v.as_string()) - vs.begin())));
-          } else {
-            solver.add(x == ctx.string_val(v.as_string()));
-          }
-          break;
-        case Value::Kind::list: {
-          const auto& el = *m.variables[id].type.element();
-          z3::expr_vector units(ctx);
-          for (const Value& item : v.as_list()) {
-            if (item.kind() == Value::Kind::number) {
-              units.push_back(ctx.int_val(item.as_number().rescaled(el.scale())->units).unit());
-            } else if (item.kind() == Value::Kind::boolean) {
-              units.push_back(ctx.bool_val(item.as_bool()).unit());
-            } else {
-              units.push_back(ctx.string_val(item.as_string()).unit());
-            }
-          }
-          solver.add(units.empty() ? x.length() == 0
-                                   : x == (units.size() == 1 ? units[0] : z3::concat(units)));
-          break;
-        }
-        case Value::Kind::undefined:
-          throw Unsupported{"unsupported construct: an undefined initial value"};
-      }
+    for (unsigned i = 0; i <= depth; ++i) {
+      const std::string prefix = "s" + std::to_string(i) + ".";
+      u.states.push_back(
+          std::make_unique<Encoder>(ctx, m, prefix, i == 0 ? nullptr : u.states.front()->codes()));
+      u.situations.push_back(SymSituation::fresh(ctx, m, prefix));
     }
+    // s_0 is the initial situation: the initial state, nothing spent, no steps.
+    const kernel::Situation init = kernel::Situation::initial(m);
+    for (VarId id = 0; id < m.variables.size(); ++id) {
+      const Value& v = init.state.get(id);
+      if (!v.is_defined()) throw Unsupported{"unsupported construct: an undefined initial value"};
+      solver.add(u.states[0]->pre(id) == u.states[0]->constant(v, m.variables[id].type));
+    }
+    const SymSituation start = SymSituation::of(ctx, init);
+    solver.add(u.situations[0].net == start.net && u.situations[0].steps == start.steps);
+    for (std::size_t a = 0; a < m.actions.size(); ++a)
+      solver.add(u.situations[0].done[a] == start.done[a]);
     // Steps: sel_i selects an action, or -1 to stutter (so shorter sequences are found too).
     for (unsigned i = 0; i < depth; ++i) {
       const z3::expr sel = ctx.int_const(("sel" + std::to_string(i)).c_str());
       u.selectors.push_back(sel);
-      std::vector<std::pair<VarId, z3::expr>> none;
-      z3::expr step = sel == -1 && u.next_state(i, none);
+      Encoder& here = *u.states[i];
+      Encoder& next = *u.states[i + 1];
+      z3::expr step = sel == -1 && unchanged(here, u.situations[i], next, u.situations[i + 1]);
+      u.steps.emplace_back();
       for (std::size_t a = 0; a < m.actions.size(); ++a) {
-        std::vector<std::pair<VarId, z3::expr>> post;
-        const z3::expr ok = u.approvable(i, m.actions[a], post);
-        step = step || (sel == static_cast<int>(a) && ok && u.next_state(i, post));
+        u.steps[i].push_back(symbolic_step(here, u.situations[i], a));
+        const SymbolicStep& st = u.steps[i].back();
+        step = step || (sel == static_cast<int>(a) && approval(st) &&
+                        successor(here, st, next, u.situations[i + 1]));
       }
       solver.add(step);
     }
   } catch (const Unsupported& e) {
     give_up(e.reason);
+    return;
+  } catch (const z3::exception& e) {
+    give_up(std::string("the solver failed (") + e.msg() + ")");
     return;
   }
 
@@ -149,23 +111,14 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
   for (Obligation* o : refuted) {
     const std::size_t a = *m.find_action(o->action);
     const Action& action = m.actions[a];
-    const kernel::Invariant* found = nullptr;
-    for (const auto& candidate : m.invariants) {
-      if (candidate.name == o->invariant) found = &candidate;
-    }
-    const kernel::Invariant& inv = *found;  // a refuted pair names a declared invariant
     Reachability r{Reachability::Status::unknown, depth, {}, ""};
     try {
-      z3::expr bad = ctx.bool_val(true);
-      for (std::size_t p = 0; p < action.parameters.size(); ++p)
-        bad = bad && last.param_bounds(action.parameters[p], last.param(action, p));
-      if (action.guard)
-        bad = bad && last.encode_bool(*action.guard, nullptr, &action) && last.take_ranges();
-      z3::expr_vector side(ctx);
-      const auto post = last.effects(action, side);
-      for (const auto& c : side) bad = bad && c;
-      const z3::expr holds = last.encode_bool(*inv.expr, &post, &action) && last.take_ranges();
-      bad = bad && !holds;
+      // The kernel would block the action there for the invariant, its `requires` holding.
+      const SymbolicStep st = symbolic_step(last, u.situations[depth], a);
+      const Check* blocks = st.invariant(o->invariant);  // a refuted pair names a blocking one
+      if (!blocks->unsupported.empty()) throw Unsupported{blocks->unsupported};
+      const z3::expr bad =
+          st.checks_of(kernel::ReasonCode::requires_failed) && blocks->evaluated && !blocks->holds;
       const z3::expr lit = ctx.bool_const(("bad:" + o->id).c_str());
       solver.add(z3::implies(lit, bad));
       z3::expr_vector assumptions(ctx);
@@ -174,8 +127,12 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
         case z3::unsat:
           r.status = Reachability::Status::unreachable;
           r.reason = "not reachable within " + std::to_string(depth) +
-                     " steps from the initial state: safe in practice so far, but the invariant is "
-                     "not inductive (strengthen it, or the action's `requires`)";
+                     " steps from the initial state" +
+                     (relax_lists ? " (searched without the lists' max_length, which only adds "
+                                    "paths)"
+                                  : "") +
+                     ": safe in practice so far, but the invariant is not inductive (strengthen "
+                     "it, or the action's `requires`)";
           break;
         case z3::unknown:
           r.reason =
@@ -185,7 +142,9 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
           break;
         case z3::sat: {
           const z3::model zm = solver.get_model();
-          kernel::SafetyKernel replay(model);
+          // The replay is the kernel's decision itself (not a SafetyKernel, which would refuse
+          // an initial state that breaks a blocking invariant).
+          kernel::Situation replay = kernel::Situation::initial(m);
           bool replays = true;
           for (unsigned i = 0; i < depth && replays; ++i) {
             const std::int64_t s = zm.eval(u.selectors[i], true).get_numeral_int64();
@@ -200,7 +159,9 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
               p.params.push_back(v);
               shown.emplace_back(step.parameters[k].name, v);
             }
-            replays = replay.execute(p).decision.approved;
+            const kernel::Decision d = kernel::decide(m, replay, p);
+            replays = d.approved;
+            if (replays) replay = kernel::advance(m, replay, d);
             r.witness.emplace_back(step.id, std::move(shown));
           }
           kernel::Proposal last_p{a, {}};
@@ -209,16 +170,16 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
                 kernel::Decimal{zm.eval(last.param(action, k), true).get_numeral_int64(),
                                 static_cast<std::uint8_t>(action.parameters[k].type.scale())}));
           }
-          if (replays &&
-              replay.evaluate(last_p).has(kernel::ReasonCode::invariant_violated, inv.name)) {
+          if (replays && kernel::decide(m, replay, last_p)
+                             .has(kernel::ReasonCode::invariant_violated, o->invariant)) {
             r.status = Reachability::Status::reachable;
             r.reason = "reachable in " + std::to_string(r.witness.size()) + " step" +
                        (r.witness.size() == 1 ? "" : "s") + " from the initial state";
           } else {
             r.witness.clear();
             r.reason =
-                "a path exists in the model, but the kernel does not approve it (budget, step "
-                "limit or dependencies, which the search does not model)";
+                "reachability unknown: the kernel does not confirm the solver's path (a "
+                "disagreement between the symbolic step and the kernel; please report it)";
           }
           break;
         }
@@ -226,9 +187,35 @@ void check_reachability(const std::shared_ptr<const TaskModel>& model,
     } catch (const Unsupported& e) {
       last.take_ranges();
       r.reason = "reachability unknown: " + e.reason;
+    } catch (const z3::exception& e) {
+      r.status = Reachability::Status::unknown;
+      r.witness.clear();
+      r.reason = std::string("reachability unknown: the solver failed (") + e.msg() + ")";
     }
     o->reachability = std::move(r);
   }
+}
+
+}  // namespace
+
+void check_reachability(const std::shared_ptr<const TaskModel>& model,
+                        std::vector<Obligation>& obligations,
+                        unsigned depth,
+                        unsigned timeout_ms) {
+  std::vector<Obligation*> refuted;
+  for (auto& o : obligations) {
+    if (o.kind == ObligationKind::preservation && o.verdict == VerdictKind::refuted)
+      refuted.push_back(&o);
+  }
+  if (refuted.empty() || depth == 0) return;
+  search(model, refuted, depth, timeout_ms, false);
+  std::vector<Obligation*> again;
+  for (Obligation* o : refuted) {
+    if (o->reachability.status == Reachability::Status::unknown &&
+        o->reachability.reason.find("incomplete (theory seq)") != std::string::npos)
+      again.push_back(o);
+  }
+  if (!again.empty()) search(model, again, depth, timeout_ms, true);
 }
 
 }  // namespace clampai::verifier::detail

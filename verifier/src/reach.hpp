@@ -9,10 +9,11 @@
 namespace clampai::verifier::detail {
 
 /// Fills `reachability` of every refuted preservation obligation in `obligations`, searching
-/// up to `depth` steps. Sound in both directions that it reports: `unreachable` holds for the
-/// kernel too (the search allows every sequence the kernel could approve, ignoring budget,
-/// step limit and dependencies, which only remove sequences); `reachable` is only reported
-/// after the witness replays through a fresh kernel.
+/// up to `depth` steps. Each step is the symbolic step (step.hpp): every check of the kernel's
+/// decision, budget, step limit, dependencies and post-state bounds included, so the search
+/// allows exactly the sequences the kernel approves. `unreachable` holds for the kernel;
+/// `reachable` is only reported after the witness replays through the kernel's decision; a
+/// witness that does not replay, an unencodable construct or a solver failure is `unknown`.
 void check_reachability(const std::shared_ptr<const kernel::TaskModel>& model,
                         std::vector<Obligation>& obligations,
                         unsigned depth,

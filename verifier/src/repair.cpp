@@ -15,6 +15,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "qp.hpp"
+#include "step.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -449,16 +450,61 @@ struct Z3Problem {
   std::vector<z3::expr> x;                                    // parameter units
 };
 
-// Encodes every constraint. @throws detail::Unsupported
+// The name of a check of the symbolic step in unsat cores and binding sets.
+std::string constraint_name(const Problem& pr, const detail::Check& c) {
+  switch (c.code) {
+    case ReasonCode::below_min_cost:
+      return "the minimum action cost (" + pr.m.format_amount(pr.m.budget.min_action_cost) + ")";
+    case ReasonCode::budget_exceeded:
+      return "the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")";
+    case ReasonCode::step_limit:
+      return "step_limit: the step limit " + std::to_string(pr.m.budget.step_limit);
+    case ReasonCode::dependency_unmet:
+      return "dependency_unmet: `" + c.subject + "`";
+    case ReasonCode::requires_failed:
+      return "`requires` of `" + pr.a.id + "`";
+    case ReasonCode::bound_violated:
+      return "bound of `" + c.subject + "`";
+    case ReasonCode::invariant_violated:
+      return "invariant `" + c.subject + "`";
+    default:
+      return "no arithmetic overflow";
+  }
+}
+
+// Every constraint: the checks of the symbolic step (the kernel's decision in the situation,
+// step.hpp), named; a parameter's bounds one constraint per side; the barriers (CBF) on the
+// step's post-state. @throws detail::Unsupported
 void encode(const Problem& pr, Z3Problem& z) {
   detail::Encoder enc(z.ctx, pr.m);
   const Action& a = pr.a;
   auto add = [&](std::string name, const z3::expr& e) {
+    for (auto& [n, c] : z.constraints) {
+      if (n == name) {  // several checks under one name (the overflows): one constraint
+        c = c && e;
+        return;
+      }
+    }
     z.constraints.emplace_back(std::move(name), e);
   };
-  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-    z.x.push_back(enc.param(a, i));
+  const detail::SymbolicStep st =
+      detail::symbolic_step(enc, detail::SymSituation::of(z.ctx, pr.s), pr.reference.action);
+  z.x = st.params;
+  for (const detail::Check& c : st.checks) {
+    if (!c.unsupported.empty()) throw detail::Unsupported{c.unsupported};
+    if (c.code != ReasonCode::invalid_parameter) {
+      add(constraint_name(pr, c), c.holds);
+      continue;
+    }
+    // A parameter: its declared bounds, one named constraint each; the int64 range of its
+    // units is its type, not a constraint to relax.
+    const std::size_t i = static_cast<std::size_t>(
+        std::find_if(a.parameters.begin(),
+                     a.parameters.end(),
+                     [&](const kernel::Parameter& par) { return par.name == c.subject; }) -
+        a.parameters.begin());
     const kernel::Parameter& par = a.parameters[i];
+    z.given.push_back(enc.param_bounds(kernel::Parameter{par.name, par.type, {}, {}, {}}, z.x[i]));
     if (par.min)
       add("parameter `" + par.name + "` >= " + par.min->to_string(),
           z.x[i] >= z.ctx.int_val(par.min->rescaled(par.type.scale())->units));
@@ -466,35 +512,18 @@ void encode(const Problem& pr, Z3Problem& z) {
       add("parameter `" + par.name + "` <= " + par.max->to_string(),
           z.x[i] <= z.ctx.int_val(par.max->rescaled(par.type.scale())->units));
   }
-  z3::expr_vector side(z.ctx);
-  const auto post = enc.effects(a, side);
-  z3::expr overflow = z.ctx.bool_val(true);
-  for (const auto& e : side) overflow = overflow && e;
-  if (a.guard) add("`requires` of `" + a.id + "`", enc.encode_bool(*a.guard, nullptr, &a));
-  const z3::expr cost = enc.cost_units(a, overflow);
-  add("the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")",
-      cost <= z.ctx.int_val(pr.s.budget.remaining()) && cost >= 0);
-  if (!a.emergency)
-    add("the minimum action cost (" + pr.m.format_amount(pr.m.budget.min_action_cost) + ")",
-        cost >= z.ctx.int_val(pr.m.budget.min_action_cost));
-  for (const auto& [id, value] : post)
-    add("bound of `" + pr.m.variables[id].name + "`", enc.bounds(id, value));
   for (const kernel::Invariant& inv : pr.m.invariants) {
-    if (inv.enforcement != kernel::Enforcement::blocking) continue;
-    if (!inv.expr) throw detail::Unsupported{"the native predicate of `" + inv.name + "`"};
-    add("invariant `" + inv.name + "`", enc.encode_bool(*inv.expr, &post, &a));
-    if (inv.barrier) {
-      const auto floor = barrier_floor(pr, inv);
-      if (!floor) throw detail::Unsupported{"h of `" + inv.name + "` cannot be evaluated"};
-      const detail::Term h = enc.encode_numeric(*inv.barrier, &post, &a);
-      // h.e / 10^scale >= num / den  <=>  h.e·den >= num·10^scale
-      const auto num = floor->numerator() * boost::multiprecision::cpp_int(kernel::pow10(h.scale));
-      const auto den = floor->denominator();
-      add(alpha_text(inv),
-          h.e * z.ctx.int_val(den.str().c_str()) >= z.ctx.int_val(num.str().c_str()));
-    }
+    if (inv.enforcement != kernel::Enforcement::blocking || !inv.barrier) continue;
+    const auto floor = barrier_floor(pr, inv);
+    if (!floor) throw detail::Unsupported{"h of `" + inv.name + "` cannot be evaluated"};
+    const detail::Term h = enc.encode_numeric(*inv.barrier, &st.post, &a);
+    // h.e / 10^scale >= num / den  <=>  h.e·den >= num·10^scale
+    const auto num = floor->numerator() * boost::multiprecision::cpp_int(kernel::pow10(h.scale));
+    const auto den = floor->denominator();
+    add(alpha_text(inv),
+        h.e * z.ctx.int_val(den.str().c_str()) >= z.ctx.int_val(num.str().c_str()) &&
+            enc.take_ranges());
   }
-  add("no arithmetic overflow", overflow && enc.take_ranges());
   // The state is given: every variable any constraint could read holds its value.
   for (VarId id = 0; id < pr.m.variables.size(); ++id) {
     const kernel::Variable& var = pr.m.variables[id];
@@ -617,20 +646,15 @@ void certify(const Problem& pr, const std::vector<Rational>& x, RepairResult& ou
   out.certificate.distance = to_text(distance(pr, x, out.norm));
 }
 
-}  // namespace
+// ---- the steps of repair() ----
 
-RepairResult repair(const TaskModel& model,
-                    const Situation& situation,
-                    const Proposal& proposal,
-                    const RepairOptions& options) {
-  RepairResult out;
+// The problem: the proposal in natural units, the weights, the reference proposal (clamped into
+// the bounds and onto the grid) and the kernel's decision on it. @throws InvalidArgument
+Problem make_problem(const TaskModel& model,
+                     const Situation& situation,
+                     const Proposal& proposal,
+                     const RepairOptions& options) {
   const Action& a = model.actions.at(proposal.action);
-  out.original = kernel::decide(model, situation, proposal);
-  bool all_integers = true;
-  for (const kernel::Parameter& par : a.parameters)
-    all_integers = all_integers && par.type.scale() == 0;
-  out.norm = options.norm.value_or(all_integers ? RepairNorm::l1 : RepairNorm::l2);
-
   Problem pr{model, a, situation, {}, {}, {}, Proposal{proposal.action, {}}, {}};
   if (proposal.params.size() != a.parameters.size())
     throw InvalidArgument("repair: `" + a.id + "` takes " + std::to_string(a.parameters.size()) +
@@ -646,7 +670,6 @@ RepairResult repair(const TaskModel& model,
     const Rational wi = w == options.weights.end() ? Rational(1) : q(w->second);
     if (wi <= 0) throw InvalidArgument("repair: the weight of `" + par.name + "` is not positive");
     pr.w.push_back(wi);
-    // The reference: the proposal clamped into the bounds and onto the grid.
     Decimal d = v.as_number();
     if (par.min && d < *par.min) d = *par.min;
     if (par.max && d > *par.max) d = *par.max;
@@ -662,97 +685,95 @@ RepairResult repair(const TaskModel& model,
       throw InvalidArgument("repair: `" + a.id + "` has no parameter `" + name + "` to weigh");
   }
   pr.reference_decision = kernel::decide(model, situation, pr.reference);
+  return pr;
+}
 
-  if (out.original.approved) {
-    std::vector<std::string> failed;
-    if (barriers_hold(pr, out.original, &failed)) {
-      out.status = RepairStatus::approved;
-      out.repaired = proposal;
-      out.decision = out.original;
-      out.certificate.method = "the kernel approves the proposal as it is";
-      out.certificate.feasible = out.certificate.kernel_approved = out.certificate.optimal = true;
-      out.certificate.distance = "0";
-      out.certificate.lower_bound = "0";
-      return out;
-    }
-  }
-  // Checks no parameter can change. The reference proposal (in bounds) has every check run;
-  // an out-of-bounds proposal stops at its parameters.
+// The proposal needs no repair: the kernel approves it and its barriers hold.
+bool approved_as_is(const Problem& pr, const Proposal& proposal, RepairResult& out) {
+  if (!out.original.approved || !barriers_hold(pr, out.original, nullptr)) return false;
+  out.status = RepairStatus::approved;
+  out.repaired = proposal;
+  out.decision = out.original;
+  out.certificate.method = "the kernel approves the proposal as it is";
+  out.certificate.feasible = out.certificate.kernel_approved = out.certificate.optimal = true;
+  out.certificate.distance = "0";
+  out.certificate.lower_bound = "0";
+  return true;
+}
+
+// Checks no parameter can change (the step limit, dependencies): impossible at once. The
+// reference proposal (in bounds) has every check run; an out-of-bounds proposal stops at its
+// parameters.
+bool impossible_at_once(const Problem& pr, RepairResult& out) {
   for (const kernel::Reason& r : pr.reference_decision.reasons) {
-    if (r.code == ReasonCode::step_limit || r.code == ReasonCode::dependency_unmet ||
-        r.code == ReasonCode::unknown_action) {
-      out.status = RepairStatus::impossible;
-      for (const kernel::Reason& x : pr.reference_decision.reasons) {
-        if (x.code == ReasonCode::step_limit || x.code == ReasonCode::dependency_unmet)
-          out.conflict.push_back(std::string(to_string(x.code)) + ": " + x.message);
-      }
-      out.reason = "no parameter values can help: " + r.message;
-      return out;
+    if (r.code != ReasonCode::step_limit && r.code != ReasonCode::dependency_unmet &&
+        r.code != ReasonCode::unknown_action)
+      continue;
+    out.status = RepairStatus::impossible;
+    for (const kernel::Reason& x : pr.reference_decision.reasons) {
+      if (x.code == ReasonCode::step_limit || x.code == ReasonCode::dependency_unmet)
+        out.conflict.push_back(std::string(to_string(x.code)) + ": " + x.message);
     }
+    out.reason = "no parameter values can help: " + r.message;
+    return true;
   }
+  return false;
+}
 
-  auto z3_fallback = [&](const std::string& why_not_l2) {
-    out.certificate = RepairCertificate{};
-    Z3Problem z;
-    try {
-      encode(pr, z);
-    } catch (const detail::Unsupported& u) {
-      out.status = RepairStatus::unknown;
-      out.reason = (why_not_l2.empty() ? "" : why_not_l2 + "; ") +
-                   "outside what the repair models: " + u.reason;
-      return;
-    }
-    bool unknown = false;
-    out.conflict = conflict(z, options.timeout_ms, &unknown);
-    if (!out.conflict.empty()) {
-      out.status = RepairStatus::impossible;
-      out.reason = "no parameter values satisfy these constraints together";
-      return;
-    }
-    if (unknown) {
-      out.status = RepairStatus::unknown;
-      out.reason = "Z3 could not decide within " + std::to_string(options.timeout_ms) + " ms";
-      return;
-    }
-    out.norm = RepairNorm::l1;
-    const auto x = solve_l1(pr, z, options.timeout_ms, &out.certificate.binding);
-    if (!x) {
-      out.status = RepairStatus::unknown;
-      out.reason =
-          "Z3's optimizer gave no answer within " + std::to_string(options.timeout_ms) + " ms";
-      return;
-    }
-    out.certificate.method =
-        (why_not_l2.empty() ? "" : why_not_l2 + ": ") +
-        "Z3 optimizer, weighted L1 over the parameters' integer units (exact for a linear "
-        "objective)";
-    out.certificate.optimal = true;
-    certify(pr, *x, out);
-    out.certificate.lower_bound = out.certificate.distance;
-    if (out.certificate.feasible) {
-      out.status = RepairStatus::repaired;
-    } else {
-      out.status = RepairStatus::unknown;
-      out.reason = "the solver's answer is not approved by the kernel (a modelling gap)";
-    }
-  };
-
-  if (out.norm == RepairNorm::l1) {
-    z3_fallback("");
-    return out;
-  }
-
-  // l2: the native projection.
-  std::vector<Atom> atoms;
+// Exact weighted L1 with Z3 over the symbolic step, or the unsat core of its constraints.
+void repair_l1(const Problem& pr,
+               const RepairOptions& options,
+               const std::string& why_not_l2,
+               RepairResult& out) {
+  out.certificate = RepairCertificate{};
+  Z3Problem z;
   try {
-    atoms = linearise(pr);
-  } catch (const NotLinear& n) {
-    z3_fallback("L2 needs a polyhedron, but " + n.why);
-    return out;
+    encode(pr, z);
+  } catch (const detail::Unsupported& u) {
+    out.status = RepairStatus::unknown;
+    out.reason = (why_not_l2.empty() ? "" : why_not_l2 + "; ") +
+                 "outside what the repair models: " + u.reason;
+    return;
   }
-  // On the parameters' grids a·x moves in steps of g (the gcd of the a_i·step_i), so a strict
-  // a·x < b is exactly a·x <= the largest multiple of g below b: the polyhedron then holds
-  // every feasible grid point and no other.
+  bool unknown = false;
+  out.conflict = conflict(z, options.timeout_ms, &unknown);
+  if (!out.conflict.empty()) {
+    out.status = RepairStatus::impossible;
+    out.reason = "no parameter values satisfy these constraints together";
+    return;
+  }
+  if (unknown) {
+    out.status = RepairStatus::unknown;
+    out.reason = "Z3 could not decide within " + std::to_string(options.timeout_ms) + " ms";
+    return;
+  }
+  out.norm = RepairNorm::l1;
+  const auto x = solve_l1(pr, z, options.timeout_ms, &out.certificate.binding);
+  if (!x) {
+    out.status = RepairStatus::unknown;
+    out.reason =
+        "Z3's optimizer gave no answer within " + std::to_string(options.timeout_ms) + " ms";
+    return;
+  }
+  out.certificate.method =
+      (why_not_l2.empty() ? "" : why_not_l2 + ": ") +
+      "Z3 optimizer, weighted L1 over the parameters' integer units (exact for a linear "
+      "objective)";
+  out.certificate.optimal = true;
+  certify(pr, *x, out);
+  out.certificate.lower_bound = out.certificate.distance;
+  if (out.certificate.feasible) {
+    out.status = RepairStatus::repaired;
+  } else {
+    out.status = RepairStatus::unknown;
+    out.reason = "the solver's answer is not approved by the kernel (a modelling gap)";
+  }
+}
+
+// On the parameters' grids a·x moves in steps of g (the gcd of the a_i·step_i), so a strict
+// a·x < b is exactly a·x <= the largest multiple of g below b: the polyhedron then holds every
+// feasible grid point and no other.
+void tighten_strict(const Problem& pr, std::vector<Atom>& atoms) {
   for (Atom& at : atoms) {
     if (at.rel != Rel::lt) continue;
     std::optional<Rational> g;
@@ -776,31 +797,24 @@ RepairResult repair(const TaskModel& model,
     }
     at.rel = Rel::le;
   }
-  std::vector<LinearConstraint> cs;
-  for (const Atom& at : atoms) cs.push_back(LinearConstraint{at.a, at.b, at.rel == Rel::eq});
-  const auto proj = detail::project(pr.p, pr.w, cs);
-  if (!proj) {  // empty (or degenerate): Z3 decides, and names the conflict
-    z3_fallback("the L2 projection found no point");
-    return out;
-  }
-  out.certificate.lower_bound = to_text(proj->objective);
-  for (std::size_t j = 0; j < proj->active.size(); ++j) {
-    out.certificate.multipliers.emplace_back(atoms[proj->active[j]].name,
-                                             to_text(2 * proj->multipliers[j]));
-    const std::string& name = atoms[proj->active[j]].name;
-    if (std::find(out.certificate.binding.begin(), out.certificate.binding.end(), name) ==
-        out.certificate.binding.end())
-      out.certificate.binding.push_back(name);  // a constraint may be several linear pieces
-  }
-  // The grid points around the continuous optimum, nearest first: each coordinate off the grid
-  // is rounded to its nearer neighbour or, at a known extra cost, to the farther one; the sets
-  // of coordinates rounded "far" are enumerated in order of that extra cost (best first).
-  const std::size_t n = pr.p.size();
-  std::vector<Rational> base(n);
+}
+
+// The grid around a continuous point: each coordinate off its grid is rounded to its nearer
+// neighbour (`base`) or, at a known extra cost, to the farther one (`offs`, cheapest first).
+struct Grid {
   struct Off {
     std::size_t i;
     Rational far, extra;
   };
+  std::vector<Rational> base;
+  std::vector<Off> offs;
+};
+
+Grid grid_around(const Problem& pr, const detail::Projection& point) {
+  const detail::Projection* proj = &point;
+  const std::size_t n = pr.p.size();
+  std::vector<Rational> base(n);
+  using Off = Grid::Off;
   std::vector<Off> offs;
   for (std::size_t i = 0; i < n; ++i) {
     const Rational step = Rational(1) / Rational(kernel::pow10(pr.scale[i]));
@@ -820,6 +834,52 @@ RepairResult repair(const TaskModel& model,
     offs.push_back(Off{i, far, cost(far) - cost(base[i])});
   }
   std::sort(offs.begin(), offs.end(), [](const Off& x, const Off& y) { return x.extra < y.extra; });
+  return Grid{std::move(base), std::move(offs)};
+}
+
+// Many coordinates off the grid: round each away from the proposal (into the polyhedron, by
+// stationarity the active constraints' normals point toward the proposal), then bring
+// coordinates back toward it one at a time while that stays feasible.
+std::optional<std::vector<Rational>> round_away_then_back(const Problem& pr,
+                                                          const std::vector<Atom>& atoms,
+                                                          const detail::Projection& proj,
+                                                          const Grid& g) {
+  std::vector<Rational> x = g.base;
+  for (const Grid::Off& o : g.offs) {
+    const Rational& near = g.base[o.i];
+    const bool near_is_away =
+        (near - pr.p[o.i]) * (proj.x[o.i] - pr.p[o.i]) >= 0 &&
+        (near - pr.p[o.i]) * (near - pr.p[o.i]) >= (o.far - pr.p[o.i]) * (o.far - pr.p[o.i]);
+    x[o.i] = near_is_away ? near : o.far;
+  }
+  if (!atoms_hold(atoms, x)) return std::nullopt;
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (const Grid::Off& o : g.offs) {
+      const Rational other = x[o.i] == o.far ? g.base[o.i] : o.far;
+      std::vector<Rational> y = x;
+      y[o.i] = other;
+      if (distance(pr, y, RepairNorm::l2) < distance(pr, x, RepairNorm::l2) &&
+          atoms_hold(atoms, y)) {
+        x = std::move(y);
+        improved = true;
+      }
+    }
+  }
+  return x;
+}
+
+// The nearest feasible grid point around the continuous L2 optimum `proj`, certified by the
+// kernel; false if none of the candidates tried is. The sets of coordinates rounded "far" are
+// enumerated in order of their extra cost (best first).
+bool round_to_grid(const Problem& pr,
+                   const std::vector<Atom>& atoms,
+                   const detail::Projection& proj,
+                   RepairResult& out) {
+  const std::size_t n = pr.p.size();
+  const Grid grid = grid_around(pr, proj);
+  const std::vector<Rational>& base = grid.base;
+  const std::vector<Grid::Off>& offs = grid.offs;
   using Entry = std::pair<Rational, std::vector<std::size_t>>;  // extra cost, indices into offs
   auto later = [](const Entry& x, const Entry& y) { return x.first > y.first; };
   std::priority_queue<Entry, std::vector<Entry>, decltype(later)> queue(later);
@@ -857,36 +917,68 @@ RepairResult repair(const TaskModel& model,
     }
     std::vector<Rational> x = base;
     for (std::size_t k : e.second) x[offs[k].i] = offs[k].far;
-    if (accept(x, exact_on_grid)) return out;
+    if (accept(x, exact_on_grid)) return true;
   }
-  // Many coordinates off the grid: round each away from the proposal (into the polyhedron, by
-  // stationarity the active constraints' normals point toward the proposal), then bring
-  // coordinates back toward it one at a time while that stays feasible.
-  std::vector<Rational> x = base;
-  for (const Off& o : offs) {
-    const Rational& near = base[o.i];
-    const bool near_is_away =
-        (near - pr.p[o.i]) * (proj->x[o.i] - pr.p[o.i]) >= 0 &&
-        (near - pr.p[o.i]) * (near - pr.p[o.i]) >= (o.far - pr.p[o.i]) * (o.far - pr.p[o.i]);
-    x[o.i] = near_is_away ? near : o.far;
+  const auto x = round_away_then_back(pr, atoms, proj, grid);
+  return x && accept(*x, false);
+}
+
+// The weighted L2 projection onto the linearised constraints, rounded to the grid; Z3's exact
+// L1 when the constraints are not a polyhedron or no grid point nearby is feasible.
+void repair_l2(const Problem& pr, const RepairOptions& options, RepairResult& out) {
+  std::vector<Atom> atoms;
+  try {
+    atoms = linearise(pr);
+  } catch (const NotLinear& n) {
+    repair_l1(pr, options, "L2 needs a polyhedron, but " + n.why, out);
+    return;
   }
-  if (atoms_hold(atoms, x)) {
-    for (bool improved = true; improved;) {
-      improved = false;
-      for (const Off& o : offs) {
-        const Rational other = x[o.i] == o.far ? base[o.i] : o.far;
-        std::vector<Rational> y = x;
-        y[o.i] = other;
-        if (distance(pr, y, RepairNorm::l2) < distance(pr, x, RepairNorm::l2) &&
-            atoms_hold(atoms, y)) {
-          x = std::move(y);
-          improved = true;
-        }
-      }
+  tighten_strict(pr, atoms);
+  std::vector<LinearConstraint> cs;
+  for (const Atom& at : atoms) cs.push_back(LinearConstraint{at.a, at.b, at.rel == Rel::eq});
+  const auto proj = detail::project(pr.p, pr.w, cs);
+  if (!proj) {  // empty (or degenerate): Z3 decides, and names the conflict
+    repair_l1(pr, options, "the L2 projection found no point", out);
+    return;
+  }
+  out.certificate.lower_bound = to_text(proj->objective);
+  for (std::size_t j = 0; j < proj->active.size(); ++j) {
+    out.certificate.multipliers.emplace_back(atoms[proj->active[j]].name,
+                                             to_text(2 * proj->multipliers[j]));
+    const std::string& name = atoms[proj->active[j]].name;
+    if (std::find(out.certificate.binding.begin(), out.certificate.binding.end(), name) ==
+        out.certificate.binding.end())
+      out.certificate.binding.push_back(name);  // a constraint may be several linear pieces
+  }
+  if (round_to_grid(pr, atoms, *proj, out)) return;
+  repair_l1(pr, options, "no grid point next to the L2 optimum is feasible", out);
+}
+
+}  // namespace
+
+RepairResult repair(const TaskModel& model,
+                    const Situation& situation,
+                    const Proposal& proposal,
+                    const RepairOptions& options) {
+  RepairResult out;
+  const Action& a = model.actions.at(proposal.action);
+  out.original = kernel::decide(model, situation, proposal);
+  bool all_integers = true;
+  for (const kernel::Parameter& par : a.parameters)
+    all_integers = all_integers && par.type.scale() == 0;
+  out.norm = options.norm.value_or(all_integers ? RepairNorm::l1 : RepairNorm::l2);
+  const Problem pr = make_problem(model, situation, proposal, options);
+  if (approved_as_is(pr, proposal, out) || impossible_at_once(pr, out)) return out;
+  try {
+    if (out.norm == RepairNorm::l1) {
+      repair_l1(pr, options, "", out);
+    } else {
+      repair_l2(pr, options, out);
     }
-    if (accept(x, false)) return out;
+  } catch (const z3::exception& e) {
+    out.status = RepairStatus::unknown;  // a solver failure decides nothing
+    out.reason = std::string("the solver failed: ") + e.msg();
   }
-  z3_fallback("no grid point next to the L2 optimum is feasible");
   return out;
 }
 

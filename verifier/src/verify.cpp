@@ -9,7 +9,6 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -17,6 +16,7 @@
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/verifier/contract.hpp"
 #include "reach.hpp"
+#include "step.hpp"
 #include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
@@ -87,62 +87,6 @@ Obligation base_case(const TaskModel& m, const Invariant& inv) {
   return o;
 }
 
-// ---- budget theorems on the kernel's integer model (BudgetController) ----
-
-Obligation decide_budget(const char* id, const char* what, bool t4, unsigned timeout_ms);
-
-// The budget model does not depend on the task: each theorem is decided once per process (and
-// again only if that attempt was not conclusive).
-Obligation budget_obligation(const char* id, const char* what, bool t4, unsigned timeout_ms) {
-  static std::mutex mutex;
-  static std::optional<Obligation> decided[2];
-  std::lock_guard lock(mutex);
-  std::optional<Obligation>& slot = decided[t4 ? 1 : 0];
-  if (!slot || slot->verdict == VerdictKind::unknown)
-    slot = decide_budget(id, what, t4, timeout_ms);
-  return *slot;
-}
-
-Obligation decide_budget(const char* id, const char* what, bool t4, unsigned timeout_ms) {
-  z3::context ctx;
-  z3::solver s(ctx);
-  detail::Watchdog watchdog(ctx);
-  const z3::expr total = ctx.int_const("total"), gross = ctx.int_const("gross"),
-                 refunded = ctx.int_const("refunded");
-  const z3::expr c = ctx.int_const("amount");
-  const z3::expr gross2 = ctx.int_const("gross'"), refunded2 = ctx.int_const("refunded'");
-  auto safe = [&](const z3::expr& g, const z3::expr& r) {
-    return total >= 0 && r >= 0 && r <= g && g - r <= total;
-  };
-  // BudgetController::charge guarded by can_afford (also an emergency step, cost 0), refund
-  // guarded by can_refund, and a rejection: the only operations that change the ledger.
-  const z3::expr charge =
-      c >= 0 && c <= total - (gross - refunded) && gross2 == gross + c && refunded2 == refunded;
-  const z3::expr refund =
-      c >= 0 && c <= gross - refunded && gross2 == gross && refunded2 == refunded + c;
-  const z3::expr reject = gross2 == gross && refunded2 == refunded;
-  s.add(safe(gross, refunded));
-  s.add(charge || refund || reject);
-  s.add(t4 ? !(gross2 >= gross) : !safe(gross2, refunded2));
-  Obligation o;
-  o.kind = ObligationKind::budget;
-  o.id = id;
-  switch (watchdog.run(timeout_ms, [&] { return s.check(); })) {
-    case z3::unsat:
-      o.verdict = VerdictKind::proved;
-      o.reason = what;
-      break;
-    case z3::sat:
-      o.verdict = VerdictKind::refuted;
-      o.reason = "the budget model admits a step that breaks it";
-      break;
-    default:
-      o.verdict = VerdictKind::unknown;
-      o.reason = s.reason_unknown();
-  }
-  return o;
-}
-
 // ---- preservation ----
 
 struct Worker {
@@ -160,6 +104,7 @@ struct Worker {
     detail::Watchdog watchdog(ctx);
     watchdog_ = &watchdog;
     detail::Encoder enc(ctx, m);
+    situation_.emplace(detail::SymSituation::fresh(ctx, m, ""));
 
     // The state hypotheses, once: bounds of every encodable variable, and every blocking
     // state invariant that can be encoded. Those that cannot are remembered: a satisfying
@@ -170,6 +115,7 @@ struct Worker {
         solver.add(enc.bounds(id, enc.pre(id)));
         encodable.push_back(id);
       } catch (const detail::Unsupported&) {
+      } catch (const z3::exception&) {
       }
     }
     std::vector<bool> hypothesis(m.invariants.size(), false);
@@ -187,14 +133,32 @@ struct Worker {
         hypothesis[i] = true;
       } catch (const detail::Unsupported&) {
         omitted.push_back(inv.name);
+      } catch (const z3::exception&) {
+        enc.take_ranges();
+        omitted.push_back(inv.name);
       }
     }
 
-    for (std::size_t a = first; a < m.actions.size(); a += stride)
-      run_action(a, ctx, solver, enc, encodable, hypothesis, omitted);
+    for (std::size_t a = first; a < m.actions.size(); a += stride) {
+      const unsigned scopes = Z3_solver_get_num_scopes(ctx, solver);
+      try {
+        run_action(a, ctx, solver, enc, encodable, hypothesis, omitted);
+      } catch (const z3::exception& e) {
+        // A solver failure decides nothing: this action's open obligations are unknown, and
+        // the run goes on.
+        while (Z3_solver_get_num_scopes(ctx, solver) > scopes) solver.pop();
+        enc.take_ranges();
+        for (std::size_t k = 0; k < blocking.size(); ++k) {
+          Obligation& o = slot(a, k);
+          if (o.verdict != VerdictKind::unknown || !o.reason.empty()) continue;
+          o.reason = std::string("the solver failed: ") + e.msg();
+        }
+      }
+    }
   }
 
   detail::Watchdog* watchdog_ = nullptr;
+  std::optional<detail::SymSituation> situation_;  // unconstrained: every situation
   std::atomic<std::size_t>* done_ = nullptr;
 
   Obligation& slot(std::size_t a, std::size_t k) { return results[a * blocking.size() + k]; }
@@ -218,26 +182,15 @@ struct Worker {
       o.loc = inv.loc;
     }
     solver.push();
-    std::vector<std::pair<VarId, z3::expr>> post;
-    std::vector<z3::expr> param_symbols;
+    // The kernel's decision on the action from any situation: the budget, step and dependency
+    // checks are left to the run (preservation quantifies over every situation); the premise
+    // of an obligation is that the kernel evaluates the invariant (parameters within bounds,
+    // the cost and every effect computed) with `requires` holding.
+    std::optional<detail::SymbolicStep> step;
     enc.reset_nonlinear();
     try {
-      for (std::size_t i = 0; i < action.parameters.size(); ++i) {
-        param_symbols.push_back(enc.param(action, i));
-        solver.add(enc.param_bounds(action.parameters[i], param_symbols.back()));
-      }
-      if (action.guard) {
-        const z3::expr guard = enc.encode_bool(*action.guard, nullptr, &action);
-        solver.add(guard && enc.take_ranges());  // an erroring guard rejects the action
-      }
-      z3::expr_vector side(ctx);
-      try {
-        post = enc.effects(action, side);
-      } catch (const detail::Unsupported&) {
-        enc.take_ranges();
-        throw;
-      }
-      for (const auto& c : side) solver.add(c);
+      step = detail::symbolic_step(enc, *situation_, a);
+      solver.add(step->checks_of(kernel::ReasonCode::requires_failed));
     } catch (const detail::Unsupported& u) {
       for (std::size_t k = 0; k < blocking.size(); ++k) {
         slot(a, k).verdict = VerdictKind::unknown;
@@ -268,19 +221,16 @@ struct Worker {
         o.reason = "frame: the action writes none of the invariant's variables";
         continue;
       }
-      enc.reset_nonlinear();
-      z3::expr goal(ctx);
-      try {
-        goal = enc.encode_bool(*inv.expr, &post, &action);
-        goal = goal && enc.take_ranges();  // the kernel fails closed on an overflow
-      } catch (const detail::Unsupported& u) {
+      // The kernel's check of the invariant (an overflow fails it closed).
+      const detail::Check& check = *step->invariant(inv.name);
+      if (!check.unsupported.empty()) {
         o.verdict = VerdictKind::unknown;
-        o.reason = u.reason;
+        o.reason = check.unsupported;
         continue;
       }
-      const bool nonlinear = action_nonlinear || enc.nonlinear();
+      const bool nonlinear = action_nonlinear;
       const z3::expr act = ctx.bool_const(("check:" + o.id).c_str());
-      solver.add(z3::implies(act, !goal));
+      solver.add(z3::implies(act, check.evaluated && !check.holds));
       z3::expr_vector assumptions(ctx);
       assumptions.push_back(act);
       if (!options.smtlib_dir.empty()) write_smtlib(o.id, solver, act);
@@ -307,7 +257,7 @@ struct Worker {
                        "` is ignored, and it could not be encoded (opaque or unsupported)";
             break;
           }
-          refute(o, action, inv, solver.get_model(), enc, encodable, param_symbols, written);
+          refute(o, action, inv, solver.get_model(), enc, encodable, step->params, written);
           break;
       }
     }
@@ -508,12 +458,14 @@ std::vector<Obligation> lints(const TaskModel& m,
     enabled.loc = overflow.loc = a.loc;
     solver.push();
     try {
-      for (std::size_t i = 0; i < a.parameters.size(); ++i)
-        solver.add(enc.param_bounds(a.parameters[i], enc.param(a, i)));
-      if (a.guard) {
-        const z3::expr guard = enc.encode_bool(*a.guard, nullptr, &a);
-        solver.add(guard && enc.take_ranges());
-      }
+      // The symbolic step of `a` from any situation: its parameter and `requires` checks enable
+      // it, its effects' overflow checks are the lint.
+      const detail::SymbolicStep step =
+          detail::symbolic_step(enc,
+                                detail::SymSituation::fresh(ctx, m, ""),
+                                static_cast<std::size_t>(&a - &m.actions[0]));
+      solver.add(step.checks_of(kernel::ReasonCode::invalid_parameter) &&
+                 step.checks_of(kernel::ReasonCode::requires_failed));
       switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
         case z3::sat:
           enabled.verdict = VerdictKind::proved;
@@ -527,14 +479,15 @@ std::vector<Obligation> lints(const TaskModel& m,
         default:
           unknown(enabled, solver.reason_unknown());
       }
-      z3::expr_vector side(ctx);
-      enc.effects(a, side);
-      if (side.empty()) {
+      z3::expr in_range = ctx.bool_val(true);
+      for (const detail::Check& c : step.checks) {
+        if (c.code == kernel::ReasonCode::overflow && c.subject != a.id)
+          in_range = in_range && c.holds;
+      }
+      if (a.effects.empty()) {
         overflow.verdict = VerdictKind::proved;
         overflow.reason = "no numeric effect";
       } else {
-        z3::expr in_range = ctx.bool_val(true);
-        for (const auto& c : side) in_range = in_range && c;
         const z3::expr lit = ctx.bool_const(("overflow:" + a.id).c_str());
         solver.add(z3::implies(lit, !in_range));
         z3::expr_vector assumptions = all;
@@ -578,27 +531,18 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   }
 
   for (std::size_t i : blocking) report.obligations.push_back(base_case(m, m.invariants[i]));
-  report.obligations.push_back(
-      budget_obligation("budget:t1",
-                        "T1: net spend stays within [0, total] across charge, refund and rejection",
-                        false,
-                        options.timeout_ms));
-  report.obligations.push_back(
-      budget_obligation("budget:t4",
-                        "T4: gross spend never decreases across charge, refund and rejection",
-                        true,
-                        options.timeout_ms));
-  {
-    Obligation t2;
-    t2.kind = ObligationKind::budget;
-    t2.id = "budget:t2";
-    t2.verdict = VerdictKind::proved;
-    t2.reason = "T2: at most " + std::to_string(m.budget.step_limit) +
-                " non-emergency steps (floor(" + m.format_amount(m.budget.total) + " / " +
-                m.format_amount(m.budget.min_action_cost) + ")" +
-                (m.budget.declared_max_steps ? ", capped by max_steps" : "") + ")";
-    report.obligations.push_back(std::move(t2));
-  }
+  // T1, T2 and T4 do not depend on the spec: facts of the kernel, by construction.
+  report.facts.push_back(Fact{"budget:t1",
+                              "T1: net spend stays within [0, " + m.format_amount(m.budget.total) +
+                                  "]: every charge is guarded by BudgetController::can_afford"});
+  report.facts.push_back(Fact{"budget:t2",
+                              "T2: at most " + std::to_string(m.budget.step_limit) +
+                                  " non-emergency steps (floor(" + m.format_amount(m.budget.total) +
+                                  " / " + m.format_amount(m.budget.min_action_cost) + ")" +
+                                  (m.budget.declared_max_steps ? ", capped by max_steps" : "") +
+                                  "): the kernel's step-limit check"});
+  report.facts.push_back(
+      Fact{"budget:t4", "T4: gross spend never decreases: a refund lowers net spend only"});
 
   std::vector<Obligation> preservation(m.actions.size() * blocking.size());
   const unsigned jobs = std::max(
@@ -611,7 +555,7 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   for (unsigned t = 0; t < jobs; ++t) {
     threads.emplace_back([&, t] {
       try {
-        Worker worker{model, options, preservation, blocking};
+        Worker worker{model, options, preservation, blocking, {}, {}, {}};
         worker.done_ = &done;
         worker.run(t, jobs);
       } catch (...) {
@@ -626,7 +570,16 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   if (options.depth > 0)
     detail::check_reachability(model, preservation, options.depth, options.timeout_ms);
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
-  for (auto& o : lints(m, blocking, options.timeout_ms)) report.obligations.push_back(std::move(o));
+  try {
+    for (auto& o : lints(m, blocking, options.timeout_ms))
+      report.obligations.push_back(std::move(o));
+  } catch (const z3::exception& e) {
+    Obligation o;
+    o.kind = ObligationKind::lint;
+    o.id = "lint:consistent";
+    o.reason = std::string("the solver failed: ") + e.msg();
+    report.obligations.push_back(std::move(o));
+  }
   for (auto& o : interface_obligations(model, options.timeout_ms))
     report.obligations.push_back(std::move(o));
 

@@ -20,10 +20,42 @@ z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
          x <= ctx.int_val(std::numeric_limits<std::int64_t>::max());
 }
 std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
+
+// True iff `e` produces enumeration values: an enumeration, or an `if` choosing among them
+// (the type of an `if` over two different enumerations is `string`).
+bool yields_codes(const Expr& e) {
+  if (e.type.kind() == Type::Kind::enumeration) return true;
+  return e.op == ExprOp::ite && (yields_codes(*e.args[1]) || yields_codes(*e.args[2]));
+}
+
+// Terms of different sorts cannot meet in one Z3 operation: an honest `unknown`, never a Z3
+// sort error.
+void same_sort(const z3::expr& a, const z3::expr& b, const char* what) {
+  if (!z3::eq(a.get_sort(), b.get_sort()))
+    throw Unsupported{std::string("unsupported construct: ") + what +
+                      " mixes enumeration values with other strings"};
+}
 }  // namespace
 
-Encoder::Encoder(z3::context& ctx, const kernel::TaskModel& model, std::string prefix)
-    : ctx_(ctx), model_(model), prefix_(std::move(prefix)), pre_(model.variables.size()) {}
+std::int64_t EnumCodes::of(const std::string& value) {
+  const auto [it, added] = codes_.emplace(value, static_cast<std::int64_t>(values_.size()));
+  if (added) values_.push_back(value);
+  return it->second;
+}
+
+const std::string& EnumCodes::value(std::int64_t code) const {
+  return values_.at(static_cast<std::size_t>(code));
+}
+
+Encoder::Encoder(z3::context& ctx,
+                 const kernel::TaskModel& model,
+                 std::string prefix,
+                 std::shared_ptr<EnumCodes> codes)
+    : ctx_(ctx),
+      model_(model),
+      prefix_(std::move(prefix)),
+      codes_(codes ? std::move(codes) : std::make_shared<EnumCodes>()),
+      pre_(model.variables.size()) {}
 
 z3::sort Encoder::sort_of(const Type& t) {
   switch (t.kind()) {
@@ -81,7 +113,9 @@ z3::expr Encoder::take_ranges() {
   return all;
 }
 
-Term Encoder::encode_term(const Expr& e) { return encode(e, Env{nullptr, nullptr}, nullptr); }
+Term Encoder::encode_term(const Expr& e) {
+  return encode(e, Env{nullptr, nullptr}, yields_codes(e));
+}
 
 z3::expr Encoder::pre(VarId id) {
   const kernel::Variable& v = model_.variables[id];
@@ -97,13 +131,27 @@ z3::expr Encoder::param(const Action& action, std::size_t i) {
 z3::expr Encoder::bounds(VarId id, const z3::expr& x) {
   const kernel::Variable& v = model_.variables[id];
   if (v.type.kind() == Type::Kind::enumeration) {
-    return x >= 0 && x < ctx_.int_val(static_cast<std::int64_t>(v.type.enum_values().size()));
+    z3::expr any = ctx_.bool_val(false);
+    for (const std::string& value : v.type.enum_values())
+      any = any || x == ctx_.int_val(codes_->of(value));
+    return any;
   }
   if (v.type.kind() == Type::Kind::list) {
     return v.max_length ? x.length() <= ctx_.int_val(*v.max_length) : ctx_.bool_val(true);
   }
   if (!v.type.is_numeric()) return ctx_.bool_val(true);
   z3::expr c = int64_range(ctx_, x);
+  if (v.min) c = c && x >= ctx_.int_val(units_at(*v.min, v.type.scale()));
+  if (v.max) c = c && x <= ctx_.int_val(units_at(*v.max, v.type.scale()));
+  return c;
+}
+
+z3::expr Encoder::declared_bounds(VarId id, const z3::expr& x) {
+  const kernel::Variable& v = model_.variables[id];
+  if (v.type.kind() == Type::Kind::list)
+    return v.max_length ? x.length() <= ctx_.int_val(*v.max_length) : ctx_.bool_val(true);
+  if (!v.type.is_numeric()) return ctx_.bool_val(true);
+  z3::expr c = ctx_.bool_val(true);
   if (v.min) c = c && x >= ctx_.int_val(units_at(*v.min, v.type.scale()));
   if (v.max) c = c && x <= ctx_.int_val(units_at(*v.max, v.type.scale()));
   return c;
@@ -121,28 +169,27 @@ z3::expr Encoder::align(const Term& t, int scale) {
   return t.e * ctx_.int_val(kernel::pow10(scale - t.scale));
 }
 
-std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
-                                                         z3::expr_vector& side) {
-  std::vector<std::pair<VarId, z3::expr>> post;
+z3::expr Encoder::effect(const Action& action, const kernel::Effect& eff, z3::expr& computed) {
   const Env env{nullptr, &action};
-  for (const kernel::Effect& eff : action.effects) {
-    const kernel::Variable& var = model_.variables[eff.variable];
-    const z3::expr old = pre(eff.variable);
-    const Type* enum_ctx = var.type.kind() == Type::Kind::enumeration ? &var.type : nullptr;
-    z3::expr value = old;
+  const kernel::Variable& var = model_.variables[eff.variable];
+  const z3::expr old = pre(eff.variable);
+  z3::expr value = old;
+  try {
     switch (eff.mode) {
       case kernel::EffectMode::set: {
         list_hint_ = &var.type;
-        const Term t = encode(*eff.value, env, enum_ctx);
+        const bool codes = var.type.kind() == Type::Kind::enumeration || yields_codes(*eff.value);
+        const Term t = encode(*eff.value, env, codes);
         value = var.type.is_numeric() ? align(t, var.type.scale()) : t.e;
+        same_sort(value, old, "an assignment");
         break;
       }
       case kernel::EffectMode::append:
-        value = z3::concat(old, element(encode(*eff.value, env, nullptr), var.type).unit());
+        value = z3::concat(old, element(encode(*eff.value, env, false), var.type).unit());
         break;
       case kernel::EffectMode::remove: {
         // The first element equal to the value is removed; none: unchanged (as the kernel).
-        const z3::expr unit = element(encode(*eff.value, env, nullptr), var.type).unit();
+        const z3::expr unit = element(encode(*eff.value, env, false), var.type).unit();
         const z3::expr at = z3::indexof(old, unit, ctx_.int_val(0));
         value = z3::ite(at >= 0,
                         z3::concat(old.extract(ctx_.int_val(0), at),
@@ -152,30 +199,33 @@ std::vector<std::pair<VarId, z3::expr>> Encoder::effects(const Action& action,
       }
       case kernel::EffectMode::increment:
       case kernel::EffectMode::decrement: {
-        const z3::expr v = align(encode(*eff.value, env, nullptr), var.type.scale());
+        const z3::expr v = align(encode(*eff.value, env, false), var.type.scale());
         value = eff.mode == kernel::EffectMode::increment ? old + v : old - v;
         break;
       }
-      case kernel::EffectMode::multiply:
+      case kernel::EffectMode::multiply:  // an int factor (the loader's rule): the scale stays
         if (eff.value->op != ExprOp::literal) nonlinear_ = true;
-        value = old * encode(*eff.value, env, nullptr).e;
+        value = old * encode(*eff.value, env, false).e;
         break;
       default:
         throw Unsupported{"unsupported construct: effect `" +
                           std::string(kernel::to_string(eff.mode)) + "`"};
     }
-    if (var.type.is_numeric()) side.push_back(int64_range(ctx_, value));
-    side.push_back(take_ranges());  // intermediate results of the value expressions
-    post.emplace_back(eff.variable, value);
+  } catch (const Unsupported&) {
+    ranges_.clear();
+    throw;
   }
-  return post;
+  // The intermediate results of the value expression, then the written value itself.
+  computed = take_ranges();
+  if (var.type.is_numeric()) computed = computed && int64_range(ctx_, value);
+  return value;
 }
 
 z3::expr Encoder::encode_bool(const Expr& e,
                               const std::vector<std::pair<VarId, z3::expr>>* post,
                               const Action* action) {
   try {
-    return encode(e, Env{post, action}, nullptr).e;
+    return encode(e, Env{post, action}, false).e;
   } catch (const Unsupported&) {
     ranges_.clear();  // nothing of a failed encoding may constrain the next one
     throw;
@@ -185,7 +235,7 @@ Term Encoder::encode_numeric(const Expr& e,
                              const std::vector<std::pair<VarId, z3::expr>>* post,
                              const Action* action) {
   try {
-    return encode(e, Env{post, action}, nullptr);
+    return encode(e, Env{post, action}, false);
   } catch (const Unsupported&) {
     ranges_.clear();
     throw;
@@ -196,7 +246,12 @@ z3::expr Encoder::cost_units(const Action& action, z3::expr& side) {
   if (!action.cost_expr) return ctx_.int_val(action.cost);
   const int bs = model_.budget.scale;
   const Term t = encode_numeric(*action.cost_expr, nullptr, &action);
-  if (t.scale <= bs) return t.e * ctx_.int_val(kernel::pow10(bs - t.scale));
+  side = side && take_ranges();  // the cost expression is evaluated without an overflow
+  if (t.scale <= bs) {
+    const z3::expr units = t.e * ctx_.int_val(kernel::pow10(bs - t.scale));
+    side = side && int64_range(ctx_, units);  // Decimal::rescaled fails outside int64
+    return units;
+  }
   const z3::expr k = ctx_.int_val(kernel::pow10(t.scale - bs));
   side = side && z3::mod(t.e, k) == 0;
   return t.e / k;
@@ -212,12 +267,9 @@ z3::expr Encoder::constant(const Value& v, const Type& type) {
       if (!at) throw Unsupported{"a value finer than its variable's scale"};
       return ctx_.int_val(at->units);
     }
-    case Type::Kind::enumeration: {
-      const auto& vs = type.enum_values();
-      const auto it = std::find(vs.begin(), vs.end(), v.as_string());
-      if (it == vs.end()) throw Unsupported{"a value outside its enumeration"};
-      return ctx_.int_val(static_cast<std::int64_t>(it - vs.begin()));
-    }
+    case Type::Kind::enumeration:
+      if (!type.has_enum_value(v.as_string())) throw Unsupported{"a value outside its enumeration"};
+      return ctx_.int_val(codes_->of(v.as_string()));
     case Type::Kind::string:
       return ctx_.string_val(v.as_string());
     case Type::Kind::list: {
@@ -230,24 +282,21 @@ z3::expr Encoder::constant(const Value& v, const Type& type) {
   throw Unsupported{"unsupported construct: a value of this type"};
 }
 
-Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
-  auto numeric = [&](std::size_t i) { return encode(*e.args[i], env, nullptr); };
+Term Encoder::encode(const Expr& e, const Env& env, bool codes) {
+  auto numeric = [&](std::size_t i) { return encode(*e.args[i], env, false); };
   auto equal = [&](const Expr& a, const Expr& b) -> z3::expr {
     if (a.type.is_numeric()) {
-      const Term x = encode(a, env, nullptr);
-      const Term y = encode(b, env, nullptr);
+      const Term x = encode(a, env, false);
+      const Term y = encode(b, env, false);
       const int s = std::max(x.scale, y.scale);
       return align(x, s) == align(y, s);
     }
-    if (a.type.kind() == Type::Kind::enumeration || b.type.kind() == Type::Kind::enumeration) {
-      const Type& et = a.type.kind() == Type::Kind::enumeration ? a.type : b.type;
-      const Expr& other = &et == &a.type ? b : a;
-      if (!(other.type == et) && other.op != ExprOp::literal) {
-        throw Unsupported{
-            "unsupported construct: comparison of different enumerations or of an enumeration with "
-            "a string"};
-      }
-      return encode(a, env, &et).e == encode(b, env, &et).e;
+    if (yields_codes(a) || yields_codes(b)) {
+      // Enumeration values of any enumeration, and string literals, as their codes.
+      const z3::expr x = encode(a, env, true).e;
+      const z3::expr y = encode(b, env, true).e;
+      same_sort(x, y, "a comparison");
+      return x == y;
     }
     if (a.type.kind() == Type::Kind::list) {
       const Type& typed = a.type.element() != nullptr ? a.type : b.type;
@@ -256,11 +305,14 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
         throw Unsupported{"unsupported construct: comparison of lists with different scales"};
       }
       list_hint_ = &typed;
-      const z3::expr x = encode(a, env, nullptr).e;
+      const z3::expr x = encode(a, env, false).e;
       list_hint_ = &typed;
-      return x == encode(b, env, nullptr).e;
+      return x == encode(b, env, false).e;
     }
-    return encode(a, env, nullptr).e == encode(b, env, nullptr).e;
+    const z3::expr x = encode(a, env, false).e;
+    const z3::expr y = encode(b, env, false).e;
+    same_sort(x, y, "a comparison");
+    return x == y;
   };
 
   switch (e.op) {
@@ -271,11 +323,7 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
         case Value::Kind::number:
           return Term{ctx_.int_val(e.literal.as_number().units), e.literal.as_number().scale};
         case Value::Kind::string: {
-          if (enum_context != nullptr) {
-            const auto& vs = enum_context->enum_values();
-            const auto it = std::find(vs.begin(), vs.end(), e.literal.as_string());
-            return Term{ctx_.int_val(static_cast<std::int64_t>(it - vs.begin())), 0};
-          }
+          if (codes) return Term{ctx_.int_val(codes_->of(e.literal.as_string())), 0};
           return Term{ctx_.string_val(e.literal.as_string()), 0};
         }
         default:
@@ -351,29 +399,32 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
     case ExprOp::logical_and:
     case ExprOp::logical_or:
     case ExprOp::implies: {
-      const z3::expr a = encode(*e.args[0], env, nullptr).e;
+      const z3::expr a = encode(*e.args[0], env, false).e;
       const std::size_t mark = ranges_.size();
-      const z3::expr b = encode(*e.args[1], env, nullptr).e;
+      const z3::expr b = encode(*e.args[1], env, false).e;
       only_if(mark, e.op == ExprOp::logical_or ? !a : a);
       if (e.op == ExprOp::logical_and) return Term{a && b, 0};
       if (e.op == ExprOp::logical_or) return Term{a || b, 0};
       return Term{z3::implies(a, b), 0};
     }
     case ExprOp::logical_not:
-      return Term{!encode(*e.args[0], env, nullptr).e, 0};
+      return Term{!encode(*e.args[0], env, false).e, 0};
     case ExprOp::ite: {
-      const z3::expr c = encode(*e.args[0], env, nullptr).e;
-      const Type* ctx = e.type.kind() == Type::Kind::enumeration ? &e.type : enum_context;
+      const z3::expr c = encode(*e.args[0], env, false).e;
+      const bool branch_codes = codes || yields_codes(e);
       std::size_t mark = ranges_.size();
-      const Term a = encode(*e.args[1], env, ctx);
+      const Term a = encode(*e.args[1], env, branch_codes);
       only_if(mark, c);
       mark = ranges_.size();
-      const Term b = encode(*e.args[2], env, ctx);
+      const Term b = encode(*e.args[2], env, branch_codes);
       only_if(mark, !c);
       if (e.type.is_numeric()) {
+        // The kernel brings the chosen branch to the `if`'s (joined) scale: a branch that fits
+        // at its own scale but not at the joined one overflows.
         const int s = e.type.scale();
-        return Term{z3::ite(c, align(a, s), align(b, s)), s};
+        return ranged(Term{z3::ite(c, align(a, s), align(b, s)), s});
       }
+      same_sort(a.e, b.e, "an `if`");
       return Term{z3::ite(c, a.e, b.e), 0};
     }
     case ExprOp::min:
@@ -381,7 +432,9 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
       const int s = e.type.scale();
       const z3::expr a = align(numeric(0), s);
       const z3::expr b = align(numeric(1), s);
-      return Term{e.op == ExprOp::min ? z3::ite(a <= b, a, b) : z3::ite(a >= b, a, b), s};
+      // The kernel brings the chosen operand to the joined scale (an overflow if it does not
+      // fit there), as for `if`.
+      return ranged(Term{e.op == ExprOp::min ? z3::ite(a <= b, a, b) : z3::ite(a >= b, a, b), s});
     }
     case ExprOp::abs: {
       const Term a = numeric(0);
@@ -391,12 +444,12 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
       if (!model_.variables[e.index].optional) return Term{ctx_.bool_val(true), 0};
       throw Unsupported{"unsupported construct: optional variable `" + e.name + "`"};
     case ExprOp::len:
-      return Term{encode(*e.args[0], env, nullptr).e.length(), 0};
+      return Term{encode(*e.args[0], env, false).e.length(), 0};
     case ExprOp::contains: {
       const Expr& list = *e.args[0];
       if (list.type.element() == nullptr) return Term{ctx_.bool_val(false), 0};  // contains([], v)
-      const z3::expr l = encode(list, env, nullptr).e;
-      return Term{l.contains(element(encode(*e.args[1], env, nullptr), list.type).unit()), 0};
+      const z3::expr l = encode(list, env, false).e;
+      return Term{l.contains(element(encode(*e.args[1], env, false), list.type).unit()), 0};
     }
     case ExprOp::list: {
       const Type* type = e.type.element() != nullptr ? &e.type : list_hint_;
@@ -405,7 +458,7 @@ Term Encoder::encode(const Expr& e, const Env& env, const Type* enum_context) {
         throw Unsupported{"unsupported construct: an empty list of unknown type"};
       z3::expr out = empty_list(*type);
       for (const auto& item : e.args)
-        out = z3::concat(out, element(encode(*item, env, nullptr), *type).unit());
+        out = z3::concat(out, element(encode(*item, env, false), *type).unit());
       return Term{out, 0};
     }
   }
@@ -422,7 +475,7 @@ Value Encoder::value_of(const z3::model& m, const z3::expr& symbol, const Type& 
       return Value::number(
           kernel::Decimal{v.get_numeral_int64(), static_cast<std::uint8_t>(type.scale())});
     case Type::Kind::enumeration:
-      return Value::string(type.enum_values().at(static_cast<std::size_t>(v.get_numeral_int64())));
+      return Value::string(codes_->value(v.get_numeral_int64()));
     case Type::Kind::string:
       return Value::string(v.get_string());
     case Type::Kind::list: {

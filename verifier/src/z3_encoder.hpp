@@ -4,6 +4,8 @@
 
 #include <z3++.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +14,25 @@
 
 namespace clampai::verifier::detail {
 
+/// The Int codes of enumeration values: one code per distinct string, whatever enumeration
+/// declares it, so equal values are equal terms across enumeration types (a value copied from
+/// an enumeration to its subset or permutation keeps its meaning). Shared by every encoder of
+/// one Z3 context that relates their terms.
+class EnumCodes {
+ public:
+  /// The code of `value` (assigned on first use).
+  std::int64_t of(const std::string& value);
+  /// The value of `code`. @throws std::out_of_range for a code never assigned.
+  [[nodiscard]] const std::string& value(std::int64_t code) const;
+
+ private:
+  std::map<std::string, std::int64_t> codes_;
+  std::vector<std::string> values_;
+};
+
 /// A numeric term is an integer count of 10^-scale units, exactly as the kernel stores it;
-/// booleans are Bool, enumerations the Int index of their value, strings String.
+/// booleans are Bool, enumeration values the Int code of their string (EnumCodes), strings
+/// String.
 struct Term {
   z3::expr e;
   int scale = 0;
@@ -30,24 +49,31 @@ class Encoder {
  public:
   /// `prefix` names this encoder's symbols, so that several states (the steps of a bounded
   /// model check) can live in one solver.
-  Encoder(z3::context& ctx, const kernel::TaskModel& model, std::string prefix = "");
+  /// `codes` (default: a new table) must be shared by encoders whose terms meet in one solver.
+  Encoder(z3::context& ctx,
+          const kernel::TaskModel& model,
+          std::string prefix = "",
+          std::shared_ptr<EnumCodes> codes = nullptr);
+
+  /// The enumeration codes this encoder uses (to share with another encoder).
+  [[nodiscard]] const std::shared_ptr<EnumCodes>& codes() const noexcept { return codes_; }
 
   /// The pre-state symbol of variable `id` (created on first use).
   z3::expr pre(kernel::VarId id);
   /// The parameter symbol of parameter `i` of `action`.
   z3::expr param(const kernel::Action& action, std::size_t i);
 
-  /// Range constraints of variable `id`'s symbol: declared bounds, int64 range, enum index.
+  /// Range constraints of variable `id`'s symbol: declared bounds, int64 range, enum values.
   z3::expr bounds(kernel::VarId id, const z3::expr& symbol);
+  /// What the kernel checks of a written value (`bound_violated`): declared min/max of a
+  /// number, max_length of a list; true for other types.
+  z3::expr declared_bounds(kernel::VarId id, const z3::expr& value);
   /// Range constraints of a parameter symbol.
   z3::expr param_bounds(const kernel::Parameter& p, const z3::expr& symbol);
 
-  /// The post-state value of every variable `action` writes (others keep their pre value).
-  /// Adds to `side` the constraint that no written value overflows int64 (the kernel rejects
-  /// such an action with `overflow`, so those transitions do not exist).
-  /// @throws Unsupported
-  std::vector<std::pair<kernel::VarId, z3::expr>> effects(const kernel::Action& action,
-                                                          z3::expr_vector& side);
+  /// The value `effect` of `action` writes, read on the pre-state; `computed` becomes the
+  /// condition that the kernel computes it without an overflow. @throws Unsupported
+  z3::expr effect(const kernel::Action& action, const kernel::Effect& effect, z3::expr& computed);
 
   /// Encodes a bool expression. `post` maps written variables to their post terms (null: the
   /// expression is read on the pre-state); `old(x)` always reads the pre-state.
@@ -65,8 +91,9 @@ class Encoder {
 
   /// The cost of `action` in budget units (the model's budget scale), as the kernel charges it:
   /// the constant cost, or the cost expression over the action's parameters. A cost finer than
-  /// the budget's scale is rejected by the kernel (as an overflow): `side` gets the condition
-  /// that it is not. @throws Unsupported
+  /// the budget's scale, or one out of the int64 range, is rejected by the kernel (as an
+  /// overflow): `side` gets the condition that it is not (with the range conditions of the
+  /// cost expression). @throws Unsupported
   z3::expr cost_units(const kernel::Action& action, z3::expr& side);
 
   /// The term of a concrete value of `type`, as `pre` symbols of that type hold it: the
@@ -85,13 +112,16 @@ class Encoder {
   kernel::Value value_of(const z3::model& model, const z3::expr& symbol, const kernel::Type& type);
 
   z3::context& ctx() { return ctx_; }
+  [[nodiscard]] const kernel::TaskModel& model() const noexcept { return model_; }
+  [[nodiscard]] const std::string& prefix() const noexcept { return prefix_; }
 
  private:
   struct Env {
     const std::vector<std::pair<kernel::VarId, z3::expr>>* post;
     const kernel::Action* action;
   };
-  Term encode(const kernel::Expr& e, const Env& env, const kernel::Type* enum_context);
+  // `codes`: string literals stand for enumeration values (their EnumCodes code).
+  Term encode(const kernel::Expr& e, const Env& env, bool codes);
   z3::expr align(const Term& t, int scale);
   z3::sort sort_of(const kernel::Type& t);
   z3::expr empty_list(const kernel::Type& list_type);
@@ -100,6 +130,7 @@ class Encoder {
   z3::context& ctx_;
   const kernel::TaskModel& model_;
   std::string prefix_;
+  std::shared_ptr<EnumCodes> codes_;
   std::vector<std::optional<z3::expr>> pre_;
   bool nonlinear_ = false;
   const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes

@@ -79,10 +79,21 @@ struct VerifyOptions {
   std::function<void(std::size_t, std::size_t)> progress{};
 };
 
+/// A property every run of the kernel has by construction, whatever the spec: reported, never
+/// counted as a proof of the spec. `budget:t1` (net spend within [0, total]: every charge is
+/// guarded by BudgetController::can_afford), `budget:t4` (gross spend never decreases) and
+/// `budget:t2` (the step bound floor(total / min_action_cost), capped by max_steps). Lean:
+/// lean/ClampAI/Spec/Budget.lean.
+struct Fact {
+  std::string id{};
+  std::string statement{};
+};
+
 /// The result of verifying one model.
 struct Report {
   std::vector<Obligation> obligations{};
-  std::size_t proved = 0, refuted = 0, unknown = 0;  // base case, preservation and budget
+  std::vector<Fact> facts{};                         // the kernel's, not the spec's
+  std::size_t proved = 0, refuted = 0, unknown = 0;  // base case, preservation, interface
   std::size_t warnings = 0;                          // lints that are not proved
   double seconds = 0;
   /// 0 all proved, 1 something refuted, 3 unknowns and nothing refuted (DESIGN §4). Lints are
