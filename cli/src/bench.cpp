@@ -353,7 +353,7 @@ int bench(const BenchArgs& args) {
               {"evaluate", phase_json(evaluate)},
               {"execute", phase_json(execute)}};
     j["execute"]["restarts"] = execute.restarts;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "bench " << args.spec << (model->name.empty() ? "" : " (" + model->name + ")")

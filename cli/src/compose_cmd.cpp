@@ -258,7 +258,9 @@ void print_junit(const cc::ComposeReport& r) {
       continue;
     }
     std::string details;
-    if (o.counterexample) details = counterexample_json(*o.counterexample).dump(2);
+    if (o.counterexample)
+      details = counterexample_json(*o.counterexample)
+                    .dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     if (t != nullptr) {
       json findings = json::array();
       for (const auto& f : t->findings) {
@@ -269,7 +271,7 @@ void print_junit(const cc::ComposeReport& r) {
         if (f.counterexample) fj["counterexample"] = counterexample_json(*f.counterexample);
         findings.push_back(fj);
       }
-      details = findings.dump(2);
+      details = findings.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     const char* tag = o.verdict == cv::VerdictKind::refuted ? "failure" : "error";
     std::cout << ">\n      <" << tag << " message=\"" << xml(o.reason) << "\" type=\""
@@ -367,9 +369,11 @@ int run_compose_command() {
     return 2;
   }
   if (args.format == "json") {
-    std::cout << report_json(report).dump(2) << "\n";
+    std::cout << report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else if (args.format == "sarif") {
-    std::cout << sarif(report).dump(2) << "\n";
+    std::cout << sarif(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else if (args.format == "junit") {
     print_junit(report);
   } else {

@@ -100,7 +100,7 @@ int lookahead_command() {
       j["cheapest_plan"] = plan_json(m, r.cheapest_plan);
       j["cheapest_cost"] = m.format_amount(r.cheapest_cost);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return rc;
   }
   if (!r.decision.approved) {

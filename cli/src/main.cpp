@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
@@ -21,6 +22,7 @@
 #include "lookahead_cmd.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
+#include "suggestions.hpp"
 
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
@@ -35,6 +37,7 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kFinding = 1;
 constexpr int kBadInput = 2;
+constexpr int kOutOfMemory = 4;
 
 struct Common {
   std::string format = "text";
@@ -45,6 +48,10 @@ void add_format(CLI::App* cmd, Common& common) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 }
+
+// JSON text for output; a file name that is not UTF-8 gets U+FFFD for its invalid bytes
+// instead of failing after the work is done.
+std::string dump(const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace); }
 
 std::string type_of(const ck::Variable& v) { return v.type.to_string() + (v.optional ? "?" : ""); }
 
@@ -86,7 +93,7 @@ int cmd_check(const std::string& path, const Common& common) {
                    {"min_action_cost", model->format_amount(model->budget.min_action_cost)},
                    {"step_limit", model->budget.step_limit}};
     j["ok"] = true;
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump(j) << "\n";
     return kOk;
   }
   std::cout << "spec " << path << (model->name.empty() ? "" : " (" + model->name + ")") << "\n";
@@ -115,22 +122,59 @@ struct RunArgs {
   std::string spec;
   std::string trace;
   std::string flush = "flush";
+  bool append = false;
+  bool force = false;
   std::optional<std::uint64_t> max_steps;
   bool record_rejections = false;
   std::optional<unsigned> lookahead;
   bool recover = false;
 };
 
+// True iff `a` and `b` name one file (the same inode), however they are spelt.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// Opens the trace file of `run` (after the spec is loaded: a spec error never touches it) and,
+// with --append, reads and checks the trace it continues.
+void open_trace(const RunArgs& args,
+                const std::shared_ptr<const ck::TaskModel>& model,
+                ck::KernelOptions& options) {
+  if (same_file(args.trace, args.spec))
+    throw clampai::TraceError("the trace `" + args.trace + "` is the spec file `" + args.spec +
+                              "`: give the trace its own file");
+  const ck::FlushPolicy policy = args.flush == "buffered" ? ck::FlushPolicy::buffered
+                                 : args.flush == "fsync"  ? ck::FlushPolicy::fsync
+                                                          : ck::FlushPolicy::flush;
+  const ck::TraceOpen mode = args.append  ? ck::TraceOpen::append
+                             : args.force ? ck::TraceOpen::overwrite
+                                          : ck::TraceOpen::create;
+  auto writer = std::make_shared<ck::TraceWriter>(args.trace, policy, mode);  // locks it
+  if (args.append) {
+    const ck::TraceCheck check = ck::verify_trace_file(args.trace, /*allow_unsealed=*/true);
+    if (!check.ok)
+      throw clampai::TraceError("cannot append to `" + args.trace + "`: " + check.message);
+    if (check.sealed)
+      throw clampai::TraceError("cannot append to `" + args.trace +
+                                "`: the trace is sealed (its run finished; nothing may follow "
+                                "a seal): write a new trace");
+    std::vector<ck::TraceEntry> entries = ck::read_trace_file(args.trace);
+    if (auto mismatch = ck::replay_trace(model, entries)) {
+      throw clampai::TraceError("cannot append to `" + args.trace + "`: entry " +
+                                std::to_string(mismatch->first) + ": " + mismatch->second);
+    }
+    writer->continue_from(entries.size());
+    options.resume = std::move(entries);
+  }
+  options.writer = std::move(writer);
+}
+
 int cmd_run(const RunArgs& args, const Common& common) {
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
   options.record_rejections = args.record_rejections;
-  if (!args.trace.empty()) {
-    const ck::FlushPolicy policy = args.flush == "buffered" ? ck::FlushPolicy::buffered
-                                   : args.flush == "fsync"  ? ck::FlushPolicy::fsync
-                                                            : ck::FlushPolicy::flush;
-    options.writer = std::make_shared<ck::TraceWriter>(args.trace, policy);
-  }
+  if (!args.trace.empty()) open_trace(args, model, options);
   if (args.lookahead) {
     ck::LookaheadOptions lookahead;
     lookahead.depth = *args.lookahead;
@@ -170,7 +214,8 @@ int cmd_run(const RunArgs& args, const Common& common) {
     }
     j["trace"] = {{"entries", seal.sequence + 1}, {"head", seal.hash}, {"verified", check.ok}};
     if (!args.trace.empty()) j["trace"]["file"] = args.trace;
-    std::cout << j.dump(2) << "\n";
+    if (args.append) j["trace"]["appended"] = true;
+    std::cout << dump(j) << "\n";
   } else {
     std::cout << "goal: "
               << (model->goal_description.empty()
@@ -212,7 +257,8 @@ int cmd_run(const RunArgs& args, const Common& common) {
     std::cout << "  trace       " << seal.sequence + 1
               << " entries, head sha256:" << seal.hash.substr(0, 16) << "..., "
               << (check.ok ? "chain verified" : "CHAIN BROKEN");
-    if (!args.trace.empty()) std::cout << ", written to " << args.trace;
+    if (!args.trace.empty())
+      std::cout << (args.append ? ", appended to " : ", written to ") << args.trace;
     std::cout << "\n";
   }
   return r.goal_reached ? kOk : kFinding;
@@ -230,7 +276,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
   if (check.ok && !args.spec.empty()) {
-    const auto model = ck::load_spec_file(args.spec);
+    const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
     if (auto mismatch = ck::replay_trace(model, ck::read_trace_file(args.file))) {
       check.ok = false;
       check.first_bad = mismatch->first;
@@ -246,13 +292,21 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
            {"entries", check.entries},
            {"sealed", check.sealed},
            {"message", check.message},
-           {"replay", replay}};
+           {"replay", replay},
+           {"truncated_tail", check.truncated_tail}};
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
-    std::cout << j.dump(2) << "\n";
+    if (check.truncated_tail) j["verified_bytes"] = check.verified_bytes;
+    std::cout << dump(j) << "\n";
   } else {
-    std::cout << (check.ok ? "ok: " : "BROKEN: ") << args.file << ": " << check.message;
-    if (!args.spec.empty() && replay == "ok")
-      std::cout << "; replays through the kernel to the sealed state";
+    std::cout << (check.ok               ? "ok: "
+                  : check.truncated_tail ? "TRUNCATED: "
+                                         : "BROKEN: ")
+              << args.file << ": " << check.message;
+    if (!args.spec.empty() && replay == "ok") {
+      std::cout << (check.sealed ? "; replays through the kernel to the sealed state"
+                                 : "; replays through the kernel (the trace has no seal, so no "
+                                   "final state to compare)");
+    }
     std::cout << "\n";
   }
   return check.ok ? kOk : kFinding;
@@ -375,7 +429,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   std::optional<clampai::cli::GoalCheck> goal;
   if (args.depth > 0 && model->goal) goal = clampai::cli::check_goal(*model, args.depth);
   if (common.format == "sarif") {
-    std::cout << sarif_report(args.spec, *model, report).dump(2) << "\n";
+    std::cout << dump(sarif_report(args.spec, *model, report)) << "\n";
   } else if (common.format == "json") {
     json obligations = json::array();
     for (const auto& o : report.obligations) {
@@ -422,7 +476,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
                    {"plan", clampai::cli::plan_json(*model, goal->plan)},
                    {"cost", model->format_amount(goal->cost)}};
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump(j) << "\n";
   } else {
     for (const auto& o : report.obligations) {
       if (o.verdict == cv::VerdictKind::proved) continue;
@@ -470,8 +524,17 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand(
       "run", "Drive a task spec through the safety kernel with the deterministic driver");
   run->add_option("SPEC", run_args.spec, "Task spec (JSON)")->required();
-  run->add_option(
-      "--trace", run_args.trace, "Write the hash-chained trace to this JSON Lines file");
+  run->add_option("--trace",
+                  run_args.trace,
+                  "Write the hash-chained trace to this JSON Lines file: a new file (an existing "
+                  "one is an error unless --append or --force); its directory must exist");
+  auto* append_flag = run->add_flag(
+      "--append",
+      run_args.append,
+      "Continue the unsealed trace in --trace: its chain is verified and replayed through the "
+      "kernel first, and the run resumes from its last state, budget and counters");
+  run->add_flag("--force", run_args.force, "Replace the file given to --trace if it exists")
+      ->excludes(append_flag);
   run->add_option(
          "--flush",
          run_args.flush,
@@ -480,7 +543,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--max-steps",
                   run_args.max_steps,
-                  "Stop after this many executed actions (besides the kernel's T2 bound)");
+                  "Stop after this many executed actions (besides the kernel's T2 bound)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::uint64_t n = 0;
+            const auto r = std::from_chars(text.data(), text.data() + text.size(), n);
+            if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size())
+              return "`" + text + "` is not a whole number from 0 to 18446744073709551615";
+            return "";
+          },
+          "N"));
   run->add_flag(
       "--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
   run->add_option("--lookahead",
@@ -534,24 +606,49 @@ int main(int argc, char** argv) {
   verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
   verify->add_flag("--allow-unsealed",
                    trace_args.allow_unsealed,
-                   "Accept a trace without a seal entry (a run that did not finish)");
+                   "Accept a trace without a seal entry (a run that did not finish); with --spec, "
+                   "its entries are replayed but there is no final state to compare");
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
 
+  std::string max_input;
+  app.add_option("--max-input-bytes",
+                 max_input,
+                 "Largest input file read (spec, trace, state, manifest, cache entry), in bytes "
+                 "or with K, M, G; default 64M, or CLAMPAI_MAX_INPUT_BYTES")
+      ->option_text("BYTES");
+  app.fallthrough();  // so that --max-input-bytes may follow the subcommand
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string hint = clampai::cli::parse_error_hint(app, argc, argv); !hint.empty()) {
+      std::cerr << "clampai: error: " << hint << "\n";
+      return kBadInput;
+    }
     const int rc = app.exit(e);
     return rc == 0 ? kOk : kBadInput;
   }
+  try {
+    if (!max_input.empty()) {
+      ck::set_max_input_bytes(ck::parse_byte_count(max_input, "--max-input-bytes"));
+    } else {
+      (void)ck::max_input_bytes();  // a malformed CLAMPAI_MAX_INPUT_BYTES is reported now
+    }
+  } catch (const clampai::Error& e) {
+    std::cerr << "clampai: error: " << e.what() << "\n";
+    return kBadInput;
+  }
 
-  const std::string input = check->parsed()        ? check_spec
-                            : run->parsed()        ? run_args.spec
-                            : verify_cmd->parsed() ? verify_args.spec
-                                                   : trace_args.file;
+  // Spec errors name the spec; `trace verify` reads a spec only with --spec.
+  const std::string input = check->parsed()            ? check_spec
+                            : run->parsed()            ? run_args.spec
+                            : verify_cmd->parsed()     ? verify_args.spec
+                            : !trace_args.spec.empty() ? trace_args.spec
+                                                       : trace_args.file;
   try {
     if (check->parsed()) return cmd_check(check_spec, common);
     if (run->parsed()) return cmd_run(run_args, common);
@@ -567,6 +664,9 @@ int main(int argc, char** argv) {
   } catch (const clampai::TraceError& e) {
     std::cerr << "clampai: error: " << e.what() << "\n";
     return kBadInput;
+  } catch (const clampai::FileError& e) {  // the message names the file
+    std::cerr << "clampai: error: " << e.what() << "\n";
+    return kBadInput;
   } catch (const clampai::Error& e) {
     std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
     return kBadInput;
@@ -574,6 +674,10 @@ int main(int argc, char** argv) {
     std::cerr << "clampai: internal error (a bug in clampai, please report it): " << e.what()
               << "\n";
     return kBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "clampai: error: out of memory (the input is too large for the memory "
+                 "available to this process)\n";
+    return kOutOfMemory;
   } catch (const std::exception& e) {  // I/O: --smtlib directory, trace file system errors
     std::cerr << "clampai: error: " << e.what() << "\n";
     return kBadInput;

@@ -118,7 +118,7 @@ int repair_command() {
     }
     if (!r.conflict.empty()) j["conflict"] = r.conflict;
     if (!r.reason.empty()) j["reason"] = r.reason;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return rc;
   }
   const std::string norm = r.norm == cv::RepairNorm::l1 ? "L1 distance" : "squared L2 distance";

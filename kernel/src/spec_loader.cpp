@@ -1,13 +1,11 @@
 // Task spec JSON -> TaskDecl: structure only; build_model checks meaning.
 #include "clampai/kernel/spec_loader.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
-#include <sstream>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "json.hpp"
 
 namespace clampai::kernel {
@@ -26,8 +24,6 @@ using detail::join;
 using detail::required;
 
 SourceLoc loc(const JsonNode& n) { return SourceLoc{n.line, n.column}; }
-
-constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
 
 std::optional<Decimal> opt_decimal(const JsonNode& obj, const std::string& path, const char* key) {
   const JsonNode* n = obj.find(key);
@@ -314,7 +310,7 @@ InterfaceDecl parse_interface(const JsonNode& n) {
 
 TaskDecl parse_spec(std::string_view json_text) {
   const JsonNode root =
-      detail::parse_json(json_text, "spec", detail::JsonLimits{kMaxFileBytes, 64, 64 * 1024});
+      detail::parse_json(json_text, "spec", detail::JsonLimits{max_input_bytes(), 64, 64 * 1024});
   expect_kind(root, Kind::object, "");
   allow_keys(root,
              "",
@@ -406,22 +402,7 @@ std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) {
   return build_model(parse_spec(json_text));
 }
 
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error("`" + path + "` is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read `" + path + "`");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size > static_cast<std::streamoff>(kMaxFileBytes))
-    throw Error("`" + path + "` is larger than 16 MiB");
-  in.seekg(0);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error("cannot read `" + path + "`");
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return read_file(path); }
 
 std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) {
   return load_spec(read_text_file(path));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 
@@ -692,21 +693,21 @@ TEST_CASE("SpecLoader: a 1 MiB string is rejected with the limit", "[kernel][spe
   CHECK_THAT(e->what(), Contains("string longer than 65536 bytes"));
 }
 
-TEST_CASE("SpecLoader: a 20 MB input is rejected", "[kernel][spec]") {
-  const std::string text =
-      with_extra(R"(, "description": ")" + std::string(20'000'000, 'a') + "\"");
+TEST_CASE("SpecLoader: an input over the 64 MiB input limit is rejected", "[kernel][spec]") {
+  const std::string text = with_extra(R"(, "description": ")" +
+                                      std::string(clampai::kernel::max_input_bytes(), 'a') + "\"");
   const auto e = spec_error(text);
   REQUIRE(e);
-  CHECK_THAT(e->what(), Contains("file larger than 16777216 bytes"));
+  CHECK_THAT(e->what(), Contains("file larger than 67108864 bytes"));
 }
 
 // docs/SPEC.md section 12: "A problem with the whole file has no path".
 TEST_CASE("SpecLoader: an oversized input is a whole-file problem without a path",
           "[kernel][spec]") {
-  const auto e = spec_error(std::string(17 * 1024 * 1024, ' '));
+  const auto e = spec_error(std::string(clampai::kernel::max_input_bytes() + 1, ' '));
   REQUIRE(e);
   CHECK(e->path() == "");
-  CHECK_THAT(e->what(), Contains("file larger than 16777216 bytes"));
+  CHECK_THAT(e->what(), Contains("file larger than 67108864 bytes"));
 }
 
 // ---- the C++ API ----

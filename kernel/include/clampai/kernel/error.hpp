@@ -33,6 +33,13 @@ class SpecError : public Error {
   std::string path_;
 };
 
+/// An input file could not be read: it is missing or unreadable, not a regular file, or larger
+/// than the input limit. The message names the file and what is wrong with it.
+class FileError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A persisted trace could not be read (I/O failure or not a trace at all).
 class TraceError : public Error {
  public:

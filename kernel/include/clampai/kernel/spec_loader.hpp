@@ -19,8 +19,8 @@ TaskDecl parse_spec(std::string_view json_text);
 /// @throws SpecError as both do.
 std::shared_ptr<const TaskModel> load_spec(std::string_view json_text);
 
-/// Reads and loads a spec file.
-/// @throws SpecError as load_spec does; Error if the file cannot be read.
+/// Reads (with `read_file`: a regular file within `max_input_bytes()`) and loads a spec file.
+/// @throws SpecError as load_spec does; FileError if the file cannot be read.
 std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
 
 /// Reads a state of `model` from JSON text: an object from variable name to value. Variables
@@ -28,8 +28,9 @@ std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
 /// @throws SpecError naming the variable for an unknown name or a value of the wrong type.
 State parse_state(const TaskModel& model, std::string_view json_text);
 
-/// Reads the whole contents of a file.
-/// @throws Error naming the file if it cannot be read or is larger than 16 MiB.
+/// Reads the whole contents of a file: `read_file(path)` (file.hpp).
+/// @throws FileError naming the file if it cannot be read, is not a regular file, or is larger
+/// than `max_input_bytes()`.
 std::string read_text_file(const std::string& path);
 
 }  // namespace clampai::kernel
