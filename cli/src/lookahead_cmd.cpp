@@ -31,7 +31,10 @@ CLI::App* add_lookahead_command(CLI::App& app) {
       "Look K steps ahead of a proposed action: capture basins entered or reachable, dead ends, "
       "and the cheapest plan to the goal");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
-  cmd->add_option("--state", args.state, "The state (JSON object); default: the initial state");
+  cmd->add_option("--state",
+                  args.state,
+                  "The state: a JSON object inline ('{\"x\": 1}') or a file holding one; "
+                  "default: the initial state");
   cmd->add_option("--action", args.action, "The proposed action's id")->required();
   cmd->add_option("--params", args.params, "The action's parameters, as a JSON object");
   cmd->add_option("--depth", args.depth, "Steps searched after the action")

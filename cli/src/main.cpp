@@ -511,6 +511,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
+  app.fallthrough();  // inherited by the subcommands: --max-input-bytes may follow them
   app.set_version_flag("--version", std::string(clampai::composition::toolkit_version()));
   Common common;
 
@@ -620,7 +621,6 @@ int main(int argc, char** argv) {
                  "Largest input file read (spec, trace, state, manifest, cache entry), in bytes "
                  "or with K, M, G; default 64M, or CLAMPAI_MAX_INPUT_BYTES")
       ->option_text("BYTES");
-  app.fallthrough();  // so that --max-input-bytes may follow the subcommand
 
   try {
     app.parse(argc, argv);

@@ -98,26 +98,9 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth) {
   return g;
 }
 
-kernel::ParamMap parse_params(const std::string& text) {
-  kernel::ParamMap out;
-  if (text.empty()) return out;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SpecError("--params", std::string("malformed JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
-  for (const auto& [name, v] : j.items()) {
-    const std::string num = v.is_string() ? v.get<std::string>() : v.dump();
-    std::string err;
-    const auto d = kernel::Decimal::parse(num, &err);
-    if (!v.is_number() && !v.is_string()) err = "expected a number";
-    if (!d || !err.empty())
-      throw SpecError("--params." + name, "`" + num + "`: " + (err.empty() ? "not a number" : err));
-    out.emplace_back(name, kernel::Value::number(*d));
-  }
-  return out;
+kernel::ParamMap parse_params(const std::string& text, const std::string& option) {
+  if (text.empty()) return {};
+  return kernel::parse_named_numbers(text, option);
 }
 
 std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
@@ -130,10 +113,16 @@ std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situ
   }
   kernel::Situation s = kernel::Situation::initial(*model);
   if (!state.empty()) {
+    // Inline JSON (an object starts with `{`), else a file.
+    const auto first = state.find_first_not_of(" \t\r\n");
+    const bool inline_json = first != std::string::npos && state[first] == '{';
+    const std::string where = inline_json ? "--state" : state;
     try {
-      s.state = kernel::parse_state(*model, kernel::read_text_file(state));
+      s.state = kernel::parse_state(*model, inline_json ? state : kernel::read_text_file(state));
+    } catch (const FileError&) {
+      throw;  // names the file
     } catch (const Error& e) {
-      throw SpecError(state, e.what());
+      throw SpecError(where, e.what());
     }
   }
   return {model, std::move(s)};

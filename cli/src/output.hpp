@@ -41,13 +41,14 @@ GoalCheck check_goal(const kernel::TaskModel& m, unsigned depth);
 /// The default of `--jobs`: one worker per core (verdicts do not depend on it).
 unsigned default_jobs();
 
-/// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers, or strings
-/// holding exact decimals. An empty text is no parameters.
-/// @throws SpecError naming `--params` (or `--params.NAME`) for malformed input.
-kernel::ParamMap parse_params(const std::string& text);
+/// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers read exactly
+/// from their text, or strings holding exact decimals (kernel::parse_named_numbers). An empty
+/// text is no parameters.
+/// @throws SpecError naming `option` (or `option.NAME`) for malformed input.
+kernel::ParamMap parse_params(const std::string& text, const std::string& option = "--params");
 
-/// Loads `spec` and the situation to work in: its initial one, with the state from the JSON
-/// file `state` if that is not empty.
+/// Loads `spec` and the situation to work in: its initial one, with the state `state` if that
+/// is not empty: inline JSON when it starts with `{`, else the name of a JSON file.
 /// @throws SpecError naming the file at fault.
 std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
     const std::string& spec, const std::string& state);

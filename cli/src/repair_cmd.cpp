@@ -79,7 +79,7 @@ int repair_command() {
   options.timeout_ms = args.timeout_ms;
   if (!args.norm.empty())
     options.norm = args.norm == "l1" ? cv::RepairNorm::l1 : cv::RepairNorm::l2;
-  for (const auto& [name, w] : parse_params(args.weights)) {
+  for (const auto& [name, w] : parse_params(args.weights, "--weights")) {
     if (w.as_number().units <= 0) throw SpecError("--weights." + name, "a weight must be positive");
     options.weights[name] = w.as_number();
   }
@@ -168,7 +168,10 @@ CLI::App* add_repair_command(CLI::App& app) {
       "Find the parameter values closest to a proposal that the kernel approves, with a "
       "certificate, or the constraints that conflict");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
-  cmd->add_option("--state", args.state, "The state (JSON object); default: the initial state");
+  cmd->add_option("--state",
+                  args.state,
+                  "The state: a JSON object inline ('{\"x\": 1}') or a file holding one; "
+                  "default: the initial state");
   cmd->add_option("--action", args.action, "The proposed action's id")->required();
   cmd->add_option("--params", args.params, "The proposed parameters, as a JSON object")->required();
   cmd->add_option("--norm",

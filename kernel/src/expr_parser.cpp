@@ -282,7 +282,10 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxDepth) p.fail(p.tok_.pos, "expression nested more than 200 levels deep");
+      // The whole expression is level 0; each parenthesis, `if`, call, unary operator or `->`
+      // around a part is one level.
+      if (++p.depth_ > kMaxDepth + 1)
+        p.fail(p.tok_.pos, "expression nested more than 200 levels deep");
     }
     ~DepthGuard() { --p.depth_; }
   };
@@ -409,7 +412,8 @@ class Parser {
   }
 
   MutExpr parse_unary() {
-    DepthGuard guard(*this);
+    if (!at("-") && !at("!")) return parse_primary();
+    DepthGuard guard(*this);  // a nesting level only when the operator recurses
     if (at("-")) {
       const Token t = tok_;
       advance();

@@ -97,8 +97,13 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override { return open(JsonNode::Kind::array); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t position,
-                   const std::string&,
+                   const std::string& last_token,
                    const nlohmann::detail::exception& ex) override {
+    if (ex.id == 406) {  // a number beyond binary floating point's range, such as 1e400
+      error_path = where(position > last_token.size() ? position - last_token.size() : 0);
+      error_message = "`" + last_token + "`: the value does not fit a 64-bit fixed-point number";
+      return false;
+    }
     std::string msg = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     if (auto p = msg.find("]"); p != std::string::npos) msg = msg.substr(p + 2);

@@ -1,6 +1,7 @@
 // Task spec JSON -> TaskDecl: structure only; build_model checks meaning.
 #include "clampai/kernel/spec_loader.hpp"
 
+#include <cctype>
 #include <initializer_list>
 #include <limits>
 
@@ -406,6 +407,33 @@ std::string read_text_file(const std::string& path) { return read_file(path); }
 
 std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) {
   return load_spec(read_text_file(path));
+}
+
+std::vector<std::pair<std::string, Value>> parse_named_numbers(std::string_view json_text,
+                                                               const std::string& what) {
+  JsonNode root;
+  try {
+    root = detail::parse_json(json_text, what);
+  } catch (const SpecError& e) {
+    // Located by `line:column` (malformed JSON) or by a JSON path (a duplicate key).
+    const std::string& where = e.path();
+    const std::string message = std::string(e.what()).substr(where.empty() ? 0 : where.size() + 2);
+    if (where.empty()) throw SpecError(what, message);
+    if (std::isdigit(static_cast<unsigned char>(where.front())) != 0)
+      throw SpecError(what, message + " (at " + where + ")");
+    throw SpecError(what + "." + where, message);
+  }
+  if (root.kind != Kind::object)
+    throw SpecError(what,
+                    "expected a JSON object of named numbers, found " + detail::describe(root));
+  std::vector<std::pair<std::string, Value>> out;
+  for (const auto& [name, node] : root.members) {
+    const std::string path = what + "." + name;
+    if (node.kind != Kind::number && node.kind != Kind::string)
+      throw SpecError(path, "expected a number, found " + detail::describe(node));
+    out.emplace_back(name, Value::number(get_decimal(node, path)));
+  }
+  return out;
 }
 
 State parse_state(const TaskModel& model, std::string_view json_text) {

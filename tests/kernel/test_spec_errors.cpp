@@ -653,7 +653,7 @@ TEST_CASE("SpecLoader: an expression nested 1000 levels deep is rejected", "[ker
   const std::string deep = std::string(1000, '(') + "x > 0" + std::string(1000, ')');
   const auto e = spec_error(with_requires(deep));
   REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:101");
+  CHECK(e->path() == "actions[0].requires:1:202");
   CHECK_THAT(e->what(), Contains("expression nested more than 200 levels deep"));
 }
 

@@ -28,6 +28,14 @@ std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
 /// @throws SpecError naming the variable for an unknown name or a value of the wrong type.
 State parse_state(const TaskModel& model, std::string_view json_text);
 
+/// Reads named numbers (action parameters, weights) from a JSON object such as
+/// `{"n": 3, "amount": "12.50"}`: a JSON number is read exactly from its text, never through
+/// binary floating point; a string must hold a decimal. Keys must be unique.
+/// @throws SpecError whose path is `what` (malformed JSON, a duplicate key, not an object) or
+/// `what.NAME` (a value that is not a number or out of range).
+std::vector<std::pair<std::string, Value>> parse_named_numbers(std::string_view json_text,
+                                                               const std::string& what);
+
 /// Reads the whole contents of a file: `read_file(path)` (file.hpp).
 /// @throws FileError naming the file if it cannot be read, is not a regular file, or is larger
 /// than `max_input_bytes()`.
