@@ -659,7 +659,12 @@ int main(int argc, char** argv) {
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
   } catch (const clampai::SpecError& e) {
-    std::cerr << "clampai: error: " << input << ": " << e.what() << "\n";
+    // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
+    for (const clampai::SpecProblem& p : e.problems()) {
+      std::cerr << "clampai: error: " << input;
+      if (p.line > 0) std::cerr << ":" << p.line << ":" << p.column;
+      std::cerr << ": " << (p.path.empty() ? "" : p.path + ": ") << p.message << "\n";
+    }
     return kBadInput;
   } catch (const clampai::TraceError& e) {
     std::cerr << "clampai: error: " << e.what() << "\n";

@@ -10,6 +10,7 @@
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/spec_loader.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 
 namespace clampai::composition {
@@ -238,7 +239,11 @@ class Loader {
         boost::add_edge(from, it->second, graph_);
         return;
       }
-      throw SpecError(path, "unknown task or composite `" + n.text + "`");
+      std::vector<std::string> names;
+      for (const auto& [name, _] : f.tasks) names.push_back(name);
+      for (const auto& [name, _] : f.composite_vertex) names.push_back(name);
+      throw SpecError(
+          path, "unknown task or composite `" + n.text + "`" + kernel::did_you_mean(n.text, names));
     }
     if (n.kind != Kind::object || n.members.size() != 1) {
       throw SpecError(path,

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/suggest.hpp"
 
 namespace clampai::kernel::detail {
 namespace {
@@ -542,8 +543,14 @@ void allow_keys(const JsonNode& obj,
     for (auto a : allowed) ok = ok || key == a;
     if (!ok) {
       std::string list;
-      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      throw SpecError(join(path, key), "unknown key `" + key + "` (expected one of: " + list + ")");
+      std::vector<std::string> names;
+      for (auto a : allowed) {
+        list += (list.empty() ? "" : ", ") + std::string(a);
+        names.emplace_back(a);
+      }
+      throw SpecError(join(path, key),
+                      "unknown key `" + key + "`" + did_you_mean(key, names) +
+                          " (expected one of: " + list + ")");
     }
   }
 }

@@ -9,6 +9,7 @@
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 
 namespace clampai::kernel {
@@ -245,6 +246,12 @@ std::vector<VarId> marked(const std::vector<bool>& seen) {
   return out;
 }
 
+std::vector<std::string> action_ids(const TaskModel& m) {
+  std::vector<std::string> ids;
+  for (const auto& a : m.actions) ids.push_back(a.id);
+  return ids;
+}
+
 std::vector<VarId> variable_list(const TaskModel& m,
                                  const std::vector<std::string>& names,
                                  const std::string& path) {
@@ -252,7 +259,9 @@ std::vector<VarId> variable_list(const TaskModel& m,
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string p = path + "[" + std::to_string(i) + "]";
     const auto id = m.schema->find(names[i]);
-    if (!id) throw SpecError(p, "unknown variable `" + names[i] + "`");
+    if (!id)
+      throw SpecError(
+          p, "unknown variable `" + names[i] + "`" + did_you_mean(names[i], m.schema->names()));
     if (seen[*id]) throw SpecError(p, "`" + names[i] + "` is listed twice");
     seen[*id] = true;
   }
@@ -523,7 +532,11 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       const EffectDecl& e = a.effects[j];
       const std::string epath = path + ".effects[" + std::to_string(j) + "]";
       const auto id = m->schema->find(e.variable);
-      if (!id) throw SpecError(epath + ".variable", "unknown variable `" + e.variable + "`");
+      if (!id) {
+        throw SpecError(
+            epath + ".variable",
+            "unknown variable `" + e.variable + "`" + did_you_mean(e.variable, m->schema->names()));
+      }
       if (auto [it, inserted] = written.emplace(*id, j); !inserted) {
         throw SpecError(epath,
                         "a second effect on `" + e.variable + "` in one action (effects[" +
@@ -605,8 +618,9 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     const auto it = action_index.find(decl.emergency_actions[k]);
     if (it == action_index.end())
       throw SpecError(path,
-                      "unknown action `" + decl.emergency_actions[k] +
-                          "`: emergency actions must be declared in `actions`");
+                      "unknown action `" + decl.emergency_actions[k] + "`" +
+                          did_you_mean(decl.emergency_actions[k], action_ids(*m)) +
+                          ": emergency actions must be declared in `actions`");
     Action& a = m->actions[it->second];
     if (a.emergency) throw SpecError(path, "action `" + a.id + "` is listed twice");
     if (a.cost_expr || a.cost != 0) {
@@ -622,12 +636,17 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     const auto& [action, deps] = decl.dependencies[k];
     const std::string path = "dependencies." + action;
     const auto it = action_index.find(action);
-    if (it == action_index.end()) throw SpecError(path, "unknown action `" + action + "`");
+    if (it == action_index.end())
+      throw SpecError(path,
+                      "unknown action `" + action + "`" + did_you_mean(action, action_ids(*m)));
     Action& a = m->actions[it->second];
     for (std::size_t j = 0; j < deps.size(); ++j) {
       const auto dt = action_index.find(deps[j]);
       const std::string dpath = path + "[" + std::to_string(j) + "]";
-      if (dt == action_index.end()) throw SpecError(dpath, "unknown action `" + deps[j] + "`");
+      if (dt == action_index.end()) {
+        throw SpecError(dpath,
+                        "unknown action `" + deps[j] + "`" + did_you_mean(deps[j], action_ids(*m)));
+      }
       if (std::find(a.dependencies.begin(), a.dependencies.end(), dt->second) !=
           a.dependencies.end()) {
         throw SpecError(dpath, "`" + deps[j] + "` is listed twice");

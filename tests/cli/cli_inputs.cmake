@@ -120,7 +120,7 @@ endif()
 expect("recorded rejections replay" 0 "ok: .*replays" ${CLAMPAI} trace verify ${W}/rej.jsonl --spec ${ex}/cloud_deploy.json)
 
 # ---- exact and honest arguments ----
-expect("trace verify bad --spec names the spec" 2 "error: ${W}/typo.json: actions" ${CLAMPAI} trace verify ${W}/t.jsonl --spec ${W}/typo.json)
+expect("trace verify bad --spec names the spec" 2 "error: ${W}/typo.json:2:50: actions" ${CLAMPAI} trace verify ${W}/t.jsonl --spec ${W}/typo.json)
 expect("allow-unsealed with --spec" 0 "replays through the kernel \\(the trace has no seal" ${CLAMPAI} trace verify ${W}/unsealed.jsonl --spec ${q} --allow-unsealed)
 expect("--max-steps -1" 2 "--max-steps: `-1` is not a whole number" ${CLAMPAI} run ${q} --max-steps -1)
 expect("--max-steps 2^64" 2 "--max-steps: `18446744073709551616` is not a whole number" ${CLAMPAI} run ${q} --max-steps 18446744073709551616)
@@ -137,6 +137,14 @@ expect("1e400 in a spec" 2 "`1e400`: the value does not fit" ${CLAMPAI} check ${
 find_program(SH sh)
 execute_process(COMMAND ${SH} -c "cp \"$0\" \"$(printf '%s/bad\\377.json' \"$1\")\"" ${q} ${W})
 expect("non-UTF-8 name json" 0 "\"ok\": true" ${SH} -c "exec \"$0\" check \"$(printf '%s/bad\\377.json' \"$1\")\" --format json" ${CLAMPAI} ${W})
+
+# ---- errors a person can act on: every problem, with file:line:column and a suggestion ----
+file(WRITE ${W}/multi.json [=[{"variables": {"balance": {"type": "int", "initial": 0},
+               "count": {"type": "intt", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "efects": []}],
+ "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("all problems at once" 2 "multi.json:2:34: variables.count.type: unknown type `intt`.*\nclampai: error: .*multi.json:3:73: actions\\[0\\].efects: unknown key `efects` \\(did you mean `effects`\\?\\)" ${CLAMPAI} check ${W}/multi.json)
+expect("expression located in the file" 2 "typo.json:2:50: actions\\[0\\].requires:1:1: unknown variable `balnce` \\(did you mean `balance`\\?\\)" ${CLAMPAI} check ${W}/typo.json)
 
 # ---- suggestions ----
 expect("unknown command" 2 "unknown command `chek` \\(did you mean `check`\\?\\)" ${CLAMPAI} chek ${q})

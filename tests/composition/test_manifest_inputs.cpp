@@ -90,3 +90,13 @@ TEST_CASE("Manifest: special files are named, never read", "[composition][manife
                Contains("tasks.t: `") && Contains("is a FIFO (named pipe), not a regular file"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("Manifest: an unknown task name gets a suggestion", "[composition][manifest]") {
+  const fs::path dir = clampai::test::temp_file("suggest");
+  fs::create_directories(dir);
+  write(dir / "t.json", kTask);
+  write(dir / "m.json", R"({"name": "root", "tasks": {"deploy": "t.json"}, "compose": "deplyo"})");
+  REQUIRE_THAT(error_of((dir / "m.json").string()),
+               Contains("compose: unknown task or composite `deplyo` (did you mean `deploy`?)"));
+  fs::remove_all(dir);
+}

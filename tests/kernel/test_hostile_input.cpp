@@ -98,3 +98,76 @@ TEST_CASE("Suggestions: the closest name within two edits", "[kernel][suggest]")
   REQUIRE(did_you_mean("verfy", {"verify"}) == " (did you mean `verify`?)");
   REQUIRE(did_you_mean("nothing", {}).empty());
 }
+
+TEST_CASE("SpecLoader: every problem at once, each with its line and column", "[kernel][spec]") {
+  const std::string text = R"({"variables": {"balance": {"type": "int", "initial": 0},
+               "count": {"type": "intt", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "efects": []},
+             {"id": "b", "cost": true}],
+ "budget": {"total": 1, "min_action_cost": 1}})";
+  try {
+    (void)load_spec(text);
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    const auto& ps = e.problems();
+    REQUIRE(ps.size() == 3);
+    CHECK(ps[0].path == "variables.count.type");
+    CHECK(ps[0].line == 2);
+    CHECK(ps[0].column == 34);
+    CHECK(ps[1].path == "actions[0].efects");
+    CHECK_THAT(ps[1].message, Contains("unknown key `efects` (did you mean `effects`?)"));
+    CHECK(ps[1].line == 3);
+    CHECK(ps[2].path == "actions[1].cost");
+    CHECK(ps[2].line == 4);
+    CHECK(ps[2].column == 34);
+    CHECK_THAT(
+        e.what(),
+        Contains("variables.count.type: unknown type `intt`") && Contains("(and 2 more problems)"));
+  }
+  // A meaning error (after the structure is read) is located too, inside its expression.
+  try {
+    (void)load_spec(R"({"variables": {"balance": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0"}],
+ "budget": {"total": 1, "min_action_cost": 1}})");
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    REQUIRE(e.problems().size() == 1);
+    CHECK(e.path() == "actions[0].requires:1:1");
+    CHECK(e.problems()[0].line == 2);
+    CHECK(e.problems()[0].column == 50);  // the `b` of `balnce`
+  }
+}
+
+TEST_CASE("SpecLoader: at most 20 problems are reported", "[kernel][spec]") {
+  std::string text = R"({"variables": {}, "actions": [)";
+  for (int i = 0; i < 30; ++i)
+    text += std::string(i ? "," : "") + R"({"id": "a)" + std::to_string(i) + R"(", "cost": []})";
+  text += R"(], "budget": {"total": 1, "min_action_cost": 1}})";
+  try {
+    (void)load_spec(text);
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    REQUIRE(e.problems().size() == 20);
+    CHECK_THAT(e.what(), Contains("(and 19 more problems)"));
+  }
+}
+
+TEST_CASE("SpecLoader: unknown names get a suggestion", "[kernel][spec][suggest]") {
+  const auto error = [](const std::string& extra) {
+    return error_of([&] {
+      (void)load_spec(R"({"variables": {"count": {"type": "int", "initial": 0}},
+        "actions": [{"id": "deploy", "cost": 1}, {"id": "stop", "cost": 0}],
+        "budget": {"total": 1, "min_action_cost": 1})" +
+                      extra + "}");
+    });
+  };
+  CHECK_THAT(error(R"(, "dependencies": {"deploy": ["stpo"]})"),
+             Contains("dependencies.deploy[0]: unknown action `stpo` (did you mean `stop`?)"));
+  CHECK_THAT(error(R"(, "dependencies": {"deplyo": []})"),
+             Contains("unknown action `deplyo` (did you mean `deploy`?)"));
+  CHECK_THAT(error(R"(, "emergency_actions": ["stp"])"),
+             Contains("unknown action `stp` (did you mean `stop`?)"));
+  CHECK_THAT(error(R"(, "budgte": 1)"), Contains("unknown key `budgte` (did you mean `budget`?)"));
+  CHECK_THAT(error(R"(, "interface": {"reads": ["cuont"]})"),
+             Contains("unknown variable `cuont` (did you mean `count`?)"));
+}
