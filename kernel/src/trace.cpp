@@ -394,7 +394,10 @@ TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen 
   if (fd < 0) {
     const int err = errno;
     std::string why = std::strerror(err);
-    if (err == EEXIST) {
+    const std::string what = describe_file(path);
+    if (!what.empty() && what != "a regular file" && what != "a symbolic link to a regular file") {
+      why = "it is " + what + ", not a regular file";
+    } else if (err == EEXIST) {
       why =
           "it already exists (a trace is never overwritten silently: --append continues it, "
           "--force replaces it)";

@@ -100,6 +100,13 @@ TEST_CASE("TraceWriter: create never overwrites, overwrite empties, a second wri
       Contains("there is no trace to append to"));
   REQUIRE_THROWS_WITH(TraceWriter("/dev/null", FlushPolicy::flush, TraceOpen::overwrite),
                       Contains("character device, not a regular file"));
+  const std::string fifo = clampai::test::temp_file("trace-fifo.jsonl");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (TraceOpen mode : {TraceOpen::create, TraceOpen::overwrite, TraceOpen::append}) {
+    REQUIRE_THROWS_WITH(TraceWriter(fifo, FlushPolicy::flush, mode),
+                        Contains("is a FIFO (named pipe), not a regular file"));
+  }
+  std::filesystem::remove(fifo);
 }
 
 TEST_CASE("Trace: a torn last line is a truncated tail after the verified entries",
