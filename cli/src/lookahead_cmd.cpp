@@ -67,8 +67,14 @@ int lookahead_command() {
   ko.check_initial_state = false;
   const ck::SafetyKernel resolver(model, ko);
   const auto resolved = resolver.resolve(args.action, parse_params(args.params));
-  if (const auto* bad = std::get_if<ck::Reason>(&resolved))
-    throw SpecError("--action", bad->message);
+  if (const auto* bad = std::get_if<ck::Reason>(&resolved)) {
+    std::vector<std::string> ids;
+    for (const auto& action : model->actions) ids.push_back(action.id);
+    throw SpecError("--action",
+                    bad->message + (bad->code == ck::ReasonCode::unknown_action
+                                        ? ck::did_you_mean(args.action, ids)
+                                        : std::string()));
+  }
   ck::LookaheadOptions options;
   options.depth = args.depth;
   options.max_param_values = args.max_param_values;

@@ -72,7 +72,12 @@ int repair_command() {
   auto [model, situation] = load_situation(args.spec, args.state);
   const ck::TaskModel& m = *model;
   const auto index = m.find_action(args.action);
-  if (!index) throw SpecError("--action", "unknown action `" + args.action + "`");
+  if (!index) {
+    std::vector<std::string> ids;
+    for (const auto& action : m.actions) ids.push_back(action.id);
+    throw SpecError("--action",
+                    "unknown action `" + args.action + "`" + ck::did_you_mean(args.action, ids));
+  }
   const ck::Action& a = m.actions[*index];
   const ck::Proposal proposal = proposal_of(m, *index, parse_params(args.params));
   cv::RepairOptions options;

@@ -153,6 +153,9 @@ expect("unknown format" 2 "`--format`: unknown value `jsn` \\(did you mean `json
 expect("unknown flush" 2 "`--flush`: unknown value `fsyn` \\(did you mean `fsync`\\?\\)" ${CLAMPAI} run ${q} --flush fsyn)
 expect("unknown option" 2 "unknown option `--max-step` for `clampai run` \\(did you mean `--max-steps`\\?\\)" ${CLAMPAI} run ${q} --max-step 3)
 
+expect("unknown --action (lookahead)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} lookahead ${q} --action proces_batch)
+expect("unknown --action (repair)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} repair ${q} --action proces_batch --params {})
+
 # ---- out of memory: its own exit code (not under sanitizers, which reserve address space) ----
 if(NOT SANITIZED)
   # A 40 MB list of zeros parses into far more memory than 600 MB of address space allows.
