@@ -326,7 +326,7 @@ int bench(const BenchArgs& args) {
               {"evaluate", phase_json(evaluate)},
               {"execute", phase_json(execute)}};
     j["execute"]["restarts"] = execute.restarts;
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "bench " << args.spec << (model->name.empty() ? "" : " (" + model->name + ")")
@@ -381,7 +381,7 @@ int run_bench_command() {
   try {
     return bench(args);
   } catch (const clampai::Error& e) {  // the spec cannot be loaded, or its initial state is bad
-    return fail(*args.format, "bench", args.spec, args.spec + ": " + e.what());
+    return fail(*args.format, "bench", args.spec, describe(args.spec, e));
   }
 }
 

@@ -34,7 +34,10 @@ CLI::App* add_lookahead_command(CLI::App& app) {
       "Look K steps ahead of a proposed action: capture basins entered or reachable, dead ends, "
       "and the cheapest plan to the goal");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
-  cmd->add_option("--state", args.state, "The state (JSON object); default: the initial state");
+  cmd->add_option("--state",
+                  args.state,
+                  "The state: a JSON object inline ('{\"x\": 1}') or a file holding one; "
+                  "default: the initial state");
   cmd->add_option("--action", args.action, "The proposed action's id")->required();
   cmd->add_option("--params", args.params, "The action's parameters, as a JSON object");
   cmd->add_option("--depth", args.depth, "Steps searched after the action")
@@ -71,8 +74,14 @@ int lookahead_command() {
   ko.check_initial_state = false;
   const ck::SafetyKernel resolver(model, ko);
   const auto resolved = resolver.resolve(args.action, parse_params(args.params));
-  if (const auto* bad = std::get_if<ck::Reason>(&resolved))
-    throw SpecError("--action", bad->message);
+  if (const auto* bad = std::get_if<ck::Reason>(&resolved)) {
+    std::vector<std::string> ids;
+    for (const auto& action : model->actions) ids.push_back(action.id);
+    throw SpecError("--action",
+                    bad->message + (bad->code == ck::ReasonCode::unknown_action
+                                        ? ck::did_you_mean(args.action, ids)
+                                        : std::string()));
+  }
   report::Progress progress(report::Progress::for_stderr("lookahead", quiet()));
   progress.phase("searching " + std::to_string(args.depth) + " steps ahead (" + args.engine + ")");
   cd::LookaheadOptions options;
@@ -101,6 +110,8 @@ int run_lookahead_command() {
   try {
     return lookahead_command();
   } catch (const Error& e) {
+    if (dynamic_cast<const SpecError*>(&e) != nullptr)
+      return fail(args.format, "lookahead", args.spec, describe(args.spec, e));
     return fail(args.format, "lookahead", args.spec, e.what());
   }
 }

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include <charconv>
+#include <chrono>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -20,6 +22,7 @@
 #include "lookahead_cmd.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
+#include "suggestions.hpp"
 
 namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
@@ -31,6 +34,11 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kFinding = 1;
 constexpr int kBadInput = 2;
+constexpr int kOutOfMemory = 4;
+
+// What `run` keeps in memory, whatever its length (README, `clampai run`).
+constexpr std::size_t kRunTraceWindow = 4096;  // trace entries
+constexpr std::size_t kRunUndoDepth = 1024;    // committed actions that can be rolled back
 
 struct Common {
   std::string format = "text";
@@ -58,6 +66,8 @@ struct RunArgs {
   std::string spec;
   std::string trace;
   std::string flush = "flush";
+  bool append = false;
+  bool force = false;
   std::optional<std::uint64_t> max_steps;
   bool record_rejections = false;
   std::optional<unsigned> lookahead;
@@ -65,16 +75,55 @@ struct RunArgs {
   bool recover = false;
 };
 
+// True iff `a` and `b` name one file (the same inode), however they are spelt.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// Opens the trace file of `run` (after the spec is loaded: a spec error never touches it) and,
+// with --append, reads and checks the trace it continues.
+void open_trace(const RunArgs& args,
+                const std::shared_ptr<const ck::TaskModel>& model,
+                ck::KernelOptions& options) {
+  if (same_file(args.trace, args.spec))
+    throw clampai::TraceError("the trace `" + args.trace + "` is the spec file `" + args.spec +
+                              "`: give the trace its own file");
+  const ck::FlushPolicy policy = args.flush == "buffered" ? ck::FlushPolicy::buffered
+                                 : args.flush == "fsync"  ? ck::FlushPolicy::fsync
+                                                          : ck::FlushPolicy::flush;
+  const ck::TraceOpen mode = args.append  ? ck::TraceOpen::append
+                             : args.force ? ck::TraceOpen::overwrite
+                                          : ck::TraceOpen::create;
+  auto writer = std::make_shared<ck::TraceWriter>(args.trace, policy, mode);  // locks it
+  if (args.append) {
+    const ck::TraceCheck check = ck::verify_trace_file(args.trace, /*allow_unsealed=*/true);
+    if (!check.ok)
+      throw clampai::TraceError("cannot append to `" + args.trace + "`: " + check.message);
+    if (check.sealed)
+      throw clampai::TraceError("cannot append to `" + args.trace +
+                                "`: the trace is sealed (its run finished; nothing may follow "
+                                "a seal): write a new trace");
+    std::vector<ck::TraceEntry> entries = ck::read_trace_file(args.trace);
+    if (auto mismatch = ck::replay_trace(model, entries)) {
+      throw clampai::TraceError("cannot append to `" + args.trace + "`: entry " +
+                                std::to_string(mismatch->first) + ": " + mismatch->second);
+    }
+    writer->continue_from(entries.size());
+    options.resume = std::move(entries);
+  }
+  options.writer = std::move(writer);
+}
+
 int cmd_run(const RunArgs& args, const Common& common) {
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
   options.record_rejections = args.record_rejections;
-  if (!args.trace.empty()) {
-    const ck::FlushPolicy policy = args.flush == "buffered" ? ck::FlushPolicy::buffered
-                                   : args.flush == "fsync"  ? ck::FlushPolicy::fsync
-                                                            : ck::FlushPolicy::flush;
-    options.writer = std::make_shared<ck::TraceWriter>(args.trace, policy);
-  }
+  // Bounded memory on long runs: the trace goes to its file as it grows (when there is one);
+  // the kernel keeps the last entries and the undo records that --recover can use.
+  options.trace_window = kRunTraceWindow;
+  options.undo_depth = kRunUndoDepth;
+  if (!args.trace.empty()) open_trace(args, model, options);
   if (args.lookahead) {
     cd::LookaheadOptions lookahead;
     lookahead.depth = *args.lookahead;
@@ -110,6 +159,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
   report.trace_head = seal.hash;
   report.trace_verified = check.ok;
   report.trace_file = args.trace;
+  report.trace_appended = args.append;
   report.lookahead = args.lookahead;
   report.recover = args.recover;
   clampai::report::write_run(std::cout, clampai::cli::format_of(common.format), report);
@@ -128,7 +178,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
   if (check.ok && !args.spec.empty()) {
-    const auto model = ck::load_spec_file(args.spec);
+    const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
     if (auto mismatch = ck::replay_trace(model, ck::read_trace_file(args.file))) {
       check.ok = false;
       check.first_bad = mismatch->first;
@@ -212,6 +262,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);
+  app.fallthrough();  // inherited by the subcommands: --max-input-bytes may follow them
   // The release, then what certificates record: the release and a digest of the sources that
   // decide verdicts.
   app.set_version_flag("--version",
@@ -229,8 +280,17 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand(
       "run", "Drive a task spec through the safety kernel with the deterministic driver");
   run->add_option("SPEC", run_args.spec, "Task spec (JSON)")->required();
-  run->add_option(
-      "--trace", run_args.trace, "Write the hash-chained trace to this JSON Lines file");
+  run->add_option("--trace",
+                  run_args.trace,
+                  "Write the hash-chained trace to this JSON Lines file: a new file (an existing "
+                  "one is an error unless --append or --force); its directory must exist");
+  auto* append_flag = run->add_flag(
+      "--append",
+      run_args.append,
+      "Continue the unsealed trace in --trace: its chain is verified and replayed through the "
+      "kernel first, and the run resumes from its last state, budget and counters");
+  run->add_flag("--force", run_args.force, "Replace the file given to --trace if it exists")
+      ->excludes(append_flag);
   run->add_option(
          "--flush",
          run_args.flush,
@@ -239,7 +299,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--max-steps",
                   run_args.max_steps,
-                  "Stop after this many executed actions (besides the kernel's T2 bound)");
+                  "Stop after this many executed actions (besides the kernel's T2 bound)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::uint64_t n = 0;
+            const auto r = std::from_chars(text.data(), text.data() + text.size(), n);
+            if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size())
+              return "`" + text + "` is not a whole number from 0 to 18446744073709551615";
+            return "";
+          },
+          "N"));
   run->add_flag(
       "--record-rejections", run_args.record_rejections, "Record rejected proposals in the trace");
   run->add_option("--lookahead",
@@ -300,19 +369,42 @@ int main(int argc, char** argv) {
   verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
   verify->add_flag("--allow-unsealed",
                    trace_args.allow_unsealed,
-                   "Accept a trace without a seal entry (a run that did not finish)");
+                   "Accept a trace without a seal entry (a run that did not finish); with --spec, "
+                   "its entries are replayed but there is no final state to compare");
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
 
+  std::string max_input;
+  app.add_option("--max-input-bytes",
+                 max_input,
+                 "Largest input file read (spec, trace, state, manifest, cache entry), in bytes "
+                 "or with K, M, G; default 64M, or CLAMPAI_MAX_INPUT_BYTES")
+      ->option_text("BYTES");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string hint = clampai::cli::parse_error_hint(app, argc, argv); !hint.empty()) {
+      std::cerr << "clampai: error: " << hint << "\n";
+      parse_failure_report(app, hint);
+      return kBadInput;
+    }
     const int rc = app.exit(e);
     if (rc == 0) return kOk;
     parse_failure_report(app, e.what());
+    return kBadInput;
+  }
+  try {
+    if (!max_input.empty()) {
+      ck::set_max_input_bytes(ck::parse_byte_count(max_input, "--max-input-bytes"));
+    } else {
+      (void)ck::max_input_bytes();  // a malformed CLAMPAI_MAX_INPUT_BYTES is reported now
+    }
+  } catch (const clampai::Error& e) {
+    std::cerr << "clampai: error: " << e.what() << "\n";
     return kBadInput;
   }
 
@@ -320,10 +412,12 @@ int main(int argc, char** argv) {
                               : run->parsed()        ? "run"
                               : verify_cmd->parsed() ? "verify"
                                                      : "trace verify";
-  const std::string input = check->parsed()        ? check_spec
-                            : run->parsed()        ? run_args.spec
-                            : verify_cmd->parsed() ? verify_args.spec
-                                                   : trace_args.file;
+  // Spec errors name the spec; `trace verify` reads a spec only with --spec.
+  const std::string input = check->parsed()            ? check_spec
+                            : run->parsed()            ? run_args.spec
+                            : verify_cmd->parsed()     ? verify_args.spec
+                            : !trace_args.spec.empty() ? trace_args.spec
+                                                       : trace_args.file;
   const auto fail = [&](const std::string& message, bool internal = false) {
     return clampai::cli::fail(common.format, command, input, message, internal);
   };
@@ -337,13 +431,19 @@ int main(int argc, char** argv) {
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
   } catch (const clampai::SpecError& e) {
-    return fail(input + ": " + e.what());
+    // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
+    return fail(clampai::cli::describe(input, e));
   } catch (const clampai::TraceError& e) {
+    return fail(e.what());
+  } catch (const clampai::FileError& e) {  // the message names the file
     return fail(e.what());
   } catch (const clampai::Error& e) {
     return fail(input + ": " + e.what());
   } catch (const cv::InternalError& e) {
     return fail(e.what(), true);
+  } catch (const std::bad_alloc&) {
+    fail("out of memory (the input is too large for the memory available to this process)");
+    return kOutOfMemory;
   } catch (const std::exception& e) {  // I/O: --smtlib directory, trace file system errors
     return fail(e.what());
   }

@@ -56,26 +56,9 @@ report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth) {
   return g;
 }
 
-kernel::ParamMap parse_params(const std::string& text) {
-  kernel::ParamMap out;
-  if (text.empty()) return out;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SpecError("--params", std::string("malformed JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
-  for (const auto& [name, v] : j.items()) {
-    const std::string num = v.is_string() ? v.get<std::string>() : v.dump();
-    std::string err;
-    const auto d = kernel::Decimal::parse(num, &err);
-    if (!v.is_number() && !v.is_string()) err = "expected a number";
-    if (!d || !err.empty())
-      throw SpecError("--params." + name, "`" + num + "`: " + (err.empty() ? "not a number" : err));
-    out.emplace_back(name, kernel::Value::number(*d));
-  }
-  return out;
+kernel::ParamMap parse_params(const std::string& text, const std::string& option) {
+  if (text.empty()) return {};
+  return kernel::parse_named_numbers(text, option);
 }
 
 std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
@@ -88,10 +71,16 @@ std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situ
   }
   kernel::Situation s = kernel::Situation::initial(*model);
   if (!state.empty()) {
+    // Inline JSON (an object starts with `{`), else a file.
+    const auto first = state.find_first_not_of(" \t\r\n");
+    const bool inline_json = first != std::string::npos && state[first] == '{';
+    const std::string where = inline_json ? "--state" : state;
     try {
-      s.state = kernel::parse_state(*model, kernel::read_text_file(state));
+      s.state = kernel::parse_state(*model, inline_json ? state : kernel::read_text_file(state));
+    } catch (const FileError&) {
+      throw;  // names the file
     } catch (const Error& e) {
-      throw SpecError(state, e.what());
+      throw SpecError(where, e.what());
     }
   }
   return {model, std::move(s)};
@@ -110,14 +99,35 @@ report::Format format_of(const std::string& name) {
   return report::parse_format(name).value_or(report::Format::text);
 }
 
+std::string describe(const std::string& input, const clampai::Error& e) {
+  const auto* spec = dynamic_cast<const SpecError*>(&e);
+  if (spec == nullptr) return input + ": " + e.what();
+  std::string out;
+  for (const SpecProblem& p : spec->problems()) {
+    if (!out.empty()) out += '\n';
+    if (p.path.rfind("--", 0) == 0) {  // an option's value, not a place in the file
+      out += p.path + ": " + p.message;
+      continue;
+    }
+    out += input;
+    if (p.line > 0) out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+    out += ": " + (p.path.empty() ? "" : p.path + ": ") + p.message;
+  }
+  return out;
+}
+
 int fail(const std::string& format,
          const std::string& command,
          const std::string& input,
          const std::string& message,
          bool internal) {
-  std::cerr << (internal ? "clampai: internal error (a bug in clampai, please report it): "
-                         : "clampai: error: ")
-            << message << "\n";
+  const char* prefix = internal ? "clampai: internal error (a bug in clampai, please report it): "
+                                : "clampai: error: ";
+  for (std::size_t at = 0; at <= message.size();) {
+    const std::size_t end = std::min(message.find('\n', at), message.size());
+    std::cerr << prefix << std::string_view(message).substr(at, end - at) << "\n";
+    at = end + 1;
+  }
   report::Failure f;
   f.command = command;
   f.input = input;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clampai/driver/lookahead.hpp"
+#include "clampai/kernel/error.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/report/format.hpp"
@@ -24,13 +25,14 @@ report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth);
 /// The default of `--jobs`: one worker per core (verdicts do not depend on it).
 unsigned default_jobs();
 
-/// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers, or strings
-/// holding exact decimals. An empty text is no parameters.
-/// @throws SpecError naming `--params` (or `--params.NAME`) for malformed input.
-kernel::ParamMap parse_params(const std::string& text);
+/// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers read exactly
+/// from their text, or strings holding exact decimals (kernel::parse_named_numbers). An empty
+/// text is no parameters.
+/// @throws SpecError naming `option` (or `option.NAME`) for malformed input.
+kernel::ParamMap parse_params(const std::string& text, const std::string& option = "--params");
 
-/// Loads `spec` and the situation to work in: its initial one, with the state from the JSON
-/// file `state` if that is not empty.
+/// Loads `spec` and the situation to work in: its initial one, with the state `state` if that
+/// is not empty: inline JSON when it starts with `{`, else the name of a JSON file.
 /// @throws SpecError naming the file at fault.
 std::pair<std::shared_ptr<const kernel::TaskModel>, kernel::Situation> load_situation(
     const std::string& spec, const std::string& state);
@@ -43,7 +45,14 @@ void add_quiet_flag(CLI::App* cmd);
 /// The format named by a validated `--format` value (text for anything else).
 report::Format format_of(const std::string& name);
 
-/// Reports a command that could not do its work: `clampai: error: MESSAGE` on stderr and, with
+/// The text of an error about `input` (the file named on the command line): for a spec error,
+/// one line per problem, `INPUT:LINE:COLUMN: json.path: message` as compilers write them (a
+/// problem with an option, whose path starts with `--`, is not located in the file); otherwise
+/// `INPUT: message`.
+std::string describe(const std::string& input, const clampai::Error& e);
+
+/// Reports a command that could not do its work: `clampai: error: MESSAGE` on stderr (each line
+/// of a message of several lines so prefixed) and, with
 /// `format` json, sarif or junit, a report carrying the error on stdout (so CI shows it rather
 /// than an empty file). `input` is the file named on the command line; a message that starts
 /// with a position in it (`FILE: LINE:COLUMN: ...`) locates the error there. Returns 2.

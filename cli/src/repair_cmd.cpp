@@ -48,13 +48,18 @@ int repair_command() {
   auto [model, situation] = load_situation(args.spec, args.state);
   const ck::TaskModel& m = *model;
   const auto index = m.find_action(args.action);
-  if (!index) throw SpecError("--action", "unknown action `" + args.action + "`");
+  if (!index) {
+    std::vector<std::string> ids;
+    for (const auto& action : m.actions) ids.push_back(action.id);
+    throw SpecError("--action",
+                    "unknown action `" + args.action + "`" + ck::did_you_mean(args.action, ids));
+  }
   const ck::Proposal proposal = proposal_of(m, *index, parse_params(args.params));
   cv::RepairOptions options;
   options.timeout_ms = args.timeout_ms;
   if (!args.norm.empty())
     options.norm = args.norm == "l1" ? cv::RepairNorm::l1 : cv::RepairNorm::l2;
-  for (const auto& [name, w] : parse_params(args.weights)) {
+  for (const auto& [name, w] : parse_params(args.weights, "--weights")) {
     if (w.as_number().units <= 0) throw SpecError("--weights." + name, "a weight must be positive");
     options.weights[name] = w.as_number();
   }
@@ -80,7 +85,10 @@ CLI::App* add_repair_command(CLI::App& app) {
       "Find the parameter values closest to a proposal that the kernel approves, with a "
       "certificate, or the constraints that conflict");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
-  cmd->add_option("--state", args.state, "The state (JSON object); default: the initial state");
+  cmd->add_option("--state",
+                  args.state,
+                  "The state: a JSON object inline ('{\"x\": 1}') or a file holding one; "
+                  "default: the initial state");
   cmd->add_option("--action", args.action, "The proposed action's id")->required();
   cmd->add_option("--params", args.params, "The proposed parameters, as a JSON object")->required();
   cmd->add_option("--norm",
@@ -103,6 +111,8 @@ int run_repair_command() {
   try {
     return repair_command();
   } catch (const Error& e) {
+    if (dynamic_cast<const SpecError*>(&e) != nullptr)
+      return fail(args.format, "repair", args.spec, describe(args.spec, e));
     return fail(args.format, "repair", args.spec, e.what());
   }
 }

@@ -155,9 +155,11 @@ std::string reuse(const std::string& file,
   const unsigned timeout_ms = options.timeout_ms;
   std::string body;
   try {
-    body = kernel::read_text_file(file);
-  } catch (const Error&) {
-    return "unreadable";
+    body = kernel::read_text_file(file);  // bounded; a FIFO or a device is an error, not a wait
+  } catch (const FileError& e) {
+    // An entry that exists but is not a regular file within the limit was put there by hand or
+    // by an attacker: refused, not read and not silently replaced.
+    throw FileError(std::string("certificate cache: ") + e.what());
   }
   try {
     JsonNode c = kernel::detail::parse_json(body, "certificate");

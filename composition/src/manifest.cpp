@@ -10,6 +10,7 @@
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/spec_loader.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 
 namespace clampai::composition {
@@ -44,11 +45,24 @@ struct File {
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
+// The path of `relative` as named from the manifest `from_file` ("" for the command line).
+// Kept in its lexical form for messages unless that leads elsewhere than the OS goes: `..`
+// after a symbolic link to a directory climbs out of the link's target, so the path is then
+// the OS's (symbolic links resolved).
 std::string resolve(const std::string& from_file, const std::string& relative) {
   const fs::path p(relative);
-  if (p.is_absolute()) return p.lexically_normal().string();
-  return (fs::path(from_file).parent_path() / p).lexically_normal().string();
+  const fs::path joined = p.is_absolute() ? p : fs::path(from_file).parent_path() / p;
+  const fs::path lexical = joined.lexically_normal();
+  std::error_code e1;
+  std::error_code e2;
+  const fs::path real = fs::weakly_canonical(joined, e1);
+  if (!e1 && fs::weakly_canonical(lexical, e2) != real) return real.string();
+  return lexical.string();
 }
+
+// Manifests may include manifests this deep; checked before each include is read, so a long
+// chain of includes is an error rather than a stack overflow.
+constexpr std::size_t kMaxIncludeDepth = 100;
 
 // Records the first back edge: a cycle in the reference graph.
 struct CycleFinder : boost::default_dfs_visitor {
@@ -65,7 +79,7 @@ struct CycleFinder : boost::default_dfs_visitor {
 class Loader {
  public:
   Manifest load(const std::string& path) {
-    const std::string root = fs::path(path).lexically_normal().string();
+    const std::string root = resolve("", path);
     read(root, "");
     check_cycles();
     check_unused();
@@ -85,6 +99,7 @@ class Loader {
   std::map<std::string, std::size_t> task_index_;   // `file#name` -> index in out_.tasks
   std::map<std::string, std::size_t> group_index_;  // file -> index in out_.groups
   Manifest out_;
+  std::size_t include_depth_ = 0;  // manifests being read, one inside the other
 
   [[noreturn]] static void fail(const File& f, const std::string& path, const std::string& what) {
     throw SpecError(path.empty() ? f.path : f.path + ": " + path, what);
@@ -224,7 +239,11 @@ class Loader {
         boost::add_edge(from, it->second, graph_);
         return;
       }
-      throw SpecError(path, "unknown task or composite `" + n.text + "`");
+      std::vector<std::string> names;
+      for (const auto& [name, _] : f.tasks) names.push_back(name);
+      for (const auto& [name, _] : f.composite_vertex) names.push_back(name);
+      throw SpecError(
+          path, "unknown task or composite `" + n.text + "`" + kernel::did_you_mean(n.text, names));
     }
     if (n.kind != Kind::object || n.members.size() != 1) {
       throw SpecError(path,
@@ -262,7 +281,14 @@ class Loader {
     } else if (key == "manifest") {
       expect_kind(body, Kind::string, p);
       const std::string target = resolve(f.path, body.text);
+      if (include_depth_ >= kMaxIncludeDepth && files_.count(target) == 0) {
+        throw SpecError(p,
+                        "manifests include each other more than " +
+                            std::to_string(kMaxIncludeDepth) + " levels deep");
+      }
+      ++include_depth_;
       read(target, f.path + ": " + p);
+      --include_depth_;
       boost::add_edge(from, files_.at(target).vertex, graph_);
     } else {
       throw SpecError(p,

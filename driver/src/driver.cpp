@@ -61,6 +61,7 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
       return choice;
     }
     choice.rejected.push_back(std::move(d));
+    choice.rejected_proposals.push_back(std::move(p));
   }
   return choice;
 }
@@ -69,7 +70,7 @@ namespace {
 
 // The first approvable emergency action, if any (`tally` counts the rejected ones).
 template <typename Tally>
-std::optional<Proposal> approvable_emergency(const SafetyKernel& kernel,
+std::optional<Proposal> approvable_emergency(SafetyKernel& kernel,
                                              RunResult& result,
                                              Tally&& tally) {
   const TaskModel& m = kernel.model();
@@ -77,7 +78,7 @@ std::optional<Proposal> approvable_emergency(const SafetyKernel& kernel,
     if (!m.actions[i].emergency) continue;
     Proposal p = default_proposal(m, i);
     ++result.attempted;
-    const Decision d = kernel.evaluate(p);
+    const Decision d = kernel.record_rejection(p);
     if (d.approved) return p;
     tally(d);
   }
@@ -109,6 +110,10 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
       break;
     }
     Choice choice = driver.next(kernel);
+    // The driver screened these with evaluate; a kernel that records rejections traces them.
+    if (kernel.records_rejections()) {
+      for (const Proposal& p : choice.rejected_proposals) (void)kernel.record_rejection(p);
+    }
     result.attempted += choice.rejected.size() + (choice.proposal ? 1 : 0);
     for (const auto& d : choice.rejected) tally(d);
     if (!choice.proposal && options.recover) {

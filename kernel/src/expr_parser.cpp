@@ -5,6 +5,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "numeric_program.hpp"
 
 namespace clampai::kernel {
@@ -267,45 +268,24 @@ class Parser {
 
   // A suggestion for an unknown name: the closest declared name, or the string literal syntax.
   std::string hint(const std::string& name) const {
-    std::string best;
-    std::size_t best_distance = 3;
-    auto consider = [&](const std::string& candidate) {
-      const std::size_t d = edit_distance(name, candidate);
-      if (d < best_distance) {
-        best_distance = d;
-        best = candidate;
-      }
-    };
-    if (scope_.variables != nullptr) {
-      for (const auto& n : scope_.variables->names()) consider(n);
-    }
+    std::vector<std::string> names;
+    if (scope_.variables != nullptr) names = scope_.variables->names();
     if (scope_.parameters != nullptr) {
-      for (const auto& p : *scope_.parameters) consider(p.name);
+      for (const auto& p : *scope_.parameters) names.push_back(p.name);
     }
-    if (!best.empty()) return " (did you mean `" + best + "`?)";
+    const std::string suggestion = did_you_mean(name, names);
+    if (!suggestion.empty()) return suggestion;
     return " (a string literal is written '" + name + "')";
-  }
-
-  static std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      std::size_t diag = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        const std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    return row[b.size()];
   }
 
   // ---- grammar ----
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxDepth) p.fail(p.tok_.pos, "expression nested more than 200 levels deep");
+      // The whole expression is level 0; each parenthesis, `if`, call, unary operator or `->`
+      // around a part is one level.
+      if (++p.depth_ > kMaxDepth + 1)
+        p.fail(p.tok_.pos, "expression nested more than 200 levels deep");
     }
     ~DepthGuard() { --p.depth_; }
   };
@@ -432,7 +412,8 @@ class Parser {
   }
 
   MutExpr parse_unary() {
-    DepthGuard guard(*this);
+    if (!at("-") && !at("!")) return parse_primary();
+    DepthGuard guard(*this);  // a nesting level only when the operator recurses
     if (at("-")) {
       const Token t = tok_;
       advance();

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/suggest.hpp"
 
 namespace clampai::kernel::detail {
 namespace {
@@ -97,8 +98,13 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override { return open(JsonNode::Kind::array); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t position,
-                   const std::string&,
+                   const std::string& last_token,
                    const nlohmann::detail::exception& ex) override {
+    if (ex.id == 406) {  // a number beyond binary floating point's range, such as 1e400
+      error_path = where(position > last_token.size() ? position - last_token.size() : 0);
+      error_message = "`" + last_token + "`: the value does not fit a 64-bit fixed-point number";
+      return false;
+    }
     std::string msg = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     if (auto p = msg.find("]"); p != std::string::npos) msg = msg.substr(p + 2);
@@ -537,8 +543,14 @@ void allow_keys(const JsonNode& obj,
     for (auto a : allowed) ok = ok || key == a;
     if (!ok) {
       std::string list;
-      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      throw SpecError(join(path, key), "unknown key `" + key + "` (expected one of: " + list + ")");
+      std::vector<std::string> names;
+      for (auto a : allowed) {
+        list += (list.empty() ? "" : ", ") + std::string(a);
+        names.emplace_back(a);
+      }
+      throw SpecError(join(path, key),
+                      "unknown key `" + key + "`" + did_you_mean(key, names) +
+                          " (expected one of: " + list + ")");
     }
   }
 }

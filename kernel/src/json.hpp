@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/type.hpp"
 #include "clampai/kernel/value.hpp"
@@ -39,7 +40,7 @@ struct JsonNode {
 
 /// Limits that keep hostile input from exhausting memory or the stack.
 struct JsonLimits {
-  std::size_t max_bytes = 16 * 1024 * 1024;
+  std::size_t max_bytes = max_input_bytes();
   std::size_t max_depth = 64;
   std::size_t max_string = 64 * 1024;
 };

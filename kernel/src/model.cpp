@@ -9,6 +9,7 @@
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 
 namespace clampai::kernel {
@@ -245,6 +246,12 @@ std::vector<VarId> marked(const std::vector<bool>& seen) {
   return out;
 }
 
+std::vector<std::string> action_ids(const TaskModel& m) {
+  std::vector<std::string> ids;
+  for (const auto& a : m.actions) ids.push_back(a.id);
+  return ids;
+}
+
 std::vector<VarId> variable_list(const TaskModel& m,
                                  const std::vector<std::string>& names,
                                  const std::string& path) {
@@ -252,7 +259,9 @@ std::vector<VarId> variable_list(const TaskModel& m,
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string p = path + "[" + std::to_string(i) + "]";
     const auto id = m.schema->find(names[i]);
-    if (!id) throw SpecError(p, "unknown variable `" + names[i] + "`");
+    if (!id)
+      throw SpecError(
+          p, "unknown variable `" + names[i] + "`" + did_you_mean(names[i], m.schema->names()));
     if (seen[*id]) throw SpecError(p, "`" + names[i] + "` is listed twice");
     seen[*id] = true;
   }
@@ -380,12 +389,14 @@ Amount to_amount(const Decimal& d, int scale, const std::string& path) {
   return r->units;
 }
 
-std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
-  auto m = std::make_shared<TaskModel>();
-  m->name = decl.name;
-  m->goal_description = decl.goal_description;
+namespace {
 
-  // ---- budget ----
+// build_model, one responsibility per step. Each step reads the parts of the model the steps
+// before it built.
+using ActionIndex = std::map<std::string, std::size_t>;  // action id -> index
+
+// The budget and the T2 step bound.
+void build_budget(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
   if (decl.budget.scale < 0 || decl.budget.scale > 9) {
     throw SpecError("budget.scale",
                     "must be between 0 and 9, got " + std::to_string(decl.budget.scale));
@@ -405,8 +416,10 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     m->budget.declared_max_steps = decl.budget.max_steps;
     m->budget.step_limit = std::min(m->budget.step_limit, *decl.budget.max_steps);
   }
+}
 
-  // ---- variables ----
+// The variables and the schema.
+void build_variables(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < decl.variables.size(); ++i) {
     const VariableDecl& v = decl.variables[i];
@@ -442,15 +455,11 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     m->variables.push_back(std::move(out));
   }
   m->schema = std::make_shared<const Schema>(names);
-  {
-    std::vector<Value> init;
-    init.reserve(m->variables.size());
-    for (const auto& v : m->variables) init.push_back(v.initial);
-    m->initial_.emplace(m->schema, std::move(init));
-  }
+}
 
-  // ---- actions ----
-  std::map<std::string, std::size_t> action_index;
+// The actions: ids, parameters, costs, guards and effects, type-checked.
+ActionIndex build_actions(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
+  ActionIndex action_index;
   for (std::size_t i = 0; i < decl.actions.size(); ++i) {
     const ActionDecl& a = decl.actions[i];
     const std::string path = "actions[" + std::to_string(i) + "]";
@@ -523,7 +532,11 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       const EffectDecl& e = a.effects[j];
       const std::string epath = path + ".effects[" + std::to_string(j) + "]";
       const auto id = m->schema->find(e.variable);
-      if (!id) throw SpecError(epath + ".variable", "unknown variable `" + e.variable + "`");
+      if (!id) {
+        throw SpecError(
+            epath + ".variable",
+            "unknown variable `" + e.variable + "`" + did_you_mean(e.variable, m->schema->names()));
+      }
       if (auto [it, inserted] = written.emplace(*id, j); !inserted) {
         throw SpecError(epath,
                         "a second effect on `" + e.variable + "` in one action (effects[" +
@@ -598,15 +611,21 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     }
     m->actions.push_back(std::move(out));
   }
+  return action_index;
+}
 
-  // ---- emergency actions (T8) ----
+// The emergency actions (T8): declared actions that cost 0.
+void mark_emergency_actions(const std::shared_ptr<TaskModel>& m,
+                            const TaskDecl& decl,
+                            const ActionIndex& action_index) {
   for (std::size_t k = 0; k < decl.emergency_actions.size(); ++k) {
     const std::string path = "emergency_actions[" + std::to_string(k) + "]";
     const auto it = action_index.find(decl.emergency_actions[k]);
     if (it == action_index.end())
       throw SpecError(path,
-                      "unknown action `" + decl.emergency_actions[k] +
-                          "`: emergency actions must be declared in `actions`");
+                      "unknown action `" + decl.emergency_actions[k] + "`" +
+                          did_you_mean(decl.emergency_actions[k], action_ids(*m)) +
+                          ": emergency actions must be declared in `actions`");
     Action& a = m->actions[it->second];
     if (a.emergency) throw SpecError(path, "action `" + a.id + "` is listed twice");
     if (a.cost_expr || a.cost != 0) {
@@ -616,18 +635,27 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     }
     a.emergency = true;
   }
+}
 
-  // ---- dependencies ----
+// The dependencies between actions, which must not form a cycle.
+void build_dependencies(const std::shared_ptr<TaskModel>& m,
+                        const TaskDecl& decl,
+                        const ActionIndex& action_index) {
   for (std::size_t k = 0; k < decl.dependencies.size(); ++k) {
     const auto& [action, deps] = decl.dependencies[k];
     const std::string path = "dependencies." + action;
     const auto it = action_index.find(action);
-    if (it == action_index.end()) throw SpecError(path, "unknown action `" + action + "`");
+    if (it == action_index.end())
+      throw SpecError(path,
+                      "unknown action `" + action + "`" + did_you_mean(action, action_ids(*m)));
     Action& a = m->actions[it->second];
     for (std::size_t j = 0; j < deps.size(); ++j) {
       const auto dt = action_index.find(deps[j]);
       const std::string dpath = path + "[" + std::to_string(j) + "]";
-      if (dt == action_index.end()) throw SpecError(dpath, "unknown action `" + deps[j] + "`");
+      if (dt == action_index.end()) {
+        throw SpecError(dpath,
+                        "unknown action `" + deps[j] + "`" + did_you_mean(deps[j], action_ids(*m)));
+      }
       if (std::find(a.dependencies.begin(), a.dependencies.end(), dt->second) !=
           a.dependencies.end()) {
         throw SpecError(dpath, "`" + deps[j] + "` is listed twice");
@@ -635,41 +663,45 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
       a.dependencies.push_back(dt->second);
     }
   }
-  {
-    // Depth-first search for a cycle, iterative so that long chains cannot exhaust the stack;
-    // a cycle is reported as a path of action ids.
-    std::vector<int> color(m->actions.size(), 0);            // 0 new, 1 on the current path, 2 done
-    std::vector<std::pair<std::size_t, std::size_t>> stack;  // (action, next dependency index)
-    for (std::size_t root = 0; root < m->actions.size(); ++root) {
-      if (color[root] != 0) continue;
-      stack.emplace_back(root, 0);
-      color[root] = 1;
-      while (!stack.empty()) {
-        auto& [node, next] = stack.back();
-        const auto& deps = m->actions[node].dependencies;
-        if (next == deps.size()) {
-          color[node] = 2;
-          stack.pop_back();
-          continue;
-        }
-        const std::size_t d = deps[next++];
-        if (color[d] == 1) {
-          std::string cycle;
-          auto start =
-              std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == d; });
-          for (auto f = start; f != stack.end(); ++f) cycle += m->actions[f->first].id + " -> ";
-          cycle += m->actions[d].id;
-          throw SpecError("dependencies." + m->actions[node].id, "cyclic dependencies: " + cycle);
-        }
-        if (color[d] == 0) {
-          color[d] = 1;
-          stack.emplace_back(d, 0);
-        }
+}
+
+void check_dependency_cycles(const TaskModel& model) {
+  const TaskModel* m = &model;
+  // Depth-first search for a cycle, iterative so that long chains cannot exhaust the stack;
+  // a cycle is reported as a path of action ids.
+  std::vector<int> color(m->actions.size(), 0);            // 0 new, 1 on the current path, 2 done
+  std::vector<std::pair<std::size_t, std::size_t>> stack;  // (action, next dependency index)
+  for (std::size_t root = 0; root < m->actions.size(); ++root) {
+    if (color[root] != 0) continue;
+    stack.emplace_back(root, 0);
+    color[root] = 1;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const auto& deps = m->actions[node].dependencies;
+      if (next == deps.size()) {
+        color[node] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const std::size_t d = deps[next++];
+      if (color[d] == 1) {
+        std::string cycle;
+        auto start =
+            std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == d; });
+        for (auto f = start; f != stack.end(); ++f) cycle += m->actions[f->first].id + " -> ";
+        cycle += m->actions[d].id;
+        throw SpecError("dependencies." + m->actions[node].id, "cyclic dependencies: " + cycle);
+      }
+      if (color[d] == 0) {
+        color[d] = 1;
+        stack.emplace_back(d, 0);
       }
     }
   }
+}
 
-  // ---- invariants ----
+// The invariants, with their barrier functions.
+void build_invariants(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
   std::set<std::string> invariant_names;
   for (std::size_t i = 0; i < decl.invariants.size(); ++i) {
     const InvariantDecl& inv = decl.invariants[i];
@@ -714,13 +746,10 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     }
     m->invariants.push_back(std::move(out));
   }
+}
 
-  // ---- goal ----
-  if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
-
-  build_interface(*m, decl.interface);
-
-  // ---- capture basins ----
+// The capture basins.
+void build_basins(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
   std::set<std::string> basin_names;
   for (std::size_t i = 0; i < decl.basins.size(); ++i) {
     const BasinDecl& b = decl.basins[i];
@@ -734,6 +763,30 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
                      b.description,
                      b.loc});
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
+  auto m = std::make_shared<TaskModel>();
+  m->name = decl.name;
+  m->goal_description = decl.goal_description;
+  build_budget(m, decl);
+  build_variables(m, decl);
+  {
+    std::vector<Value> init;  // the initial state (a friend's job: it is private)
+    init.reserve(m->variables.size());
+    for (const auto& v : m->variables) init.push_back(v.initial);
+    m->initial_.emplace(m->schema, std::move(init));
+  }
+  const ActionIndex action_index = build_actions(m, decl);
+  mark_emergency_actions(m, decl, action_index);
+  build_dependencies(m, decl, action_index);
+  check_dependency_cycles(*m);
+  build_invariants(m, decl);
+  if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
+  build_interface(*m, decl.interface);
+  build_basins(m, decl);
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.

@@ -322,6 +322,12 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     }
   }
 
+  if (!options_.resume.empty()) {
+    const std::vector<TraceEntry> entries = std::move(options_.resume);
+    options_.resume.clear();
+    resume(entries);
+    return;
+  }
   TraceEntry genesis;
   genesis.kind = EntryKind::genesis;
   genesis.cost = model_->format_amount(0);
@@ -774,6 +780,39 @@ void append_amount(std::string& out, Amount a, int scale) {
   Decimal{a, static_cast<std::uint8_t>(scale)}.append_to(out);
   out += '"';
 }
+// The trace entry of a rejected proposal.
+TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d) {
+  TraceEntry entry;
+  entry.kind = EntryKind::rejected;
+  if (proposal.action < m.actions.size()) {
+    const Action& a = m.actions[proposal.action];
+    entry.action = a.id;
+    entry.params = named_params(a, proposal.params);
+  }
+  entry.cost = m.format_amount(d.cost);
+  entry.emergency = d.emergency;
+  entry.reasons = d.reasons;
+  entry.warnings = d.warnings;
+  return entry;
+}
+// A recorded entry's parameters as a proposal names them (decimals are written as strings);
+// nullopt names the one that is not a number in `bad`.
+std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad) {
+  ParamMap params;
+  for (const auto& [name, v] : e.params) {
+    Value value = v;
+    if (v.kind() == Value::Kind::string) {
+      auto d = Decimal::parse(v.as_string());
+      if (!d) {
+        bad = name;
+        return std::nullopt;
+      }
+      value = Value::number(*d);
+    }
+    params.emplace_back(name, std::move(value));
+  }
+  return params;
+}
 }  // namespace
 
 Outcome SafetyKernel::execute(const Proposal& proposal) {
@@ -791,17 +830,7 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
     const bool traced = d.approved || options_.record_rejections;
     if (!d.approved) {
       if (traced) {
-        TraceEntry entry;
-        entry.kind = EntryKind::rejected;
-        if (proposal.action < model_->actions.size()) {
-          const Action& a = model_->actions[proposal.action];
-          entry.action = a.id;
-          entry.params = named_params(a, proposal.params);
-        }
-        entry.cost = model_->format_amount(d.cost);
-        entry.emergency = d.emergency;
-        entry.reasons = d.reasons;
-        entry.warnings = d.warnings;
+        TraceEntry entry = rejected_entry(*model_, proposal, d);
         append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
         sequence = entry.sequence;
       }
@@ -887,6 +916,23 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
   }
   if (options_.writer) write_line(sequence, std::move(line));
   return std::move(*outcome);
+}
+
+Decision SafetyKernel::record_rejection(const Proposal& proposal) {
+  std::string line;
+  std::uint64_t sequence = 0;
+  Decision d;
+  {
+    std::lock_guard lock(mutex_);
+    d = evaluate_locked(state_, proposal);
+    if (d.approved || !options_.record_rejections || sealed_) return d;
+    TraceEntry entry = rejected_entry(*model_, proposal, d);
+    append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
+    sequence = entry.sequence;
+    impl_->trim(options_.trace_window);
+  }
+  if (options_.writer) write_line(sequence, std::move(line));
+  return d;
 }
 
 Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params) {
@@ -1009,6 +1055,90 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
   return Outcome{std::move(undone), std::nullopt, std::move(*after)};
 }
 
+namespace {
+[[noreturn]] void resume_failed(std::size_t entry, const std::string& why) {
+  throw InvalidArgument("cannot continue the trace: entry " + std::to_string(entry) + ": " + why);
+}
+}  // namespace
+
+void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
+  const TraceEntry& genesis = entries.front();
+  if (genesis.kind != EntryKind::genesis) resume_failed(0, "not a genesis entry");
+  if (genesis.spec != model_->digest) resume_failed(0, "the trace was written for another spec");
+  if (genesis.state != state_digest(state_))
+    resume_failed(0, "the initial state differs from the spec's");
+  if (genesis.prev != kZeroHash || genesis.sequence != 0 || genesis.compute_hash() != genesis.hash)
+    resume_failed(0, "the genesis entry is not intact");
+  // Replayed without the writer (the entries are in the file already) and without the guard
+  // (its vetoes are kept as recorded), under the recorded timestamps: each entry must come out
+  // byte for byte as it was written, so the chain continues from the recorded hashes.
+  std::shared_ptr<TraceWriter> writer = std::move(options_.writer);
+  auto guard = std::move(options_.guard);
+  auto clock = std::move(options_.clock);
+  const bool record = options_.record_rejections;
+  options_.writer = nullptr;
+  options_.guard = nullptr;
+  options_.record_rejections = false;
+  std::int64_t now = genesis.time_us;
+  options_.clock = [&now] { return now; };
+  {
+    std::lock_guard lock(mutex_);
+    TraceEntry first = genesis;
+    append_locked(first, 0, 0, budget_, nullptr);
+    if (impl_->head_hash() != genesis.hash) resume_failed(0, "the genesis entry is not intact");
+  }
+  std::vector<Receipt> receipts;
+  for (std::size_t i = 1; i < entries.size(); ++i) {
+    const TraceEntry& e = entries[i];
+    now = e.time_us;
+    std::string bad;
+    const std::optional<ParamMap> params = recorded_params(e, bad);
+    if (!params) resume_failed(i, "parameter `" + bad + "` is not a number");
+    switch (e.kind) {
+      case EntryKind::genesis:
+        resume_failed(i, "a second genesis entry");
+      case EntryKind::sealed:
+        resume_failed(i, "the trace is sealed: nothing may follow a seal (start a new trace)");
+      case EntryKind::executed: {
+        const Outcome o = execute(e.action, *params);
+        if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
+        receipts.push_back(*o.receipt);
+        break;
+      }
+      case EntryKind::rejected: {
+        // A rejection changes nothing but the trace: kept as recorded once it links.
+        std::lock_guard lock(mutex_);
+        if (e.sequence != impl_->next_sequence() || e.prev != impl_->head_hash() ||
+            e.compute_hash() != e.hash)
+          resume_failed(i, "does not link to the entry before");
+        TraceEntry kept = e;
+        append_locked(kept, steps_, emergency_steps_, budget_, nullptr);
+        break;
+      }
+      case EntryKind::rolled_back:
+        if (receipts.empty()) resume_failed(i, "a rollback with nothing to roll back");
+        try {
+          (void)rollback(receipts.back());
+        } catch (const InvalidArgument& err) {
+          resume_failed(i, err.what());
+        }
+        receipts.pop_back();
+        break;
+    }
+    bool same = false;
+    {
+      std::lock_guard lock(mutex_);
+      same = impl_->head_hash() == e.hash;
+      impl_->trim(options_.trace_window);
+    }
+    if (!same) resume_failed(i, "does not replay to the recorded entry");
+  }
+  options_.writer = std::move(writer);
+  options_.guard = std::move(guard);
+  options_.clock = std::move(clock);
+  options_.record_rejections = record;
+}
+
 TraceEntry SafetyKernel::seal() {
   std::string line;
   TraceEntry sealed;
@@ -1122,16 +1252,10 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
   };
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
-    ParamMap params;
-    for (const auto& [name, v] : e.params) {
-      Value value = v;
-      if (v.kind() == Value::Kind::string) {
-        auto d = Decimal::parse(v.as_string());
-        if (!d) return Mismatch{i, "parameter `" + name + "` is not a number"};
-        value = Value::number(*d);
-      }
-      params.emplace_back(name, std::move(value));
-    }
+    std::string bad;
+    const std::optional<ParamMap> recorded = recorded_params(e, bad);
+    if (!recorded) return Mismatch{i, "parameter `" + bad + "` is not a number"};
+    const ParamMap& params = *recorded;
     switch (e.kind) {
       case EntryKind::genesis:
         return Mismatch{i, "a second genesis entry"};

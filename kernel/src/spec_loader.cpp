@@ -1,13 +1,13 @@
 // Task spec JSON -> TaskDecl: structure only; build_model checks meaning.
 #include "clampai/kernel/spec_loader.hpp"
 
-#include <filesystem>
-#include <fstream>
+#include <cctype>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
-#include <sstream>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "json.hpp"
 
 namespace clampai::kernel {
@@ -26,8 +26,6 @@ using detail::join;
 using detail::required;
 
 SourceLoc loc(const JsonNode& n) { return SourceLoc{n.line, n.column}; }
-
-constexpr std::size_t kMaxFileBytes = 16 * 1024 * 1024;
 
 std::optional<Decimal> opt_decimal(const JsonNode& obj, const std::string& path, const char* key) {
   const JsonNode* n = obj.find(key);
@@ -312,27 +310,110 @@ InterfaceDecl parse_interface(const JsonNode& n) {
 
 }  // namespace
 
-TaskDecl parse_spec(std::string_view json_text) {
-  const JsonNode root =
-      detail::parse_json(json_text, "spec", detail::JsonLimits{kMaxFileBytes, 64, 64 * 1024});
+namespace {
+
+JsonNode parse_spec_json(std::string_view json_text) {
+  return detail::parse_json(
+      json_text, "spec", detail::JsonLimits{max_input_bytes(), 64, 64 * 1024});
+}
+
+constexpr std::size_t kMaxProblems = 20;
+
+// Problems found so far: independent parts of a spec (each variable, action, invariant...) are
+// read even after one of them failed, so that one run reports them all (up to a limit).
+class Problems {
+ public:
+  template <typename F>
+  void attempt(F&& read_part) {
+    if (list_.size() >= kMaxProblems) return;
+    try {
+      read_part();
+    } catch (const SpecError& e) {
+      for (const SpecProblem& p : e.problems()) {
+        if (list_.size() < kMaxProblems) list_.push_back(p);
+      }
+    }
+  }
+  void throw_if_any() const {
+    if (!list_.empty()) throw SpecError(list_);
+  }
+
+ private:
+  std::vector<SpecProblem> list_;
+};
+
+// The node a JSON path (`actions[2].effects[0].value`, perhaps with an expression position
+// `:1:5` after it) leads to in `root`: the deepest one that exists.
+void locate(SpecProblem& p, const JsonNode& root) {
+  if (p.line != 0 || p.path.empty() ||
+      std::isdigit(static_cast<unsigned char>(p.path.front())) != 0)
+    return;  // located already, or a whole-file problem, or a `line:column` already
+  const std::size_t colon = p.path.find(':');
+  const std::string_view path = std::string_view(p.path).substr(0, colon);
+  const JsonNode* node = &root;
+  std::size_t i = 0;
+  while (i < path.size() && node != nullptr) {
+    const JsonNode* next = nullptr;
+    if (path[i] == '.') {
+      ++i;
+      continue;
+    }
+    if (path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == std::string_view::npos) break;
+      std::size_t index = 0;
+      for (std::size_t k = i + 1; k < close; ++k)
+        index = index * 10 + static_cast<std::size_t>(path[k] - '0');
+      if (node->kind == Kind::array && index < node->items.size()) next = &node->items[index];
+      i = close + 1;
+    } else {
+      const std::size_t end = path.find_first_of(".[", i);
+      const std::string_view key = path.substr(i, end == std::string_view::npos ? end : end - i);
+      if (node->kind == Kind::object) next = node->find(key);
+      i = end == std::string_view::npos ? path.size() : end;
+    }
+    if (next == nullptr) break;
+    node = next;
+  }
+  p.line = node->line;
+  p.column = node->column;
+  // An expression's position `:1:C` inside a one-line string: C characters after the quote.
+  if (colon != std::string::npos && node->kind == Kind::string &&
+      p.path.compare(colon, 3, ":1:") == 0 && node->text.find('\\') == std::string::npos) {
+    p.column += static_cast<std::uint32_t>(std::strtoul(p.path.c_str() + colon + 3, nullptr, 10));
+  }
+}
+
+[[noreturn]] void rethrow_located(const SpecError& e, const JsonNode& root) {
+  std::vector<SpecProblem> problems = e.problems();
+  for (SpecProblem& p : problems) locate(p, root);
+  throw SpecError(std::move(problems));
+}
+
+TaskDecl parse_spec_tree(const JsonNode& root) {
   expect_kind(root, Kind::object, "");
-  allow_keys(root,
-             "",
-             {"$schema",
-              "name",
-              "description",
-              "goal",
-              "variables",
-              "actions",
-              "invariants",
-              "budget",
-              "emergency_actions",
-              "dependencies",
-              "interface",
-              "capture_basins"});
   TaskDecl t;
-  t.name = get_string(root, "", "name");
-  if (const JsonNode* g = root.find("goal")) {
+  Problems problems;
+  problems.attempt([&] {
+    allow_keys(root,
+               "",
+               {"$schema",
+                "name",
+                "description",
+                "goal",
+                "variables",
+                "actions",
+                "invariants",
+                "budget",
+                "emergency_actions",
+                "dependencies",
+                "interface",
+                "capture_basins"});
+  });
+  problems.attempt([&] { t.name = get_string(root, "", "name"); });
+  problems.attempt([&] {
+    const JsonNode* g = root.find("goal");
+    if (g == nullptr) return;
     if (g->kind == Kind::string) {
       t.goal = g->text;
     } else {
@@ -343,45 +424,68 @@ TaskDecl parse_spec(std::string_view json_text) {
       t.goal_path = "goal.check";
     }
     if (t.goal.empty()) throw SpecError("goal", "empty expression");
-  }
-  const JsonNode& vars = required(root, "", "variables");
-  expect_kind(vars, Kind::object, "variables");
-  for (const auto& [name, v] : vars.members)
-    t.variables.push_back(parse_variable(name, v, join("variables", name)));
-  const JsonNode& acts = required(root, "", "actions");
-  expect_kind(acts, Kind::array, "actions");
-  for (std::size_t i = 0; i < acts.items.size(); ++i)
-    t.actions.push_back(parse_action(acts.items[i], at_index("actions", i)));
-  if (const JsonNode* invs = root.find("invariants")) {
+  });
+  problems.attempt([&] {
+    const JsonNode& vars = required(root, "", "variables");
+    expect_kind(vars, Kind::object, "variables");
+    for (const auto& [name, v] : vars.members) {
+      problems.attempt(
+          [&] { t.variables.push_back(parse_variable(name, v, join("variables", name))); });
+    }
+  });
+  problems.attempt([&] {
+    const JsonNode& acts = required(root, "", "actions");
+    expect_kind(acts, Kind::array, "actions");
+    for (std::size_t i = 0; i < acts.items.size(); ++i) {
+      problems.attempt(
+          [&] { t.actions.push_back(parse_action(acts.items[i], at_index("actions", i))); });
+    }
+  });
+  problems.attempt([&] {
+    const JsonNode* invs = root.find("invariants");
+    if (invs == nullptr) return;
     expect_kind(*invs, Kind::array, "invariants");
-    for (std::size_t i = 0; i < invs->items.size(); ++i)
-      t.invariants.push_back(parse_invariant(invs->items[i], at_index("invariants", i)));
-  }
-  const JsonNode& budget = required(root, "", "budget");
-  expect_kind(budget, Kind::object, "budget");
-  allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps"});
-  t.budget.total = get_decimal(required(budget, "budget", "total"), "budget.total");
-  t.budget.min_action_cost =
-      get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
-  if (const JsonNode* s = budget.find("scale")) {
-    const std::int64_t scale = get_count(*s, "budget.scale");
-    if (scale > 9)
-      throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(scale));
-    t.budget.scale = static_cast<int>(scale);
-  }
-  if (const JsonNode* m = budget.find("max_steps"))
-    t.budget.max_steps = get_count(*m, "budget.max_steps");
-  if (const JsonNode* em = root.find("emergency_actions"))
-    t.emergency_actions = name_list(*em, "emergency_actions");
-  if (const JsonNode* deps = root.find("dependencies")) {
+    for (std::size_t i = 0; i < invs->items.size(); ++i) {
+      problems.attempt([&] {
+        t.invariants.push_back(parse_invariant(invs->items[i], at_index("invariants", i)));
+      });
+    }
+  });
+  problems.attempt([&] {
+    const JsonNode& budget = required(root, "", "budget");
+    expect_kind(budget, Kind::object, "budget");
+    allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps"});
+    t.budget.total = get_decimal(required(budget, "budget", "total"), "budget.total");
+    t.budget.min_action_cost =
+        get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
+    if (const JsonNode* s = budget.find("scale")) {
+      const std::int64_t scale = get_count(*s, "budget.scale");
+      if (scale > 9)
+        throw SpecError("budget.scale", "must be between 0 and 9, got " + std::to_string(scale));
+      t.budget.scale = static_cast<int>(scale);
+    }
+    if (const JsonNode* m = budget.find("max_steps"))
+      t.budget.max_steps = get_count(*m, "budget.max_steps");
+  });
+  problems.attempt([&] {
+    if (const JsonNode* em = root.find("emergency_actions"))
+      t.emergency_actions = name_list(*em, "emergency_actions");
+  });
+  problems.attempt([&] {
+    const JsonNode* deps = root.find("dependencies");
+    if (deps == nullptr) return;
     expect_kind(*deps, Kind::object, "dependencies");
     for (const auto& [action, list] : deps->members) {
       const std::string p = join("dependencies", action);
       t.dependencies.emplace_back(action, name_list(list, p));
     }
-  }
-  if (const JsonNode* itf = root.find("interface")) t.interface = parse_interface(*itf);
-  if (const JsonNode* bs = root.find("capture_basins")) {
+  });
+  problems.attempt([&] {
+    if (const JsonNode* itf = root.find("interface")) t.interface = parse_interface(*itf);
+  });
+  problems.attempt([&] {
+    const JsonNode* bs = root.find("capture_basins");
+    if (bs == nullptr) return;
     expect_kind(*bs, Kind::array, "capture_basins");
     for (std::size_t i = 0; i < bs->items.size(); ++i) {
       const JsonNode& b = bs->items[i];
@@ -398,33 +502,62 @@ TaskDecl parse_spec(std::string_view json_text) {
       if (d.expression.empty()) throw SpecError(join(p, "check"), "empty expression");
       t.basins.push_back(std::move(d));
     }
-  }
+  });
+  problems.throw_if_any();
   return t;
 }
 
-std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) {
-  return build_model(parse_spec(json_text));
+}  // namespace
+
+TaskDecl parse_spec(std::string_view json_text) {
+  const JsonNode root = parse_spec_json(json_text);
+  try {
+    return parse_spec_tree(root);
+  } catch (const SpecError& e) {
+    rethrow_located(e, root);
+  }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error("`" + path + "` is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read `" + path + "`");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size > static_cast<std::streamoff>(kMaxFileBytes))
-    throw Error("`" + path + "` is larger than 16 MiB");
-  in.seekg(0);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error("cannot read `" + path + "`");
-  return ss.str();
+std::shared_ptr<const TaskModel> load_spec(std::string_view json_text) {
+  const JsonNode root = parse_spec_json(json_text);
+  try {
+    return build_model(parse_spec_tree(root));
+  } catch (const SpecError& e) {
+    rethrow_located(e, root);
+  }
 }
+
+std::string read_text_file(const std::string& path) { return read_file(path); }
 
 std::shared_ptr<const TaskModel> load_spec_file(const std::string& path) {
   return load_spec(read_text_file(path));
+}
+
+std::vector<std::pair<std::string, Value>> parse_named_numbers(std::string_view json_text,
+                                                               const std::string& what) {
+  JsonNode root;
+  try {
+    root = detail::parse_json(json_text, what);
+  } catch (const SpecError& e) {
+    // Located by `line:column` (malformed JSON) or by a JSON path (a duplicate key).
+    const std::string& where = e.path();
+    const std::string message = std::string(e.what()).substr(where.empty() ? 0 : where.size() + 2);
+    if (where.empty()) throw SpecError(what, message);
+    if (std::isdigit(static_cast<unsigned char>(where.front())) != 0)
+      throw SpecError(what, message + " (at " + where + ")");
+    throw SpecError(what + "." + where, message);
+  }
+  if (root.kind != Kind::object)
+    throw SpecError(what,
+                    "expected a JSON object of named numbers, found " + detail::describe(root));
+  std::vector<std::pair<std::string, Value>> out;
+  for (const auto& [name, node] : root.members) {
+    const std::string path = what + "." + name;
+    if (node.kind != Kind::number && node.kind != Kind::string)
+      throw SpecError(path, "expected a number, found " + detail::describe(node));
+    out.emplace_back(name, Value::number(get_decimal(node, path)));
+  }
+  return out;
 }
 
 State parse_state(const TaskModel& model, std::string_view json_text) {

@@ -1,16 +1,21 @@
 // Trace entries: canonical serialization, hashing, chain verification, JSON Lines I/O.
 #include "clampai/kernel/trace.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "json.hpp"
 #include "trace_codec.hpp"
 
@@ -173,12 +178,13 @@ TraceEntry entry_from_json(const JsonNode& j) {
   return e;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError("cannot read `" + path + "`");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// The trace file's text: a regular file within the input limit (file.hpp).
+std::string read_trace_text(const std::string& path) {
+  try {
+    return read_file(path);
+  } catch (const FileError& e) {
+    throw TraceError(e.what());
+  }
 }
 
 // Splits a JSON Lines file; each line must end with '\n'.
@@ -412,7 +418,7 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
 }
 
 std::vector<TraceEntry> read_trace_file(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_trace_text(path);
   std::string problem;
   std::vector<TraceEntry> entries;
   const auto lines = split_lines(text, problem);
@@ -427,9 +433,13 @@ std::vector<TraceEntry> read_trace_file(const std::string& path) {
 }
 
 TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
-  const std::string text = read_file(path);
+  const std::string text = read_trace_text(path);
   std::string problem;
-  const auto lines = split_lines(text, problem);
+  auto lines = split_lines(text, problem);
+  // A last line without its newline is a write that was cut short (a crash, a full disk): the
+  // entries before it are checked, and the tail is reported with how to drop it.
+  const bool torn = !problem.empty();
+  if (torn) lines.pop_back();
   std::vector<TraceEntry> entries;
   TraceCheck check;
   check.entries = lines.size();
@@ -446,18 +456,87 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
       return check;
     }
   }
-  check = verify_chain(entries, allow_unsealed);
-  if (check.ok && !problem.empty()) {
+  if (!torn) return verify_chain(entries, allow_unsealed);
+  check = entries.empty() ? TraceCheck{} : verify_chain(entries, /*allow_unsealed=*/true);
+  if (entries.empty() || check.ok) {
+    const std::size_t last_newline = text.rfind('\n');
+    const std::size_t intact = last_newline == std::string::npos ? 0 : last_newline + 1;
     check.ok = false;
-    check.first_bad = lines.size() - 1;
-    check.message = "entry " + std::to_string(lines.size() - 1) + ": " + problem;
+    check.entries = entries.size();
+    check.first_bad = entries.size();
+    check.truncated_tail = true;
+    check.verified_bytes = intact;
+    check.message = "truncated tail after " + std::to_string(entries.size()) +
+                    " verified entries: the last line (" + std::to_string(text.size() - intact) +
+                    " bytes) has no newline, a write was cut short (a crash or a full disk); to "
+                    "recover, keep the verified entries: `truncate -s " +
+                    std::to_string(intact) + " FILE` (or `head -n " +
+                    std::to_string(entries.size()) +
+                    " FILE > COPY`), then verify again (with --allow-unsealed: the run did not "
+                    "seal it)";
   }
   return check;
 }
 
-TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy) : policy_(policy) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr) throw TraceError("cannot open `" + path + "` for writing");
+TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode)
+    : policy_(policy) {
+  const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                    (mode == TraceOpen::create      ? O_CREAT | O_EXCL
+                     : mode == TraceOpen::overwrite ? O_CREAT
+                                                    : O_APPEND);
+  const int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    std::string why = std::strerror(err);
+    const std::string what = describe_file(path);
+    if (!what.empty() && what != "a regular file" && what != "a symbolic link to a regular file") {
+      why = "it is " + what + ", not a regular file";
+    } else if (err == EEXIST) {
+      why =
+          "it already exists (a trace is never overwritten silently: --append continues it, "
+          "--force replaces it)";
+    } else if (err == ENOENT && mode == TraceOpen::append) {
+      why = "it does not exist: there is no trace to append to";
+    } else if (err == ENOENT && std::filesystem::path(path).has_parent_path()) {
+      const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+      why += " (the directory `" + parent.string() + "` does not exist: create it first)";
+    }
+    throw TraceError("cannot open trace `" + path + "`: " + why);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw TraceError("cannot open trace `" + path + "`: it is " + describe_file(path) +
+                     ", not a regular file");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw TraceError("cannot open trace `" + path + "`: " +
+                     (err == EWOULDBLOCK
+                          ? std::string("another process is writing it (it is locked)")
+                          : std::strerror(err)));
+  }
+  // Emptied only now that no other writer can be using it.
+  if ((mode == TraceOpen::overwrite && ::ftruncate(fd, 0) != 0) ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw TraceError("cannot open trace `" + path + "`: " + std::strerror(err));
+  }
+  file_ = ::fdopen(fd, mode == TraceOpen::append ? "ab" : "wb");
+  if (file_ == nullptr) {
+    ::close(fd);
+    throw TraceError("cannot open trace `" + path + "`: " + std::strerror(errno));
+  }
+}
+
+void TraceWriter::continue_from(std::uint64_t entries) {
+  std::lock_guard lock(mutex_);
+  if (next_ != 0 || !pending_.empty())
+    throw InvalidArgument("continue_from: entries were already written");
+
+  next_ = entries;
 }
 
 TraceWriter::~TraceWriter() {

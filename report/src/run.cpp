@@ -101,6 +101,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     j["trace"] = {
         {"entries", in.trace_entries}, {"head", in.trace_head}, {"verified", in.trace_verified}};
     if (!in.trace_file.empty()) j["trace"]["file"] = in.trace_file;
+    if (in.trace_appended) j["trace"]["appended"] = true;
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -140,7 +141,8 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
   out << "  trace       " << in.trace_entries
       << " entries, head sha256:" << in.trace_head.substr(0, 16) << "..., "
       << (in.trace_verified ? "chain verified" : "CHAIN BROKEN");
-  if (!in.trace_file.empty()) out << ", written to " << in.trace_file;
+  if (!in.trace_file.empty())
+    out << (in.trace_appended ? ", appended to " : ", written to ") << in.trace_file;
   out << "\n";
 }
 
@@ -152,14 +154,22 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
            {"entries", check.entries},
            {"sealed", check.sealed},
            {"message", check.message},
-           {"replay", r.replay}};
+           {"replay", r.replay},
+           {"truncated_tail", check.truncated_tail}};
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
+    if (check.truncated_tail) j["verified_bytes"] = check.verified_bytes;
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
-  out << (check.ok ? "ok: " : "BROKEN: ") << r.file << ": " << check.message;
-  if (!r.spec.empty() && r.replay == "ok")
-    out << "; replays through the kernel to the sealed state";
+  out << (check.ok               ? "ok: "
+          : check.truncated_tail ? "TRUNCATED: "
+                                 : "BROKEN: ")
+      << r.file << ": " << check.message;
+  if (!r.spec.empty() && r.replay == "ok") {
+    out << (check.sealed ? "; replays through the kernel to the sealed state"
+                         : "; replays through the kernel (the trace has no seal, so no final "
+                           "state to compare)");
+  }
   out << "\n";
 }
 

@@ -634,9 +634,9 @@ TEST_CASE("manifest errors name the file, the path and what is wrong", "[compose
   CHECK_THAT(error_of(manifest(R"("a": "broken.json")", R"("a")")),
              Catch::StartsWith(d / "broken.json" + ": budget: ") &&
                  Catch::EndsWith("(the spec of task `a` in " + file + ")"));
-  CHECK_THAT(
-      error_of(manifest(R"("a": ".")", R"("a")")),
-      Catch::StartsWith(file + ": tasks.a: `") && Catch::EndsWith("is a directory, not a file"));
+  CHECK_THAT(error_of(manifest(R"("a": ".")", R"("a")")),
+             Catch::StartsWith(file + ": tasks.a: `") &&
+                 Catch::EndsWith("is a directory, not a regular file"));
   // An included manifest's own error names that manifest, not the one including it.
   d.write("bad_inc.json", "{\"name\": \"x\",\n \"tasks\": {,}}");
   CHECK_THAT(error_of(manifest(only_a, R"({"sequential": ["a", {"manifest": "bad_inc.json"}]})")),

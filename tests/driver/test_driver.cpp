@@ -303,3 +303,27 @@ TEST_CASE("Driver: recovery does not roll back past an emergency action the driv
   CHECK(r.termination == Termination::emergency_stop);
   CHECK(k.state().get("x") == Value::integer(1));
 }
+
+TEST_CASE("run: rejections screened by the driver are recorded when asked",
+          "[kernel][driver][trace]") {
+  // `never` comes first, so the driver screens it out before choosing `inc`.
+  const auto model = load_spec(R"({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "never", "cost": 1, "requires": "n < 0"},
+                {"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 10, "min_action_cost": 1}})");
+  for (bool record : {false, true}) {
+    KernelOptions options;
+    options.record_rejections = record;
+    SafetyKernel k(model, options);
+    FirstApprovableDriver driver;
+    RunOptions run_options;
+    run_options.max_steps = 2;
+    const RunResult r = run(k, driver, run_options);
+    REQUIRE(r.rejected == 2);  // `never`, once per step
+    std::size_t rejected = 0;
+    for (const auto& e : k.trace()) rejected += e.kind == EntryKind::rejected;
+    REQUIRE(rejected == (record ? 2 : 0));
+    REQUIRE(k.verify_trace().ok);
+    REQUIRE_FALSE(replay_trace(model, k.trace()).has_value());
+  }
+}

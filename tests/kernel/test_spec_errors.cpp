@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 
@@ -161,82 +162,167 @@ std::string outcome_in_child(const std::function<void()>& work) {
 
 }  // namespace
 
+// ---- the table: specs with one mistake, the path it is reported at, what the message says ----
+
+namespace {
+
+struct ErrorCase {
+  const char* name;
+  std::string text;
+  const char* path;
+  std::vector<const char*> messages;
+};
+
+std::vector<ErrorCase> error_cases() {
+  return {
+      {"SpecLoader: unknown variable in `requires` is named with its column",
+       with_requires("x < zzz"),
+       "actions[0].requires:1:5",
+       {"unknown variable `zzz`", "actions[0].requires:1:5: "}},
+      {"SpecLoader: unknown variable on a later line of an expression has its line",
+       with_requires("x > 0 &&\\n  bogus"),
+       "actions[0].requires:2:3",
+       {"unknown variable `bogus`"}},
+      {"SpecLoader: unknown variable in an effect value is named with its column",
+       with_effect(R"({"variable": "x", "mode": "set", "value": "x + nope"})"),
+       "actions[0].effects[0].value:1:5",
+       {"unknown variable `nope`"}},
+      {"SpecLoader: effect on an unknown variable names the effect",
+       with_effect(R"({"variable": "ghost", "mode": "set", "value": 1})"),
+       "actions[0].effects[0].variable",
+       {"unknown variable `ghost`"}},
+      {"SpecLoader: unknown variable in an invariant is named with its column",
+       with_extra(R"(, "invariants": [{"name": "inv", "check": "x >= 0 && ghost"}])"),
+       "invariants[0].check:1:11",
+       {"unknown variable `ghost`"}},
+      {"SpecLoader: unknown variable in the goal is named with its column",
+       with_extra(R"(, "goal": "x == 1 || nothere")"),
+       "goal:1:11",
+       {"unknown variable `nothere`"}},
+      {"SpecLoader: unknown variable in a goal object is at `goal.check`",
+       with_extra(R"(, "goal": {"description": "d", "check": "x == 1 || nothere"})"),
+       "goal.check:1:11",
+       {"unknown variable `nothere`"}},
+      {"SpecLoader: a misspelt variable gets a did-you-mean hint",
+       with_requires("procesed >= 1"),
+       "actions[0].requires:1:1",
+       {"unknown variable `procesed`", "did you mean `processed`?"}},
+      {"SpecLoader: unknown effect mode is named",
+       with_effect(R"({"variable": "x", "mode": "add", "value": 1})"),
+       "actions[0].effects[0].mode",
+       {"unknown mode `add`"}},
+      {"SpecLoader: unknown top-level key is rejected",
+       with_extra(R"(, "budgte": {})"),
+       "budgte",
+       {"unknown key `budgte`"}},
+      {"SpecLoader: unknown key in an action is rejected",
+       with_actions(R"({"id": "a", "cots": 1})"),
+       "actions[0].cots",
+       {"unknown key `cots`"}},
+      {"SpecLoader: setting an int variable to a bool is a type error",
+       with_effect(R"({"variable": "x", "mode": "set", "value": true})"),
+       "actions[0].effects[0].value:1:1",
+       {"cannot set `x` (int) to a value of type bool"}},
+      {"SpecLoader: incrementing a bool variable is a type error",
+       with_effect(R"({"variable": "flag", "mode": "increment", "value": 1})"),
+       "actions[0].effects[0].mode",
+       {"`increment` needs a numeric variable; `flag` is bool"}},
+      {"SpecLoader: comparing a string with an int is a type error",
+       with_requires("label == 1"),
+       "actions[0].requires:1:7",
+       {"cannot compare string with int"}},
+      {"SpecLoader: a non-bool `requires` is a type error",
+       with_requires("x + 1"),
+       "actions[0].requires:1:3",
+       {"must be a bool, found int"}},
+      {"SpecLoader: multiplying by a decimal is a type error",
+       with_effect(R"({"variable": "amount", "mode": "multiply", "value": "1.5"})"),
+       "actions[0].effects[0].value:1:1",
+       {"`multiply` takes an int factor"}},
+      {"SpecLoader: duplicate action ids are rejected",
+       with_actions(R"({"id": "a", "cost": 1}, {"id": "a", "cost": 2})"),
+       "actions[1].id",
+       {"duplicate action id `a` (also actions[0])"}},
+      {"SpecLoader: duplicate invariant names are rejected",
+       with_extra(
+           R"(, "invariants": [{"name": "inv", "check": "x >= 0"}, {"name": "inv", "check": "x <= 9"}])"),
+       "invariants[1].name",
+       {"duplicate invariant `inv`"}},
+      {"SpecLoader: two effects on one variable in one action are rejected",
+       with_effect(R"({"variable": "x", "mode": "set", "value": 1},
+                                           {"variable": "x", "mode": "increment", "value": 1})"),
+       "actions[0].effects[1]",
+       {"a second effect on `x`"}},
+      {"SpecLoader: an undeclared emergency action is rejected",
+       with_extra(R"(, "emergency_actions": ["stop"])"),
+       "emergency_actions[0]",
+       {"unknown action `stop`"}},
+      {"SpecLoader: a negative cost is rejected",
+       with_actions(R"({"id": "a", "cost": -1})"),
+       "actions[0].cost",
+       {"must not be negative"}},
+      {"SpecLoader: a negative budget is rejected",
+       with_budget(R"("total": -5, "min_action_cost": 1)"),
+       "budget.total",
+       {"must not be negative"}},
+      {"SpecLoader: a zero min_action_cost is rejected (T2)",
+       with_budget(R"("total": 10, "min_action_cost": 0)"),
+       "budget.min_action_cost",
+       {"must be greater than 0"}},
+      {"SpecLoader: a cost finer than the budget scale is rejected",
+       with_actions(R"({"id": "a", "cost": 0.0001})"),
+       "actions[0].cost",
+       {"finer than the budget's scale of 3"}},
+      {"SpecLoader: a decimal initial value finer than its scale is rejected",
+       with_variables(R"("d": {"type": "decimal", "scale": 1, "initial": 0.25})"),
+       "variables.d.initial",
+       {"more digits after the point than decimal(1) allows"}},
+      {"SpecLoader: a parameter default outside its bounds is rejected",
+       with_actions(
+           R"({"id": "a", "cost": 1, "parameters": {"n": {"type": "int", "min": 1, "max": 5, "default": 9}}})"),
+       "actions[0].parameters.n.default",
+       {"9 is above the maximum 5"}},
+      {"SpecLoader: a parameter named like a variable is rejected",
+       with_actions(
+           R"({"id": "a", "cost": 1, "parameters": {"x": {"type": "int", "default": 1}}})"),
+       "actions[0].parameters.x",
+       {"parameter `x` has the name of a state variable"}},
+      {"SpecLoader: delete on a non-optional variable is rejected",
+       with_effect(R"({"variable": "x", "mode": "delete"})"),
+       "actions[0].effects[0].mode",
+       {"`delete` needs an optional variable; `x` is not optional"}},
+      {"SpecLoader: a trailing comma is malformed JSON at line:column",
+       "{\n  \"variables\": {},\n  \"actions\": [],\n}",
+       "4:1",
+       {"malformed JSON"}},
+      {"SpecLoader: 10000 nested arrays are rejected without a crash",
+       std::string(10000, '[') + std::string(10000, ']'),
+       "1:65",
+       {"JSON nested more than 64 levels deep"}},
+      {"SpecLoader: an oversized input is a whole-file problem without a path",
+       std::string(clampai::kernel::max_input_bytes() + 1, ' '),
+       "",
+       {"file larger than 67108864 bytes"}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("SpecLoader: each spec of the error table is rejected at its path, with its message",
+          "[kernel][spec]") {
+  for (const ErrorCase& c : error_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const auto e = spec_error(c.text);
+      REQUIRE(e);
+      CHECK(e->path() == c.path);
+      for (const char* m : c.messages) CHECK_THAT(e->what(), Contains(m));
+    }
+  }
+}
+
 // ---- unknown names in expressions ----
 
-TEST_CASE("SpecLoader: unknown variable in `requires` is named with its column", "[kernel][spec]") {
-  const auto e = spec_error(with_requires("x < zzz"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:5");
-  CHECK_THAT(e->what(), Contains("unknown variable `zzz`"));
-  CHECK_THAT(e->what(), Contains("actions[0].requires:1:5: "));
-}
-
-TEST_CASE("SpecLoader: unknown variable on a later line of an expression has its line",
-          "[kernel][spec]") {
-  const auto e = spec_error(with_requires("x > 0 &&\\n  bogus"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:2:3");
-  CHECK_THAT(e->what(), Contains("unknown variable `bogus`"));
-}
-
-TEST_CASE("SpecLoader: unknown variable in an effect value is named with its column",
-          "[kernel][spec]") {
-  const auto e =
-      spec_error(with_effect(R"({"variable": "x", "mode": "set", "value": "x + nope"})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].value:1:5");
-  CHECK_THAT(e->what(), Contains("unknown variable `nope`"));
-}
-
-TEST_CASE("SpecLoader: effect on an unknown variable names the effect", "[kernel][spec]") {
-  const auto e = spec_error(with_effect(R"({"variable": "ghost", "mode": "set", "value": 1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].variable");
-  CHECK_THAT(e->what(), Contains("unknown variable `ghost`"));
-}
-
-TEST_CASE("SpecLoader: unknown variable in an invariant is named with its column",
-          "[kernel][spec]") {
-  const auto e =
-      spec_error(with_extra(R"(, "invariants": [{"name": "inv", "check": "x >= 0 && ghost"}])"));
-  REQUIRE(e);
-  CHECK(e->path() == "invariants[0].check:1:11");
-  CHECK_THAT(e->what(), Contains("unknown variable `ghost`"));
-}
-
-TEST_CASE("SpecLoader: unknown variable in the goal is named with its column", "[kernel][spec]") {
-  const auto e = spec_error(with_extra(R"(, "goal": "x == 1 || nothere")"));
-  REQUIRE(e);
-  CHECK(e->path() == "goal:1:11");
-  CHECK_THAT(e->what(), Contains("unknown variable `nothere`"));
-}
-
-// The examples write the goal as an object; its expression is at `goal.check`, as an invariant's
-// is at `invariants[i].check`.
-TEST_CASE("SpecLoader: unknown variable in a goal object is at `goal.check`", "[kernel][spec]") {
-  const auto e =
-      spec_error(with_extra(R"(, "goal": {"description": "d", "check": "x == 1 || nothere"})"));
-  REQUIRE(e);
-  CHECK(e->path() == "goal.check:1:11");
-  CHECK_THAT(e->what(), Contains("unknown variable `nothere`"));
-}
-
-TEST_CASE("SpecLoader: a misspelt variable gets a did-you-mean hint", "[kernel][spec]") {
-  const auto e = spec_error(with_requires("procesed >= 1"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:1");
-  CHECK_THAT(e->what(), Contains("unknown variable `procesed`"));
-  CHECK_THAT(e->what(), Contains("did you mean `processed`?"));
-}
-
 // ---- unknown keywords and keys ----
-
-TEST_CASE("SpecLoader: unknown effect mode is named", "[kernel][spec]") {
-  const auto e = spec_error(with_effect(R"({"variable": "x", "mode": "add", "value": 1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].mode");
-  CHECK_THAT(e->what(), Contains("unknown mode `add`"));
-}
 
 TEST_CASE("SpecLoader: unknown variable type is named", "[kernel][spec]") {
   SECTION("of a variable") {
@@ -254,50 +340,7 @@ TEST_CASE("SpecLoader: unknown variable type is named", "[kernel][spec]") {
   }
 }
 
-TEST_CASE("SpecLoader: unknown top-level key is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_extra(R"(, "budgte": {})"));
-  REQUIRE(e);
-  CHECK(e->path() == "budgte");
-  CHECK_THAT(e->what(), Contains("unknown key `budgte`"));
-}
-
-TEST_CASE("SpecLoader: unknown key in an action is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(R"({"id": "a", "cots": 1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].cots");
-  CHECK_THAT(e->what(), Contains("unknown key `cots`"));
-}
-
 // ---- type errors ----
-
-TEST_CASE("SpecLoader: setting an int variable to a bool is a type error", "[kernel][spec]") {
-  const auto e = spec_error(with_effect(R"({"variable": "x", "mode": "set", "value": true})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].value:1:1");
-  CHECK_THAT(e->what(), Contains("cannot set `x` (int) to a value of type bool"));
-}
-
-TEST_CASE("SpecLoader: incrementing a bool variable is a type error", "[kernel][spec]") {
-  const auto e =
-      spec_error(with_effect(R"({"variable": "flag", "mode": "increment", "value": 1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].mode");
-  CHECK_THAT(e->what(), Contains("`increment` needs a numeric variable; `flag` is bool"));
-}
-
-TEST_CASE("SpecLoader: comparing a string with an int is a type error", "[kernel][spec]") {
-  const auto e = spec_error(with_requires("label == 1"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:7");
-  CHECK_THAT(e->what(), Contains("cannot compare string with int"));
-}
-
-TEST_CASE("SpecLoader: a non-bool `requires` is a type error", "[kernel][spec]") {
-  const auto e = spec_error(with_requires("x + 1"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:3");
-  CHECK_THAT(e->what(), Contains("must be a bool, found int"));
-}
 
 TEST_CASE("SpecLoader: an enum literal outside the enum is a type error", "[kernel][spec]") {
   SECTION("compared") {
@@ -322,30 +365,7 @@ TEST_CASE("SpecLoader: an enum literal outside the enum is a type error", "[kern
   }
 }
 
-TEST_CASE("SpecLoader: multiplying by a decimal is a type error", "[kernel][spec]") {
-  const auto e =
-      spec_error(with_effect(R"({"variable": "amount", "mode": "multiply", "value": "1.5"})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].value:1:1");
-  CHECK_THAT(e->what(), Contains("`multiply` takes an int factor"));
-}
-
 // ---- duplicates ----
-
-TEST_CASE("SpecLoader: duplicate action ids are rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(R"({"id": "a", "cost": 1}, {"id": "a", "cost": 2})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[1].id");
-  CHECK_THAT(e->what(), Contains("duplicate action id `a` (also actions[0])"));
-}
-
-TEST_CASE("SpecLoader: duplicate invariant names are rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_extra(
-      R"(, "invariants": [{"name": "inv", "check": "x >= 0"}, {"name": "inv", "check": "x <= 9"}])"));
-  REQUIRE(e);
-  CHECK(e->path() == "invariants[1].name");
-  CHECK_THAT(e->what(), Contains("duplicate invariant `inv`"));
-}
 
 TEST_CASE("SpecLoader: duplicate JSON keys are reported by the JSON reader", "[kernel][spec]") {
   SECTION("two variables of one name") {
@@ -361,14 +381,6 @@ TEST_CASE("SpecLoader: duplicate JSON keys are reported by the JSON reader", "[k
     CHECK(e->path() == "actions[0].cost");
     CHECK_THAT(e->what(), Contains("duplicate key `cost`"));
   }
-}
-
-TEST_CASE("SpecLoader: two effects on one variable in one action are rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_effect(R"({"variable": "x", "mode": "set", "value": 1},
-                                           {"variable": "x", "mode": "increment", "value": 1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[1]");
-  CHECK_THAT(e->what(), Contains("a second effect on `x`"));
 }
 
 // ---- dependencies and emergency actions ----
@@ -419,13 +431,6 @@ TEST_CASE("SpecLoader: a dependency on an unknown action is rejected", "[kernel]
   }
 }
 
-TEST_CASE("SpecLoader: an undeclared emergency action is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_extra(R"(, "emergency_actions": ["stop"])"));
-  REQUIRE(e);
-  CHECK(e->path() == "emergency_actions[0]");
-  CHECK_THAT(e->what(), Contains("unknown action `stop`"));
-}
-
 TEST_CASE("SpecLoader: an emergency action with a non-zero cost is rejected", "[kernel][spec]") {
   Parts p;
   p.actions = R"({"id": "work", "cost": 0}, {"id": "stop", "cost": 0.5})";
@@ -437,27 +442,6 @@ TEST_CASE("SpecLoader: an emergency action with a non-zero cost is rejected", "[
 }
 
 // ---- numbers ----
-
-TEST_CASE("SpecLoader: a negative cost is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(R"({"id": "a", "cost": -1})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].cost");
-  CHECK_THAT(e->what(), Contains("must not be negative"));
-}
-
-TEST_CASE("SpecLoader: a negative budget is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_budget(R"("total": -5, "min_action_cost": 1)"));
-  REQUIRE(e);
-  CHECK(e->path() == "budget.total");
-  CHECK_THAT(e->what(), Contains("must not be negative"));
-}
-
-TEST_CASE("SpecLoader: a zero min_action_cost is rejected (T2)", "[kernel][spec]") {
-  const auto e = spec_error(with_budget(R"("total": 10, "min_action_cost": 0)"));
-  REQUIRE(e);
-  CHECK(e->path() == "budget.min_action_cost");
-  CHECK_THAT(e->what(), Contains("must be greater than 0"));
-}
 
 TEST_CASE("SpecLoader: NaN and Infinity given as strings are not numbers", "[kernel][spec]") {
   for (const std::string bad : {"NaN", "Infinity", "-Infinity"}) {
@@ -492,22 +476,6 @@ TEST_CASE("SpecLoader: a NaN literal is malformed JSON", "[kernel][spec]") {
   REQUIRE(e);
   CHECK(e->path() == "4:23");
   CHECK_THAT(e->what(), Contains("malformed JSON"));
-}
-
-TEST_CASE("SpecLoader: a cost finer than the budget scale is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(R"({"id": "a", "cost": 0.0001})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].cost");
-  CHECK_THAT(e->what(), Contains("finer than the budget's scale of 3"));
-}
-
-TEST_CASE("SpecLoader: a decimal initial value finer than its scale is rejected",
-          "[kernel][spec]") {
-  const auto e =
-      spec_error(with_variables(R"("d": {"type": "decimal", "scale": 1, "initial": 0.25})"));
-  REQUIRE(e);
-  CHECK(e->path() == "variables.d.initial");
-  CHECK_THAT(e->what(), Contains("more digits after the point than decimal(1) allows"));
 }
 
 TEST_CASE("SpecLoader: a budget that overflows int64 after scaling is rejected", "[kernel][spec]") {
@@ -549,22 +517,6 @@ TEST_CASE("SpecLoader: an initial value outside min/max is rejected", "[kernel][
   }
 }
 
-TEST_CASE("SpecLoader: a parameter default outside its bounds is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(
-      R"({"id": "a", "cost": 1, "parameters": {"n": {"type": "int", "min": 1, "max": 5, "default": 9}}})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].parameters.n.default");
-  CHECK_THAT(e->what(), Contains("9 is above the maximum 5"));
-}
-
-TEST_CASE("SpecLoader: a parameter named like a variable is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_actions(
-      R"({"id": "a", "cost": 1, "parameters": {"x": {"type": "int", "default": 1}}})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].parameters.x");
-  CHECK_THAT(e->what(), Contains("parameter `x` has the name of a state variable"));
-}
-
 // ---- misuse of the expression language and of effects ----
 
 TEST_CASE("SpecLoader: old(x) outside invariants is rejected", "[kernel][spec]") {
@@ -587,13 +539,6 @@ TEST_CASE("SpecLoader: old(x) outside invariants is rejected", "[kernel][spec]")
     CHECK(e->path() == "goal:1:5");
     CHECK_THAT(e->what(), Contains("`old(...)` is only allowed in invariants"));
   }
-}
-
-TEST_CASE("SpecLoader: delete on a non-optional variable is rejected", "[kernel][spec]") {
-  const auto e = spec_error(with_effect(R"({"variable": "x", "mode": "delete"})"));
-  REQUIRE(e);
-  CHECK(e->path() == "actions[0].effects[0].mode");
-  CHECK_THAT(e->what(), Contains("`delete` needs an optional variable; `x` is not optional"));
 }
 
 TEST_CASE("SpecLoader: variable names must be identifiers and not reserved words",
@@ -652,7 +597,7 @@ TEST_CASE("SpecLoader: an expression nested 1000 levels deep is rejected", "[ker
   const std::string deep = std::string(1000, '(') + "x > 0" + std::string(1000, ')');
   const auto e = spec_error(with_requires(deep));
   REQUIRE(e);
-  CHECK(e->path() == "actions[0].requires:1:101");
+  CHECK(e->path() == "actions[0].requires:1:202");
   CHECK_THAT(e->what(), Contains("expression nested more than 200 levels deep"));
 }
 
@@ -668,20 +613,6 @@ TEST_CASE("SpecLoader: a truncated file is malformed JSON at its end", "[kernel]
   CHECK_THAT(e->what(), Contains("unexpected end of input"));
 }
 
-TEST_CASE("SpecLoader: a trailing comma is malformed JSON at line:column", "[kernel][spec]") {
-  const auto e = spec_error("{\n  \"variables\": {},\n  \"actions\": [],\n}");
-  REQUIRE(e);
-  CHECK(e->path() == "4:1");
-  CHECK_THAT(e->what(), Contains("malformed JSON"));
-}
-
-TEST_CASE("SpecLoader: 10000 nested arrays are rejected without a crash", "[kernel][spec]") {
-  const auto e = spec_error(std::string(10000, '[') + std::string(10000, ']'));
-  REQUIRE(e);
-  CHECK(e->path() == "1:65");
-  CHECK_THAT(e->what(), Contains("JSON nested more than 64 levels deep"));
-}
-
 TEST_CASE("SpecLoader: a 1 MiB string is rejected with the limit", "[kernel][spec]") {
   const std::string big(1024 * 1024, 'a');
   const std::string text = R"({"description": ")" + big + R"(", "variables": {}})";
@@ -692,21 +623,12 @@ TEST_CASE("SpecLoader: a 1 MiB string is rejected with the limit", "[kernel][spe
   CHECK_THAT(e->what(), Contains("string longer than 65536 bytes"));
 }
 
-TEST_CASE("SpecLoader: a 20 MB input is rejected", "[kernel][spec]") {
-  const std::string text =
-      with_extra(R"(, "description": ")" + std::string(20'000'000, 'a') + "\"");
+TEST_CASE("SpecLoader: an input over the 64 MiB input limit is rejected", "[kernel][spec]") {
+  const std::string text = with_extra(R"(, "description": ")" +
+                                      std::string(clampai::kernel::max_input_bytes(), 'a') + "\"");
   const auto e = spec_error(text);
   REQUIRE(e);
-  CHECK_THAT(e->what(), Contains("file larger than 16777216 bytes"));
-}
-
-// docs/SPEC.md section 12: "A problem with the whole file has no path".
-TEST_CASE("SpecLoader: an oversized input is a whole-file problem without a path",
-          "[kernel][spec]") {
-  const auto e = spec_error(std::string(17 * 1024 * 1024, ' '));
-  REQUIRE(e);
-  CHECK(e->path() == "");
-  CHECK_THAT(e->what(), Contains("file larger than 16777216 bytes"));
+  CHECK_THAT(e->what(), Contains("file larger than 67108864 bytes"));
 }
 
 // ---- the C++ API ----

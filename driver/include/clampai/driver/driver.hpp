@@ -24,6 +24,9 @@ using kernel::TaskModel;
 struct Choice {
   std::optional<Proposal> proposal{};  // none: the driver has nothing to propose
   std::vector<Decision> rejected{};    // rejected evaluations made while choosing
+  /// The proposals of `rejected`, when the driver keeps them: `run` records them in the trace
+  /// when the kernel records rejections (SafetyKernel::record_rejection).
+  std::vector<Proposal> rejected_proposals{};
 };
 
 /// Chooses actions. Implementations must not change the kernel (only evaluate).

@@ -67,6 +67,12 @@ struct KernelOptions {
   /// InvalidArgument naming this limit. Bounds memory on long runs together with
   /// `trace_window`.
   std::size_t undo_depth = 0;
+  /// A trace to continue instead of starting one (an unsealed trace of this model, e.g. read
+  /// with `read_trace_file` and checked with `verify_chain`): the kernel replays it with its
+  /// recorded timestamps to its last state and counters (and undo records), keeps its entries,
+  /// and hands `writer` only the entries after them (open it with `TraceOpen::append` and
+  /// `continue_from(resume.size())`). Empty: start with a genesis entry.
+  std::vector<TraceEntry> resume{};
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
   /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
@@ -114,7 +120,9 @@ class SafetyKernel {
  public:
   /// Starts a kernel in the model's initial state and writes the genesis trace entry.
   /// @throws InvalidArgument if the initial state violates a blocking invariant or a bound
-  /// (T3's base case), naming it; nothing is written then.
+  /// (T3's base case), naming it; nothing is written then. With `options.resume`: also if the
+  /// trace is sealed, or written for another model, or an entry does not replay to itself byte
+  /// for byte, naming the entry.
   explicit SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions options = {});
   ~SafetyKernel();
   SafetyKernel(const SafetyKernel&) = delete;
@@ -142,6 +150,13 @@ class SafetyKernel {
   Outcome execute(const Proposal& proposal);
   /// The same, by id.
   Outcome execute(std::string_view action_id, const ParamMap& params = {});
+  /// For drivers that screen proposals with `evaluate`: evaluates `proposal` and, if it is
+  /// rejected and the kernel records rejections, appends the rejected entry as `execute` would.
+  /// Never commits anything. Returns the decision.
+  /// @throws TraceError if the trace file cannot be written.
+  Decision record_rejection(const Proposal& proposal);
+  /// True iff rejected proposals are traced (`KernelOptions::record_rejections`).
+  [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
 
   /// Undoes the most recent committed action (T7): restores the exact pre-action state,
   /// computed both by the algebraic inverse of the declared effects and by the state
@@ -201,6 +216,8 @@ class SafetyKernel {
                          std::size_t prev_at,
                          std::string* line);
   void write_line(std::uint64_t sequence, std::string line);
+  // Replays `entries` (KernelOptions::resume) into this fresh kernel.
+  void resume(const std::vector<TraceEntry>& entries);
 
   std::shared_ptr<const TaskModel> model_;
   KernelOptions options_;

@@ -19,8 +19,8 @@ TaskDecl parse_spec(std::string_view json_text);
 /// @throws SpecError as both do.
 std::shared_ptr<const TaskModel> load_spec(std::string_view json_text);
 
-/// Reads and loads a spec file.
-/// @throws SpecError as load_spec does; Error if the file cannot be read.
+/// Reads (with `read_file`: a regular file within `max_input_bytes()`) and loads a spec file.
+/// @throws SpecError as load_spec does; FileError if the file cannot be read.
 std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
 
 /// Reads a state of `model` from JSON text: an object from variable name to value. Variables
@@ -28,8 +28,17 @@ std::shared_ptr<const TaskModel> load_spec_file(const std::string& path);
 /// @throws SpecError naming the variable for an unknown name or a value of the wrong type.
 State parse_state(const TaskModel& model, std::string_view json_text);
 
-/// Reads the whole contents of a file.
-/// @throws Error naming the file if it cannot be read or is larger than 16 MiB.
+/// Reads named numbers (action parameters, weights) from a JSON object such as
+/// `{"n": 3, "amount": "12.50"}`: a JSON number is read exactly from its text, never through
+/// binary floating point; a string must hold a decimal. Keys must be unique.
+/// @throws SpecError whose path is `what` (malformed JSON, a duplicate key, not an object) or
+/// `what.NAME` (a value that is not a number or out of range).
+std::vector<std::pair<std::string, Value>> parse_named_numbers(std::string_view json_text,
+                                                               const std::string& what);
+
+/// Reads the whole contents of a file: `read_file(path)` (file.hpp).
+/// @throws FileError naming the file if it cannot be read, is not a regular file, or is larger
+/// than `max_input_bytes()`.
 std::string read_text_file(const std::string& path);
 
 }  // namespace clampai::kernel

@@ -61,6 +61,10 @@ struct TraceCheck {
   std::optional<std::size_t> first_bad;  // index of the first bad entry (or where one is missing)
   bool sealed = false;
   std::string message{};  // what is wrong, or a summary
+  /// The file's last line has no newline (a write cut short): `entries` complete entries
+  /// verified before it, which end at byte `verified_bytes`.
+  bool truncated_tail = false;
+  std::size_t verified_bytes = 0;
 };
 
 /// Verifies the hash chain of `entries`: each hash recomputes, each `prev` links to the entry
@@ -69,8 +73,11 @@ struct TraceCheck {
 TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsealed = false);
 
 /// Reads and verifies a JSON Lines trace file. Every line must be the canonical JSON of its
-/// entry, byte for byte; the first line that is not is reported with its index.
-/// @throws TraceError if the file cannot be read.
+/// entry, byte for byte; the first line that is not is reported with its index. A last line
+/// without a newline (a write cut short) is a truncated tail: not ok, `truncated_tail` set, and
+/// the message says how many entries verified before it and how to drop it.
+/// @throws TraceError if the file cannot be read: missing, not a regular file, or larger than
+/// `max_input_bytes()` (file.hpp).
 TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed = false);
 
 /// Reads a JSON Lines trace file into entries, without verifying them.
@@ -84,13 +91,26 @@ enum class FlushPolicy : std::uint8_t {
   fsync,     // fsync()ed after every entry (survives a crash of the machine)
 };
 
+/// How a `TraceWriter` opens its file.
+enum class TraceOpen : std::uint8_t {
+  create,     // a new file: an existing one is an error (O_EXCL), never overwritten
+  overwrite,  // create, or empty an existing file once the lock is held
+  append,     // an existing trace, to continue it: see `continue_from`
+};
+
 /// Appends entries to a JSON Lines file, in sequence order, whichever thread hands them in.
 /// Thread-safe. `write` returns once the entry (and every entry before it) is written under
-/// the policy.
+/// the policy. The writer holds an exclusive advisory lock (flock) on the file for its
+/// lifetime, so two writers (in one process or several) never write one trace.
 class TraceWriter {
  public:
-  /// Creates (truncates) `path`. @throws TraceError if it cannot be opened.
-  TraceWriter(const std::string& path, FlushPolicy policy);
+  /// Opens `path` as `mode` says and locks it; nothing is written yet. The file is never
+  /// truncated before the lock is held.
+  /// @throws TraceError naming the file and the OS's reason if it cannot be opened (a missing
+  /// parent directory is named; it is not created), if it exists and `mode` is `create`, if it
+  /// does not exist and `mode` is `append`, if it is not a regular file, or if another writer
+  /// holds its lock.
+  TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode = TraceOpen::overwrite);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -100,6 +120,10 @@ class TraceWriter {
   void write(std::uint64_t sequence, std::string line);
   /// Flushes and closes the file. @throws TraceError on an I/O error.
   void close();
+  /// Continues a trace of `entries` entries (in `append` mode): the next entry written must be
+  /// entry `entries`. Requires that nothing was written yet.
+  /// @throws InvalidArgument if something was.
+  void continue_from(std::uint64_t entries);
 
  private:
   void write_ready_locked();

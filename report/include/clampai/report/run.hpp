@@ -29,7 +29,8 @@ struct RunReport {
   std::uint64_t trace_entries = 0;
   std::string trace_head{};
   bool trace_verified = false;
-  std::string trace_file{};  // empty: not written to a file
+  std::string trace_file{};     // empty: not written to a file
+  bool trace_appended = false;  // the run continued the trace already in `trace_file`
   std::optional<unsigned> lookahead{};
   bool recover = false;
 };

@@ -1,0 +1,169 @@
+# Hostile input for every command (issue 15): special files, size limits, traces that are never
+# clobbered, exact arguments, suggestions. Each command runs with a timeout, so a read that
+# blocks (a FIFO) fails the test instead of hanging it.
+# Invoked by ctest with -DCLAMPAI=<binary> -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch dir>
+# [-DSANITIZED=ON].
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
+
+set(ex "${SOURCE_DIR}/examples")
+set(q "${ex}/quickstart.json")
+set(W "${WORK_DIR}")
+
+# ---- special files and the size limit, for every command that reads a file ----
+execute_process(COMMAND mkfifo ${W}/fifo.json)
+file(CREATE_LINK /dev/zero ${W}/zero.json SYMBOLIC)
+file(MAKE_DIRECTORY ${W}/dir.json)
+set(fifo_msg "fifo.json` is a FIFO \\(named pipe\\), not a regular file")
+set(zero_msg "`/dev/zero` is a character device, not a regular file")
+set(dir_msg "dir.json` is a directory, not a regular file")
+set(link_msg "zero.json` is a symbolic link to a character device, not a regular file")
+foreach(cmd check run verify bench)
+  expect("${cmd} fifo" 2 "${fifo_msg}" ${CLAMPAI} ${cmd} ${W}/fifo.json)
+  expect("${cmd} /dev/zero" 2 "${zero_msg}" ${CLAMPAI} ${cmd} /dev/zero)
+  expect("${cmd} directory" 2 "${dir_msg}" ${CLAMPAI} ${cmd} ${W}/dir.json)
+  expect("${cmd} link to /dev/zero" 2 "${link_msg}" ${CLAMPAI} ${cmd} ${W}/zero.json)
+endforeach()
+foreach(cmd lookahead repair)
+  set(act --action process_batch --params {})
+  expect("${cmd} fifo" 2 "${fifo_msg}" ${CLAMPAI} ${cmd} ${W}/fifo.json ${act})
+  expect("${cmd} --state fifo" 2 "${fifo_msg}" ${CLAMPAI} ${cmd} ${q} ${act} --state ${W}/fifo.json)
+  expect("${cmd} --state /dev/zero" 2 "${zero_msg}" ${CLAMPAI} ${cmd} ${q} ${act} --state /dev/zero)
+  expect("${cmd} --state link" 2 "${link_msg}" ${CLAMPAI} ${cmd} ${q} ${act} --state ${W}/zero.json)
+endforeach()
+expect("trace verify fifo" 2 "${fifo_msg}" ${CLAMPAI} trace verify ${W}/fifo.json)
+expect("trace verify /dev/zero" 2 "${zero_msg}" ${CLAMPAI} trace verify /dev/zero)
+expect("trace verify directory" 2 "${dir_msg}" ${CLAMPAI} trace verify ${W}/dir.json)
+expect("trace verify link" 2 "${link_msg}" ${CLAMPAI} trace verify ${W}/zero.json)
+expect("compose fifo" 2 "${fifo_msg}" ${CLAMPAI} compose ${W}/fifo.json)
+expect("compose /dev/zero" 2 "${zero_msg}" ${CLAMPAI} compose /dev/zero)
+expect("compose cache key fifo" 2 "${fifo_msg}" ${CLAMPAI} compose ${ex}/compose/pipeline.json --cache ${W}/cache --cache-key-file ${W}/fifo.json)
+# A cache entry that is a FIFO or a link to /dev/zero: refused, not read (it used to hang or eat
+# all memory).
+execute_process(COMMAND ${CLAMPAI} check ${ex}/compose/provision.json --format json OUTPUT_VARIABLE out)
+string(REGEX MATCH "\"digest\": \"([0-9a-f]+)\"" _ "${out}")
+set(digest "${CMAKE_MATCH_1}")
+file(MAKE_DIRECTORY ${W}/cache1 ${W}/cache2)
+execute_process(COMMAND mkfifo ${W}/cache1/${digest}.json)
+file(CREATE_LINK /dev/zero ${W}/cache2/${digest}.json SYMBOLIC)
+expect("compose cache entry fifo" 2 "certificate cache: .*is a FIFO" ${CLAMPAI} compose ${ex}/compose/pipeline.json --cache ${W}/cache1)
+expect("compose cache entry link to /dev/zero" 2 "certificate cache: .*symbolic link to a character device" ${CLAMPAI} compose ${ex}/compose/pipeline.json --cache ${W}/cache2)
+
+# The limit: --max-input-bytes (before or after the command) and CLAMPAI_MAX_INPUT_BYTES.
+expect("over --max-input-bytes" 2 "quickstart.json` is larger than the input limit of 100 bytes" ${CLAMPAI} check ${q} --max-input-bytes 100)
+expect("over --max-input-bytes first" 2 "larger than the input limit of 512 bytes" ${CLAMPAI} --max-input-bytes 512 check ${q})
+expect("within --max-input-bytes" 0 "ok: well-formed" ${CLAMPAI} check ${q} --max-input-bytes 1M)
+expect("over CLAMPAI_MAX_INPUT_BYTES" 2 "larger than the input limit of 100 bytes" ${CMAKE_COMMAND} -E env CLAMPAI_MAX_INPUT_BYTES=100 ${CLAMPAI} check ${q})
+expect("bad CLAMPAI_MAX_INPUT_BYTES" 2 "CLAMPAI_MAX_INPUT_BYTES: `lots` is not a positive number of bytes" ${CMAKE_COMMAND} -E env CLAMPAI_MAX_INPUT_BYTES=lots ${CLAMPAI} check ${q})
+expect("bad --max-input-bytes" 2 "--max-input-bytes: `0` is not a positive number" ${CLAMPAI} check ${q} --max-input-bytes 0)
+
+# ---- traces are never clobbered ----
+expect("run trace" 0 "written to" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl)
+file(READ ${W}/t.jsonl original)
+expect("run trace exists" 2 "t.jsonl`: it already exists .*--append.*--force" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl)
+file(WRITE ${W}/typo.json [=[{"variables": {"balance": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "effects": []}],
+ "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("bad spec leaves the trace alone" 2 "unknown variable" ${CLAMPAI} run ${W}/typo.json --trace ${W}/t.jsonl --force)
+file(READ ${W}/t.jsonl after)
+if(NOT after STREQUAL original)
+  message(SEND_ERROR "a spec error changed the trace file")
+endif()
+file(COPY_FILE ${q} ${W}/spec.json)
+expect("trace is the spec" 2 "is the spec file" ${CLAMPAI} run ${W}/spec.json --trace ${W}/./spec.json --force)
+file(READ ${W}/spec.json spec_after)
+file(READ ${q} spec_before)
+if(NOT spec_after STREQUAL spec_before)
+  message(SEND_ERROR "run --trace SPEC --force changed the spec")
+endif()
+expect("run --force" 0 "written to" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl --force)
+expect("--force and --append" 2 "excludes" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl --force --append)
+expect("missing directory" 2 "No such file or directory \\(the directory `.*nodir` does not exist" ${CLAMPAI} run ${q} --trace ${W}/nodir/t.jsonl)
+expect("append to a sealed trace" 2 "the trace is sealed" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl --append)
+expect("append to nothing" 2 "no trace to append to" ${CLAMPAI} run ${q} --trace ${W}/none.jsonl --append)
+# Append: a run stopped after one step, its seal dropped (as a crash leaves it), continued.
+expect("run one step" 1 "max_steps" ${CLAMPAI} run ${q} --trace ${W}/part.jsonl --max-steps 1)
+file(STRINGS ${W}/part.jsonl part_lines)
+list(REMOVE_AT part_lines -1)
+list(JOIN part_lines "\n" part_text)
+file(WRITE ${W}/part.jsonl "${part_text}\n")
+expect("append continues" 0 "steps       2 of at most.*appended to" ${CLAMPAI} run ${q} --trace ${W}/part.jsonl --append)
+expect("appended trace verifies" 0 "ok: .*4 entries, chain intact, sealed; replays" ${CLAMPAI} trace verify ${W}/part.jsonl --spec ${q})
+expect("trace over the limit" 2 "part.jsonl` is larger than the input limit of 1000 bytes" ${CLAMPAI} trace verify ${W}/part.jsonl --max-input-bytes 1000)
+file(STRINGS ${W}/part.jsonl unsealed_lines)
+list(REMOVE_AT unsealed_lines -1)
+list(JOIN unsealed_lines "\n" unsealed_text)
+file(WRITE ${W}/unsealed.jsonl "${unsealed_text}\n")
+expect("append for another spec" 2 "another spec" ${CLAMPAI} run ${ex}/payments.json --trace ${W}/unsealed.jsonl --append)
+# A lock: a second writer is refused while the first holds the file (flock(1) holds it here).
+find_program(FLOCK flock)
+if(FLOCK)
+  expect("locked trace" 2 "another process is writing it" ${FLOCK} ${W}/t.jsonl ${CLAMPAI} run ${q} --trace ${W}/t.jsonl --force)
+endif()
+# A torn last line: a truncated tail after the verified entries, exit 1, with the way out.
+string(LENGTH "${original}" length)
+math(EXPR cut "${length} - 40")
+string(SUBSTRING "${original}" 0 ${cut} torn)
+file(WRITE ${W}/torn.jsonl "${torn}")
+expect("torn trace" 1 "TRUNCATED: .*truncated tail after 3 verified entries.*truncate -s [0-9]+ .*head -n 3" ${CLAMPAI} trace verify ${W}/torn.jsonl)
+expect("torn trace json" 1 "\"truncated_tail\": true" ${CLAMPAI} trace verify ${W}/torn.jsonl --format json)
+expect("append to a torn trace" 2 "truncated tail" ${CLAMPAI} run ${q} --trace ${W}/torn.jsonl --append)
+# --record-rejections records the proposals the driver screens out.
+expect("record rejections" 0 "rejected 6" ${CLAMPAI} run ${ex}/cloud_deploy.json --trace ${W}/rej.jsonl --record-rejections)
+file(STRINGS ${W}/rej.jsonl rejected REGEX "\"kind\":\"rejected\"")
+list(LENGTH rejected n_rejected)
+if(NOT n_rejected EQUAL 6)
+  message(SEND_ERROR "--record-rejections recorded ${n_rejected} rejections, expected 6")
+endif()
+expect("recorded rejections replay" 0 "ok: .*replays" ${CLAMPAI} trace verify ${W}/rej.jsonl --spec ${ex}/cloud_deploy.json)
+
+# ---- exact and honest arguments ----
+expect("trace verify bad --spec names the spec" 2 "error: ${W}/typo.json:2:50: actions" ${CLAMPAI} trace verify ${W}/t.jsonl --spec ${W}/typo.json)
+expect("allow-unsealed with --spec" 0 "replays through the kernel \\(the trace has no seal" ${CLAMPAI} trace verify ${W}/unsealed.jsonl --spec ${q} --allow-unsealed)
+expect("--max-steps -1" 2 "--max-steps: `-1` is not a whole number" ${CLAMPAI} run ${q} --max-steps -1)
+expect("--max-steps 2^64" 2 "--max-steps: `18446744073709551616` is not a whole number" ${CLAMPAI} run ${q} --max-steps 18446744073709551616)
+expect("--params duplicate" 2 "--params.a: duplicate key `a`" ${CLAMPAI} lookahead ${q} --action process_batch --params "{\"a\": 1, \"a\": 2}")
+expect("--params 1e400" 2 "`1e400`: the value does not fit a 64-bit fixed-point number" ${CLAMPAI} lookahead ${q} --action process_batch --params "{\"a\": 1e400}")
+expect("--weights named" 2 "--weights.*duplicate key" ${CLAMPAI} repair ${q} --action process_batch --params {} --weights "{\"a\": 1, \"a\": 2}")
+expect("--state inline" 0 "" ${CLAMPAI} lookahead ${q} --action process_batch --state "{\"processed\": 5}")
+expect("--state inline error" 2 "--state: processed: " ${CLAMPAI} lookahead ${q} --action process_batch --state "{\"processed\": true}")
+expect("--state duplicate" 2 "duplicate key `processed`" ${CLAMPAI} lookahead ${q} --action process_batch --state "{\"processed\": 1, \"processed\": 2}")
+expect("--state help" 0 "inline .*or a file" ${CLAMPAI} lookahead --help)
+file(WRITE ${W}/huge.json [=[{"variables": {"x": {"type": "int", "initial": 1e400}}, "actions": [], "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("1e400 in a spec" 2 "`1e400`: the value does not fit" ${CLAMPAI} check ${W}/huge.json)
+# A file name that is not UTF-8, with --format json: the report is written (with U+FFFD).
+find_program(SH sh)
+execute_process(COMMAND ${SH} -c "cp \"$0\" \"$(printf '%s/bad\\377.json' \"$1\")\"" ${q} ${W})
+expect("non-UTF-8 name json" 0 "\"ok\": true" ${SH} -c "exec \"$0\" check \"$(printf '%s/bad\\377.json' \"$1\")\" --format json" ${CLAMPAI} ${W})
+
+# ---- errors a person can act on: every problem, with file:line:column and a suggestion ----
+file(WRITE ${W}/multi.json [=[{"variables": {"balance": {"type": "int", "initial": 0},
+               "count": {"type": "intt", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "efects": []}],
+ "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("all problems at once" 2 "multi.json:2:34: variables.count.type: unknown type `intt`.*\nclampai: error: .*multi.json:3:73: actions\\[0\\].efects: unknown key `efects` \\(did you mean `effects`\\?\\)" ${CLAMPAI} check ${W}/multi.json)
+expect("expression located in the file" 2 "typo.json:2:50: actions\\[0\\].requires:1:1: unknown variable `balnce` \\(did you mean `balance`\\?\\)" ${CLAMPAI} check ${W}/typo.json)
+
+# ---- suggestions ----
+expect("unknown command" 2 "unknown command `chek` \\(did you mean `check`\\?\\)" ${CLAMPAI} chek ${q})
+expect("unknown trace command" 2 "unknown command `verfy` \\(did you mean `verify`\\?\\)" ${CLAMPAI} trace verfy x)
+expect("unknown format" 2 "`--format`: unknown value `jsn` \\(did you mean `json`\\?\\)" ${CLAMPAI} check ${q} --format jsn)
+expect("unknown flush" 2 "`--flush`: unknown value `fsyn` \\(did you mean `fsync`\\?\\)" ${CLAMPAI} run ${q} --flush fsyn)
+expect("unknown option" 2 "unknown option `--max-step` for `clampai run` \\(did you mean `--max-steps`\\?\\)" ${CLAMPAI} run ${q} --max-step 3)
+
+expect("unknown --action (lookahead)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} lookahead ${q} --action proces_batch)
+expect("unknown --action (repair)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} repair ${q} --action proces_batch --params {})
+
+# ---- out of memory: its own exit code (not under sanitizers, which reserve address space) ----
+if(NOT SANITIZED)
+  # A 40 MB list of zeros parses into far more memory than 600 MB of address space allows.
+  string(REPEAT "0," 1000000 chunk)
+  file(WRITE ${W}/oom.json "{\"variables\": {\"x\": {\"type\": {\"type\": \"list\", \"element\": \"int\"}, \"initial\": [")
+  foreach(i RANGE 19)
+    file(APPEND ${W}/oom.json "${chunk}")
+  endforeach()
+  file(APPEND ${W}/oom.json "0]}}, \"actions\": [], \"budget\": {\"total\": 1, \"min_action_cost\": 1}}")
+  expect("out of memory" 4 "out of memory" ${SH} -c "ulimit -v 600000 && exec \"$0\" check \"$1\"" ${CLAMPAI} ${W}/oom.json)
+endif()

@@ -1,0 +1,194 @@
+// Bounded reads of input files (file.hpp) and the trace file's writer and reader (trace.hpp):
+// special files, limits, exclusive creation, locks, appending and torn tails.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "support.hpp"
+
+using namespace clampai::kernel;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = clampai::test::temp_file(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+const char* kSpec = R"({"variables": {"n": {"type": "int", "initial": 0}},
+  "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]},
+              {"id": "never", "cost": 1, "requires": "n < 0"}],
+  "budget": {"total": 10, "min_action_cost": 1}})";
+
+}  // namespace
+
+TEST_CASE("File: a regular file is read whole", "[kernel][file]") {
+  const std::string path = write_file("plain.json", "{\"a\": 1}\n");
+  REQUIRE(read_file(path) == "{\"a\": 1}\n");
+  REQUIRE(read_file(path, 9) == "{\"a\": 1}\n");
+}
+
+TEST_CASE("File: special files are named, not read", "[kernel][file]") {
+  const std::string fifo = clampai::test::temp_file("fifo.json");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Opening a FIFO must not wait for a writer: this returns at once.
+  REQUIRE_THROWS_WITH(read_file(fifo), Contains("is a FIFO (named pipe), not a regular file"));
+  REQUIRE_THROWS_WITH(read_file("/dev/zero"), Contains("`/dev/zero` is a character device"));
+  const std::string dir = clampai::test::temp_file("dir");
+  std::filesystem::create_directory(dir);
+  REQUIRE_THROWS_WITH(read_file(dir), Contains("is a directory, not a regular file"));
+  const std::string link = clampai::test::temp_file("zero-link.json");
+  std::filesystem::create_symlink("/dev/zero", link);
+  REQUIRE_THROWS_WITH(read_file(link),
+                      Contains("is a symbolic link to a character device, not a regular file"));
+  REQUIRE_THROWS_AS(read_file(fifo), clampai::FileError);
+  REQUIRE_THROWS_WITH(read_file(clampai::test::temp_file("missing.json")),
+                      Contains("No such file or directory"));
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("File: a file over the limit is refused, naming the limit", "[kernel][file]") {
+  const std::string path = write_file("big.json", std::string(101, ' '));
+  REQUIRE(read_file(path, 101).size() == 101);
+  REQUIRE_THROWS_WITH(
+      read_file(path, 100),
+      Contains("is larger than the input limit of 100 bytes") && Contains("--max-input-bytes"));
+}
+
+TEST_CASE("File: byte counts take K, M and G and refuse nonsense", "[kernel][file]") {
+  REQUIRE(parse_byte_count("100", "x") == 100);
+  REQUIRE(parse_byte_count("64M", "x") == std::size_t{64} << 20);
+  REQUIRE(parse_byte_count("2g", "x") == std::size_t{2} << 30);
+  REQUIRE(parse_byte_count("512K", "x") == 512 * 1024);
+  for (const char* bad : {"", "0", "-1", "1.5M", "12Q", "M", "99999999999999999999", "1 M"})
+    REQUIRE_THROWS_WITH(parse_byte_count(bad, "--max-input-bytes"), Contains("--max-input-bytes"));
+  REQUIRE(default_max_input_bytes == std::size_t{64} << 20);
+}
+
+TEST_CASE("TraceWriter: create never overwrites, overwrite empties, a second writer is locked out",
+          "[kernel][trace][file]") {
+  const std::string path = write_file("existing.jsonl", "precious\n");
+  REQUIRE_THROWS_WITH(TraceWriter(path, FlushPolicy::flush, TraceOpen::create),
+                      Contains("already exists") && Contains("--append"));
+  REQUIRE(slurp(path) == "precious\n");
+  {
+    TraceWriter first(path, FlushPolicy::flush, TraceOpen::overwrite);
+    REQUIRE(slurp(path).empty());
+    REQUIRE_THROWS_WITH(TraceWriter(path, FlushPolicy::flush, TraceOpen::overwrite),
+                        Contains("another process is writing it"));
+    REQUIRE_THROWS_WITH(TraceWriter(path, FlushPolicy::flush, TraceOpen::append),
+                        Contains("another process is writing it"));
+  }
+  // The lock goes with the writer.
+  TraceWriter again(path, FlushPolicy::flush, TraceOpen::append);
+  REQUIRE_THROWS_WITH(
+      TraceWriter(
+          clampai::test::temp_file("nodir") + "/t.jsonl", FlushPolicy::flush, TraceOpen::create),
+      Contains("No such file or directory") && Contains("does not exist: create it first"));
+  REQUIRE_THROWS_WITH(
+      TraceWriter(clampai::test::temp_file("none.jsonl"), FlushPolicy::flush, TraceOpen::append),
+      Contains("there is no trace to append to"));
+  REQUIRE_THROWS_WITH(TraceWriter("/dev/null", FlushPolicy::flush, TraceOpen::overwrite),
+                      Contains("character device, not a regular file"));
+  const std::string fifo = clampai::test::temp_file("trace-fifo.jsonl");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (TraceOpen mode : {TraceOpen::create, TraceOpen::overwrite, TraceOpen::append}) {
+    REQUIRE_THROWS_WITH(TraceWriter(fifo, FlushPolicy::flush, mode),
+                        Contains("is a FIFO (named pipe), not a regular file"));
+  }
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("Trace: a torn last line is a truncated tail after the verified entries",
+          "[kernel][trace][file]") {
+  const std::string path = clampai::test::temp_file("torn.jsonl");
+  {
+    KernelOptions options;
+    options.writer = std::make_shared<TraceWriter>(path, FlushPolicy::flush);
+    SafetyKernel k(load_spec(kSpec), options);
+    k.execute("inc");
+    k.execute("inc");
+    k.seal();
+  }
+  const std::string whole = slurp(path);
+  const std::size_t last = whole.rfind('\n', whole.size() - 2) + 1;  // start of the seal line
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, last + 40);
+  const TraceCheck check = verify_trace_file(path);
+  INFO(check.message);
+  REQUIRE_FALSE(check.ok);
+  REQUIRE(check.truncated_tail);
+  REQUIRE(check.entries == 3);
+  REQUIRE(check.verified_bytes == last);
+  REQUIRE_THAT(check.message,
+               Contains("truncated tail after 3 verified entries") &&
+                   Contains("truncate -s " + std::to_string(last)) && Contains("head -n 3"));
+  REQUIRE_THAT(check.message, !Contains("malformed JSON"));
+  // Recovering as the message says gives a trace that verifies (unsealed).
+  std::filesystem::resize_file(path, last);
+  REQUIRE(verify_trace_file(path, /*allow_unsealed=*/true).ok);
+}
+
+TEST_CASE("SafetyKernel: a resumed trace continues the chain from its last state and counters",
+          "[kernel][trace][file]") {
+  const auto model = load_spec(kSpec);
+  const std::string path = clampai::test::temp_file("resume.jsonl");
+  {
+    KernelOptions options;
+    options.record_rejections = true;
+    options.writer = std::make_shared<TraceWriter>(path, FlushPolicy::flush, TraceOpen::create);
+    SafetyKernel k(model, options);
+    k.execute("inc");
+    k.execute("never");  // a recorded rejection
+    const Outcome o = k.execute("inc");
+    k.rollback(*o.receipt);
+    k.execute("inc");
+    // no seal: the run stops here, as a crash would leave it
+  }
+  std::vector<TraceEntry> entries = read_trace_file(path);
+  REQUIRE(entries.size() == 6);
+  auto writer = std::make_shared<TraceWriter>(path, FlushPolicy::flush, TraceOpen::append);
+  writer->continue_from(entries.size());
+  KernelOptions options;
+  options.writer = writer;
+  options.resume = entries;
+  SafetyKernel k(model, options);
+  REQUIRE(k.steps() == 3);
+  REQUIRE(k.budget().net() == 2 * model->budget.min_action_cost);
+  REQUIRE(k.state().get(*model->schema->find("n")).to_string() == "2");
+  REQUIRE(k.trace().size() == 6);
+  REQUIRE(k.trace().back().hash == entries.back().hash);
+  const Outcome o = k.execute("inc");
+  REQUIRE(o.decision.approved);
+  k.rollback(*o.receipt);  // undo records of the resumed run work too
+  k.seal();
+  const TraceCheck check = verify_trace_file(path);
+  INFO(check.message);
+  REQUIRE(check.ok);
+  REQUIRE(check.entries == 9);
+  REQUIRE_FALSE(replay_trace(model, read_trace_file(path)).has_value());
+
+  // A sealed trace, another spec or a changed entry cannot be continued.
+  KernelOptions sealed;
+  sealed.resume = read_trace_file(path);
+  REQUIRE_THROWS_WITH(SafetyKernel(model, sealed), Contains("sealed"));
+  KernelOptions other;
+  other.resume = entries;
+  REQUIRE_THROWS_WITH(SafetyKernel(load_spec(R"({"variables": {"n": {"type": "int", "initial": 0}},
+        "actions": [{"id": "inc", "cost": 2}], "budget": {"total": 10, "min_action_cost": 1}})"),
+                                   other),
+                      Contains("another spec"));
+  KernelOptions changed;
+  changed.resume = entries;
+  changed.resume[3].time_us += 1;
+  REQUIRE_THROWS_WITH(SafetyKernel(model, changed), Contains("entry 3"));
+}

@@ -1,0 +1,173 @@
+// Exact and honest reading of arguments: nesting limits, named numbers, duplicate keys, numbers
+// beyond any range, suggestions.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "support.hpp"
+
+using namespace clampai::kernel;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string spec_with_requires(const std::string& guard) {
+  return R"({"variables": {"x": {"type": "int", "initial": 0}},
+    "actions": [{"id": "a", "cost": 1, "requires": ")" +
+         guard + R"("}], "budget": {"total": 1, "min_action_cost": 1}})";
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const clampai::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("Expr: the nesting limit of 200 is counted once per level", "[kernel][expr]") {
+  for (int depth : {1, 100, 199, 200}) {
+    const std::string guard = std::string(static_cast<std::size_t>(depth), '(') + "x >= 0" +
+                              std::string(static_cast<std::size_t>(depth), ')');
+    INFO(depth);
+    REQUIRE_NOTHROW(load_spec(spec_with_requires(guard)));
+  }
+  REQUIRE_THAT(error_of([] {
+                 (void)load_spec(
+                     spec_with_requires(std::string(201, '(') + "x >= 0" + std::string(201, ')')));
+               }),
+               Contains("requires:1:202: expression nested more than 200 levels deep"));
+  // Unary operators nest too, one level each (here 199 or 200 of them, and the parenthesis).
+  REQUIRE_NOTHROW(load_spec(spec_with_requires(std::string(199, '!') + "(x >= 0)")));
+  REQUIRE_THAT(
+      error_of([] { (void)load_spec(spec_with_requires(std::string(200, '!') + "(x >= 0)")); }),
+      Contains("nested more than 200 levels deep"));
+}
+
+TEST_CASE("parse_named_numbers: exact decimals, no floating point, no duplicate keys",
+          "[kernel][spec]") {
+  const auto values = parse_named_numbers(
+      R"({"a": 0.1, "b": "12.50", "c": 123456789012.345678, "d": -7, "e": 1e3})", "--params");
+  REQUIRE(values.size() == 5);
+  REQUIRE(values[0].second.to_string() == "0.1");
+  REQUIRE(values[1].second.to_string() == "12.50");
+  REQUIRE(values[2].second.to_string() == "123456789012.345678");  // a double would round it
+  REQUIRE(values[3].second.to_string() == "-7");
+  REQUIRE(values[4].second.to_string() == "1000");
+  REQUIRE_THAT(error_of([] { (void)parse_named_numbers(R"({"a": 1, "a": 2})", "--weights"); }),
+               Contains("--weights.a: duplicate key `a`"));
+  REQUIRE_THAT(error_of([] { (void)parse_named_numbers(R"({"a": 1e400})", "--params"); }),
+               Contains("`1e400`: the value does not fit a 64-bit fixed-point number") &&
+                   !Contains("json.exception"));
+  REQUIRE_THAT(error_of([] { (void)parse_named_numbers(R"({"a": true})", "--params"); }),
+               Contains("--params.a: expected a number, found a bool"));
+  REQUIRE_THAT(error_of([] { (void)parse_named_numbers(R"([1])", "--params"); }),
+               Contains("--params: expected a JSON object"));
+  REQUIRE_THAT(error_of([] { (void)parse_named_numbers(R"({"a": )", "--params"); }),
+               Contains("--params: malformed JSON") && Contains("(at 1:"));
+}
+
+TEST_CASE("JSON inputs: duplicate keys and huge numbers are errors everywhere", "[kernel][spec]") {
+  REQUIRE_THAT(
+      error_of([] {
+        (void)load_spec(R"({"variables": {"x": {"type": "int", "initial": 1, "initial": 2}},
+          "actions": [], "budget": {"total": 1, "min_action_cost": 1}})");
+      }),
+      Contains("variables.x.initial: duplicate key `initial`"));
+  REQUIRE_THAT(error_of([] {
+                 (void)load_spec(R"({"variables": {"x": {"type": "int", "initial": 1e400}},
+          "actions": [], "budget": {"total": 1, "min_action_cost": 1}})");
+               }),
+               Contains("`1e400`: the value does not fit") && !Contains("malformed"));
+  const auto model = load_spec(spec_with_requires("x >= 0"));
+  REQUIRE_THAT(error_of([&] { (void)parse_state(*model, R"({"x": 1, "x": 2})"); }),
+               Contains("duplicate key `x`"));
+  REQUIRE_THAT(error_of([&] { (void)parse_state(*model, R"({"x": -1e400})"); }),
+               Contains("`-1e400`: the value does not fit"));
+}
+
+TEST_CASE("Suggestions: the closest name within two edits", "[kernel][suggest]") {
+  REQUIRE(edit_distance("balnce", "balance") == 1);
+  REQUIRE(edit_distance("", "abc") == 3);
+  REQUIRE(closest_match("chek", {"run", "check", "verify"}) == "check");
+  REQUIRE(closest_match("jsn", {"text", "json"}) == "json");
+  REQUIRE(closest_match("zzzzzz", {"text", "json"}).empty());
+  REQUIRE(closest_match("x", {"y"}).empty());  // one letter: any name is one edit away
+  REQUIRE(did_you_mean("verfy", {"verify"}) == " (did you mean `verify`?)");
+  REQUIRE(did_you_mean("nothing", {}).empty());
+}
+
+TEST_CASE("SpecLoader: every problem at once, each with its line and column", "[kernel][spec]") {
+  const std::string text = R"({"variables": {"balance": {"type": "int", "initial": 0},
+               "count": {"type": "intt", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "efects": []},
+             {"id": "b", "cost": true}],
+ "budget": {"total": 1, "min_action_cost": 1}})";
+  try {
+    (void)load_spec(text);
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    const auto& ps = e.problems();
+    REQUIRE(ps.size() == 3);
+    CHECK(ps[0].path == "variables.count.type");
+    CHECK(ps[0].line == 2);
+    CHECK(ps[0].column == 34);
+    CHECK(ps[1].path == "actions[0].efects");
+    CHECK_THAT(ps[1].message, Contains("unknown key `efects` (did you mean `effects`?)"));
+    CHECK(ps[1].line == 3);
+    CHECK(ps[2].path == "actions[1].cost");
+    CHECK(ps[2].line == 4);
+    CHECK(ps[2].column == 34);
+    CHECK_THAT(
+        e.what(),
+        Contains("variables.count.type: unknown type `intt`") && Contains("(and 2 more problems)"));
+  }
+  // A meaning error (after the structure is read) is located too, inside its expression.
+  try {
+    (void)load_spec(R"({"variables": {"balance": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0"}],
+ "budget": {"total": 1, "min_action_cost": 1}})");
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    REQUIRE(e.problems().size() == 1);
+    CHECK(e.path() == "actions[0].requires:1:1");
+    CHECK(e.problems()[0].line == 2);
+    CHECK(e.problems()[0].column == 50);  // the `b` of `balnce`
+  }
+}
+
+TEST_CASE("SpecLoader: at most 20 problems are reported", "[kernel][spec]") {
+  std::string text = R"({"variables": {}, "actions": [)";
+  for (int i = 0; i < 30; ++i)
+    text += std::string(i ? "," : "") + R"({"id": "a)" + std::to_string(i) + R"(", "cost": []})";
+  text += R"(], "budget": {"total": 1, "min_action_cost": 1}})";
+  try {
+    (void)load_spec(text);
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    REQUIRE(e.problems().size() == 20);
+    CHECK_THAT(e.what(), Contains("(and 19 more problems)"));
+  }
+}
+
+TEST_CASE("SpecLoader: unknown names get a suggestion", "[kernel][spec][suggest]") {
+  const auto error = [](const std::string& extra) {
+    return error_of([&] {
+      (void)load_spec(R"({"variables": {"count": {"type": "int", "initial": 0}},
+        "actions": [{"id": "deploy", "cost": 1}, {"id": "stop", "cost": 0}],
+        "budget": {"total": 1, "min_action_cost": 1})" +
+                      extra + "}");
+    });
+  };
+  CHECK_THAT(error(R"(, "dependencies": {"deploy": ["stpo"]})"),
+             Contains("dependencies.deploy[0]: unknown action `stpo` (did you mean `stop`?)"));
+  CHECK_THAT(error(R"(, "dependencies": {"deplyo": []})"),
+             Contains("unknown action `deplyo` (did you mean `deploy`?)"));
+  CHECK_THAT(error(R"(, "emergency_actions": ["stp"])"),
+             Contains("unknown action `stp` (did you mean `stop`?)"));
+  CHECK_THAT(error(R"(, "budgte": 1)"), Contains("unknown key `budgte` (did you mean `budget`?)"));
+  CHECK_THAT(error(R"(, "interface": {"reads": ["cuont"]})"),
+             Contains("unknown variable `cuont` (did you mean `count`?)"));
+}
