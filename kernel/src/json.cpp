@@ -9,7 +9,7 @@
 
 #include "clampai/kernel/error.hpp"
 
-namespace clampai::kernel::detail {
+namespace clampai::kernel::jsonio {
 namespace {
 
 // An input iterator that tells how far the parser has read, for source positions.
@@ -590,4 +590,4 @@ Decimal get_decimal(const JsonNode& n, const std::string& path) {
   return *d;
 }
 
-}  // namespace clampai::kernel::detail
+}  // namespace clampai::kernel::jsonio
