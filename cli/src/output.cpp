@@ -106,6 +106,8 @@ kernel::ParamMap parse_params(const std::string& text) {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw SpecError("--params", std::string("malformed JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range&) {  // found by fuzz_params: `1e803`
+    throw SpecError("--params", "a number out of range (beyond about 1.8e308)");
   }
   if (!j.is_object()) throw SpecError("--params", "expected an object of parameter values");
   for (const auto& [name, v] : j.items()) {

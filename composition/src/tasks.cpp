@@ -1,4 +1,5 @@
 // Every task verified once per distinct model, or its certificate reused.
+#include <algorithm>
 #include <map>
 
 #include "certificate.hpp"
@@ -23,13 +24,22 @@ std::vector<TaskResult> verify_tasks(const Manifest& m,
   std::vector<char> skipped(m.tasks.size(), 0);
   kernel::parallel_for(todo.size(), options.jobs, [&](std::size_t item, unsigned) {
     const std::size_t k = todo[item];
-    if (deadline && Clock::now() >= *deadline) {
+    const auto now = Clock::now();
+    if (deadline && now >= *deadline) {
       TaskResult& r = results[k];
       r.name = m.tasks[k].name;
       r.file = m.tasks[k].file;
       r.digest = m.tasks[k].model->digest;
       r.unknown = 1;
       skipped[k] = 1;
+    } else if (deadline) {
+      // Its solver time cut to the time left (a certificate records the limit it was made
+      // under, so unknowns from a cut run are not reused by a run with a longer one).
+      ComposeOptions cut = options;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
+      cut.timeout_ms = static_cast<unsigned>(
+          std::clamp<std::int64_t>(left.count(), 1, static_cast<std::int64_t>(options.timeout_ms)));
+      results[k] = certify(m.tasks[k], cut);
     } else {
       results[k] = certify(m.tasks[k], options);
     }

@@ -213,6 +213,13 @@ constexpr std::int64_t kExactJsonInt = std::int64_t{1} << 53;
 
 }  // namespace
 
+JsonNode::JsonNode() = default;
+JsonNode::JsonNode(const JsonNode&) = default;
+JsonNode::JsonNode(JsonNode&&) noexcept = default;
+JsonNode& JsonNode::operator=(const JsonNode&) = default;
+JsonNode& JsonNode::operator=(JsonNode&&) noexcept = default;
+JsonNode::~JsonNode() = default;
+
 const JsonNode* JsonNode::find(std::string_view key) const {
   for (const auto& [k, v] : members) {
     if (k == key) return &v;

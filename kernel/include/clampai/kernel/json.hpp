@@ -29,6 +29,15 @@ struct JsonNode {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
 
+  // Declared here, defined in the .cpp: clang with libstdc++ cannot instantiate the implicit
+  // ones of a type that holds `std::pair`s of itself.
+  JsonNode();
+  JsonNode(const JsonNode&);
+  JsonNode(JsonNode&&) noexcept;
+  JsonNode& operator=(const JsonNode&);
+  JsonNode& operator=(JsonNode&&) noexcept;
+  ~JsonNode();
+
   [[nodiscard]] const JsonNode* find(std::string_view key) const;
   static JsonNode make_string(std::string s);
   static JsonNode make_bool(bool b);
