@@ -4,7 +4,8 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config clang-format
           libssl-dev nlohmann-json3-dev libcli11-dev libboost-graph-dev libz3-dev
-          catch2 libbenchmark-dev libvalijson-dev libxml2-utils default-jre-headless)
+          catch2 libbenchmark-dev libvalijson-dev libxml2-utils default-jre-headless
+          clang libclang-rt-14-dev)  # the fuzzers: clang 14 and libFuzzer's runtime
 
 missing=()
 for p in "${packages[@]}"; do

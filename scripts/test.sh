@@ -4,7 +4,8 @@
 #   2. a Release build with warnings as errors, and every test (ctest);
 #   3. an AddressSanitizer + UndefinedBehaviorSanitizer Debug build, and every test;
 #   4. a ThreadSanitizer build of the concurrency tests (kernel, composition), and those tests;
-#   5. the Lean and TLA+ checks where those tools exist (they say plainly when they skip).
+#   5. the Lean and TLA+ checks where those tools exist (they say plainly when they skip);
+#   6. every libFuzzer target for 20 s (clang; scripts/fuzz.sh runs longer on demand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -42,5 +43,8 @@ TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_composition "[concurrenc
 
 echo "== formal specs"
 ./scripts/check-formal.sh
+
+echo "== fuzzing, 20 s per target (docs/FUZZING.md)"
+./scripts/fuzz.sh 20
 
 echo "== all tests passed"

@@ -37,7 +37,7 @@ _clampai() {
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --trace | --state | --spec | --cache-key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --jobs | --timeout-ms | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
+    --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights)
       return
       ;;
@@ -60,7 +60,7 @@ _clampai() {
       ;;
     verify) opts="--jobs --timeout-ms --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
     bench) opts="--seconds --format --quiet --help" ;;
-    compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --fail-on-unknown --show-proved --graph --quiet --help" ;;
+    compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     *) return ;;

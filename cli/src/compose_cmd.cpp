@@ -25,6 +25,8 @@ struct Args {
   std::string graph;
   unsigned jobs = default_jobs();
   unsigned timeout_ms = 10000;
+  double timeout_s = 0;
+  std::size_t max_obligations = cc::ComposeOptions::kDefaultMaxObligations;
   bool fail_on_unknown = false;
   bool show_proved = false;
 } args;
@@ -78,6 +80,18 @@ CLI::App* add_compose_command(CLI::App& app) {
   cmd->add_option("--timeout-ms", args.timeout_ms, "Solver time limit per obligation")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
+  cmd->add_option("--timeout",
+                  args.timeout_s,
+                  "Wall-time limit of the whole run, in seconds (0: none); what is not checked "
+                  "by then is unknown (exit 3)")
+      ->check(CLI::Range(0.0, 604800.0))
+      ->capture_default_str();
+  cmd->add_option("--max-obligations",
+                  args.max_obligations,
+                  "Refuse (exit 2) a composition with more solver obligations than this "
+                  "(0: no limit)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40))
+      ->capture_default_str();
   cmd->add_flag(
       "--fail-on-unknown", args.fail_on_unknown, "Exit 1 (not 3) when an obligation is unknown");
   cmd->add_flag("--show-proved", args.show_proved, "Also list proved obligations (text format)");
@@ -114,6 +128,12 @@ int run_compose_command() {
   }
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
+  options.run_timeout_ms = static_cast<std::uint64_t>(args.timeout_s * 1000.0 + 0.5);
+  if (args.timeout_s > 0 && options.run_timeout_ms == 0) options.run_timeout_ms = 1;
+  options.max_obligations = args.max_obligations;
+  options.progress = [&progress](std::size_t done, std::size_t total) {
+    progress.update(done, total);
+  };
   cc::ComposeReport result;
   progress.phase("verifying the tasks and the composition obligations");
   try {

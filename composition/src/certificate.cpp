@@ -1,5 +1,6 @@
 #include "certificate.hpp"
 
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,12 +10,12 @@
 
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/json.hpp"
 #include "clampai/kernel/spec_loader.hpp"
-#include "json.hpp"
 
 namespace clampai::composition {
 
-using kernel::detail::JsonNode;
+using kernel::jsonio::JsonNode;
 using verifier::VerdictKind;
 
 namespace {
@@ -39,9 +40,16 @@ const char* const kAssumptions[] = {
     "checked by the kernel; proofs are not)",
 };
 
+// Compares seals in constant time (for equal lengths; the length of a seal is public), so a
+// forger cannot learn a valid HMAC byte by byte from how long the comparison takes.
+bool same_seal(const std::string& expected, const std::string& given) {
+  return expected.size() == given.size() &&
+         CRYPTO_memcmp(expected.data(), given.data(), expected.size()) == 0;
+}
+
 std::string canonical(const JsonNode& n) {
   std::string out;
-  if (!kernel::detail::append_canonical(out, n)) throw Error("certificate: not canonicalizable");
+  if (!kernel::jsonio::append_canonical(out, n)) throw Error("certificate: not canonicalizable");
   return out;
 }
 
@@ -65,7 +73,7 @@ JsonNode values_json(const std::vector<std::pair<std::string, kernel::Value>>& v
   for (const auto& [name, v] : values) {
     JsonNode& pair = a.push(JsonNode::make_array());
     pair.push(JsonNode::make_string(name));
-    pair.push(kernel::detail::value_to_json(v));
+    pair.push(kernel::jsonio::value_to_json(v));
   }
   return a;
 }
@@ -92,7 +100,7 @@ std::vector<std::pair<std::string, kernel::Value>> values_of(const JsonNode* n,
     }
     kernel::Value v;
     std::string error;
-    if (type == nullptr || !kernel::detail::value_from_json(pair.items[1], *type, v, error))
+    if (type == nullptr || !kernel::jsonio::value_from_json(pair.items[1], *type, v, error))
       throw Error("counterexample value of `" + name + "`");
     out.emplace_back(name, std::move(v));
   }
@@ -162,7 +170,7 @@ std::string reuse(const std::string& file,
     throw FileError(std::string("certificate cache: ") + e.what());
   }
   try {
-    JsonNode c = kernel::detail::parse_json(body, "certificate");
+    JsonNode c = kernel::jsonio::parse_json(body, "certificate");
     if (c.kind != JsonNode::Kind::object) return "not a certificate";
     if (text(c, "format") != kFormat) return "another certificate format";
     const std::string seal = text(c, "seal");
@@ -177,7 +185,7 @@ std::string reuse(const std::string& file,
       return "it is not sealed with a key (a cache key is set)";
     if (options.cache_key.empty() && seal != kSealSha)
       return "it is sealed with a key and no cache key is set";
-    if (seal_of(canonical(c), options.cache_key) != hash) {
+    if (!same_seal(seal_of(canonical(c), options.cache_key), hash)) {
       return options.cache_key.empty()
                  ? "its hash does not match its contents (tampered or corrupt)"
                  : "its seal does not match its contents under the cache key (forged, "

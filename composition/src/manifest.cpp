@@ -9,17 +9,17 @@
 
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/json.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/suggest.hpp"
-#include "json.hpp"
 
 namespace clampai::composition {
 
-using kernel::detail::at_index;
-using kernel::detail::expect_kind;
-using kernel::detail::join;
-using kernel::detail::JsonNode;
-using Kind = kernel::detail::JsonNode::Kind;
+using kernel::jsonio::at_index;
+using kernel::jsonio::expect_kind;
+using kernel::jsonio::join;
+using kernel::jsonio::JsonNode;
+using Kind = kernel::jsonio::JsonNode::Kind;
 
 std::string_view to_string(NodeKind k) {
   static constexpr std::string_view kNames[] = {
@@ -124,7 +124,7 @@ class Loader {
     order_.push_back(path);
     f.path = path;
     try {
-      f.root = kernel::detail::parse_json(text, "manifest");
+      f.root = kernel::jsonio::parse_json(text, "manifest");
     } catch (const SpecError& e) {
       throw SpecError(path + (e.path().empty() ? "" : ": " + e.path()),
                       std::string(e.what()).substr(e.path().empty() ? 0 : e.path().size() + 2));
@@ -143,7 +143,7 @@ class Loader {
   void read_top(File& f) {
     const JsonNode& r = f.root;
     expect_kind(r, Kind::object, "");
-    kernel::detail::allow_keys(r,
+    kernel::jsonio::allow_keys(r,
                                "",
                                {"$schema",
                                 "name",
@@ -153,7 +153,7 @@ class Loader {
                                 "compose",
                                 "budget",
                                 "interface"});
-    f.name = kernel::detail::get_string(r, "", "name");
+    f.name = kernel::jsonio::get_string(r, "", "name");
     if (r.find("name") == nullptr) throw SpecError("", "missing `name`");
     check_name(f.name, "name");
     // The root's tasks keep their own names; an included manifest's are qualified by its name.
@@ -166,8 +166,8 @@ class Loader {
                             "are called `" +
                             f.name + ".<task>`)");
     }
-    (void)kernel::detail::get_string(r, "", "description");
-    const JsonNode& tasks = kernel::detail::required(r, "", "tasks");
+    (void)kernel::jsonio::get_string(r, "", "description");
+    const JsonNode& tasks = kernel::jsonio::required(r, "", "tasks");
     expect_kind(tasks, Kind::object, "tasks");
     if (tasks.members.empty()) throw SpecError("tasks", "a manifest needs at least one task");
     for (const auto& [name, file] : tasks.members) {
@@ -189,16 +189,16 @@ class Loader {
       for (const auto& [name, node] : cs->members)
         scan(f, node, join("composites", name), f.composite_vertex.at(name));
     }
-    scan(f, kernel::detail::required(r, "", "compose"), "compose", f.vertex);
+    scan(f, kernel::jsonio::required(r, "", "compose"), "compose", f.vertex);
     if (const JsonNode* b = r.find("budget")) {
-      const kernel::Decimal d = kernel::detail::get_decimal(*b, "budget");
+      const kernel::Decimal d = kernel::jsonio::get_decimal(*b, "budget");
       if (d.units < 0) throw SpecError("budget", "must not be negative, got " + b->text);
     }
     if (const JsonNode* itf = r.find("interface")) {
       expect_kind(*itf, Kind::object, "interface");
-      kernel::detail::allow_keys(
+      kernel::jsonio::allow_keys(
           *itf, "interface", {"description", "assumes", "guarantees", "forbidden"});
-      (void)kernel::detail::get_string(*itf, "interface", "description");
+      (void)kernel::jsonio::get_string(*itf, "interface", "description");
       for (const char* key : {"assumes", "guarantees"}) {
         if (const JsonNode* e = itf->find(key)) {
           expect_kind(*e, Kind::string, join("interface", key));
@@ -250,7 +250,7 @@ class Loader {
                       "expected a task name or an object with one key (`sequential`, `parallel`, "
                       "`conditional`, `repeat` or `manifest`), found " +
                           (n.kind == Kind::object ? std::to_string(n.members.size()) + " keys"
-                                                  : kernel::detail::describe(n)));
+                                                  : kernel::jsonio::describe(n)));
     }
     const auto& [key, body] = n.members.front();
     const std::string p = join(path, key);
@@ -265,19 +265,19 @@ class Loader {
         scan(f, body.items[i], at_index(p, i), from);
     } else if (key == "conditional") {
       expect_kind(body, Kind::object, p);
-      kernel::detail::allow_keys(body, p, {"if", "then", "else"});
-      const JsonNode& guard = kernel::detail::required(body, p, "if");
+      kernel::jsonio::allow_keys(body, p, {"if", "then", "else"});
+      const JsonNode& guard = kernel::jsonio::required(body, p, "if");
       expect_kind(guard, Kind::string, join(p, "if"));
       if (guard.text.empty()) throw SpecError(join(p, "if"), "empty expression");
-      scan(f, kernel::detail::required(body, p, "then"), join(p, "then"), from);
+      scan(f, kernel::jsonio::required(body, p, "then"), join(p, "then"), from);
       if (const JsonNode* e = body.find("else")) scan(f, *e, join(p, "else"), from);
     } else if (key == "repeat") {
       expect_kind(body, Kind::object, p);
-      kernel::detail::allow_keys(body, p, {"times", "body"});
+      kernel::jsonio::allow_keys(body, p, {"times", "body"});
       const std::int64_t times =
-          kernel::detail::get_count(kernel::detail::required(body, p, "times"), join(p, "times"));
+          kernel::jsonio::get_count(kernel::jsonio::required(body, p, "times"), join(p, "times"));
       if (times < 1) throw SpecError(join(p, "times"), "must be at least 1");
-      scan(f, kernel::detail::required(body, p, "body"), join(p, "body"), from);
+      scan(f, kernel::jsonio::required(body, p, "body"), join(p, "body"), from);
     } else if (key == "manifest") {
       expect_kind(body, Kind::string, p);
       const std::string target = resolve(f.path, body.text);
@@ -450,7 +450,7 @@ class Loader {
     } else {
       n.group = add_group(f);
     }
-    n.children.push_back(expand(f, kernel::detail::required(f.root, "", "compose"), "compose"));
+    n.children.push_back(expand(f, kernel::jsonio::required(f.root, "", "compose"), "compose"));
     return n;
   }
 
@@ -460,7 +460,7 @@ class Loader {
     g.file = f.path;
     g.loc = {f.root.line, f.root.column};
     if (const JsonNode* b = f.root.find("budget"))
-      g.budget = kernel::detail::get_decimal(*b, "budget");
+      g.budget = kernel::jsonio::get_decimal(*b, "budget");
     if (const JsonNode* itf = f.root.find("interface")) {
       if (const JsonNode* a = itf->find("assumes"))
         g.assumes = parse(f, a->text, "interface.assumes");
@@ -536,7 +536,7 @@ class Loader {
         n.children.push_back(expand(f, *e, join(p, "else")));
     } else if (key == "repeat") {
       n.kind = NodeKind::repeat;
-      n.times = kernel::detail::get_count(*body.find("times"), join(p, "times"));
+      n.times = kernel::jsonio::get_count(*body.find("times"), join(p, "times"));
       n.children.push_back(expand(f, *body.find("body"), join(p, "body")));
     } else {  // manifest
       Node g = expand_group(files_.at(resolve(f.path, body.text)));

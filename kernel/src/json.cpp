@@ -10,7 +10,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/suggest.hpp"
 
-namespace clampai::kernel::detail {
+namespace clampai::kernel::jsonio {
 namespace {
 
 // An input iterator that tells how far the parser has read, for source positions.
@@ -218,6 +218,13 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
 constexpr std::int64_t kExactJsonInt = std::int64_t{1} << 53;
 
 }  // namespace
+
+JsonNode::JsonNode() = default;
+JsonNode::JsonNode(const JsonNode&) = default;
+JsonNode::JsonNode(JsonNode&&) noexcept = default;
+JsonNode& JsonNode::operator=(const JsonNode&) = default;
+JsonNode& JsonNode::operator=(JsonNode&&) noexcept = default;
+JsonNode::~JsonNode() = default;
 
 const JsonNode* JsonNode::find(std::string_view key) const {
   for (const auto& [k, v] : members) {
@@ -602,4 +609,4 @@ Decimal get_decimal(const JsonNode& n, const std::string& path) {
   return *d;
 }
 
-}  // namespace clampai::kernel::detail
+}  // namespace clampai::kernel::jsonio

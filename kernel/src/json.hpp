@@ -1,99 +1,23 @@
-// Private JSON layer: a DOM with exact number text and source positions, read through
-// nlohmann's SAX parser with size and depth limits; RFC 8785 canonical serialization.
+// The kernel's private additions to the JSON layer (clampai/kernel/json.hpp); the kernel's
+// sources name all of it as `detail::`.
 #pragma once
 
-#include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
-#include "clampai/kernel/file.hpp"
-#include "clampai/kernel/number.hpp"
-#include "clampai/kernel/type.hpp"
-#include "clampai/kernel/value.hpp"
+#include "clampai/kernel/json.hpp"
 
-namespace clampai::kernel::detail {
-
-/// A JSON value. Numbers keep their source text, so decimals are read exactly.
-struct JsonNode {
-  enum class Kind : std::uint8_t { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
-  bool boolean = false;
-  bool integral = false;  // a number without fraction or exponent
-  std::string text;       // string contents, or the number's source text
-  std::vector<JsonNode> items;
-  std::vector<std::pair<std::string, JsonNode>> members;  // in source order, keys unique
-  std::uint32_t line = 0;
-  std::uint32_t column = 0;
-
-  [[nodiscard]] const JsonNode* find(std::string_view key) const;
-  static JsonNode make_string(std::string s);
-  static JsonNode make_bool(bool b);
-  static JsonNode make_integer(std::int64_t i);
-  static JsonNode make_array();
-  static JsonNode make_object();
-  JsonNode& add(std::string key, JsonNode value);  // object member
-  JsonNode& push(JsonNode value);                  // array item
-};
-
-/// Limits that keep hostile input from exhausting memory or the stack.
-struct JsonLimits {
-  std::size_t max_bytes = max_input_bytes();
-  std::size_t max_depth = 64;
-  std::size_t max_string = 64 * 1024;
-};
-
-/// Parses one JSON document.
-/// @throws SpecError whose path is `line:column` (or the JSON path of the offending element)
-/// for malformed JSON, a duplicate key, or a limit exceeded.
-JsonNode parse_json(std::string_view text, const std::string& what, const JsonLimits& limits = {});
-
-/// The kind of a node, for messages: `a number`, `an object`...
-std::string describe(const JsonNode& n);
+namespace clampai::kernel::jsonio {
 
 /// Appends `s` as a JSON string literal escaped as RFC 8785 requires.
 void append_json_string(std::string& out, std::string_view s);
-/// Appends the RFC 8785 canonical form of `n` (sorted keys, no whitespace). Numbers must be
-/// integers in canonical form. Returns false (leaving `out` partly written) otherwise.
-bool append_canonical(std::string& out, const JsonNode& n);
-
-/// A value as JSON: numbers with scale 0 within +-2^53 as integers, other numbers as decimal
-/// strings ("12.50"), undefined as null.
-JsonNode value_to_json(const Value& v);
 /// Appends the canonical JSON of a value (same text as canonicalising value_to_json(v)).
 void append_value(std::string& out, const Value& v);
-
-/// Reads a value of `type`: numbers as JSON numbers (exact text) or decimal strings, null for
-/// undefined. Returns false with `error` set when the JSON does not fit the type; the scale of
-/// a number is not compared with the type's here.
-bool value_from_json(const JsonNode& j, const Type& type, Value& out, std::string& error);
-
-// ---- reading spec-like documents: every error names the JSON path ----
-
-/// `path.key` (or `key` at the root).
-std::string join(const std::string& path, const std::string& key);
-/// `path[i]`.
-std::string at_index(const std::string& path, std::size_t i);
-/// @throws SpecError at `path` unless `n` is of `kind`.
-void expect_kind(const JsonNode& n, JsonNode::Kind kind, const std::string& path);
-/// Rejects keys not in `allowed`, so that a typo is an error rather than a silently ignored key.
-void allow_keys(const JsonNode& obj,
-                const std::string& path,
-                std::initializer_list<std::string_view> allowed);
-/// The member `key` of `obj`. @throws SpecError if it is missing.
-const JsonNode& required(const JsonNode& obj, const std::string& path, const char* key);
-/// The string member `key`, or `fallback` when absent. @throws SpecError if not a string.
-std::string get_string(const JsonNode& obj,
-                       const std::string& path,
-                       const char* key,
-                       std::string fallback = "");
 /// The boolean member `key`, or `fallback` when absent.
 bool get_bool(const JsonNode& obj, const std::string& path, const char* key, bool fallback);
-/// A non-negative whole number.
-std::int64_t get_count(const JsonNode& n, const std::string& path);
-/// A number given as a JSON number (exact text) or a decimal string.
-Decimal get_decimal(const JsonNode& n, const std::string& path);
 
+}  // namespace clampai::kernel::jsonio
+
+namespace clampai::kernel::detail {
+using namespace clampai::kernel::jsonio;  // NOLINT(google-build-using-namespace)
 }  // namespace clampai::kernel::detail

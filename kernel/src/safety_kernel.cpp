@@ -353,7 +353,7 @@ std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
   for (const auto& [name, _] : params) {
     const bool known = std::any_of(a.parameters.begin(),
                                    a.parameters.end(),
-                                   [&](const Parameter& p) { return p.name == name; });
+                                   [&n = name](const Parameter& p) { return p.name == n; });
     if (!known)
       return reason(ReasonCode::invalid_parameter,
                     name,

@@ -16,6 +16,7 @@
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/parallel.hpp"
 #include "json.hpp"
 #include "trace_codec.hpp"
 
@@ -376,19 +377,12 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
   // the first failure reported is the same.
   std::vector<char> hash_ok(entries.size(), 0);
   const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
-  const std::size_t workers = entries.size() >= 256 ? cores : 1;
-  auto hash_range = [&](std::size_t w) {
-    for (std::size_t i = w; i < entries.size(); i += workers)
+  constexpr std::size_t kChunk = 256;  // entries per work item
+  parallel_for((entries.size() + kChunk - 1) / kChunk, cores, [&](std::size_t chunk, unsigned) {
+    const std::size_t end = std::min(entries.size(), (chunk + 1) * kChunk);
+    for (std::size_t i = chunk * kChunk; i < end; ++i)
       hash_ok[i] = entries[i].compute_hash() == entries[i].hash ? 1 : 0;
-  };
-  if (workers > 1) {
-    std::vector<std::thread> threads;
-    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(hash_range, w);
-    hash_range(0);
-    for (auto& t : threads) t.join();
-  } else {
-    hash_range(0);
-  }
+  });
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
     if (e.sequence != i)

@@ -105,6 +105,9 @@ expect("compose json" 1 "\"kind\": \"sequential\"" ${CLAMPAI} compose ${cx}/brok
 expect("compose sarif" 1 "\"ruleId\": \"composition-sequential\"" ${CLAMPAI} compose ${cx}/broken.json --format sarif)
 expect("compose junit" 1 "<testcase classname=\"compose.sequential\" name=\"sequential:provision-&gt;smoke_test\"[^>]*>\n *<failure message=" ${CLAMPAI} compose ${cx}/broken.json --format junit)
 expect("compose junit all pass" 0 "failures=\"0\" errors=\"0\"" ${CLAMPAI} compose ${cx}/pipeline.json --format junit)
+expect("compose too many obligations" 2 "the composition has 32 solver obligations, more than the limit of 5 \\(--max-obligations\\)" ${CLAMPAI} compose ${cx}/nightly.json --max-obligations 5)
+expect("compose bad timeout" 2 "--timeout" ${CLAMPAI} compose ${cx}/pipeline.json --timeout -1)
+expect("compose with a generous run timeout" 0 "19 obligations: 19 proved" ${CLAMPAI} compose ${cx}/pipeline.json --timeout 600)
 expect("compose graph" 0 "digraph.*label=\"provision\".*label=\"if healthy\"" ${CLAMPAI} compose ${cx}/pipeline.json --graph dot)
 expect("compose missing manifest" 2 "cannot read" ${CLAMPAI} compose ${WORK_DIR}/nope.json)
 file(WRITE ${WORK_DIR}/cycle.json "{\"name\": \"c\", \"tasks\": {\"p\": \"${cx}/provision.json\"},

@@ -6,12 +6,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "../kernel/support.hpp"
 #include "chain_specs.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/verifier/contract.hpp"
+#include "wide_specs.hpp"
 
 namespace {
 
@@ -760,6 +762,72 @@ TEST_CASE("worker threads do not change the verdicts", "[compose][concurrency]")
       CHECK(a.obligations[i].verdict == c.obligations[i].verdict);
     }
     CHECK(a.exit_code() == b.exit_code());
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a wide parallel group: every pair checked, with a limit, progress and a time limit",
+          "[compose][big]") {
+  const fs::path dir = clampai::test::temp_file("wide");
+  constexpr int kN = 24;
+  const std::string path = clampai::testing::write_wide(dir, kN);
+  const cc::Manifest m = cc::load_manifest(path);
+  // Each branch's action keeps every other's assumes (parallel) and invariant (interference).
+  constexpr std::size_t kChecks = 2 * kN * (kN - 1);
+
+  SECTION("every obligation proved; progress counts every task and check, in order") {
+    cc::ComposeOptions o;
+    o.jobs = 2;
+    std::vector<std::pair<std::size_t, std::size_t>> calls;
+    o.progress = [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); };
+    const cc::ComposeReport r = cc::compose(m, o);
+    CHECK(r.refuted == 0);
+    CHECK(r.unknown == 0);
+    const auto parallel = std::count_if(r.obligations.begin(), r.obligations.end(), [](auto& x) {
+      return x.kind == cc::ObligationKind::parallel;
+    });
+    CHECK(parallel == kN * (kN - 1));
+    REQUIRE(calls.size() == 1 + kN + kChecks);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      CHECK(calls[i].first == i);
+      CHECK(calls[i].second == kN + kChecks);
+    }
+  }
+  SECTION("more obligations than the limit: refused before any work, naming the count") {
+    cc::ComposeOptions o;
+    o.max_obligations = kChecks - 1;
+    bool called = false;
+    o.progress = [&](std::size_t, std::size_t) { called = true; };
+    try {
+      (void)cc::compose(m, o);
+      FAIL("no error");
+    } catch (const clampai::Error& e) {
+      const std::string what = e.what();
+      CHECK_THAT(what, Catch::Contains("has 1,104 solver obligations"));
+      STATIC_REQUIRE(kChecks == 1104);
+      CHECK_THAT(what, Catch::Contains("--max-obligations"));
+      CHECK_THAT(what, Catch::Contains("wide.json"));
+    }
+    CHECK_FALSE(called);
+    o.max_obligations = kChecks;  // exactly at the limit
+    CHECK(cc::compose(m, o).exit_code() == 0);
+  }
+  SECTION("the run's time limit: what is not reached is unknown, with that reason") {
+    cc::ComposeOptions o;
+    o.run_timeout_ms = 20;
+    // Deterministic: the first progress call (before any work) outlasts the limit.
+    o.progress = [](std::size_t done, std::size_t) {
+      if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    };
+    const cc::ComposeReport r = cc::compose(m, o);
+    CHECK(r.refuted == 0);
+    CHECK(r.proved == 1);  // the budget: no solver, no time needed
+    CHECK(r.unknown == kN + kChecks);
+    CHECK(r.exit_code() == 3);
+    for (const auto& ob : r.obligations) {
+      if (ob.kind != cc::ObligationKind::budget)
+        CHECK_THAT(ob.reason, Catch::Contains("time limit"));
+    }
   }
   fs::remove_all(dir);
 }

@@ -679,8 +679,8 @@ Problem make_problem(const TaskModel& model,
         Decimal{whole.convert_to<std::int64_t>(), static_cast<std::uint8_t>(par.type.scale())}));
   }
   for (const auto& [name, w] : options.weights) {
-    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&](const auto& par) {
-          return par.name == name;
+    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&n = name](const auto& par) {
+          return par.name == n;
         }))
       throw InvalidArgument("repair: `" + a.id + "` has no parameter `" + name + "` to weigh");
   }

@@ -114,6 +114,20 @@ struct ComposeOptions {
   /// certificates sealed with the same key are reused, so whoever can write the cache but does
   /// not hold the key cannot forge one. Empty: a plain SHA-256 seal (detects accidents only).
   std::string cache_key{};
+  /// The whole run's wall-time limit in milliseconds (0: none). Tasks and obligations not
+  /// reached by then are `unknown` with the reason `not checked: the run's time limit ...`;
+  /// near it, a check's solver limit is cut to the time left.
+  std::uint64_t run_timeout_ms = 0;
+  /// The most solver obligations a run may have (0: no limit). They are counted before any
+  /// work (they grow with the square of a parallel group's width): beyond the limit compose()
+  /// throws an Error naming the count and the part of the composition most of them come from.
+  std::size_t max_obligations = kDefaultMaxObligations;
+  /// Called with (done, total) once with done = 0, then as each task verification and each
+  /// solver obligation completes (total counts both). Called from worker threads, one call at
+  /// a time; keep it short. Empty: no calls.
+  std::function<void(std::size_t done, std::size_t total)> progress{};
+
+  static constexpr std::size_t kDefaultMaxObligations = 1'000'000;
 };
 
 struct ComposeReport {

@@ -1,0 +1,48 @@
+// The fuzzed entry points, shared by the libFuzzer targets (fuzz_<name>.cpp) and the
+// regression runner (replay.cpp), which a normal ctest runs on every kept input. Each entry
+// takes arbitrary bytes and returns normally for any input: rejecting it with clampai::Error is
+// fine; anything else (another exception, a crash, a sanitizer report, a broken invariant of
+// the entry checked with `must`) is a bug.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clampai::fuzz {
+
+/// A property the entry checks on accepted input, broken.
+class Broken : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// The expression parser (against a model with every variable type and a parameterised
+/// action); an accepted expression prints back to source that parses to the same text, and
+/// evaluates without throwing.
+void expression(std::string_view input);
+/// The spec loader (parse_spec and build_model); an accepted spec's initial state holds
+/// values of its declared types, and the spec loads again from the same text.
+void spec(std::string_view input);
+/// The trace reader: the JSON Lines parser and the chain verification (read, then verified
+/// both from the file and from the entries).
+void trace(std::string_view input);
+/// The manifest reader: the input as a manifest next to the example specs of examples/compose.
+void manifest(std::string_view input);
+/// The CLI's `--params` parser.
+void params(std::string_view input);
+
+struct Target {
+  const char* name;
+  void (*run)(std::string_view);
+};
+/// Every target, by name (the directory names of fuzz/regressions/).
+const std::vector<Target>& targets();
+
+/// Runs `run` on the input as libFuzzer gives it.
+int run_one(void (*run)(std::string_view), const std::uint8_t* data, std::size_t size);
+
+}  // namespace clampai::fuzz

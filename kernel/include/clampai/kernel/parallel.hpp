@@ -1,0 +1,24 @@
+// The one thread fan-out of the project: independent items handed out to a few worker threads.
+// Internal to ClampAI's libraries (the kernel, the verifier, composition), which share it; not
+// part of the API promised to users.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace clampai::kernel {
+
+/// How many workers parallel_for uses for `n_items` items and `jobs` requested threads: at
+/// least 1, at most `jobs` and `n_items`.
+[[nodiscard]] unsigned parallel_workers(std::size_t n_items, unsigned jobs);
+
+/// Calls `fn(item, worker)` once for every item in [0, n_items), on parallel_workers(n_items,
+/// jobs) threads; the calling thread is worker 0, and `worker` < parallel_workers(...) names the
+/// thread (per-worker state, such as a solver, is indexed by it). Items are handed out in
+/// increasing order, one at a time, to whichever worker is free. If `fn` throws, no further
+/// item is started, and the first exception is rethrown once every worker has stopped.
+void parallel_for(std::size_t n_items,
+                  unsigned jobs,
+                  const std::function<void(std::size_t item, unsigned worker)>& fn);
+
+}  // namespace clampai::kernel
