@@ -12,13 +12,14 @@
 
 namespace clampai::oracle {
 
-/// Generator features. Those whose verifier bugs are known (issue 14) are off unless asked for
-/// with CLAMPAI_ORACLE_FEATURES (see feature_names()).
+/// Generator features, all on by default; CLAMPAI_ORACLE_FEATURES turns some off (see
+/// feature_names()). `known` names the four that found the verifier bugs of issue 14, fixed by
+/// the single symbolic step.
 struct Features {
-  bool enum_cross = false;         // enums that are subsets/permutations of each other, mixed
-  bool if_scale_overflow = false;  // an int literal that overflows only at an `if`'s joined scale
-  bool depth_bad_initial = false;  // `--depth` on a spec whose initial state breaks an invariant
-  bool depth_strict = false;       // `--depth` unknown counted as a disagreement (not yet: BMC)
+  bool enum_cross = true;         // enums that are subsets/permutations of each other, mixed
+  bool if_scale_overflow = true;  // an int literal that overflows only at an `if`'s joined scale
+  bool depth_bad_initial = true;  // `--depth` on a spec whose initial state breaks an invariant
+  bool depth_strict = true;       // a `--depth` unknown whose exact answer is known: a failure
   bool near_overflow = true;       // literals near the int64 edge
   bool old_values = true;          // `old(x)` in invariants
   bool dependencies = true;

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <optional>
 #include <set>
-#include <thread>
 
+#include "clampai/kernel/parallel.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/verifier/contract.hpp"
 #include "reach.hpp"
@@ -549,24 +549,13 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
       1U,
       std::min<unsigned>(options.jobs,
                          static_cast<unsigned>(std::max<std::size_t>(1, m.actions.size()))));
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(jobs);
   std::atomic<std::size_t> done{0};
-  for (unsigned t = 0; t < jobs; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        Worker worker{model, options, preservation, blocking, {}, {}, {}};
-        worker.done_ = &done;
-        worker.run(t, jobs);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  // One worker (and Z3 context) per job, each taking every jobs-th action.
+  kernel::parallel_for(jobs, jobs, [&](std::size_t t, unsigned) {
+    Worker worker{model, options, preservation, blocking, {}, {}, {}};
+    worker.done_ = &done;
+    worker.run(static_cast<unsigned>(t), jobs);
+  });
   if (options.depth > 0)
     detail::check_reachability(model, preservation, options.depth, options.timeout_ms);
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
