@@ -20,8 +20,8 @@ struct Features {
   bool if_scale_overflow = true;  // an int literal that overflows only at an `if`'s joined scale
   bool depth_bad_initial = true;  // `--depth` on a spec whose initial state breaks an invariant
   bool depth_strict = true;       // a `--depth` unknown whose exact answer is known: a failure
-  bool near_overflow = true;       // literals near the int64 edge
-  bool old_values = true;          // `old(x)` in invariants
+  bool near_overflow = true;      // literals near the int64 edge
+  bool old_values = true;         // `old(x)` in invariants
   bool dependencies = true;
   bool emergency = true;
   bool parameters = true;

@@ -109,7 +109,8 @@ TEST_CASE("oracle: the feature switches parse, and an unknown one is an error", 
 
 // The reproducers of the verifier bugs the oracle found (tests/oracle/cases/, see its README),
 // kept as regression cases now that the single symbolic step fixed them.
-TEST_CASE("oracle: the reproducers in tests/oracle/cases agree with the kernel", "[oracle][known]") {
+TEST_CASE("oracle: the reproducers in tests/oracle/cases agree with the kernel",
+          "[oracle][known]") {
   const Features all = parse_features("all");
   for (const auto& entry :
        fs::directory_iterator(fs::path(CLAMPAI_SOURCE_DIR) / "tests/oracle/cases")) {
