@@ -396,6 +396,33 @@ namespace {
 using ActionIndex = std::map<std::string, std::size_t>;  // action id -> index
 
 // The budget and the T2 step bound.
+// The problems of a spec's independent parts (each action, invariant, basin; the goal, the
+// interface, the dependencies), so that one mistake does not hide the next: they are thrown
+// together, at most SpecError's limit, once every part has been looked at.
+class Problems {
+ public:
+  static constexpr std::size_t kMax = 20;
+  void add(const SpecError& e) {
+    for (const SpecProblem& p : e.problems())
+      if (list_.size() < kMax) list_.push_back(p);
+  }
+  template <class F>
+  void attempt(F&& part) {
+    try {
+      part();
+    } catch (const SpecError& e) {
+      add(e);
+    }
+  }
+  [[nodiscard]] bool empty() const noexcept { return list_.empty(); }
+  void throw_if_any() {
+    if (!list_.empty()) throw SpecError(std::move(list_));
+  }
+
+ private:
+  std::vector<SpecProblem> list_;
+};
+
 void build_budget(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
   if (decl.budget.scale < 0 || decl.budget.scale > 9) {
     throw SpecError("budget.scale",
@@ -458,158 +485,171 @@ void build_variables(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) 
 }
 
 // The actions: ids, parameters, costs, guards and effects, type-checked.
-ActionIndex build_actions(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
+ActionIndex build_actions(const std::shared_ptr<TaskModel>& m,
+                          const TaskDecl& decl,
+                          Problems& problems) {
   ActionIndex action_index;
   for (std::size_t i = 0; i < decl.actions.size(); ++i) {
     const ActionDecl& a = decl.actions[i];
     const std::string path = "actions[" + std::to_string(i) + "]";
-    check_name(a.id, path + ".id", "action id");
-    if (auto [it, inserted] = action_index.emplace(a.id, i); !inserted) {
-      throw SpecError(
-          path + ".id",
-          "duplicate action id `" + a.id + "` (also actions[" + std::to_string(it->second) + "])");
-    }
-    Action out;
-    out.id = a.id;
-    out.name = a.name.empty() ? a.id : a.name;
-    out.description = a.description;
-    out.reversible = a.reversible;
-    out.loc = a.loc;
-    for (const ParameterDecl& p : a.parameters) {
-      const std::string ppath = path + ".parameters." + p.name;
-      check_name(p.name, ppath, "parameter name");
-      if (m->schema->find(p.name))
-        throw SpecError(ppath, "parameter `" + p.name + "` has the name of a state variable");
-      if (!p.type.is_numeric())
-        throw SpecError(ppath + ".type",
-                        "parameters are int or decimal, not " + p.type.to_string());
-      for (const auto& q : out.parameters) {
-        if (q.name == p.name) throw SpecError(ppath, "duplicate parameter `" + p.name + "`");
+    try {
+      check_name(a.id, path + ".id", "action id");
+      if (auto [it, inserted] = action_index.emplace(a.id, i); !inserted) {
+        throw SpecError(path + ".id",
+                        "duplicate action id `" + a.id + "` (also actions[" +
+                            std::to_string(it->second) + "])");
       }
-      check_bounds(p.min, p.max, p.type, ppath);
-      Parameter po{p.name, p.type, p.min, p.max, p.default_value};
-      if (po.min) po.min = fit_number(*po.min, p.type, ppath + ".min");
-      if (po.max) po.max = fit_number(*po.max, p.type, ppath + ".max");
-      if (po.default_value) {
-        po.default_value = fit_number(*po.default_value, p.type, ppath + ".default");
-        check_within(*po.default_value, po.min, po.max, ppath + ".default");
-      }
-      out.parameter_scope.push_back(NamedType{p.name, p.type});
-      out.parameters.push_back(std::move(po));
-    }
-    // Cost: a number, or an expression over the parameters.
-    {
-      const std::string cpath = path + ".cost";
-      std::string err;
-      if (auto d = Decimal::parse(a.cost, &err)) {
-        out.cost = to_amount(*d, m->budget.scale, cpath);
-      } else {
-        const bool looks_numeric =
-            !a.cost.empty() && (std::isdigit(static_cast<unsigned char>(a.cost[0])) ||
-                                a.cost[0] == '-' || a.cost[0] == '.');
-        if (looks_numeric &&
-            a.cost.find_first_of("abcdfghijklmnopqrstuvwxyzABCDFGHIJKLMNOPQRSTUVWXYZ_ +*(") ==
-                std::string::npos) {
-          throw SpecError(cpath, "`" + a.cost + "`: " + err);
+      Action out;
+      out.id = a.id;
+      out.name = a.name.empty() ? a.id : a.name;
+      out.description = a.description;
+      out.reversible = a.reversible;
+      out.loc = a.loc;
+      for (const ParameterDecl& p : a.parameters) {
+        const std::string ppath = path + ".parameters." + p.name;
+        check_name(p.name, ppath, "parameter name");
+        if (m->schema->find(p.name))
+          throw SpecError(ppath, "parameter `" + p.name + "` has the name of a state variable");
+        if (!p.type.is_numeric())
+          throw SpecError(ppath + ".type",
+                          "parameters are int or decimal, not " + p.type.to_string());
+        for (const auto& q : out.parameters) {
+          if (q.name == p.name) throw SpecError(ppath, "duplicate parameter `" + p.name + "`");
         }
-        ExprScope scope;
-        scope.parameters = &out.parameter_scope;
-        out.cost_expr = parse_expression(a.cost, scope, cpath);
-        if (!out.cost_expr->type.is_numeric())
-          throw SpecError(expr_path(cpath, *out.cost_expr),
-                          "a cost must be a number, found " + out.cost_expr->type.to_string());
-        if (out.cost_expr->type.scale() > m->budget.scale) {
-          throw SpecError(expr_path(cpath, *out.cost_expr),
-                          "the cost has more digits after the point than the budget's scale " +
-                              std::to_string(m->budget.scale) + " allows");
+        check_bounds(p.min, p.max, p.type, ppath);
+        Parameter po{p.name, p.type, p.min, p.max, p.default_value};
+        if (po.min) po.min = fit_number(*po.min, p.type, ppath + ".min");
+        if (po.max) po.max = fit_number(*po.max, p.type, ppath + ".max");
+        if (po.default_value) {
+          po.default_value = fit_number(*po.default_value, p.type, ppath + ".default");
+          check_within(*po.default_value, po.min, po.max, ppath + ".default");
+        }
+        out.parameter_scope.push_back(NamedType{p.name, p.type});
+        out.parameters.push_back(std::move(po));
+      }
+      // Cost: a number, or an expression over the parameters.
+      {
+        const std::string cpath = path + ".cost";
+        std::string err;
+        if (auto d = Decimal::parse(a.cost, &err)) {
+          out.cost = to_amount(*d, m->budget.scale, cpath);
+        } else {
+          const bool looks_numeric =
+              !a.cost.empty() && (std::isdigit(static_cast<unsigned char>(a.cost[0])) ||
+                                  a.cost[0] == '-' || a.cost[0] == '.');
+          if (looks_numeric &&
+              a.cost.find_first_of("abcdfghijklmnopqrstuvwxyzABCDFGHIJKLMNOPQRSTUVWXYZ_ +*(") ==
+                  std::string::npos) {
+            throw SpecError(cpath, "`" + a.cost + "`: " + err);
+          }
+          ExprScope scope;
+          scope.parameters = &out.parameter_scope;
+          out.cost_expr = parse_expression(a.cost, scope, cpath);
+          if (!out.cost_expr->type.is_numeric())
+            throw SpecError(expr_path(cpath, *out.cost_expr),
+                            "a cost must be a number, found " + out.cost_expr->type.to_string());
+          if (out.cost_expr->type.scale() > m->budget.scale) {
+            throw SpecError(expr_path(cpath, *out.cost_expr),
+                            "the cost has more digits after the point than the budget's scale " +
+                                std::to_string(m->budget.scale) + " allows");
+          }
         }
       }
-    }
-    const ExprScope scope = m->scope(&out);
-    if (!a.guard.empty()) out.guard = parse_bool(a.guard, scope, path + ".requires", "`requires`");
-    std::map<VarId, std::size_t> written;
-    for (std::size_t j = 0; j < a.effects.size(); ++j) {
-      const EffectDecl& e = a.effects[j];
-      const std::string epath = path + ".effects[" + std::to_string(j) + "]";
-      const auto id = m->schema->find(e.variable);
-      if (!id) {
-        throw SpecError(
-            epath + ".variable",
-            "unknown variable `" + e.variable + "`" + did_you_mean(e.variable, m->schema->names()));
-      }
-      if (auto [it, inserted] = written.emplace(*id, j); !inserted) {
-        throw SpecError(epath,
-                        "a second effect on `" + e.variable + "` in one action (effects[" +
-                            std::to_string(it->second) + "] already changes it)");
-      }
-      const Variable& var = m->variables[*id];
-      Effect eff{*id, e.mode, nullptr};
-      const std::string vpath = epath + ".value";
-      if (e.mode == EffectMode::del) {
-        if (!var.optional)
-          throw SpecError(
-              epath + ".mode",
-              "`delete` needs an optional variable; `" + var.name + "` is not optional");
-        if (!e.value.empty()) throw SpecError(vpath, "`delete` takes no value");
+      const ExprScope scope = m->scope(&out);
+      if (!a.guard.empty())
+        out.guard = parse_bool(a.guard, scope, path + ".requires", "`requires`");
+      std::map<VarId, std::size_t> written;
+      for (std::size_t j = 0; j < a.effects.size(); ++j) {
+        const EffectDecl& e = a.effects[j];
+        const std::string epath = path + ".effects[" + std::to_string(j) + "]";
+        const auto id = m->schema->find(e.variable);
+        if (!id) {
+          throw SpecError(epath + ".variable",
+                          "unknown variable `" + e.variable + "`" +
+                              did_you_mean(e.variable, m->schema->names()));
+        }
+        if (auto [it, inserted] = written.emplace(*id, j); !inserted) {
+          throw SpecError(epath,
+                          "a second effect on `" + e.variable + "` in one action (effects[" +
+                              std::to_string(it->second) + "] already changes it)");
+        }
+        const Variable& var = m->variables[*id];
+        Effect eff{*id, e.mode, nullptr};
+        const std::string vpath = epath + ".value";
+        if (e.mode == EffectMode::del) {
+          if (!var.optional)
+            throw SpecError(
+                epath + ".mode",
+                "`delete` needs an optional variable; `" + var.name + "` is not optional");
+          if (!e.value.empty()) throw SpecError(vpath, "`delete` takes no value");
+          out.effects.push_back(std::move(eff));
+          continue;
+        }
+        if (e.value.empty())
+          throw SpecError(vpath, "missing value for `" + std::string(to_string(e.mode)) + "`");
+        eff.value = parse_expression(e.value, scope, vpath);
+        const Expr& val = *eff.value;
+        const std::string at = expr_path(vpath, val);
+        switch (e.mode) {
+          case EffectMode::set:
+            if (!assignable(var.type, val)) {
+              throw SpecError(at,
+                              "cannot set `" + var.name + "` (" + var.type.to_string() +
+                                  ") to a value of type " + val.type.to_string());
+            }
+            break;
+          case EffectMode::increment:
+          case EffectMode::decrement:
+            if (!var.type.is_numeric())
+              throw SpecError(epath + ".mode",
+                              "`" + std::string(to_string(e.mode)) +
+                                  "` needs a numeric variable; `" + var.name + "` is " +
+                                  var.type.to_string());
+            if (!var.type.accepts(val.type)) {
+              throw SpecError(at,
+                              "cannot " + std::string(to_string(e.mode)) + " `" + var.name + "` (" +
+                                  var.type.to_string() + ") by a value of type " +
+                                  val.type.to_string());
+            }
+            break;
+          case EffectMode::multiply:
+            if (!var.type.is_numeric())
+              throw SpecError(epath + ".mode",
+                              "`multiply` needs a numeric variable; `" + var.name + "` is " +
+                                  var.type.to_string());
+            if (val.type.kind() != Type::Kind::integer) {
+              throw SpecError(
+                  at,
+                  "`multiply` takes an int factor (the product must keep the variable's "
+                  "scale), found " +
+                      val.type.to_string());
+            }
+            break;
+          case EffectMode::append:
+          case EffectMode::remove:
+            if (var.type.kind() != Type::Kind::list)
+              throw SpecError(epath + ".mode",
+                              "`" + std::string(to_string(e.mode)) + "` needs a list variable; `" +
+                                  var.name + "` is " + var.type.to_string());
+            if (!assignable(*var.type.element(), val)) {
+              throw SpecError(at,
+                              "cannot " + std::string(to_string(e.mode)) + " a value of type " +
+                                  val.type.to_string() + " to " + var.type.to_string());
+            }
+            break;
+          case EffectMode::del:
+            break;
+        }
         out.effects.push_back(std::move(eff));
-        continue;
       }
-      if (e.value.empty())
-        throw SpecError(vpath, "missing value for `" + std::string(to_string(e.mode)) + "`");
-      eff.value = parse_expression(e.value, scope, vpath);
-      const Expr& val = *eff.value;
-      const std::string at = expr_path(vpath, val);
-      switch (e.mode) {
-        case EffectMode::set:
-          if (!assignable(var.type, val)) {
-            throw SpecError(at,
-                            "cannot set `" + var.name + "` (" + var.type.to_string() +
-                                ") to a value of type " + val.type.to_string());
-          }
-          break;
-        case EffectMode::increment:
-        case EffectMode::decrement:
-          if (!var.type.is_numeric())
-            throw SpecError(epath + ".mode",
-                            "`" + std::string(to_string(e.mode)) + "` needs a numeric variable; `" +
-                                var.name + "` is " + var.type.to_string());
-          if (!var.type.accepts(val.type)) {
-            throw SpecError(at,
-                            "cannot " + std::string(to_string(e.mode)) + " `" + var.name + "` (" +
-                                var.type.to_string() + ") by a value of type " +
-                                val.type.to_string());
-          }
-          break;
-        case EffectMode::multiply:
-          if (!var.type.is_numeric())
-            throw SpecError(epath + ".mode",
-                            "`multiply` needs a numeric variable; `" + var.name + "` is " +
-                                var.type.to_string());
-          if (val.type.kind() != Type::Kind::integer) {
-            throw SpecError(at,
-                            "`multiply` takes an int factor (the product must keep the variable's "
-                            "scale), found " +
-                                val.type.to_string());
-          }
-          break;
-        case EffectMode::append:
-        case EffectMode::remove:
-          if (var.type.kind() != Type::Kind::list)
-            throw SpecError(epath + ".mode",
-                            "`" + std::string(to_string(e.mode)) + "` needs a list variable; `" +
-                                var.name + "` is " + var.type.to_string());
-          if (!assignable(*var.type.element(), val)) {
-            throw SpecError(at,
-                            "cannot " + std::string(to_string(e.mode)) + " a value of type " +
-                                val.type.to_string() + " to " + var.type.to_string());
-          }
-          break;
-        case EffectMode::del:
-          break;
-      }
-      out.effects.push_back(std::move(eff));
+      m->actions.push_back(std::move(out));
+    } catch (const SpecError& e) {
+      problems.add(e);
+      Action placeholder;  // keeps the indices of the actions after it
+      placeholder.id = a.id;
+      placeholder.name = a.id;
+      m->actions.push_back(std::move(placeholder));
     }
-    m->actions.push_back(std::move(out));
   }
   return action_index;
 }
@@ -701,67 +741,77 @@ void check_dependency_cycles(const TaskModel& model) {
 }
 
 // The invariants, with their barrier functions.
-void build_invariants(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
+void build_invariants(const std::shared_ptr<TaskModel>& m,
+                      const TaskDecl& decl,
+                      Problems& problems) {
   std::set<std::string> invariant_names;
   for (std::size_t i = 0; i < decl.invariants.size(); ++i) {
     const InvariantDecl& inv = decl.invariants[i];
     const std::string path = "invariants[" + std::to_string(i) + "]";
-    if (inv.name.empty()) throw SpecError(path + ".name", "an invariant needs a name");
-    if (!invariant_names.insert(inv.name).second)
-      throw SpecError(path + ".name", "duplicate invariant `" + inv.name + "`");
-    Invariant out;
-    out.name = inv.name;
-    out.enforcement = inv.enforcement;
-    out.description = inv.description;
-    out.suggestion = inv.suggestion;
-    out.loc = inv.loc;
-    if (!inv.expression.empty()) {
-      out.expr = parse_bool(
-          inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
-      out.transition = uses_old(*out.expr);
-      if (inv.barrier_rate) {
-        const std::string rp = path + ".barrier_rate";
-        const Expr& e = *out.expr;
-        const bool comparison =
-            e.op == ExprOp::le || e.op == ExprOp::lt || e.op == ExprOp::ge || e.op == ExprOp::gt;
-        if (!comparison || !e.args[0]->type.is_numeric() || !e.args[1]->type.is_numeric())
-          throw SpecError(
-              rp,
-              "a barrier rate needs a numeric comparison (`a <= b`, `<`, `>=`, `>`); `" + inv.name +
-                  "` is `" + inv.expression + "`");
-        if (out.transition || inv.enforcement != Enforcement::blocking)
-          throw SpecError(rp,
-                          "a barrier rate needs a blocking invariant on one state (no `old(x)`)");
-        const bool upper = e.op == ExprOp::le || e.op == ExprOp::lt;
-        const Expr& hi = upper ? *e.args[1] : *e.args[0];
-        const Expr& lo = upper ? *e.args[0] : *e.args[1];
-        out.barrier_rate = inv.barrier_rate;
-        out.barrier =
-            parse_expression("(" + to_source(hi) + ") - (" + to_source(lo) + ")", m->scope(), rp);
+    try {
+      if (inv.name.empty()) throw SpecError(path + ".name", "an invariant needs a name");
+      if (!invariant_names.insert(inv.name).second)
+        throw SpecError(path + ".name", "duplicate invariant `" + inv.name + "`");
+      Invariant out;
+      out.name = inv.name;
+      out.enforcement = inv.enforcement;
+      out.description = inv.description;
+      out.suggestion = inv.suggestion;
+      out.loc = inv.loc;
+      if (!inv.expression.empty()) {
+        out.expr = parse_bool(
+            inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
+        out.transition = uses_old(*out.expr);
+        if (inv.barrier_rate) {
+          const std::string rp = path + ".barrier_rate";
+          const Expr& e = *out.expr;
+          const bool comparison =
+              e.op == ExprOp::le || e.op == ExprOp::lt || e.op == ExprOp::ge || e.op == ExprOp::gt;
+          if (!comparison || !e.args[0]->type.is_numeric() || !e.args[1]->type.is_numeric())
+            throw SpecError(
+                rp,
+                "a barrier rate needs a numeric comparison (`a <= b`, `<`, `>=`, `>`); `" +
+                    inv.name + "` is `" + inv.expression + "`");
+          if (out.transition || inv.enforcement != Enforcement::blocking)
+            throw SpecError(rp,
+                            "a barrier rate needs a blocking invariant on one state (no `old(x)`)");
+          const bool upper = e.op == ExprOp::le || e.op == ExprOp::lt;
+          const Expr& hi = upper ? *e.args[1] : *e.args[0];
+          const Expr& lo = upper ? *e.args[0] : *e.args[1];
+          out.barrier_rate = inv.barrier_rate;
+          out.barrier =
+              parse_expression("(" + to_source(hi) + ") - (" + to_source(lo) + ")", m->scope(), rp);
+        }
+      } else if (inv.predicate) {
+        out.predicate = inv.predicate;
+      } else {
+        throw SpecError(path + ".check", "an invariant needs an expression or a predicate");
       }
-    } else if (inv.predicate) {
-      out.predicate = inv.predicate;
-    } else {
-      throw SpecError(path + ".check", "an invariant needs an expression or a predicate");
+      m->invariants.push_back(std::move(out));
+    } catch (const SpecError& e) {
+      problems.add(e);
     }
-    m->invariants.push_back(std::move(out));
   }
 }
 
 // The capture basins.
-void build_basins(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
+void build_basins(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl, Problems& problems) {
   std::set<std::string> basin_names;
   for (std::size_t i = 0; i < decl.basins.size(); ++i) {
     const BasinDecl& b = decl.basins[i];
     const std::string path = "capture_basins[" + std::to_string(i) + "]";
-    if (b.name.empty()) throw SpecError(path + ".name", "a capture basin needs a name");
-    if (!basin_names.insert(b.name).second)
-      throw SpecError(path + ".name", "duplicate capture basin `" + b.name + "`");
-    m->basins.push_back(
-        CaptureBasin{b.name,
-                     parse_bool(b.expression, m->scope(), path + ".check", "a capture basin"),
-                     b.description,
-                     b.loc});
+    try {
+      if (b.name.empty()) throw SpecError(path + ".name", "a capture basin needs a name");
+      if (!basin_names.insert(b.name).second)
+        throw SpecError(path + ".name", "duplicate capture basin `" + b.name + "`");
+      m->basins.push_back(
+          CaptureBasin{b.name,
+                       parse_bool(b.expression, m->scope(), path + ".check", "a capture basin"),
+                       b.description,
+                       b.loc});
+    } catch (const SpecError& e) {
+      problems.add(e);
+    }
   }
 }
 
@@ -779,14 +829,25 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
     for (const auto& v : m->variables) init.push_back(v.initial);
     m->initial_.emplace(m->schema, std::move(init));
   }
-  const ActionIndex action_index = build_actions(m, decl);
-  mark_emergency_actions(m, decl, action_index);
-  build_dependencies(m, decl, action_index);
-  check_dependency_cycles(*m);
-  build_invariants(m, decl);
-  if (!decl.goal.empty()) m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal");
-  build_interface(*m, decl.interface);
-  build_basins(m, decl);
+  // The budget and the variables are what everything else is read against: their problems
+  // stop here. The other parts are independent of each other; every one is looked at.
+  Problems problems;
+  const ActionIndex action_index = build_actions(m, decl, problems);
+  problems.attempt([&] { mark_emergency_actions(m, decl, action_index); });
+  bool dependencies_built = false;
+  problems.attempt([&] {
+    build_dependencies(m, decl, action_index);
+    dependencies_built = true;
+  });
+  if (dependencies_built) problems.attempt([&] { check_dependency_cycles(*m); });
+  build_invariants(m, decl, problems);
+  if (!decl.goal.empty()) {
+    problems.attempt(
+        [&] { m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal"); });
+  }
+  problems.attempt([&] { build_interface(*m, decl.interface); });
+  build_basins(m, decl, problems);
+  problems.throw_if_any();
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.

@@ -138,6 +138,44 @@ TEST_CASE("SpecLoader: every problem at once, each with its line and column", "[
   }
 }
 
+TEST_CASE("SpecLoader: problems of meaning in independent parts are reported together",
+          "[kernel][spec]") {
+  // Three actions, an invariant and the goal, each with its own mistake: one load names all.
+  const std::string text = R"({"variables": {"balance": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0"},
+             {"id": "ok", "cost": 1},
+             {"id": "b", "cost": 1, "effects": [{"variable": "nope", "mode": "set", "value": 1}]},
+             {"id": "a", "cost": 1}],
+ "invariants": [{"name": "i", "check": "balance + true"}],
+ "goal": "balance >= ",
+ "budget": {"total": 1, "min_action_cost": 1}})";
+  try {
+    (void)load_spec(text);
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    const auto& ps = e.problems();
+    REQUIRE(ps.size() == 5);
+    CHECK(ps[0].path == "actions[0].requires:1:1");
+    CHECK(ps[0].line == 2);
+    CHECK_THAT(ps[1].path, Contains("actions[2].effects[0]"));
+    CHECK(ps[1].line == 4);
+    CHECK(ps[2].path == "actions[3].id");
+    CHECK_THAT(ps[2].message, Contains("duplicate action id `a`"));
+    CHECK_THAT(ps[3].path, Contains("invariants[0].check"));
+    CHECK(ps[3].line == 6);
+    CHECK_THAT(ps[4].path, Contains("goal"));
+  }
+  // One mistake is still one problem, with the spec otherwise intact.
+  try {
+    (void)load_spec(R"({"variables": {"n": {"type": "int", "initial": 0}},
+      "actions": [{"id": "a", "cost": 1}], "goal": "m > 0",
+      "budget": {"total": 1, "min_action_cost": 1}})");
+    FAIL("no error");
+  } catch (const clampai::SpecError& e) {
+    CHECK(e.problems().size() == 1);
+  }
+}
+
 TEST_CASE("SpecLoader: at most 20 problems are reported", "[kernel][spec]") {
   std::string text = R"({"variables": {}, "actions": [)";
   for (int i = 0; i < 30; ++i)
