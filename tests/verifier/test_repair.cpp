@@ -55,15 +55,16 @@ TEST_CASE("Repair: the oversized scale-up is cut to the largest safe request",
   const Decision fifteen = decide(*m, s, propose(*m, "scale_up", {Value::integer(15)}));
   CHECK(fifteen.approved);
 
-  // In L2 the continuous optimum 14.93... is off the grid; 14 is the nearest feasible value.
+  // In L2 the barrier reads n <= 14.93... over the reals; over n's integer units (the symbolic
+  // step, simplified by Z3) it is n <= 14, the same grid points: the projection is 14.
   verifier::RepairOptions l2;
   l2.norm = RepairNorm::l2;
   const auto q = verifier::repair(*m, s, p, l2);
   REQUIRE(q.status == RepairStatus::repaired);
   CHECK(q.repaired.params == std::vector<Value>{Value::integer(14)});
   CHECK(q.certificate.distance == "1296");
-  CHECK(q.certificate.lower_bound == "276676/225");  // (50 - 224/15)^2, exactly
-  CHECK(q.certificate.optimal);                      // one parameter: its neighbours suffice
+  CHECK(q.certificate.lower_bound == "1296");  // the grid optimum itself: (50 - 14)^2
+  CHECK(q.certificate.optimal);                // one parameter: its neighbours suffice
 }
 
 TEST_CASE("Repair: a decimal parameter is projected (L2) with a KKT certificate",
@@ -384,4 +385,43 @@ TEST_CASE("Repair: a strict inequality stays an L2 projection, tightened to the 
         if (best < 0 || d < best) best = d;
       }
   CHECK(best == 193);  // in hundredths
+}
+
+// The L2 polyhedron is the symbolic step's (the kernel's own checks, simplified by Z3), not a
+// second reading of the spec: a cost over the parameter makes the budget (or the minimum cost)
+// bind, and an `if` over the parameter whose branches agree is no disjunction.
+TEST_CASE("Repair: L2 on the symbolic step: the budget binds through the cost expression",
+          "[verifier][repair]") {
+  const auto m = load_spec(R"J({"variables": {"x": {"type": "decimal", "scale": 2, "initial": "0"}},
+    "actions": [{"id": "buy", "cost": "q * 2",
+      "parameters": {"q": {"type": "decimal", "scale": 2, "min": "0", "max": "100"}},
+      "requires": "(if q > 50 then q else q) <= 80",
+      "effects": [{"variable": "x", "mode": "increment", "value": "q"}]}],
+    "budget": {"total": 10, "min_action_cost": "0.5", "scale": 2}})J");
+  const Situation s = Situation::initial(*m);
+  struct Case {
+    std::int64_t proposed, repaired;  // hundredths
+    std::string binding, multiplier;
+  };
+  for (const Case& c : {Case{700, 500, "the budget left (10.00)", "4"},
+                        Case{10, 25, "the minimum action cost (0.50)", "0.3"}}) {
+    const auto r = verifier::repair(*m, s, Proposal{0, {dec(c.proposed, 2)}});
+    REQUIRE(r.status == RepairStatus::repaired);
+    CHECK(r.norm == RepairNorm::l2);  // no fallback to L1: the `if` is not a disjunction
+    CHECK(r.certificate.method.rfind("exact active-set projection", 0) == 0);
+    CHECK(r.repaired.params == std::vector<Value>{dec(c.repaired, 2)});
+    CHECK(r.certificate.optimal);
+    CHECK(r.certificate.binding == std::vector<std::string>{c.binding});
+    REQUIRE(r.certificate.multipliers.size() == 1);
+    CHECK(r.certificate.multipliers[0].first == c.binding);
+    CHECK(r.certificate.multipliers[0].second == c.multiplier);  // 2·|proposed - repaired|
+    // Brute force over the grid: the kernel approves nothing closer.
+    std::int64_t best = -1;
+    for (std::int64_t q = 0; q <= 10000; ++q) {
+      if (!decide(*m, s, Proposal{0, {dec(q, 2)}}).approved) continue;
+      const std::int64_t d = (q - c.proposed) * (q - c.proposed);
+      if (best < 0 || d < best) best = d;
+    }
+    CHECK(best == (c.repaired - c.proposed) * (c.repaired - c.proposed));
+  }
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include "clampai/kernel/error.hpp"
@@ -108,346 +109,27 @@ Rational distance(const Problem& pr, const std::vector<Rational>& x, RepairNorm 
   return sum;
 }
 
-// ---- l2: the native linearisation ----
-
-struct Affine {  // c + a·x
-  Rational c;
-  std::vector<Rational> a;
-};
-
-Affine operator-(Affine f) {
-  f.c = -f.c;
-  for (auto& x : f.a) x = -x;
-  return f;
-}
-
-enum class Rel : std::uint8_t { le, lt, eq };
-
-struct Atom {  // a·x (<=, <, ==) b
-  std::string name;
-  std::vector<Rational> a;
-  Rational b;
-  Rel rel = Rel::le;
-};
-
-Atom at_most(std::string name, const Affine& f, const Rational& bound) {
-  return Atom{std::move(name), f.a, bound - f.c, Rel::le};
-}
-
-Atom at_least(std::string name, const Affine& f, const Rational& bound) {
-  return at_most(std::move(name), -f, -bound);
-}
-
-struct NotLinear {
-  std::string why;
-};
-
-class Linearizer {
- public:
-  explicit Linearizer(const Problem& pr) : pr_(pr), n_(pr.p.size()) {
-    post_.resize(pr.m.variables.size());
-    dep_.assign(pr.m.variables.size(), false);
-    for (const kernel::Effect& e : pr.a.effects) {
-      const kernel::Variable& var = pr.m.variables[e.variable];
-      const bool dependent = e.value && depends(*e.value, false);
-      post_[e.variable].reset();
-      dep_[e.variable] = dependent;
-      if (!dependent || !var.type.is_numeric()) continue;
-      const Value& old = pr.s.state.get(e.variable);
-      if (old.kind() != Value::Kind::number) throw NotLinear{"`" + var.name + "` is undefined"};
-      Affine v = affine(*e.value, false);
-      const Rational x = q(old.as_number());
-      switch (e.mode) {
-        case kernel::EffectMode::set:
-          break;
-        case kernel::EffectMode::increment:
-          v.c += x;
-          break;
-        case kernel::EffectMode::decrement:
-          v = -v;
-          v.c += x;
-          break;
-        case kernel::EffectMode::multiply:
-          v.c *= x;
-          for (auto& c : v.a) c *= x;
-          break;
-        default:
-          throw NotLinear{"effect `" + std::string(kernel::to_string(e.mode)) + "` on `" +
-                          var.name + "`"};
-      }
-      post_[e.variable] = std::move(v);
-    }
-  }
-
-  [[nodiscard]] bool dependent(VarId id) const { return dep_[id]; }
-  [[nodiscard]] bool any_dependent() const {
-    return std::find(dep_.begin(), dep_.end(), true) != dep_.end();
-  }
-  [[nodiscard]] const std::optional<Affine>& post(VarId id) const { return post_[id]; }
-
-  // True iff the value of `e` may change with the parameters.
-  bool depends(const Expr& e, bool post) const {
-    switch (e.op) {
-      case ExprOp::parameter:
-        return true;
-      case ExprOp::variable:
-      case ExprOp::defined:
-        return post && dep_[e.index];
-      default:
-        return std::any_of(
-            e.args.begin(), e.args.end(), [&](const auto& x) { return depends(*x, post); });
-    }
-  }
-
-  Affine affine(const Expr& e, bool post) const {
-    if (!depends(e, post)) {
-      const kernel::EvalResult r = eval(e, post);
-      if (!r.ok() || r.value.kind() != Value::Kind::number)
-        throw NotLinear{"`" + kernel::to_source(e) + "` cannot be evaluated"};
-      return Affine{q(r.value.as_number()), std::vector<Rational>(n_)};
-    }
-    switch (e.op) {
-      case ExprOp::parameter: {
-        Affine out{0, std::vector<Rational>(n_)};
-        out.a[e.index] = 1;
-        return out;
-      }
-      case ExprOp::variable:
-        if (post && post_[e.index]) return *post_[e.index];
-        break;
-      case ExprOp::neg:
-        return -affine(*e.args[0], post);
-      case ExprOp::add:
-      case ExprOp::sub: {
-        Affine x = affine(*e.args[0], post);
-        const Affine y = affine(*e.args[1], post);
-        const int sign = e.op == ExprOp::add ? 1 : -1;
-        x.c += sign * y.c;
-        for (std::size_t i = 0; i < n_; ++i) x.a[i] += sign * y.a[i];
-        return x;
-      }
-      case ExprOp::mul: {
-        const bool left_varies = depends(*e.args[0], post);
-        if (left_varies && depends(*e.args[1], post)) break;
-        Affine x = affine(*e.args[left_varies ? 0 : 1], post);
-        const Affine k = affine(*e.args[left_varies ? 1 : 0], post);
-        x.c *= k.c;
-        for (auto& c : x.a) c *= k.c;
-        return x;
-      }
-      case ExprOp::ite:
-        if (!depends(*e.args[0], post))
-          return affine(*e.args[truth(*e.args[0], post) ? 1 : 2], post);
-        break;
-      default:
-        break;
-    }
-    throw NotLinear{"`" + kernel::to_source(e) + "` is not linear in the parameters"};
-  }
-
-  // Appends the atoms whose conjunction is `e` (negated: `!e`).
-  void atoms(const Expr& e,
-             bool post,
-             bool negate,
-             const std::string& name,
-             std::vector<Atom>& out) const {
-    if (!depends(e, post)) {
-      if (truth(e, post) == negate) out.push_back(Atom{name, std::vector<Rational>(n_), -1});
-      return;
-    }
-    switch (e.op) {
-      case ExprOp::logical_not:
-        return atoms(*e.args[0], post, !negate, name, out);
-      case ExprOp::logical_and:
-        if (!negate) {
-          atoms(*e.args[0], post, false, name, out);
-          return atoms(*e.args[1], post, false, name, out);
-        }
-        return either(*e.args[0], true, *e.args[1], true, post, name, out);
-      case ExprOp::logical_or:
-        if (negate) {
-          atoms(*e.args[0], post, true, name, out);
-          return atoms(*e.args[1], post, true, name, out);
-        }
-        return either(*e.args[0], false, *e.args[1], false, post, name, out);
-      case ExprOp::implies:
-        if (negate) {
-          atoms(*e.args[0], post, false, name, out);
-          return atoms(*e.args[1], post, true, name, out);
-        }
-        return either(*e.args[0], true, *e.args[1], false, post, name, out);
-      case ExprOp::ite:
-        if (!depends(*e.args[0], post))
-          return atoms(*e.args[truth(*e.args[0], post) ? 1 : 2], post, negate, name, out);
-        break;
-      case ExprOp::le:
-      case ExprOp::lt:
-      case ExprOp::ge:
-      case ExprOp::gt:
-      case ExprOp::eq:
-      case ExprOp::ne: {
-        if (!e.args[0]->type.is_numeric()) break;
-        ExprOp op = e.op;
-        if (negate) {
-          static constexpr std::pair<ExprOp, ExprOp> kFlip[] = {{ExprOp::le, ExprOp::gt},
-                                                                {ExprOp::lt, ExprOp::ge},
-                                                                {ExprOp::ge, ExprOp::lt},
-                                                                {ExprOp::gt, ExprOp::le},
-                                                                {ExprOp::eq, ExprOp::ne},
-                                                                {ExprOp::ne, ExprOp::eq}};
-          for (const auto& [from, to] : kFlip)
-            if (from == op) {
-              op = to;
-              break;
-            }
-        }
-        if (op == ExprOp::ne) break;
-        Affine d = affine(*e.args[0], post);  // d = lhs - rhs
-        const Affine r = affine(*e.args[1], post);
-        d.c -= r.c;
-        for (std::size_t i = 0; i < n_; ++i) d.a[i] -= r.a[i];
-        if (op == ExprOp::ge || op == ExprOp::gt) d = -d;  // rhs - lhs <= 0
-        const Rel rel = op == ExprOp::eq                         ? Rel::eq
-                        : (op == ExprOp::lt || op == ExprOp::gt) ? Rel::lt
-                                                                 : Rel::le;
-        out.push_back(Atom{name, std::move(d.a), -d.c, rel});
-        return;
-      }
-      default:
-        break;
-    }
-    throw NotLinear{"`" + kernel::to_source(e) + "` is not a conjunction of linear comparisons"};
-  }
-
- private:
-  const Problem& pr_;
-  std::size_t n_;
-  std::vector<std::optional<Affine>> post_;
-  std::vector<bool> dep_;
-
-  kernel::EvalResult eval(const Expr& e, bool post) const {
-    // Only for expressions that do not depend on the parameters: the reference proposal's
-    // values then stand for every proposal's.
-    return kernel::evaluate(e,
-                            kernel::EvalEnv{&pr_.s.state,
-                                            post ? &pr_.reference_decision.changes : nullptr,
-                                            &pr_.s.state,
-                                            pr_.reference.params.data()});
-  }
-
-  bool truth(const Expr& e, bool post) const {
-    const kernel::EvalResult r = eval(e, post);
-    if (!r.ok()) throw NotLinear{"`" + kernel::to_source(e) + "` cannot be evaluated"};
-    return r.value.as_bool();
-  }
-
-  // (x, negated if nx) or (y, negated if ny), when one side does not depend on the parameters.
-  void either(const Expr& x,
-              bool nx,
-              const Expr& y,
-              bool ny,
-              bool post,
-              const std::string& name,
-              std::vector<Atom>& out) const {
-    if (!depends(x, post)) {
-      if (truth(x, post) != nx) return;
-      return atoms(y, post, ny, name, out);
-    }
-    if (!depends(y, post)) {
-      if (truth(y, post) != ny) return;
-      return atoms(x, post, nx, name, out);
-    }
-    throw NotLinear{"a disjunction of conditions on the parameters (in " + name + ")"};
-  }
-};
-
-// The constraints as atoms over the parameters (natural units). @throws NotLinear
-std::vector<Atom> linearise(const Problem& pr) {
-  const Linearizer lin(pr);
-  std::vector<Atom> out;
-  const std::size_t n = pr.p.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const kernel::Parameter& par = pr.a.parameters[i];
-    Affine x{0, std::vector<Rational>(n)};
-    x.a[i] = 1;
-    if (par.min)
-      out.push_back(
-          at_least("parameter `" + par.name + "` >= " + par.min->to_string(), x, q(*par.min)));
-    if (par.max)
-      out.push_back(
-          at_most("parameter `" + par.name + "` <= " + par.max->to_string(), x, q(*par.max)));
-  }
-  if (pr.a.guard) lin.atoms(*pr.a.guard, false, false, "`requires` of `" + pr.a.id + "`", out);
-  const Rational budget_unit = Rational(1) / Rational(kernel::pow10(pr.m.budget.scale));
-  const Rational left = Rational(pr.s.budget.remaining()) * budget_unit;
-  if (pr.a.cost_expr) {
-    const Affine c = lin.affine(*pr.a.cost_expr, false);
-    out.push_back(
-        at_most("the budget left (" + pr.m.format_amount(pr.s.budget.remaining()) + ")", c, left));
-    const kernel::Amount least = pr.a.emergency ? 0 : pr.m.budget.min_action_cost;  // >= 0
-    out.push_back(at_least("the minimum action cost (" + pr.m.format_amount(least) + ")",
-                           c,
-                           Rational(least) * budget_unit));
-  }
-  // Variables the effects write: their bounds after the step.
-  std::vector<bool> written(pr.m.variables.size(), false);
-  for (const kernel::Effect& e : pr.a.effects) written[e.variable] = true;
-  for (VarId id = 0; id < written.size(); ++id) {
-    if (!written[id]) continue;
-    const kernel::Variable& var = pr.m.variables[id];
-    if (!lin.dependent(id)) continue;  // decided with the reference proposal below
-    if (!var.type.is_numeric() || !lin.post(id)) {
-      if (var.max_length) throw NotLinear{"the length of `" + var.name + "`"};
-      continue;
-    }
-    const Affine& v = *lin.post(id);
-    if (var.min)
-      out.push_back(
-          at_least("bound `" + var.name + "` >= " + var.min->to_string(), v, q(*var.min)));
-    if (var.max)
-      out.push_back(at_most("bound `" + var.name + "` <= " + var.max->to_string(), v, q(*var.max)));
-  }
-  // What the reference proposal shows about checks no parameter changes.
-  // (Only a variable's own failure: an overflowing cost, whose subject is the action, may
-  // depend on the parameters, and the kernel's final check covers it.)
-  for (const kernel::Reason& r : pr.reference_decision.reasons) {
-    if (r.code == ReasonCode::bound_violated || r.code == ReasonCode::overflow ||
-        r.code == ReasonCode::undefined_value) {
-      const auto id = pr.m.schema->find(r.subject);
-      if (id && written[*id] && !lin.dependent(*id))
-        out.push_back(Atom{r.code == ReasonCode::bound_violated ? "bound of `" + r.subject + "`"
-                                                                : std::string(to_string(r.code)),
-                           std::vector<Rational>(n),
-                           -1});
-    }
-  }
-  for (const kernel::Invariant& inv : pr.m.invariants) {
-    if (inv.enforcement != kernel::Enforcement::blocking) continue;
-    const std::string name = "invariant `" + inv.name + "`";
-    if (!inv.expr) {
-      if (lin.any_dependent()) throw NotLinear{"the native predicate of " + name};
-      if (pr.reference_decision.has(ReasonCode::invariant_violated, inv.name))
-        out.push_back(Atom{name, std::vector<Rational>(n), -1});
-      continue;
-    }
-    lin.atoms(*inv.expr, true, false, name, out);
-    if (inv.barrier) {
-      const auto floor = barrier_floor(pr, inv);
-      if (!floor) throw NotLinear{"h of `" + inv.name + "` cannot be evaluated"};
-      out.push_back(at_least(alpha_text(inv), lin.affine(*inv.barrier, true), *floor));
-    }
-  }
-  return out;
-}
-
 // ---- l1 and unsat cores: Z3 ----
 
 struct Z3Problem {
   z3::context ctx;
-  detail::Watchdog watchdog{ctx};  // deadlines (Z3's own `timeout` races in 4.8.12)
+  // Deadlines (Z3's own `timeout` races in 4.8.12): a thread, started by the first solver call
+  // (L2 makes none).
+  std::optional<detail::Watchdog> deadlines;
+  detail::Watchdog& watchdog() {
+    if (!deadlines) deadlines.emplace(ctx);
+    return *deadlines;
+  }
   std::vector<std::pair<std::string, z3::expr>> constraints;  // named
   std::vector<z3::expr> given;                                // the state: not in any core
   std::vector<z3::expr> x;                                    // parameter units
+  // For L2: the state as a substitution (pre symbol -> its value), the int64 range of each
+  // parameter's units (in `given` too), the step's written values, and the blocking
+  // invariants the encoder cannot read (when `encode` is asked to keep them).
+  z3::expr_vector from{ctx}, to{ctx};
+  std::vector<std::pair<std::string, z3::expr>> ranges;
+  std::vector<z3::expr> post;
+  std::vector<std::string> opaque;
 };
 
 // The name of a check of the symbolic step in unsat cores and binding sets.
@@ -474,8 +156,9 @@ std::string constraint_name(const Problem& pr, const detail::Check& c) {
 
 // Every constraint: the checks of the symbolic step (the kernel's decision in the situation,
 // step.hpp), named; a parameter's bounds one constraint per side; the barriers (CBF) on the
-// step's post-state. @throws detail::Unsupported
-void encode(const Problem& pr, Z3Problem& z) {
+// step's post-state. With `keep_opaque`, a blocking invariant the encoder cannot read is listed
+// in `z.opaque` instead. @throws detail::Unsupported
+void encode(const Problem& pr, Z3Problem& z, bool keep_opaque = false) {
   detail::Encoder enc(z.ctx, pr.m);
   const Action& a = pr.a;
   auto add = [&](std::string name, const z3::expr& e) {
@@ -490,8 +173,14 @@ void encode(const Problem& pr, Z3Problem& z) {
   const detail::SymbolicStep st =
       detail::symbolic_step(enc, detail::SymSituation::of(z.ctx, pr.s), pr.reference.action);
   z.x = st.params;
+  for (const auto& [id, value] : st.post) z.post.push_back(value);
   for (const detail::Check& c : st.checks) {
-    if (!c.unsupported.empty()) throw detail::Unsupported{c.unsupported};
+    if (!c.unsupported.empty()) {
+      if (!keep_opaque || c.code != ReasonCode::invariant_violated)
+        throw detail::Unsupported{c.unsupported};
+      z.opaque.push_back(c.subject);
+      continue;
+    }
     if (c.code != ReasonCode::invalid_parameter) {
       add(constraint_name(pr, c), c.holds);
       continue;
@@ -504,7 +193,10 @@ void encode(const Problem& pr, Z3Problem& z) {
                      [&](const kernel::Parameter& par) { return par.name == c.subject; }) -
         a.parameters.begin());
     const kernel::Parameter& par = a.parameters[i];
-    z.given.push_back(enc.param_bounds(kernel::Parameter{par.name, par.type, {}, {}, {}}, z.x[i]));
+    z.ranges.emplace_back(
+        "the int64 range of `" + par.name + "`'s units",
+        enc.param_bounds(kernel::Parameter{par.name, par.type, {}, {}, {}}, z.x[i]));
+    z.given.push_back(z.ranges.back().second);
     if (par.min)
       add("parameter `" + par.name + "` >= " + par.min->to_string(),
           z.x[i] >= z.ctx.int_val(par.min->rescaled(par.type.scale())->units));
@@ -530,12 +222,260 @@ void encode(const Problem& pr, Z3Problem& z) {
     const Value& v = pr.s.state.get(id);
     if (var.optional || !v.is_defined()) continue;
     try {
-      z.given.push_back(enc.pre(id) == enc.constant(v, var.type));
+      const z3::expr value = enc.constant(v, var.type);
+      z.given.push_back(enc.pre(id) == value);
+      z.from.push_back(enc.pre(id));
+      z.to.push_back(value);
     } catch (const detail::Unsupported&) {
       // A variable of a type Z3 cannot hold is read by no encoded constraint (else the
       // encoding above would have failed).
     }
   }
+}
+
+// ---- l2: the symbolic step, linearised ----
+//
+// The constraints of `encode` (the checks of the symbolic step, the parameters' bounds, the
+// barriers), with the state substituted and simplified by Z3, read as a conjunction of linear
+// atoms over the parameters: nothing of the kernel's decision is re-read here.
+
+enum class Rel : std::uint8_t { le, lt, eq };
+
+struct Atom {  // a·x (<=, <, ==) b, x in natural units
+  std::string name;
+  std::vector<Rational> a;
+  Rational b;
+  Rel rel = Rel::le;
+};
+
+struct NotLinear {
+  std::string why;
+};
+
+// c + a·X over the parameters' units X.
+struct Affine {
+  Rational c;
+  std::vector<Rational> a;
+};
+
+class Linear {
+ public:
+  Linear(const Problem& pr, const Z3Problem& z) : pr_(pr), z_(z) {}
+
+  // Appends the atoms whose conjunction is `f` (negated: `!f`), named `name`.
+  void atoms(const z3::expr& f, bool negate, const std::string& name, std::vector<Atom>& out) {
+    if (f.is_true() || f.is_false()) {
+      if (f.is_true() == negate) out.push_back(Atom{name, zeros(), -1});  // 0 <= -1
+      return;
+    }
+    if (!f.is_app()) throw not_linear(f, name);
+    const Z3_decl_kind k = f.decl().decl_kind();
+    switch (k) {
+      case Z3_OP_NOT:
+        return atoms(f.arg(0), !negate, name, out);
+      case Z3_OP_AND:
+      case Z3_OP_OR:
+        if ((k == Z3_OP_AND) == negate)
+          throw NotLinear{"a disjunction of conditions on the parameters (in " + name + ")"};
+        for (unsigned i = 0; i < f.num_args(); ++i) atoms(f.arg(i), negate, name, out);
+        return;
+      case Z3_OP_LE:
+      case Z3_OP_GE:
+      case Z3_OP_LT:
+      case Z3_OP_GT:
+      case Z3_OP_EQ: {
+        if (f.num_args() != 2 || !f.arg(0).is_arith()) throw not_linear(f, name);
+        Z3_decl_kind op = k;
+        if (negate) {
+          static constexpr std::pair<Z3_decl_kind, Z3_decl_kind> kFlip[] = {{Z3_OP_LE, Z3_OP_GT},
+                                                                            {Z3_OP_GE, Z3_OP_LT},
+                                                                            {Z3_OP_LT, Z3_OP_GE},
+                                                                            {Z3_OP_GT, Z3_OP_LE}};
+          if (op == Z3_OP_EQ) throw NotLinear{"a disequality of the parameters (in " + name + ")"};
+          for (const auto& [from, to] : kFlip)
+            if (from == op) {
+              op = to;
+              break;
+            }
+        }
+        Affine d = affine(f.arg(0), name);  // d = lhs - rhs
+        const Affine r = affine(f.arg(1), name);
+        d.c -= r.c;
+        for (std::size_t i = 0; i < d.a.size(); ++i) d.a[i] -= r.a[i];
+        if (op == Z3_OP_GE || op == Z3_OP_GT) {  // rhs - lhs <= 0
+          d.c = -d.c;
+          for (auto& x : d.a) x = -x;
+        }
+        const Rel rel = op == Z3_OP_EQ                       ? Rel::eq
+                        : (op == Z3_OP_LT || op == Z3_OP_GT) ? Rel::lt
+                                                             : Rel::le;
+        // a·X = Σ a_i·10^s_i·x_i; then the row divided by its largest |a_i|, so that a
+        // multiplier does not depend on the scale the encoder compared at (`x <= 0.9` has
+        // multiplier λ whether it reads 100·x <= 90 or x <= 0.9).
+        Rational top = 0;
+        for (std::size_t i = 0; i < d.a.size(); ++i) {
+          d.a[i] *= Rational(kernel::pow10(pr_.scale[i]));
+          const Rational m = d.a[i] < 0 ? Rational(-d.a[i]) : d.a[i];
+          if (m > top) top = m;
+        }
+        Rational b = -d.c;
+        if (!top.is_zero()) {
+          for (auto& x : d.a) x /= top;
+          b /= top;
+        }
+        out.push_back(Atom{name, std::move(d.a), std::move(b), rel});
+        return;
+      }
+      default:
+        throw not_linear(f, name);
+    }
+  }
+
+  // True iff `e` reads no symbol (no parameter, no state left unsubstituted).
+  static bool ground(const z3::expr& e) {
+    if (!e.is_app()) return false;
+    if (e.num_args() == 0) return e.decl().decl_kind() != Z3_OP_UNINTERPRETED;
+    for (unsigned i = 0; i < e.num_args(); ++i)
+      if (!ground(e.arg(i))) return false;
+    return true;
+  }
+
+ private:
+  const Problem& pr_;
+  const Z3Problem& z_;
+
+  [[nodiscard]] std::vector<Rational> zeros() const { return std::vector<Rational>(z_.x.size()); }
+
+  static NotLinear not_linear(const z3::expr& e, const std::string& name) {
+    std::string text = e.to_string();
+    if (text.size() > 120) text = text.substr(0, 117) + "...";
+    return NotLinear{"`" + text +
+                     "` is not a conjunction of linear comparisons of the "
+                     "parameters (in " +
+                     name + ")"};
+  }
+
+  static Rational numeral(const z3::expr& e) {
+    const std::string text = Z3_get_numeral_string(e.ctx(), e);
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) return Rational(Rational::Integer(text));
+    return Rational(Rational::Integer(text.substr(0, slash))) /
+           Rational(Rational::Integer(text.substr(slash + 1)));
+  }
+
+  Affine affine(const z3::expr& e, const std::string& name) {
+    Affine out{0, zeros()};
+    if (e.is_numeral()) {
+      out.c = numeral(e);
+      return out;
+    }
+    if (!e.is_app()) throw not_linear(e, name);
+    switch (e.decl().decl_kind()) {
+      case Z3_OP_UNINTERPRETED:
+        for (std::size_t i = 0; i < z_.x.size(); ++i) {
+          if (z3::eq(e, z_.x[i])) {
+            out.a[i] = 1;
+            return out;
+          }
+        }
+        throw NotLinear{"`" + e.to_string() + "` is not fixed by the state (in " + name + ")"};
+      case Z3_OP_ADD:
+      case Z3_OP_SUB:
+        for (unsigned j = 0; j < e.num_args(); ++j) {
+          const Affine t = affine(e.arg(j), name);
+          const int sign = e.decl().decl_kind() == Z3_OP_SUB && j > 0 ? -1 : 1;
+          out.c += sign * t.c;
+          for (std::size_t i = 0; i < out.a.size(); ++i) out.a[i] += sign * t.a[i];
+        }
+        return out;
+      case Z3_OP_UMINUS: {
+        out = affine(e.arg(0), name);
+        out.c = -out.c;
+        for (auto& x : out.a) x = -x;
+        return out;
+      }
+      case Z3_OP_TO_REAL:
+        return affine(e.arg(0), name);
+      case Z3_OP_MUL: {
+        out.c = 1;
+        bool varies = false;
+        for (unsigned j = 0; j < e.num_args(); ++j) {
+          const Affine t = affine(e.arg(j), name);
+          const bool t_varies =
+              std::any_of(t.a.begin(), t.a.end(), [](const Rational& x) { return !x.is_zero(); });
+          if (varies && t_varies) throw not_linear(e, name);
+          if (t_varies) {
+            for (std::size_t i = 0; i < out.a.size(); ++i) out.a[i] = out.c * t.a[i];
+          } else {
+            for (auto& x : out.a) x *= t.c;
+          }
+          out.c *= t.c;
+          varies = varies || t_varies;
+        }
+        return out;
+      }
+      default:
+        throw not_linear(e, name);
+    }
+  }
+};
+
+// Drops the inequalities every point of the parameters' declared box satisfies (the int64 range
+// of an intermediate result, mostly): the polyhedron stays the same, the projection gets
+// smaller. The parameters' own bounds stay.
+void drop_redundant(const Problem& pr, std::vector<Atom>& atoms) {
+  std::vector<Rational> lo, hi;
+  for (const kernel::Parameter& par : pr.a.parameters) {
+    if (!par.min || !par.max) return;  // an unbounded box: nothing is implied by it
+    lo.push_back(q(*par.min));
+    hi.push_back(q(*par.max));
+  }
+  std::vector<Atom> kept;
+  for (Atom& at : atoms) {
+    bool redundant = at.rel != Rel::eq && at.name.rfind("parameter `", 0) != 0;
+    if (redundant) {
+      Rational top = 0;  // max of a·x over the box
+      for (std::size_t i = 0; i < at.a.size(); ++i) {
+        if (at.a[i].is_zero()) continue;
+        top += at.a[i] * (at.a[i] < 0 ? lo[i] : hi[i]);
+      }
+      redundant = at.rel == Rel::lt ? top < at.b : top <= at.b;
+    }
+    if (!redundant) kept.push_back(std::move(at));
+  }
+  atoms = std::move(kept);
+}
+
+// The constraints as atoms over the parameters (natural units). @throws NotLinear
+std::vector<Atom> linearise(const Problem& pr) {
+  Z3Problem z;
+  try {
+    encode(pr, z, true);
+  } catch (const detail::Unsupported& u) {
+    throw NotLinear{u.reason};
+  }
+  Linear lin(pr, z);
+  std::vector<Atom> out;
+  auto fixed = [&](z3::expr e) {  // the state substituted (substitute is not const)
+    return e.substitute(z.from, z.to).simplify();
+  };
+  auto add = [&](const std::string& name, const z3::expr& c) {
+    lin.atoms(fixed(c), false, name, out);
+  };
+  for (const auto& [name, c] : z.ranges) add(name, c);
+  for (const auto& [name, c] : z.constraints) add(name, c);
+  drop_redundant(pr, out);
+  // An invariant the encoder cannot read (a native predicate): the reference proposal's
+  // decision stands for every proposal's, if the post-state does not depend on the parameters.
+  for (const std::string& inv : z.opaque) {
+    const std::string name = "invariant `" + inv + "`";
+    for (const z3::expr& v : z.post) {
+      if (!Linear::ground(fixed(v))) throw NotLinear{"the native predicate of " + name};
+    }
+    if (pr.reference_decision.has(ReasonCode::invariant_violated, inv))
+      out.push_back(Atom{name, std::vector<Rational>(pr.p.size()), -1});
+  }
+  return out;
 }
 
 // The constraints that cannot all hold, minimised by deletion; empty if they can (or unknown).
@@ -555,7 +495,7 @@ std::vector<std::string> conflict(Z3Problem& z,
   auto check = [&](const std::vector<std::size_t>& on) {
     z3::expr_vector assumptions(z.ctx);
     for (std::size_t i : on) assumptions.push_back(flags[i]);
-    return z.watchdog.run(timeout_ms, [&] { return solver.check(assumptions); });
+    return z.watchdog().run(timeout_ms, [&] { return solver.check(assumptions); });
   };
   std::vector<std::size_t> all(z.constraints.size());
   std::iota(all.begin(), all.end(), 0);
@@ -612,7 +552,7 @@ std::optional<std::vector<Rational>> solve_l1(const Problem& pr,
   }
   opt.add(distances);
   opt.minimize(objective);
-  if (z.watchdog.run(ms, [&] { return opt.check(); }) != z3::sat) return std::nullopt;
+  if (z.watchdog().run(ms, [&] { return opt.check(); }) != z3::sat) return std::nullopt;
   const z3::model model = opt.get_model();
   std::vector<Rational> x;
   for (std::size_t i = 0; i < z.x.size(); ++i) {
