@@ -105,6 +105,11 @@ struct Worker {
     watchdog_ = &watchdog;
     detail::Encoder enc(ctx, m);
     situation_.emplace(detail::SymSituation::fresh(ctx, m, ""));
+    // Its terms belong to `ctx`: they must go before it does, however run() ends.
+    struct ResetSituation {
+      std::optional<detail::SymSituation>& situation;
+      ~ResetSituation() { situation.reset(); }
+    } reset_situation{situation_};
 
     // The state hypotheses, once: bounds of every encodable variable, and every blocking
     // state invariant that can be encoded. Those that cannot are remembered: a satisfying
