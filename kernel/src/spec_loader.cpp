@@ -428,9 +428,11 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
   problems.attempt([&] {
     const JsonNode& vars = required(root, "", "variables");
     expect_kind(vars, Kind::object, "variables");
-    for (const auto& [name, v] : vars.members) {
-      problems.attempt(
-          [&] { t.variables.push_back(parse_variable(name, v, join("variables", name))); });
+    for (const auto& member : vars.members) {
+      problems.attempt([&] {
+        const auto& [name, v] = member;
+        t.variables.push_back(parse_variable(name, v, join("variables", name)));
+      });
     }
   });
   problems.attempt([&] {
