@@ -370,3 +370,18 @@ if(DEFINED XMLLINT)
     expect("non-UTF-8 ${f} validates" 0 "" ${XMLLINT} --noout --schema ${SOURCE_DIR}/tests/data/junit.xsd ${WORK_DIR}/${f})
   endforeach()
 endif()
+
+# run --lookahead-timeout-ms: accepted with --lookahead (the guard still rejects the trap), and
+# its range is checked.
+expect("run lookahead timeout" 0 "lookahead_trap" ${CLAMPAI} run ${pv} --lookahead 3 --lookahead-timeout-ms 60000)
+expect("run lookahead timeout range" 2 "lookahead-timeout-ms" ${CLAMPAI} run ${pv} --lookahead 3 --lookahead-timeout-ms 0)
+
+# A run longer than the kernel's in-memory trace window (4,096 entries): the report counts every
+# entry, the chain it keeps verifies, and the file holds the whole trace, which replays.
+file(WRITE ${WORK_DIR}/long.json [=[{"name": "long", "goal": "n >= 5000",
+ "variables": {"n": {"type": "int", "initial": 0, "min": 0}},
+ "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": "1"}]}],
+ "budget": {"total": 6000, "min_action_cost": 1}}]=])
+file(REMOVE ${WORK_DIR}/long.jsonl)
+expect("run beyond the trace window" 0 "\"entries\": 5002,[^}]*\"verified\": true" ${CLAMPAI} run ${WORK_DIR}/long.json --trace ${WORK_DIR}/long.jsonl --format json)
+expect("trace beyond the window verifies and replays" 0 "ok: .*5002 entries.*replays" ${CLAMPAI} trace verify ${WORK_DIR}/long.jsonl --spec ${WORK_DIR}/long.json)
