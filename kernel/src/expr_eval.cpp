@@ -487,10 +487,14 @@ std::string to_source(const Expr& e) {
       return "old(" + e.name + ")";
     case ExprOp::defined:
       return "defined(" + e.name + ")";
+    // A unary operator on the same operator needs no parentheses (`- -x`, `!!x`): printed
+    // with them, a chain of N signs would nest 2N deep and exceed the parser's limit.
     case ExprOp::neg:
-      return "-" + wrap(*e.args[0], p, true);
+      return e.args[0]->op == ExprOp::neg ? "- " + to_source(*e.args[0])
+                                          : "-" + wrap(*e.args[0], p, true);
     case ExprOp::logical_not:
-      return "!" + wrap(*e.args[0], p, true);
+      return e.args[0]->op == ExprOp::logical_not ? "!" + to_source(*e.args[0])
+                                                  : "!" + wrap(*e.args[0], p, true);
     case ExprOp::ite:
       return "if " + to_source(*e.args[0]) + " then " + to_source(*e.args[1]) + " else " +
              to_source(*e.args[2]);
