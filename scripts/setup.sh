@@ -5,7 +5,15 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config clang-format
           libssl-dev nlohmann-json3-dev libcli11-dev libboost-graph-dev libz3-dev
           catch2 libbenchmark-dev libvalijson-dev libxml2-utils default-jre-headless
-          clang libclang-rt-14-dev)  # the fuzzers: clang 14 and libFuzzer's runtime
+          clang libclang-rt-14-dev   # the fuzzers: clang 14 and libFuzzer's runtime
+          libcurl4-openssl-dev       # the LLM adapters and the HTTP attestor
+          libre2-dev                 # the pattern invariants
+          libboost-dev               # Boost.Beast (the server)
+          libpqxx-dev postgresql     # the shared ledger and its throwaway test clusters
+          pybind11-dev python3-pybind11 python3-dev python3-setuptools python3-venv
+          python3-pytest python3-hypothesis   # the Python bindings and their tests
+          coq libzarith-ocaml-dev ocaml-findlib  # the machine-checked proofs and their extraction
+          wrk linux-perf)            # load tests and profiles
 
 missing=()
 for p in "${packages[@]}"; do
