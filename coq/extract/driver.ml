@@ -9,13 +9,14 @@
      start                          -> state ...       the initial state of the task
      exec I                         -> exec APPROVED BELOW_MIN BUDGET STEP_LIMIT NV I{NV} STATE
      rollback                       -> rollback OK STATE
-     drop                           -> state ...       forgets the last exec/rollback (the test's
-                                                       resynchronisation when the C++ refused
-                                                       what it cannot represent)
+     drop                           -> state ...       forgets the last exec or rollback (the
+                                                       test's resynchronisation when the C++
+                                                       refused what it cannot represent)
    where STATE is N X0 .. X(N-1) GROSS REFUNDED STEPS EMERGENCY_STEPS.
    A ledger on its own:
      ledger TOTAL                   -> ledger TOTAL GROSS REFUNDED
      charge C | refund A            -> charge|refund OK TOTAL GROSS REFUNDED
+     drop                           -> ledger ...      forgets the last charge or refund
    A malformed line: "error <why>" and exit status 2. *)
 
 (* zarith's Z, before Model's own module Z (the extracted one) hides it. *)
@@ -48,6 +49,7 @@ let task = ref None
 let current = ref None
 let previous = ref None
 let ledger = ref (initial Zi.zero)
+let previous_ledger = ref None
 
 let the_task () = match !task with Some t -> t | None -> fail "no task started"
 let the_state () = match !current with Some s -> s | None -> fail "no task started"
@@ -105,6 +107,7 @@ let answer () =
 
 let move s =
   previous := !current;
+  previous_ledger := None;
   current := Some s
 
 let handle = function
@@ -166,14 +169,25 @@ let handle = function
       add_flag ok;
       add_state s;
       answer ()
-  | [ "drop" ] ->
-      (match !previous with Some s -> current := Some s | None -> fail "nothing to drop");
-      previous := None;
-      Buffer.add_string buf "state";
-      add_state (the_state ());
-      answer ()
+  | [ "drop" ] -> (
+      match (!previous, !previous_ledger) with
+      | Some s, _ ->
+          current := Some s;
+          previous := None;
+          Buffer.add_string buf "state";
+          add_state s;
+          answer ()
+      | None, Some l ->
+          ledger := l;
+          previous_ledger := None;
+          Buffer.add_string buf "ledger";
+          add_ledger l;
+          answer ()
+      | None, None -> fail "nothing to drop")
   | [ "ledger"; t ] ->
       ledger := initial (int_of t);
+      previous := None;
+      previous_ledger := None;
       Buffer.add_string buf "ledger";
       add_ledger !ledger;
       answer ()
@@ -182,6 +196,8 @@ let handle = function
         if op = "charge" then try_charge !ledger (int_of amount)
         else try_refund !ledger (int_of amount)
       in
+      previous := None;
+      previous_ledger := Some !ledger;
       (match result with Some l -> ledger := l | None -> ());
       Buffer.add_string buf op;
       add_flag (result <> None);
