@@ -619,6 +619,7 @@ void run_task(ModelProcess& model, Generator& g, const TaskSpec& t, std::uint64_
     const bool fits_int64 = representable(t, a, synced);
     const i128 remaining = t.total - (synced.gross - synced.refunded);
 
+    const std::uint64_t trace_before = kernel.trace_length();
     std::optional<Outcome> out;
     std::string thrown;
     try {
@@ -631,6 +632,8 @@ void run_task(ModelProcess& model, Generator& g, const TaskSpec& t, std::uint64_
       // The C++ cannot compute this step. If the model approves it, the C++ must refuse with a
       // clear error; either way it changes nothing.
       expect_same(synced, cpp, what + ", not representable in int64: the C++ changed its state");
+      expect(thrown.empty() || kernel.trace_length() == trace_before,
+             what + ": the refused step was appended to the trace");
       if (md.approved) {
         expect(!thrown.empty()
                    ? thrown.find("int64") != std::string::npos
@@ -701,6 +704,8 @@ void run_task(ModelProcess& model, Generator& g, const TaskSpec& t, std::uint64_
     }
     synced = after;
   }
+  const TraceCheck chain = kernel.verify_trace();
+  expect(chain.ok, "the kernel's trace does not verify: " + chain.message);
 }
 
 // A ledger on its own: charges and refunds at, just below and just above the edges, through
