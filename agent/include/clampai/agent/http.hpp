@@ -50,7 +50,8 @@ struct HttpLlmOptions {
 /// @throws std::invalid_argument on a bad option (an empty key or one with spaces, quotes or
 /// control characters, a base URL that is not http(s), a non-positive timeout or body cap, a
 /// retry count outside 0..10), naming the option; or if the transcript cannot be opened.
-/// `complete` throws LlmError, or std::runtime_error if a transcript line cannot be written.
+/// `complete` throws LlmError; std::invalid_argument if `request.max_tokens` is not positive;
+/// std::runtime_error if a transcript line cannot be written. See docs/LLM.md.
 std::unique_ptr<LlmClient> make_http_llm(const HttpLlmOptions& options);
 
 }  // namespace clampai::agent
