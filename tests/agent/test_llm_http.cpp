@@ -475,8 +475,8 @@ TEST_CASE("Adapters: an answer slower than the total timeout is a timeout, not r
   std::string message;
   CHECK(kind_of(*llm, two_tools(), &message) == LlmErrorKind::timeout);
   CHECK_THAT(message, Contains("total 200 ms"));
-  CHECK(server.received().size() == 1);
-  CHECK(h.sleeps.empty());
+  CHECK(server.received().size() <= 1);  // on a loaded machine the request may not even arrive
+  CHECK(h.sleeps.empty());               // not retried
 }
 
 TEST_CASE("Adapters: 401 and 403 are auth errors, never retried, and never show the key",
