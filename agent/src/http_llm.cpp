@@ -203,9 +203,11 @@ class HttpLlm final : public LlmClient {
         break;
       case TransportFailure::timeout:
         a.kind = LlmErrorKind::timeout;
-        a.message = prefix() + "no answer within the timeout (connect " +
-                    std::to_string(options_.connect_timeout.count()) + " ms, total " +
-                    std::to_string(options_.total_timeout.count()) + " ms)";
+        a.message = prefix() + (result.connected
+                                    ? "no complete answer within the total timeout of " +
+                                          std::to_string(options_.total_timeout.count()) + " ms"
+                                    : "no connection within the connect timeout of " +
+                                          std::to_string(options_.connect_timeout.count()) + " ms");
         return a;
       case TransportFailure::connect:
         a.message = prefix() + "no answer: " + result.error;

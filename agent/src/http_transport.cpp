@@ -183,11 +183,16 @@ PostResult HttpSession::post(const std::string& url,
   const CURLcode code = curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_off_t connect_time = 0;
+  curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connect_time);
+  long request_size = 0;  // bytes sent: a reused connection may report no connect time
+  curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &request_size);
   // The handle must not keep pointers into this frame.
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
 
   result.status = status;
+  result.connected = connect_time > 0 || request_size > 0;
   result.failure = classify(code, body_sink.over);
   result.retry_after = header_sink.millis ? header_sink.millis : header_sink.seconds;
   if (result.failure != TransportFailure::none) {

@@ -22,7 +22,8 @@ enum class TransportFailure {
 
 struct PostResult {
   TransportFailure failure = TransportFailure::none;
-  std::string error;  ///< libcurl's description when failure != none
+  std::string error;       ///< libcurl's description when failure != none
+  bool connected = false;  ///< whether a connection was made (a timeout before: the connect one)
   long status = 0;
   std::string body;
   /// The server's `retry-after-ms` or `retry-after` (in seconds; an HTTP date is ignored).

@@ -11,13 +11,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <stdexcept>
 
 namespace clampai::test {
 
 namespace {
 
-int listen_on_loopback(int& port) {
+int listen_on_loopback(int& port, int backlog = 8) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("fake server: socket failed");
   sockaddr_in addr{};
@@ -25,7 +26,8 @@ int listen_on_loopback(int& port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 8) != 0 ||
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, backlog) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     ::close(fd);
     throw std::runtime_error("fake server: cannot listen on 127.0.0.1");
@@ -164,11 +166,6 @@ void FakeServer::serve(int connection) {
   const Reply reply = next_ < script_.size()
                           ? script_[next_++]
                           : http_reply(500, R"({"error":{"message":"script exhausted"}})");
-  if (reply.hang) {
-    while (wait_readable(connection) && ::recv(connection, buf, sizeof buf, 0) > 0) {
-    }
-    return;
-  }
   std::size_t sent = 0;
   while (sent < reply.raw.size()) {
     const ssize_t n =
@@ -176,8 +173,35 @@ void FakeServer::serve(int connection) {
     if (n <= 0) return;  // the client stopped reading (a body over its cap)
     sent += static_cast<std::size_t>(n);
   }
+  if (reply.hang) {  // hold the connection open until the client gives up
+    while (wait_readable(connection) && ::recv(connection, buf, sizeof buf, 0) > 0) {
+    }
+    return;
+  }
   ::shutdown(connection, SHUT_WR);
 }
+
+FullListener::FullListener() {
+  fd_ = listen_on_loopback(port_, /*backlog=*/0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port_));
+  // Fill the accept queue: a further connection attempt gets no answer to its SYN.
+  for (int i = 0; i < 4; ++i) {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c < 0) continue;
+    (void)::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers_.push_back(c);
+  }
+}
+
+FullListener::~FullListener() {
+  for (const int c : fillers_) ::close(c);
+  ::close(fd_);
+}
+
+std::string FullListener::url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 int closed_port() {
   int port = 0;

@@ -13,7 +13,7 @@ namespace clampai::test {
 
 struct Reply {
   std::string raw;    ///< sent as is, then the connection is closed
-  bool hang = false;  ///< send nothing and hold the connection until the client closes it
+  bool hang = false;  ///< after `raw`, hold the connection open until the client closes it
 };
 
 /// A complete response with Content-Length and `Connection: close`.
@@ -55,6 +55,22 @@ class FakeServer {
   mutable std::mutex mutex_;
   std::vector<Received> received_;
   std::thread thread_;
+};
+
+/// A listener on 127.0.0.1 whose accept queue is full: connecting to it never completes, so only
+/// the client's connect timeout ends the attempt.
+class FullListener {
+ public:
+  FullListener();
+  ~FullListener();
+  FullListener(const FullListener&) = delete;
+  FullListener& operator=(const FullListener&) = delete;
+  [[nodiscard]] std::string url() const;
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::vector<int> fillers_;
 };
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then closed).

@@ -467,16 +467,39 @@ TEST_CASE("Adapters: a 10 MB answer under a raised cap is read whole", "[agent][
 
 TEST_CASE("Adapters: an answer slower than the total timeout is a timeout, not retried",
           "[agent][llm_http]") {
-  FakeServer server({no_reply()});  // never answers: only the timeout can end the call
+  const std::string body = anthropic_text("never finished");
+  const std::string headers_only = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" +
+                                   std::string("Content-Length: ") + std::to_string(body.size()) +
+                                   "\r\n\r\n" + body.substr(0, 10);
+  // Only the timeout can end these calls: one server never answers, the other stalls mid-body.
+  FakeServer server({no_reply(), Reply{headers_only, true}});
   Harness h;
   auto o = h.options(Vendor::anthropic, server);
   o.total_timeout = milliseconds(200);
   auto llm = make_http_llm(o);
+  for (int i = 0; i < 2; ++i) {
+    std::string message;
+    CHECK(kind_of(*llm, two_tools(), &message) == LlmErrorKind::timeout);
+    CHECK_THAT(message, Contains("within the total timeout of 200 ms"));
+  }
+  CHECK(server.received().size() <= 2);  // on a loaded machine a request may not even arrive
+  CHECK(h.sleeps.empty());               // not retried
+}
+
+TEST_CASE("Adapters: a connection that never completes is a connect timeout, not retried",
+          "[agent][llm_http]") {
+  const clampai::test::FullListener full;
+  FakeServer unused({});
+  Harness h;
+  auto o = h.options(Vendor::openai, unused);
+  o.base_url = full.url() + "/v1";
+  o.connect_timeout = milliseconds(200);
+  o.total_timeout = milliseconds(2'000);
+  auto llm = make_http_llm(o);
   std::string message;
   CHECK(kind_of(*llm, two_tools(), &message) == LlmErrorKind::timeout);
-  CHECK_THAT(message, Contains("total 200 ms"));
-  CHECK(server.received().size() <= 1);  // on a loaded machine the request may not even arrive
-  CHECK(h.sleeps.empty());               // not retried
+  CHECK_THAT(message, Contains("no connection within the connect timeout of 200 ms"));
+  CHECK(h.sleeps.empty());
 }
 
 TEST_CASE("Adapters: 401 and 403 are auth errors, never retried, and never show the key",
