@@ -136,11 +136,7 @@ class HttpLlm final : public LlmClient {
     } else {
       url_ = options_.base_url + "/chat/completions";
       headers_ = {"Authorization: Bearer " + options_.api_key, "Content-Type: application/json"};
-      // OpenAI deprecated max_tokens (its reasoning models refuse it); the servers that copy the
-      // API (llama.cpp, vLLM, Ollama) all know max_tokens.
-      max_tokens_field_ = options_.base_url.rfind("https://api.openai.com", 0) == 0
-                              ? "max_completion_tokens"
-                              : "max_tokens";
+      max_tokens_field_ = detail::openai_max_tokens_field(options_.base_url);
     }
     if (options_.transcript) transcript_.emplace(*options_.transcript);
     rng_.seed(options_.jitter_seed ? *options_.jitter_seed : std::random_device{}());

@@ -131,6 +131,13 @@ json openai_body(const LlmRequest& request,
   return body;
 }
 
+std::string openai_max_tokens_field(const std::string& base_url) {
+  const std::string host = "https://api.openai.com";
+  const bool public_api = base_url.rfind(host, 0) == 0 &&
+                          (base_url.size() == host.size() || base_url[host.size()] == '/');
+  return public_api ? "max_completion_tokens" : "max_tokens";
+}
+
 LlmResponse parse_anthropic(const json& answer, const ToolNames& names) {
   if (!answer.is_object()) unparsable("the answer is not a JSON object");
   const auto content = answer.find("content");

@@ -36,6 +36,11 @@ struct ToolNames {
                                          const ToolNames& names,
                                          const std::string& max_tokens_field);
 
+/// The Chat Completions field of the token limit: `max_completion_tokens` on api.openai.com
+/// (which deprecated `max_tokens`; its reasoning models refuse it), `max_tokens` elsewhere (the
+/// field every OpenAI-compatible server knows: llama.cpp, vLLM, Ollama).
+[[nodiscard]] std::string openai_max_tokens_field(const std::string& base_url);
+
 /// The first `tool_use` block (else the text blocks) and the usage of a Messages answer.
 /// @throws LlmError(unparsable) naming the missing or ill-typed field.
 [[nodiscard]] LlmResponse parse_anthropic(const nlohmann::json& answer, const ToolNames& names);
