@@ -222,7 +222,8 @@ class HttpLlm final : public LlmClient {
         a.message = prefix() + result.error;
         return a;
     }
-    json answer = json::parse(result.body, nullptr, /*allow_exceptions=*/false);
+    bool too_deep = false;
+    json answer = detail::parse_answer(result.body, too_deep);
     if (!answer.is_discarded()) a.answer = answer;
     const std::string status = "HTTP " + std::to_string(result.status);
     if (result.status < 200 || result.status > 299) {
@@ -239,6 +240,11 @@ class HttpLlm final : public LlmClient {
       return a;
     }
     a.kind = LlmErrorKind::unparsable;
+    if (too_deep) {
+      a.message = prefix() + status + " but the answer nests deeper than " +
+                  std::to_string(detail::kMaxAnswerDepth) + " levels";
+      return a;
+    }
     if (!a.answer) {
       a.message = prefix() + status + " but the answer is not JSON: " + printable(result.body, 80);
       return a;

@@ -41,19 +41,52 @@ std::int64_t count(const json& usage, const char* field) {
   return n < 0 ? 0 : n;
 }
 
+// The deepest nesting of arrays and objects, counted outside strings, stopping past `limit`.
+bool nests_deeper_than(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 json arguments_object(const json& arguments, const std::string& where) {
   if (arguments.is_object()) return arguments;  // some local servers send an object
   if (arguments.is_null()) return json::object();
   if (!arguments.is_string()) unparsable(where + " is neither a JSON string nor an object");
   const auto& text = arguments.get_ref<const std::string&>();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
-  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  bool too_deep = false;
+  json parsed = parse_answer(text, too_deep);
+  if (too_deep)
+    unparsable(where + " nests deeper than " + std::to_string(kMaxAnswerDepth) + " levels");
   if (parsed.is_discarded()) unparsable(where + " is not JSON");
   if (!parsed.is_object()) unparsable(where + " is not a JSON object");
   return parsed;
 }
 
 }  // namespace
+
+json parse_answer(std::string_view text, bool& too_deep) {
+  too_deep = nests_deeper_than(text, kMaxAnswerDepth);
+  if (too_deep) return json(json::value_t::discarded);
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 std::string ToolNames::original(const std::string& wire_name) const {
   const auto it = to_original.find(wire_name);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,14 @@
 #include "clampai/agent/llm.hpp"
 
 namespace clampai::agent::detail {
+
+/// Deeper JSON is refused before parsing: nlohmann parses any depth, but copies, compares and
+/// prints recursively, so a hostile answer nested a million levels deep would overflow the stack.
+inline constexpr std::size_t kMaxAnswerDepth = 256;
+
+/// `text` parsed as JSON; a discarded value if it is not JSON or nests deeper than
+/// kMaxAnswerDepth (then `too_deep` is set).
+[[nodiscard]] nlohmann::json parse_answer(std::string_view text, bool& too_deep);
 
 /// The names the tools get on the wire. Both APIs accept only 1 to 64 of [A-Za-z0-9_-], and a
 /// spec's action id may be up to 128 characters: such a name travels as an alias that the

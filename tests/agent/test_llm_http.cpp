@@ -424,6 +424,36 @@ TEST_CASE("Adapters: malformed and ill-shaped answers are unparsable and name wh
   }
 }
 
+TEST_CASE("Adapters: an answer nested a million levels deep is unparsable, not a crash",
+          "[agent][llm_http]") {
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  json args_deep = json::parse(openai_tool_call("pay", "{}"));
+  args_deep["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] =
+      std::string(100'000, '{');
+  json fine = json::object();  // 100 levels is within the limit
+  for (int i = 0; i < 100; ++i) fine = json{{"k", fine}};
+  FakeServer server({http_reply(200, deep),
+                     http_reply(500, deep),
+                     http_reply(200, openai_tool_call("pay", fine.dump()))});
+  FakeServer args_server({http_reply(200, args_deep.dump())});
+  Harness h;
+  auto o = h.options(Vendor::openai, server);
+  o.max_retries = 0;
+  auto llm = make_http_llm(o);
+  std::string message;
+  CHECK(kind_of(*llm, two_tools(), &message) == LlmErrorKind::unparsable);
+  CHECK_THAT(message, Contains("nests deeper than 256 levels"));
+  CHECK(kind_of(*llm, two_tools(), &message) == LlmErrorKind::http);  // an error page, too
+  CHECK_THAT(message, Contains("HTTP 500"));
+  const auto ok = llm->complete(two_tools());
+  REQUIRE(ok.tool_call);
+  CHECK(ok.tool_call->arguments == fine);
+
+  auto args_llm = make_http_llm(h.options(Vendor::openai, args_server));
+  CHECK(kind_of(*args_llm, two_tools(), &message) == LlmErrorKind::unparsable);
+  CHECK_THAT(message, Contains("arguments` nests deeper than 256 levels"));
+}
+
 TEST_CASE("Adapters: a truncated body is unparsable", "[agent][llm_http]") {
   const std::string body = anthropic_text("this answer is cut short");
   std::string raw = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n";
