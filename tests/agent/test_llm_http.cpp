@@ -144,14 +144,22 @@ std::vector<json> read_lines(const std::filesystem::path& p) {
   return lines;
 }
 
-std::filesystem::path temp_path(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("clampai_llm_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto p = dir / name;
-  std::filesystem::remove(p);
-  return p;
-}
+// A fresh directory of its own per test, removed at the end.
+struct TempDir {
+  std::filesystem::path dir;
+  explicit TempDir(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() /
+            ("clampai_llm_test_" + std::to_string(::getpid()) + "_" + name)) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 }  // namespace
 
@@ -674,7 +682,8 @@ TEST_CASE("Adapters: a prompt injection in the text never becomes a tool call",
 
 TEST_CASE("Transcript: one JSON line per attempt, appended, private, and without the key",
           "[agent][llm_http]") {
-  const auto path = temp_path("transcript.jsonl");
+  const TempDir tmp("append");
+  const auto path = tmp.dir / "transcript.jsonl";
   {
     std::ofstream(path) << R"({"earlier":"line"})" << '\n';
     std::filesystem::permissions(
@@ -729,7 +738,8 @@ TEST_CASE("Transcript: a new file is created owner-only; a symlink or a director
   FakeServer server({http_reply(200, openai_text("x"))});
   Harness h;
   auto o = h.options(Vendor::openai, server);
-  const auto path = temp_path("fresh.jsonl");
+  const TempDir tmp("fresh");
+  const auto path = tmp.dir / "fresh.jsonl";
   o.transcript = path;
   (void)make_http_llm(o)->complete(two_tools());
   struct stat st {};
@@ -737,7 +747,7 @@ TEST_CASE("Transcript: a new file is created owner-only; a symlink or a director
   CHECK((st.st_mode & 0777) == 0600);
   CHECK(read_lines(path).size() == 1);
 
-  const auto link = temp_path("link.jsonl");
+  const auto link = tmp.dir / "link.jsonl";
   std::filesystem::create_symlink(path, link);
   o.transcript = link;
   CHECK_THROWS_WITH(make_http_llm(o), Contains("symbolic link"));
