@@ -80,6 +80,8 @@ namespace {
 constexpr std::size_t kMaxText = 1u << 20;
 constexpr std::size_t kMaxObject = 64u * 1024;
 constexpr std::size_t kMaxObjects = 64;
+// Places where an object may start that are tried: bounds the work on text full of braces.
+constexpr std::size_t kMaxAttempts = 256;
 
 ParsedAnswer failure(FailureKind kind, std::string message) {
   ParsedAnswer p;
@@ -191,8 +193,10 @@ ParsedAnswer parse_text(std::string_view raw) {
   limits.max_string = 4096;
   std::optional<Answer> chosen;
   std::optional<ParsedAnswer> first_failure;
-  std::size_t objects = 0;
-  for (std::size_t at = text.find('{'); at != std::string::npos && objects < kMaxObjects;) {
+  std::size_t objects = 0, attempts = 0;
+  for (std::size_t at = text.find('{');
+       at != std::string::npos && objects < kMaxObjects && attempts < kMaxAttempts;
+       ++attempts) {
     const std::size_t end = object_end(text, at);
     if (end == std::string::npos) {
       at = text.find('{', at + 1);

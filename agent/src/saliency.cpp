@@ -70,14 +70,17 @@ Salience Saliency::select(const kernel::Situation& situation,
   // Invariants: tight now, or tight / violated after an offered action.
   for (std::size_t i = 0; i < m.invariants.size(); ++i) {
     if (inv_vars_[i].empty()) continue;
-    bool tight = valuator.slack(i, situation.state) < options_.boundary_slack;
+    const double now = valuator.slack(i, situation.state);
+    bool tight = now < options_.boundary_slack;
     for (const Candidate& c : offered) {
       if (tight) break;
       if (c.decision.has(kernel::ReasonCode::invariant_violated, m.invariants[i].name)) {
         tight = true;
       } else if (c.decision.approved && !c.decision.changes.empty()) {
-        tight =
-            valuator.slack(i, situation.state.with(c.decision.changes)) < options_.boundary_slack;
+        // Near: a few more steps like this one reach the boundary.
+        const double after = valuator.slack(i, situation.state.with(c.decision.changes));
+        tight = after < options_.boundary_slack ||
+                (after < now && now <= options_.boundary_steps * (now - after));
       }
     }
     if (tight)

@@ -143,7 +143,8 @@ std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
       for (std::size_t i : guards_[c.action])
         proximity = std::max(proximity, 1.0 - std::min(1.0, slack(i, after)));
     }
-    double reach = std::max(0.0, v.closure);
+    // Signed: an action that widens the distance to the goal loses value.
+    double reach = std::max(-1.0, v.closure);
     if (unlock_distance_[c.action] > 0 && situation.completions[c.action] == 0 &&
         situation.completions[unlocks_[c.action]] == 0) {
       const double unlock = std::pow(0.5, unlock_distance_[c.action]);

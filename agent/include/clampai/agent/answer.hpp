@@ -51,10 +51,11 @@ struct ParsedAnswer {
 /// Reads `response`: its tool call when there is one (the name is the action id, the arguments
 /// its parameters), else the JSON in its text. In the text, NUL and other control bytes,
 /// zero-width and bidirectional-override characters are removed first; every JSON object in it
-/// is read (code fences and prose around them are ignored, at most 64 objects of 64 KiB each,
-/// nesting at most 16 deep); the objects that have `action` or `stop` must all say the same
-/// thing, otherwise the answer is refused as ambiguous (an injected second choice cannot
-/// win). Parameter values are numbers or decimal strings, read exactly. Never throws.
+/// is read (code fences and prose around them are ignored; at most 64 objects of 64 KiB each,
+/// nesting at most 16 deep, from the first 256 places where one may start); the objects that have
+/// `action` or `stop` must all say the same thing, otherwise the answer is refused as ambiguous (an
+/// injected second choice cannot win). Parameter values are numbers or decimal strings, read
+/// exactly. Never throws.
 ParsedAnswer parse_answer(const LlmResponse& response);
 
 /// `text` without NUL and other control bytes (tab, newline and carriage return stay) and

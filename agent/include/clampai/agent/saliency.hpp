@@ -19,6 +19,9 @@ struct SaliencyOptions {
   /// this, now or after an offered action, puts its variables near the boundary; so does a
   /// bounded variable within this share of its range from a bound.
   double boundary_slack = 0.2;
+  /// An invariant is also near its boundary when this many steps like one of the offered
+  /// actions would reach it (its slack shrinks by at least 1/`boundary_steps` of itself).
+  double boundary_steps = 2.0;
   /// At most this many variables are shown; those near a boundary are always shown.
   std::size_t max_variables = 40;
 };

@@ -44,9 +44,10 @@ struct Candidate {
 /// The five dimensions of one action and its value.
 struct ActionValue {
   std::size_t action = 0;
-  /// P(success) x the share of the goal distance its default proposal closes (or, for an
-  /// action that has not completed yet and unlocks one that writes the goal's variables,
-  /// 0.5^k, k its distance in the causal graph to that action), whichever is larger.
+  /// P(success) x the share of the goal distance its default proposal closes (negative when it
+  /// widens it, at least -1), or, for an action that has not completed yet and unlocks one
+  /// that writes the goal's variables, 0.5^k (k its distance in the causal graph to that
+  /// action), whichever is larger.
   double expected_progress = 0.0;
   double information_gain = 0.0;  ///< 4 x the belief's variance, in [0, 1]
   double cost_ratio = 0.0;        ///< cost / the budget left
