@@ -20,8 +20,8 @@ struct Distance::Node {
   double scale = 1.0;          // compare: the divisor
   std::vector<std::unique_ptr<Node>> kids;
 
-  [[nodiscard]] double raw(const kernel::State& s) const;  // compare, before scaling
-  [[nodiscard]] double eval(const kernel::State& s) const;
+  [[nodiscard]] double raw(const kernel::EvalEnv& env) const;  // compare, before scaling
+  [[nodiscard]] double eval(const kernel::EvalEnv& env) const;
 };
 
 namespace {
@@ -66,14 +66,13 @@ kernel::EvalEnv env_of(const kernel::State& s) {
 
 }  // namespace
 
-double Distance::Node::raw(const kernel::State& s) const {
-  const kernel::EvalEnv env = env_of(s);
+double Distance::Node::raw(const kernel::EvalEnv& env) const {
   kernel::Decimal a, b;
   if (kernel::evaluate_number(*expr->args[0], env, a) != kernel::EvalError::none ||
       kernel::evaluate_number(*expr->args[1], env, b) != kernel::EvalError::none)
     return std::numeric_limits<double>::quiet_NaN();
   const double x = detail::to_double(a), y = detail::to_double(b);
-  const double unit = std::pow(10.0, -static_cast<double>(std::max(a.scale, b.scale)));
+  const double unit = 1.0 / detail::pow10d(std::max(a.scale, b.scale));
   switch (op) {
     case ExprOp::le:
       return std::max(0.0, x - y);
@@ -92,32 +91,32 @@ double Distance::Node::raw(const kernel::State& s) const {
   }
 }
 
-double Distance::Node::eval(const kernel::State& s) const {
+double Distance::Node::eval(const kernel::EvalEnv& env) const {
   switch (kind) {
     case Kind::compare: {
-      const double r = raw(s);
+      const double r = raw(env);
       return std::isnan(r) ? 1.0 : r / scale;
     }
     case Kind::boolean: {
       bool v = false;
-      if (kernel::evaluate_bool(*expr, env_of(s), v) != kernel::EvalError::none) return 1.0;
+      if (kernel::evaluate_bool(*expr, env, v) != kernel::EvalError::none) return 1.0;
       return v != negate ? 0.0 : 1.0;
     }
     case Kind::all: {
       double sum = 0.0;
-      for (const auto& k : kids) sum += k->eval(s);
+      for (const auto& k : kids) sum += k->eval(env);
       return sum;
     }
     case Kind::any: {
       double m = std::numeric_limits<double>::infinity();
-      for (const auto& k : kids) m = std::min(m, k->eval(s));
+      for (const auto& k : kids) m = std::min(m, k->eval(env));
       return std::isinf(m) ? 0.0 : m;
     }
     case Kind::ite: {
       bool c = false;
-      if (kernel::evaluate_bool(*expr, env_of(s), c) != kernel::EvalError::none)
-        return std::max(kids[0]->eval(s), kids[1]->eval(s));
-      return kids[c ? 0 : 1]->eval(s);
+      if (kernel::evaluate_bool(*expr, env, c) != kernel::EvalError::none)
+        return std::max(kids[0]->eval(env), kids[1]->eval(env));
+      return kids[c ? 0 : 1]->eval(env);
     }
   }
   return 1.0;
@@ -168,7 +167,7 @@ static std::unique_ptr<Distance::Node> compile(const Expr& e, bool neg, const ke
   if (is_numeric_compare(e)) {
     n->kind = Kind::compare;
     n->op = neg ? negated(e.op) : e.op;
-    const double r = n->raw(ref);
+    const double r = n->raw(env_of(ref));
     if (!std::isnan(r) && r > 0) {
       n->scale = r;
     } else {
@@ -199,7 +198,17 @@ Distance::Distance(Distance&&) noexcept = default;
 Distance& Distance::operator=(Distance&&) noexcept = default;
 
 double Distance::operator()(const kernel::State& state) const {
-  return root_ ? root_->eval(state) : 0.0;
+  return root_ ? root_->eval(env_of(state)) : 0.0;
+}
+
+double Distance::operator()(
+    const kernel::State& state,
+    const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const {
+  if (!root_) return 0.0;
+  // `old(x)` reads the state before the changes: a transition's own pre-state.
+  kernel::EvalEnv env = env_of(state);
+  env.overlay = &changes;
+  return root_->eval(env);
 }
 
 }  // namespace clampai::agent

@@ -62,7 +62,7 @@ nlohmann::json default_arguments(const ToolSpec& tool) {
 
 LlmResponse MockLlm::complete(const LlmRequest& request) {
   ++calls_;
-  last_ = request;
+  last_prompt_ = request.prompt;
   if (next_ < options_.script.size()) {
     const MockAnswer& a = options_.script[next_++];
     if (a.error) throw LlmError(*a.error, a.message);

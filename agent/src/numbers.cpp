@@ -7,12 +7,35 @@
 
 namespace clampai::agent::detail {
 
+double pow10d(int k) noexcept {
+  static constexpr double table[] = {1e0,
+                                     1e1,
+                                     1e2,
+                                     1e3,
+                                     1e4,
+                                     1e5,
+                                     1e6,
+                                     1e7,
+                                     1e8,
+                                     1e9,
+                                     1e10,
+                                     1e11,
+                                     1e12,
+                                     1e13,
+                                     1e14,
+                                     1e15,
+                                     1e16,
+                                     1e17,
+                                     1e18};
+  return k >= 0 && k <= 18 ? table[k] : std::pow(10.0, k);
+}
+
 double to_double(const kernel::Decimal& d) noexcept {
-  return static_cast<double>(d.units) / std::pow(10.0, d.scale);
+  return static_cast<double>(d.units) / pow10d(d.scale);
 }
 
 double amount_to_double(const kernel::TaskModel& model, kernel::Amount a) noexcept {
-  return static_cast<double>(a) / std::pow(10.0, model.budget.scale);
+  return static_cast<double>(a) / pow10d(model.budget.scale);
 }
 
 kernel::Amount nominal_cost(const kernel::TaskModel& model, std::size_t index) {

@@ -71,8 +71,11 @@ struct Orchestrator::Impl {
         beliefs(*model, options.belief_decay, options.priors),
         valuator(model, options.weights),
         saliency(*model, options.saliency) {
-    for (std::size_t i = 0; i < model->actions.size(); ++i)
+    for (std::size_t i = 0; i < model->actions.size(); ++i) {
       tools.push_back(detail::tool_of(*model, i));
+      defaults.push_back(driver::default_proposal(*model, i));
+      headers.push_back(detail::action_header(*model, i));
+    }
     request.system = std::string(system_prompt());
   }
 
@@ -83,7 +86,9 @@ struct Orchestrator::Impl {
   BeliefState beliefs;
   Valuator valuator;
   Saliency saliency;
-  std::vector<ToolSpec> tools;  // per action, built once
+  std::vector<ToolSpec> tools;             // per action, built once
+  std::vector<kernel::Proposal> defaults;  // per action: parameters at their defaults
+  std::vector<std::string> headers;        // per action: its unchanging part of the prompt
   LlmRequest request;
   std::vector<std::size_t> request_tools;  // the actions of request.tools, in order
   std::deque<StepRecord> recent;
@@ -137,12 +142,24 @@ void Orchestrator::Impl::ask(const kernel::Situation& s,
   for (std::size_t i = 0; same_tools && i < offered.size(); ++i)
     same_tools = request_tools[i] == offered[i].action;
   if (!same_tools) {
-    request.tools.clear();
-    request_tools.clear();
+    // Reorder by moving the tools already in the request; copy only the newly offered ones.
+    std::vector<ToolSpec> next;
+    next.reserve(offered.size());
+    std::vector<std::size_t> next_actions;
+    next_actions.reserve(offered.size());
     for (const Candidate& c : offered) {
-      request.tools.push_back(tools[c.action]);
-      request_tools.push_back(c.action);
+      const auto at = std::find(request_tools.begin(), request_tools.end(), c.action);
+      if (at != request_tools.end()) {
+        next.push_back(
+            std::move(request.tools[static_cast<std::size_t>(at - request_tools.begin())]));
+        *at = static_cast<std::size_t>(-1);  // moved from
+      } else {
+        next.push_back(tools[c.action]);
+      }
+      next_actions.push_back(c.action);
     }
+    request.tools = std::move(next);
+    request_tools = std::move(next_actions);
   }
   const Salience salience = saliency.select(s, offered, valuator);
   detail::PromptInput in;
@@ -164,6 +181,7 @@ void Orchestrator::Impl::ask(const kernel::Situation& s,
     in.critical_path.push_back(m.actions[a].id);
   in.last_outcome = last_outcome;
   in.recent = &recent;
+  in.headers = &headers;
   detail::write_prompt(in, request.prompt);
 
   ++result.llm_calls;
@@ -257,7 +275,7 @@ OrchestratorResult Orchestrator::Impl::run() {
       ++ready;
       Candidate c;
       c.action = a;
-      c.proposal = driver::default_proposal(m, a);
+      c.proposal = defaults[a];
       c.decision = kernel::decide(m, s, c.proposal);
       if (c.decision.has(kernel::ReasonCode::budget_exceeded)) continue;
       candidates.push_back(std::move(c));
@@ -275,7 +293,7 @@ OrchestratorResult Orchestrator::Impl::run() {
     offered.clear();
     ranked.clear();
     for (std::size_t i : order) {
-      offered.push_back(candidates[i]);
+      offered.push_back(std::move(candidates[i]));
       ranked.push_back(values[i]);
     }
 

@@ -2,8 +2,12 @@
 // the invariants, the offered actions with their values), and the tools.
 #include "prompt.hpp"
 
-#include <cstdio>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 
+#include "clampai/driver/driver.hpp"
 #include "clampai/kernel/expr.hpp"
 #include "valuation_internal.hpp"
 
@@ -11,10 +15,27 @@ namespace clampai::agent::detail {
 
 namespace {
 
+// `x` with `digits` (at most 3) decimals; scores are small, so integer arithmetic is exact
+// enough and much faster than a general formatter (this runs 300 times a step).
 void fixed(std::string& out, double x, int digits = 2) {
-  char buf[64];
-  const int n = std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  if (n > 0) out.append(buf, static_cast<std::size_t>(std::min(n, 63)));
+  static constexpr std::int64_t scale[] = {1, 10, 100, 1000};
+  digits = std::clamp(digits, 0, 3);
+  if (!std::isfinite(x) || std::abs(x) > 1e15) x = 0.0;
+  std::int64_t v = std::llround(x * static_cast<double>(scale[digits]));
+  if (v < 0) {
+    out += '-';
+    v = -v;
+  }
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v / scale[digits]);
+  out.append(buf, r.ptr);
+  if (digits == 0) return;
+  out += '.';
+  std::int64_t frac = v % scale[digits];
+  for (std::int64_t d = scale[digits] / 10; d > 0; d /= 10) {
+    out += static_cast<char>('0' + frac / d);
+    frac %= d;
+  }
 }
 
 void amount(std::string& out, const kernel::TaskModel& m, kernel::Amount a) {
@@ -59,6 +80,28 @@ std::string describe_params(const kernel::TaskModel& model, const kernel::Propos
     if (i) out += ", ";
     out += a.parameters[i].name + "=" + p.params[i].to_string();
   }
+  return out;
+}
+
+std::string action_header(const kernel::TaskModel& m, std::size_t index) {
+  const kernel::Action& a = m.actions.at(index);
+  std::string out = a.id;
+  if (!a.description.empty()) out += ": " + a.description;
+  out += "\n     cost ";
+  out += m.format_amount(nominal_cost(m, index));
+  if (!a.parameters.empty()) {
+    out += " (with ";
+    out += describe_params(m, driver::default_proposal(m, index));
+    out += "); parameters:";
+    for (const auto& p : a.parameters) {
+      out += " " + p.name + " " + p.type.to_string();
+      if (p.min) out += " >= " + p.min->to_string();
+      if (p.max) out += " <= " + p.max->to_string();
+      if (p.default_value) out += " default " + p.default_value->to_string();
+      out += ";";
+    }
+  }
+  if (!a.reversible) out += "; irreversible";
   return out;
 }
 
@@ -117,25 +160,14 @@ void write_prompt(const PromptInput& in, std::string& out) {
   for (std::size_t i = 0; i < in.offered.size(); ++i) {
     const Candidate& c = in.offered[i];
     const ActionValue& v = in.values[i];
-    const kernel::Action& a = m.actions[c.action];
     const Belief& b = (*in.beliefs)[c.action];
-    out += "  " + std::to_string(i + 1) + ". " + a.id;
-    if (!a.description.empty()) out += ": " + a.description;
-    out += "\n     cost ";
-    amount(out, m, c.decision.cost);
-    if (!a.parameters.empty()) {
-      out += " (with ";
-      out += describe_params(m, c.proposal);
-      out += "); parameters:";
-      for (const auto& p : a.parameters) {
-        out += " " + p.name + " " + p.type.to_string();
-        if (p.min) out += " >= " + p.min->to_string();
-        if (p.max) out += " <= " + p.max->to_string();
-        if (p.default_value) out += " default " + p.default_value->to_string();
-        out += ";";
-      }
-    }
-    if (!a.reversible) out += "; irreversible";
+    out += "  ";
+    out += std::to_string(i + 1);
+    out += ". ";
+    if (in.headers != nullptr)
+      out += (*in.headers)[c.action];
+    else
+      out += action_header(m, c.action);
     out += "\n     value ";
     fixed(out, v.value);
     out += ": progress ";

@@ -30,7 +30,13 @@ struct PromptInput {
   std::vector<std::string> critical_path{};
   std::string last_outcome{};
   const std::deque<StepRecord>* recent = nullptr;
+  const std::vector<std::string>* headers = nullptr;  // per action: `action_header`
 };
+
+/// What the prompt says of action `index` that never changes: `id: description`, its cost with
+/// its default parameters, its parameters and whether it is irreversible (computed once per
+/// run: it is most of the prompt).
+std::string action_header(const kernel::TaskModel& model, std::size_t index);
 
 /// Writes the step's prompt into `out` (cleared first).
 void write_prompt(const PromptInput& in, std::string& out);

@@ -44,7 +44,10 @@ Saliency::Saliency(const kernel::TaskModel& model, SaliencyOptions options)
       mark(e.value, r);
     }
     r.resize(n, false);
-    action_vars_.push_back(std::move(r));
+    std::vector<kernel::VarId> ids;
+    for (std::size_t v = 0; v < n; ++v)
+      if (r[v]) ids.push_back(static_cast<kernel::VarId>(v));
+    action_vars_.push_back(std::move(ids));
   }
 }
 
@@ -55,9 +58,7 @@ Salience Saliency::select(const kernel::Situation& situation,
   const std::size_t n = m.variables.size();
   std::vector<bool> relevant = always_;
   for (const Candidate& c : offered) {
-    const auto& vars = action_vars_[c.action];
-    for (std::size_t v = 0; v < n; ++v)
-      if (vars[v]) relevant[v] = true;
+    for (kernel::VarId v : action_vars_[c.action]) relevant[v] = true;
   }
 
   Salience out;
@@ -67,21 +68,32 @@ Salience Saliency::select(const kernel::Situation& situation,
     near[v] = true;
     out.near_boundary.emplace_back(v, std::move(why));
   };
-  // Invariants: tight now, or tight / violated after an offered action.
+  // What the offered default proposals would violate, read once from their reasons.
+  std::vector<char> violated(m.invariants.size(), 0), crossed(n, 0);
+  for (const Candidate& c : offered) {
+    for (const kernel::Reason& r : c.decision.reasons) {
+      if (r.code == kernel::ReasonCode::invariant_violated) {
+        for (std::size_t i = 0; i < m.invariants.size(); ++i)
+          if (m.invariants[i].name == r.subject) violated[i] = 1;
+      } else if (r.code == kernel::ReasonCode::bound_violated) {
+        if (const auto id = m.schema->find(r.subject)) crossed[*id] = 1;
+      }
+    }
+  }
+  // Invariants: tight now, violated or tight after an offered action, or a few more steps like
+  // one of them from the boundary. Only actions that write what an invariant reads move it.
   for (std::size_t i = 0; i < m.invariants.size(); ++i) {
     if (inv_vars_[i].empty()) continue;
     const double now = valuator.slack(i, situation.state);
-    bool tight = now < options_.boundary_slack;
+    bool tight = now < options_.boundary_slack || violated[i] != 0;
     for (const Candidate& c : offered) {
       if (tight) break;
-      if (c.decision.has(kernel::ReasonCode::invariant_violated, m.invariants[i].name)) {
-        tight = true;
-      } else if (c.decision.approved && !c.decision.changes.empty()) {
-        // Near: a few more steps like this one reach the boundary.
-        const double after = valuator.slack(i, situation.state.with(c.decision.changes));
-        tight = after < options_.boundary_slack ||
-                (after < now && now <= options_.boundary_steps * (now - after));
-      }
+      if (!c.decision.approved || c.decision.changes.empty()) continue;
+      const auto& guards = valuator.guards(c.action);
+      if (std::find(guards.begin(), guards.end(), i) == guards.end()) continue;
+      const double after = valuator.slack(i, situation.state, c.decision.changes);
+      tight = after < options_.boundary_slack ||
+              (after < now && now <= options_.boundary_steps * (now - after));
     }
     if (tight)
       for (kernel::VarId v : inv_vars_[i]) flag(v, "invariant `" + m.invariants[i].name + "`");
@@ -89,9 +101,7 @@ Salience Saliency::select(const kernel::Situation& situation,
   // Bounds: within a share of the range, or crossed by an offered action.
   for (std::size_t v = 0; v < n; ++v) {
     const kernel::Variable& var = m.variables[v];
-    for (const Candidate& c : offered)
-      if (c.decision.has(kernel::ReasonCode::bound_violated, var.name))
-        flag(static_cast<kernel::VarId>(v), "a bound of `" + var.name + "`");
+    if (crossed[v] != 0) flag(static_cast<kernel::VarId>(v), "a bound of `" + var.name + "`");
     if (!var.min || !var.max) continue;
     const kernel::Value& value = situation.state.get(static_cast<kernel::VarId>(v));
     if (value.kind() != kernel::Value::Kind::number) continue;

@@ -2,10 +2,10 @@
 #include "clampai/agent/valuation.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <sstream>
 
 #include "valuation_internal.hpp"
 
@@ -33,11 +33,19 @@ bool intersects(const std::vector<bool>& a, const std::vector<bool>& b) {
   return false;
 }
 
-std::string percent(double x) {
-  std::ostringstream o;
-  o.precision(0);
-  o << std::fixed << x * 100.0 << "%";
-  return o.str();
+// Appends `x` as a whole percentage.
+void percent(std::string& out, double x) {
+  char buf[32];
+  const auto r =
+      std::to_chars(buf, buf + sizeof buf, std::round(x * 100.0), std::chars_format::fixed, 0);
+  out.append(buf, r.ptr);
+  out += '%';
+}
+
+// Appends a hint, separated from the one before.
+std::string& hint(std::string& h) {
+  if (!h.empty()) h += "; ";
+  return h;
 }
 
 }  // namespace
@@ -111,6 +119,13 @@ double Valuator::slack(std::size_t invariant, const kernel::State& state) const 
   return d ? (*d)(state) : std::numeric_limits<double>::infinity();
 }
 
+double Valuator::slack(std::size_t invariant,
+                       const kernel::State& state,
+                       const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const {
+  const auto& d = slack_.at(invariant);
+  return d ? (*d)(state, changes) : std::numeric_limits<double>::infinity();
+}
+
 double weighted_value(const ActionValue& v, const ValuationWeights& w) {
   return w.progress * v.expected_progress + w.information * v.information_gain -
          w.cost * v.cost_ratio - w.risk * v.risk - w.opportunity * v.opportunity_cost;
@@ -133,15 +148,16 @@ std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
     ActionValue v;
     v.action = c.action;
     v.approvable = c.decision.approved;
-    std::vector<std::string> hints;
+    std::string& h = v.hint;
 
     double proximity = 0.0;
     if (c.decision.approved) {
-      const kernel::State after = situation.state.with(c.decision.changes);
-      if (distance_now > 0) v.closure = (distance_now - goal_(after)) / distance_now;
-      if (m.goal_holds(after)) v.closure = 1.0;
+      // The state after, as an overlay of the decision's changes (no state is built).
+      const double after = m.goal ? goal_(situation.state, c.decision.changes) : 0.0;
+      if (distance_now > 0) v.closure = after == 0.0 ? 1.0 : (distance_now - after) / distance_now;
       for (std::size_t i : guards_[c.action])
-        proximity = std::max(proximity, 1.0 - std::min(1.0, slack(i, after)));
+        proximity =
+            std::max(proximity, 1.0 - std::min(1.0, slack(i, situation.state, c.decision.changes)));
     }
     // Signed: an action that widens the distance to the goal loses value.
     double reach = std::max(-1.0, v.closure);
@@ -150,34 +166,40 @@ std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
       const double unlock = std::pow(0.5, unlock_distance_[c.action]);
       if (unlock > reach) {
         reach = unlock;
-        hints.push_back("unlocks `" + m.actions[unlocks_[c.action]].id + "`");
+        hint(h) += "unlocks `" + m.actions[unlocks_[c.action]].id + "`";
       }
     }
     v.expected_progress = b.mean() * reach;
-    if (v.closure > 0)
-      hints.push_back("closes " + percent(v.closure) + " of the distance to the goal");
-    if (v.closure < 0) hints.push_back("moves away from the goal");
+    if (v.closure > 0) {
+      hint(h) += "closes ";
+      percent(h, v.closure);
+      h += " of the distance to the goal";
+    }
+    if (v.closure < 0) hint(h) += "moves away from the goal";
 
     v.information_gain = 4.0 * b.variance();
-    if (v.information_gain > 0.2) hints.push_back("uncertain: worth learning about");
+    if (v.information_gain > 0.2) hint(h) += "uncertain: worth learning about";
 
     v.cost_ratio = detail::amount_to_double(m, c.decision.cost) / left;
-    if (v.cost_ratio > 0.3)
-      hints.push_back("expensive: " + percent(v.cost_ratio) + " of the budget left");
+    if (v.cost_ratio > 0.3) {
+      hint(h) += "expensive: ";
+      percent(h, v.cost_ratio);
+      h += " of the budget left";
+    }
 
     double base = 0.05 + (a.reversible ? 0.0 : 0.1) + 0.3 * proximity;
-    if (proximity > 0.8) hints.push_back("comes close to an invariant's boundary");
+    if (proximity > 0.8) hint(h) += "comes close to an invariant's boundary";
     if (!c.decision.approved) {
       base = std::max(base, 0.6);
-      if (!c.decision.reasons.empty())
-        hints.push_back("the kernel rejects its default parameters: " +
-                        std::string(kernel::to_string(c.decision.reasons.front().code)));
+      if (!c.decision.reasons.empty()) {
+        hint(h) += "the kernel rejects its default parameters: ";
+        h += kernel::to_string(c.decision.reasons.front().code);
+      }
     }
     v.risk = base * (2.0 - b.confidence());
     v.opportunity_cost = v.cost_ratio * (1.0 - progress_now);
     v.value = weighted_value(v, weights_);
-    if (hints.empty()) hints.push_back("moderate across all dimensions");
-    for (std::size_t i = 0; i < hints.size(); ++i) v.hint += (i ? "; " : "") + hints[i];
+    if (h.empty()) h = "moderate across all dimensions";
     out.push_back(std::move(v));
   }
   return out;

@@ -8,6 +8,8 @@
 
 namespace clampai::agent::detail {
 
+/// 10^k as a double (a table for 0 <= k <= 18).
+double pow10d(int k) noexcept;
 /// `d` as a double (for scores only: the kernel's arithmetic stays exact).
 double to_double(const kernel::Decimal& d) noexcept;
 /// An amount of budget units as a double in the budget's currency.

@@ -126,7 +126,7 @@ TEST_CASE("Orchestrator: every termination reason", "[agent][orchestrator]") {
     REQUIRE(r.rejected == 5);
     REQUIRE(r.rejections_by_reason.at("invariant_violated") == 5);
     REQUIRE(r.log.back().repair == "n=5");
-    REQUIRE_THAT(llm.last_request().prompt,
+    REQUIRE_THAT(llm.last_prompt(),
                  Catch::Contains("REJECTED by the kernel: invariant_violated (cap)") &&
                      Catch::Contains("The closest parameters the kernel approves: n=5"));
     REQUIRE(kernel.state().get("x") == ck::Value::integer(0));

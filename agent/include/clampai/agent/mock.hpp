@@ -56,8 +56,8 @@ class MockLlm final : public LlmClient {
 
   /// How many times `complete` was called.
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
-  /// The last request (empty before the first call).
-  [[nodiscard]] const LlmRequest& last_request() const noexcept { return last_; }
+  /// The prompt of the last request (empty before the first call).
+  [[nodiscard]] const std::string& last_prompt() const noexcept { return last_prompt_; }
 
  private:
   LlmResponse best(const LlmRequest& request);
@@ -68,7 +68,7 @@ class MockLlm final : public LlmClient {
   std::size_t next_ = 0;
   std::uint64_t calls_ = 0;
   std::mt19937_64 rng_;
-  LlmRequest last_{};
+  std::string last_prompt_{};
 };
 
 }  // namespace clampai::agent

@@ -46,9 +46,9 @@ class Saliency {
  private:
   const kernel::TaskModel* model_;
   SaliencyOptions options_;
-  std::vector<std::vector<bool>> action_vars_;        // read or written by each action
-  std::vector<bool> always_;                          // read by the goal or an invariant
-  std::vector<std::vector<kernel::VarId>> inv_vars_;  // read by each invariant
+  std::vector<std::vector<kernel::VarId>> action_vars_;  // read or written by each action
+  std::vector<bool> always_;                             // read by the goal or an invariant
+  std::vector<std::vector<kernel::VarId>> inv_vars_;     // read by each invariant
 };
 
 }  // namespace clampai::agent

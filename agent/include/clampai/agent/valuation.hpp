@@ -75,6 +75,11 @@ class Valuator {
   /// How far `state` is from violating blocking invariant `invariant` (its negation's
   /// distance, 1 where the task started): 0 means violated. Infinity for a native predicate.
   [[nodiscard]] double slack(std::size_t invariant, const kernel::State& state) const;
+  /// The same, in `state` patched by `changes` (the state after a decision).
+  [[nodiscard]] double slack(
+      std::size_t invariant,
+      const kernel::State& state,
+      const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const;
 
   /// The values of `candidates` in `situation`, in the same order.
   [[nodiscard]] std::vector<ActionValue> value(const kernel::Situation& situation,
@@ -82,6 +87,10 @@ class Valuator {
                                                const BeliefState& beliefs) const;
 
   [[nodiscard]] const CausalGraph& graph() const noexcept { return graph_; }
+  /// The blocking invariants (with an expression) that read a variable `action` writes.
+  [[nodiscard]] const std::vector<std::size_t>& guards(std::size_t action) const {
+    return guards_.at(action);
+  }
   [[nodiscard]] const ValuationWeights& weights() const noexcept { return weights_; }
 
  private:
