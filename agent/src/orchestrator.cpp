@@ -76,6 +76,7 @@ struct Orchestrator::Impl {
       defaults.push_back(driver::default_proposal(*model, i));
       headers.push_back(detail::action_header(*model, i));
     }
+    index_decision_reads();
     request.system = std::string(system_prompt());
   }
 
@@ -89,6 +90,15 @@ struct Orchestrator::Impl {
   std::vector<ToolSpec> tools;             // per action, built once
   std::vector<kernel::Proposal> defaults;  // per action: parameters at their defaults
   std::vector<std::string> headers;        // per action: its unchanging part of the prompt
+  // The decisions on the default proposals, kept while nothing they read changes: they only
+  // rank and describe the offer (the kernel decides every proposal afresh when it executes).
+  std::vector<std::optional<kernel::Decision>> cached;
+  std::vector<std::vector<std::size_t>> readers;  // per variable: actions whose decision reads it
+  std::vector<char> uncachable;                   // per action: a native invariant is involved
+  std::optional<kernel::State> cached_state;
+
+  void index_decision_reads();
+  const kernel::Decision& decision_of(std::size_t action, const kernel::Situation& s);
   LlmRequest request;
   std::vector<std::size_t> request_tools;  // the actions of request.tools, in order
   std::deque<StepRecord> recent;
@@ -97,7 +107,7 @@ struct Orchestrator::Impl {
   OrchestratorResult run();
   void ask(const kernel::Situation& s,
            std::span<const Candidate> offered,
-           std::span<const ActionValue> values,
+           std::span<ActionValue> values,
            double progress,
            OrchestratorResult& result,
            StepRecord& step,
@@ -113,6 +123,54 @@ Orchestrator::~Orchestrator() = default;
 OrchestratorResult Orchestrator::run() { return impl_->run(); }
 const BeliefState& Orchestrator::beliefs() const noexcept { return impl_->beliefs; }
 const Valuator& Orchestrator::valuator() const noexcept { return impl_->valuator; }
+
+void Orchestrator::Impl::index_decision_reads() {
+  const kernel::TaskModel& m = *model;
+  const std::size_t n = m.variables.size();
+  cached.assign(m.actions.size(), std::nullopt);
+  uncachable.assign(m.actions.size(), 0);
+  readers.assign(n, {});
+  for (std::size_t a = 0; a < m.actions.size(); ++a) {
+    const kernel::Action& act = m.actions[a];
+    std::vector<bool> reads(n, false), writes(n, false);
+    if (act.guard) kernel::collect_variables(*act.guard, reads);
+    if (act.cost_expr) kernel::collect_variables(*act.cost_expr, reads);
+    for (const auto& e : act.effects) {
+      reads.resize(n, false);
+      reads[e.variable] = true;
+      writes[e.variable] = true;
+      if (e.value) kernel::collect_variables(*e.value, reads);
+    }
+    for (const auto& inv : m.invariants) {
+      if (!inv.expr) {
+        uncachable[a] = 1;  // a native predicate may read anything
+        continue;
+      }
+      std::vector<bool> r(n, false);
+      kernel::collect_variables(*inv.expr, r);
+      bool touched = false;
+      for (std::size_t v = 0; v < n && !touched; ++v) touched = r[v] && writes[v];
+      if (touched)
+        for (std::size_t v = 0; v < n; ++v)
+          if (r[v]) reads[v] = true;
+    }
+    reads.resize(n, false);
+    for (std::size_t v = 0; v < n; ++v)
+      if (reads[v]) readers[v].push_back(a);
+  }
+}
+
+const kernel::Decision& Orchestrator::Impl::decision_of(std::size_t a, const kernel::Situation& s) {
+  std::optional<kernel::Decision>& d = cached[a];
+  // Budget, steps and dependencies change without a variable changing: such decisions, and
+  // an approval whose cost no longer fits, are made again.
+  if (d && (uncachable[a] != 0 || d->cost > s.budget.remaining() ||
+            d->has(kernel::ReasonCode::budget_exceeded) || d->has(kernel::ReasonCode::step_limit) ||
+            d->has(kernel::ReasonCode::dependency_unmet) || d->has(kernel::ReasonCode::overflow)))
+    d.reset();
+  if (!d) d = kernel::decide(*model, s, defaults[a]);
+  return *d;
+}
 
 std::string Orchestrator::Impl::repair_hint(const kernel::Situation& s,
                                             const kernel::Proposal& p) const {
@@ -130,7 +188,7 @@ std::string Orchestrator::Impl::repair_hint(const kernel::Situation& s,
 
 void Orchestrator::Impl::ask(const kernel::Situation& s,
                              std::span<const Candidate> offered,
-                             std::span<const ActionValue> values,
+                             std::span<ActionValue> values,
                              double progress,
                              OrchestratorResult& result,
                              StepRecord& step,
@@ -162,6 +220,8 @@ void Orchestrator::Impl::ask(const kernel::Situation& s,
     request_tools = std::move(next_actions);
   }
   const Salience salience = saliency.select(s, offered, valuator);
+  for (std::size_t i = 0; i < values.size() && i < options.prompt_actions; ++i)
+    values[i].hint = valuator.hint(values[i]);
   detail::PromptInput in;
   in.model = &m;
   in.situation = &s;
@@ -182,6 +242,7 @@ void Orchestrator::Impl::ask(const kernel::Situation& s,
   in.last_outcome = last_outcome;
   in.recent = &recent;
   in.headers = &headers;
+  in.detailed_actions = options.prompt_actions;
   detail::write_prompt(in, request.prompt);
 
   ++result.llm_calls;
@@ -267,6 +328,13 @@ OrchestratorResult Orchestrator::Impl::run() {
       return finish(Termination::stuck,
                     std::to_string(no_progress) + " steps made no progress toward the goal");
 
+    // Decisions that read a variable changed since the last step are made again.
+    if (cached_state) {
+      for (kernel::VarId v : cached_state->diff(s.state))
+        for (std::size_t a : readers[v]) cached[a].reset();
+    }
+    cached_state = s.state;
+
     // The offer: ready (the causal graph) and affordable (the kernel's own budget check).
     candidates.clear();
     std::size_t ready = 0;
@@ -276,7 +344,7 @@ OrchestratorResult Orchestrator::Impl::run() {
       Candidate c;
       c.action = a;
       c.proposal = defaults[a];
-      c.decision = kernel::decide(m, s, c.proposal);
+      c.decision = decision_of(a, s);
       if (c.decision.has(kernel::ReasonCode::budget_exceeded)) continue;
       candidates.push_back(std::move(c));
     }
@@ -284,7 +352,7 @@ OrchestratorResult Orchestrator::Impl::run() {
     if (candidates.empty())
       return finish(Termination::budget_exhausted,
                     "no ready action fits the " + m.format_amount(s.budget.remaining()) + " left");
-    const std::vector<ActionValue> values = valuator.value(s, candidates, beliefs);
+    std::vector<ActionValue> values = valuator.value(s, candidates, beliefs, false);
     order.resize(values.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -294,7 +362,7 @@ OrchestratorResult Orchestrator::Impl::run() {
     ranked.clear();
     for (std::size_t i : order) {
       offered.push_back(std::move(candidates[i]));
-      ranked.push_back(values[i]);
+      ranked.push_back(std::move(values[i]));
     }
 
     StepRecord step;

@@ -157,7 +157,8 @@ void write_prompt(const PromptInput& in, std::string& out) {
     }
   }
   out += "ACTIONS you may choose (ranked by computed value):\n";
-  for (std::size_t i = 0; i < in.offered.size(); ++i) {
+  const std::size_t detailed = std::min(in.offered.size(), in.detailed_actions);
+  for (std::size_t i = 0; i < detailed; ++i) {
     const Candidate& c = in.offered[i];
     const ActionValue& v = in.values[i];
     const Belief& b = (*in.beliefs)[c.action];
@@ -186,6 +187,14 @@ void write_prompt(const PromptInput& in, std::string& out) {
     out += to_string(in.beliefs->tier(c.action));
     out += "]; ";
     out += v.hint;
+    out += "\n";
+  }
+  if (detailed < in.offered.size()) {
+    out += "  also offered, of lower value:";
+    for (std::size_t i = detailed; i < in.offered.size(); ++i) {
+      out += i == detailed ? " " : ", ";
+      out += m.actions[in.offered[i].action].id;
+    }
     out += "\n";
   }
   if (!in.waiting.empty()) {

@@ -31,6 +31,7 @@ struct PromptInput {
   std::string last_outcome{};
   const std::deque<StepRecord>* recent = nullptr;
   const std::vector<std::string>* headers = nullptr;  // per action: `action_header`
+  std::size_t detailed_actions = 20;  // the best ones described; the others only named
 };
 
 /// What the prompt says of action `index` that never changes: `id: description`, its cost with

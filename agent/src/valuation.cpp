@@ -43,7 +43,7 @@ void percent(std::string& out, double x) {
 }
 
 // Appends a hint, separated from the one before.
-std::string& hint(std::string& h) {
+std::string& hint_sep(std::string& h) {
   if (!h.empty()) h += "; ";
   return h;
 }
@@ -133,7 +133,8 @@ double weighted_value(const ActionValue& v, const ValuationWeights& w) {
 
 std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
                                          std::span<const Candidate> candidates,
-                                         const BeliefState& beliefs) const {
+                                         const BeliefState& beliefs,
+                                         bool with_hints) const {
   const kernel::TaskModel& m = *model_;
   const double left =
       std::max(detail::amount_to_double(m, situation.budget.remaining()),
@@ -148,16 +149,16 @@ std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
     ActionValue v;
     v.action = c.action;
     v.approvable = c.decision.approved;
-    std::string& h = v.hint;
+    if (!c.decision.approved && !c.decision.reasons.empty())
+      v.rejected_by = c.decision.reasons.front().code;
 
-    double proximity = 0.0;
     if (c.decision.approved) {
       // The state after, as an overlay of the decision's changes (no state is built).
       const double after = m.goal ? goal_(situation.state, c.decision.changes) : 0.0;
       if (distance_now > 0) v.closure = after == 0.0 ? 1.0 : (distance_now - after) / distance_now;
       for (std::size_t i : guards_[c.action])
-        proximity =
-            std::max(proximity, 1.0 - std::min(1.0, slack(i, situation.state, c.decision.changes)));
+        v.proximity = std::max(v.proximity,
+                               1.0 - std::min(1.0, slack(i, situation.state, c.decision.changes)));
     }
     // Signed: an action that widens the distance to the goal loses value.
     double reach = std::max(-1.0, v.closure);
@@ -166,43 +167,46 @@ std::vector<ActionValue> Valuator::value(const kernel::Situation& situation,
       const double unlock = std::pow(0.5, unlock_distance_[c.action]);
       if (unlock > reach) {
         reach = unlock;
-        hint(h) += "unlocks `" + m.actions[unlocks_[c.action]].id + "`";
+        v.unlocks = unlocks_[c.action];
       }
     }
     v.expected_progress = b.mean() * reach;
-    if (v.closure > 0) {
-      hint(h) += "closes ";
-      percent(h, v.closure);
-      h += " of the distance to the goal";
-    }
-    if (v.closure < 0) hint(h) += "moves away from the goal";
-
     v.information_gain = 4.0 * b.variance();
-    if (v.information_gain > 0.2) hint(h) += "uncertain: worth learning about";
-
     v.cost_ratio = detail::amount_to_double(m, c.decision.cost) / left;
-    if (v.cost_ratio > 0.3) {
-      hint(h) += "expensive: ";
-      percent(h, v.cost_ratio);
-      h += " of the budget left";
-    }
-
-    double base = 0.05 + (a.reversible ? 0.0 : 0.1) + 0.3 * proximity;
-    if (proximity > 0.8) hint(h) += "comes close to an invariant's boundary";
-    if (!c.decision.approved) {
-      base = std::max(base, 0.6);
-      if (!c.decision.reasons.empty()) {
-        hint(h) += "the kernel rejects its default parameters: ";
-        h += kernel::to_string(c.decision.reasons.front().code);
-      }
-    }
+    double base = 0.05 + (a.reversible ? 0.0 : 0.1) + 0.3 * v.proximity;
+    if (!c.decision.approved) base = std::max(base, 0.6);
     v.risk = base * (2.0 - b.confidence());
     v.opportunity_cost = v.cost_ratio * (1.0 - progress_now);
     v.value = weighted_value(v, weights_);
-    if (h.empty()) h = "moderate across all dimensions";
+    if (with_hints) v.hint = hint(v);
     out.push_back(std::move(v));
   }
   return out;
+}
+
+std::string Valuator::hint(const ActionValue& v) const {
+  const kernel::TaskModel& m = *model_;
+  std::string h;
+  if (v.unlocks) hint_sep(h) += "unlocks `" + m.actions[*v.unlocks].id + "`";
+  if (v.closure > 0) {
+    hint_sep(h) += "closes ";
+    percent(h, v.closure);
+    h += " of the distance to the goal";
+  }
+  if (v.closure < 0) hint_sep(h) += "moves away from the goal";
+  if (v.information_gain > 0.2) hint_sep(h) += "uncertain: worth learning about";
+  if (v.cost_ratio > 0.3) {
+    hint_sep(h) += "expensive: ";
+    percent(h, v.cost_ratio);
+    h += " of the budget left";
+  }
+  if (v.proximity > 0.8) hint_sep(h) += "comes close to an invariant's boundary";
+  if (v.rejected_by) {
+    hint_sep(h) += "the kernel rejects its default parameters: ";
+    h += kernel::to_string(*v.rejected_by);
+  }
+  if (h.empty()) h = "moderate across all dimensions";
+  return h;
 }
 
 std::optional<std::size_t> dominant(std::span<const ActionValue> values,

@@ -64,6 +64,9 @@ struct OrchestratorOptions {
   unsigned repair_timeout_ms = 1000;
   /// How many past steps the prompt recalls.
   std::size_t history = 5;
+  /// How many of the offered actions the prompt describes (the best ones); the others are
+  /// only named (each is still a tool). Fewer tokens, and the loop's own cost per step.
+  std::size_t prompt_actions = 20;
   /// Called after every step (for a live display); must not throw.
   std::function<void(const struct StepRecord&)> on_step{};
 };

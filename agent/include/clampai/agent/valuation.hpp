@@ -58,8 +58,11 @@ struct ActionValue {
   double opportunity_cost = 0.0;  ///< cost_ratio x (1 - the progress made so far)
   double value = 0.0;             ///< the weighted sum
   double closure = 0.0;           ///< the share of the goal distance closed (may be negative)
-  bool approvable = false;        ///< the kernel approves the default proposal now
-  std::string hint{};             ///< a short reading of the numbers for the prompt
+  double proximity = 0.0;  ///< how close its post-state comes to a blocking invariant's boundary
+  std::optional<std::size_t> unlocks{};  ///< the goal writer whose unlocking is its progress
+  bool approvable = false;               ///< the kernel approves the default proposal now
+  std::optional<kernel::ReasonCode> rejected_by{};  ///< the first reason, when not approvable
+  std::string hint{};  ///< a short reading of the numbers for the prompt (`Valuator::hint`)
 };
 
 /// Computes values. Built once per model; `value` is called every step.
@@ -81,10 +84,15 @@ class Valuator {
       const kernel::State& state,
       const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const;
 
-  /// The values of `candidates` in `situation`, in the same order.
+  /// The values of `candidates` in `situation`, in the same order; with `with_hints`, each
+  /// with its `hint` (otherwise empty: `hint` computes it for the few the prompt describes).
   [[nodiscard]] std::vector<ActionValue> value(const kernel::Situation& situation,
                                                std::span<const Candidate> candidates,
-                                               const BeliefState& beliefs) const;
+                                               const BeliefState& beliefs,
+                                               bool with_hints = true) const;
+  /// A short reading of `v`'s numbers for the prompt: what it unlocks, how much of the goal
+  /// distance it closes, whether it is uncertain, expensive, near a boundary or rejected.
+  [[nodiscard]] std::string hint(const ActionValue& v) const;
 
   [[nodiscard]] const CausalGraph& graph() const noexcept { return graph_; }
   /// The blocking invariants (with an expression) that read a variable `action` writes.
