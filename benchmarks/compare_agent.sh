@@ -13,28 +13,11 @@
 # is asked every step: the prompt, the tools and the answer's parsing are paid each time).
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-default_reference="$repo/../shared/reference/clampai-1.0.1"
-[[ -d "$default_reference" ]] || default_reference="$repo/../../shared/reference/clampai-1.0.1"
-reference="${1:-${CLAMPAI_REFERENCE:-$default_reference}}"
-build="${BUILD_DIR:-$repo/build/rel}"
-python="${PYTHON:-/usr/bin/python3}"
+script=compare_agent.sh
+target=bench_agent
+source "$(dirname "${BASH_SOURCE[0]}")/reference_setup.sh"
 runs="${RUNS:-3}"
-bench="$build/benchmarks/bench_agent"
 
-if [[ ! -d "$reference/clampai" ]]; then
-  echo "compare_agent.sh: no Python reference at \`$reference\` (expected a clampai/ package" \
-    "there); pass its directory as the argument or set CLAMPAI_REFERENCE" >&2
-  exit 2
-fi
-if [[ ! -x "$bench" ]]; then
-  echo "compare_agent.sh: \`$bench\` is missing: build it first (cmake --build $build" \
-    "--target bench_agent), or set BUILD_DIR" >&2
-  exit 2
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
 echo "reference: $reference" >&2
 "$python" "$repo/benchmarks/reference_agent_bench.py" "$reference" --runs "$runs" >"$tmp/ref.json"
 echo "ours (median of 3 repetitions): $bench" >&2
