@@ -123,10 +123,10 @@ TEST_CASE("Subprocess: shell metacharacters in arguments are inert", "[hardening
   REQUIRE(fs::exists(d));
 
   // Through a state placeholder too: the value is one argument, whatever it holds.
-  const auto model = kernel::load_spec(R"({"variables": {"path": {"type": "string",
-      "initial": "x; touch )" + marker +
-                                       R"("}}, "actions": [], "budget": {"total": 1,
-      "min_action_cost": 1}})");
+  const auto model = kernel::load_spec(R"J({"variables": {"path": {"type": "string",
+      "initial": "x; touch )J" + marker +
+                                       R"J("}}, "actions": [], "budget": {"total": 1,
+      "min_action_cost": 1}})J");
   const AttestationContext ctx{model.get(), &model->initial_state(), ""};
   const hardening::SubprocessAttestor a(
       "echo", {real("/bin/echo"), "value={path}", "{{literal}}"}, runner({real("/bin/echo")}));

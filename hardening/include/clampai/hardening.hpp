@@ -3,4 +3,7 @@
 
 #include "clampai/hardening/attestor.hpp"
 #include "clampai/hardening/http.hpp"
+#include "clampai/hardening/monitor.hpp"
+#include "clampai/hardening/patterns.hpp"
+#include "clampai/hardening/proximity.hpp"
 #include "clampai/hardening/subprocess.hpp"
