@@ -863,7 +863,9 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.
-  CLAMPAI_ALWAYS_ASSERT(detail::append_canonical(canonical, canonical_form(*m)));
+  detail::JsonNode form = canonical_form(*m);
+  detail::add_native_invariants_form(form, decl);
+  CLAMPAI_ALWAYS_ASSERT(detail::append_canonical(canonical, form));
   m->digest = sha256_hex(canonical);
   return m;
 }

@@ -251,6 +251,21 @@ void add_security_form(JsonNode& root, const TaskModel& m) {
   }
 }
 
+void add_native_invariants_form(JsonNode& root, const TaskDecl& decl) {
+  JsonNode natives = JsonNode::make_array();
+  for (const InvariantDecl& inv : decl.invariants) {
+    if (inv.pattern_variables.empty()) continue;
+    JsonNode& o = natives.push(JsonNode::make_object());
+    o.add("name", JsonNode::make_string(inv.name));
+    o.add("template", JsonNode::make_string(inv.template_name));
+    JsonNode& vs = o.add("variables", JsonNode::make_array());
+    for (const std::string& v : inv.pattern_variables) vs.push(JsonNode::make_string(v));
+    JsonNode& ps = o.add("patterns", JsonNode::make_array());
+    for (const std::string& p : inv.patterns) ps.push(JsonNode::make_string(p));
+  }
+  if (!natives.items.empty()) root.add("native_invariants", std::move(natives));
+}
+
 }  // namespace detail
 
 // ---- information flow -------------------------------------------------------------------------

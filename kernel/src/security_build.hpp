@@ -29,4 +29,8 @@ void build_native_invariant(const TaskModel& m,
 /// without them keeps its digest).
 void add_security_form(JsonNode& root, const TaskModel& m);
 
+/// Adds the native template invariants' parameters (variables, patterns) to the canonical form,
+/// so that two specs that differ only in them have different digests.
+void add_native_invariants_form(JsonNode& root, const TaskDecl& decl);
+
 }  // namespace clampai::kernel::detail

@@ -235,3 +235,18 @@ TEST_CASE("Proximity: exact slack and steps to each linear boundary", "[hardenin
   REQUIRE(approach(strict, "step").delta == kernel::Decimal::integer(-10));
   REQUIRE(approach(strict, "step").steps == 0);  // 2 * 5 < 10 fails at once
 }
+
+TEST_CASE("Pattern templates: the patterns are part of the model's digest",
+          "[hardening][template][pattern]") {
+  hardening::install_pattern_engine();
+  auto digest = [](const std::string& patterns) {
+    return kernel::load_spec(
+               spec_with(
+                   R"J({"name": "p", "template": "pii_pattern", "variables": ["notes"], "patterns": )J" +
+                   patterns + "}"))
+        ->digest;
+  };
+  REQUIRE(digest(R"J(["email"])J") == digest(R"J(["email"])J"));
+  REQUIRE(digest(R"J(["email"])J") != digest(R"J(["ssn"])J"));
+  REQUIRE(digest(R"J(["regex:a"])J") != digest(R"J(["regex:b"])J"));
+}
