@@ -158,14 +158,14 @@ TEST_CASE("Subprocess: the environment is scrubbed", "[hardening][subprocess]") 
 TEST_CASE("Subprocess: a child that forks and ignores SIGTERM is killed with its group",
           "[hardening][subprocess]") {
   SubprocessLimits limits;
-  limits.timeout = std::chrono::milliseconds(300);
+  limits.timeout = std::chrono::milliseconds(3000);  // ample time to print the pid
   const std::string sh = real("/bin/sh");
   const auto r =
       runner({sh}, limits).run({sh, "-c", "trap '' TERM; sleep 100 & echo $!; trap '' TERM; wait"});
   REQUIRE(r.started);
   REQUIRE(r.timed_out);
   REQUIRE(r.term_signal == SIGKILL);
-  REQUIRE_THAT(r.error, Contains("timed out after 300 ms (process group killed)"));
+  REQUIRE_THAT(r.error, Contains("timed out after 3000 ms (process group killed)"));
   const pid_t grandchild = static_cast<pid_t>(std::stol(r.output));
   REQUIRE(grandchild > 0);
   REQUIRE(dead(grandchild));
@@ -182,15 +182,13 @@ TEST_CASE("Subprocess: descendants do not outlive a program that exits",
 TEST_CASE("Subprocess: 1 GB of output is capped and the writer killed", "[hardening][subprocess]") {
   SubprocessLimits limits;
   limits.max_output_bytes = 64 * 1024;
+  limits.timeout = std::chrono::seconds(60);  // the cap, not the clock, must end it
   const std::string head = real("/usr/bin/head");
-  const auto start = std::chrono::steady_clock::now();
   const auto r = runner({head}, limits).run({head, "-c", "1073741824", "/dev/zero"});
   REQUIRE(r.output_capped);
   REQUIRE_FALSE(r.timed_out);
   REQUIRE(r.output.size() == 64 * 1024);
   REQUIRE_THAT(r.error, Contains("output exceeded 65536 bytes"));
-  // Not a timing assertion: the default timeout (5 s) did not end it, the cap did.
-  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
 TEST_CASE("Subprocess: the CPU limit ends a busy loop", "[hardening][subprocess]") {
