@@ -16,6 +16,7 @@
 #include "bench.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/driver.hpp"
+#include "clampai/hardening/patterns.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/report.hpp"
 #include "clampai/verifier.hpp"
@@ -232,8 +233,10 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   out.spec = args.spec;
   out.model = model.get();
   out.report = &report;
+  clampai::report::add_information_flows(out);
   clampai::report::write_verify(std::cout, clampai::cli::format_of(common.format), out);
   if (out.goal && out.goal->infeasible) return kFinding;
+  if (!out.downward_flows.empty()) return kFinding;
   return report.exit_code(args.fail_on_unknown);
 }
 
@@ -259,7 +262,8 @@ void parse_failure_report(const CLI::App& app, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cv::tune_allocator_for_solving();  // this process runs many solver checks
+  cv::tune_allocator_for_solving();              // this process runs many solver checks
+  clampai::hardening::install_pattern_engine();  // specs with pattern templates load
   CLI::App app{
       "clampai: verify and run AI agent task specs under a formally specified safety kernel"};
   app.require_subcommand(1);

@@ -11,6 +11,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
+#include "security_build.hpp"
 
 namespace clampai::kernel {
 
@@ -235,6 +236,7 @@ detail::JsonNode canonical_form(const TaskModel& m) {
     names("writes", itf.writes);
     names("forbidden", itf.forbidden);
   }
+  detail::add_security_form(root, m);
   return root;
 }
 
@@ -456,7 +458,13 @@ void build_variables(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) 
       throw SpecError(path, "duplicate variable `" + v.name + "`");
     names.push_back(v.name);
     check_bounds(v.min, v.max, v.type, path);
-    Variable out{v.name, v.type, Value(), v.min, v.max, v.max_length, v.optional, v.loc};
+    Variable out{v.name, v.type, Value(), v.min, v.max, v.max_length, v.optional};
+    out.loc = v.loc;
+    if (v.element_label && v.type.kind() != Type::Kind::list)
+      throw SpecError(path + ".element_label", "applies to lists only, not " + v.type.to_string());
+    out.labelled = v.label || v.element_label;
+    out.label = v.label.value_or(SecurityLabel::public_data);
+    out.element_label = v.element_label.value_or(out.label);
     if (out.min) out.min = fit_number(*out.min, v.type, path + ".min");
     if (out.max) out.max = fit_number(*out.max, v.type, path + ".max");
     if (v.max_length) {
@@ -758,6 +766,7 @@ void build_invariants(const std::shared_ptr<TaskModel>& m,
       out.description = inv.description;
       out.suggestion = inv.suggestion;
       out.loc = inv.loc;
+      out.template_name = inv.template_name;
       if (!inv.expression.empty()) {
         out.expr = parse_bool(
             inv.expression, m->scope(nullptr, /*allow_old=*/true), path + ".check", "an invariant");
@@ -782,6 +791,8 @@ void build_invariants(const std::shared_ptr<TaskModel>& m,
           out.barrier =
               parse_expression("(" + to_source(hi) + ") - (" + to_source(lo) + ")", m->scope(), rp);
         }
+      } else if (!inv.pattern_variables.empty()) {
+        detail::build_native_invariant(*m, inv, path, out);  // a native template
       } else if (inv.predicate) {
         out.predicate = inv.predicate;
       } else {
@@ -847,11 +858,14 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
   }
   problems.attempt([&] { build_interface(*m, decl.interface); });
   build_basins(m, decl, problems);
+  detail::build_security(*m, decl, [&](const SpecError& e) { problems.add(e); });
   problems.throw_if_any();
 
   std::string canonical;
   // Every number in the canonical form is written as a string, so it always has one.
-  CLAMPAI_ALWAYS_ASSERT(detail::append_canonical(canonical, canonical_form(*m)));
+  detail::JsonNode form = canonical_form(*m);
+  detail::add_native_invariants_form(form, decl);
+  CLAMPAI_ALWAYS_ASSERT(detail::append_canonical(canonical, form));
   m->digest = sha256_hex(canonical);
   return m;
 }

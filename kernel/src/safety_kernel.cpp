@@ -97,7 +97,11 @@ std::string_view to_string(ReasonCode code) {
                                                 "bound_violated",
                                                 "invariant_violated",
                                                 "monitoring_violated",
-                                                "lookahead_trap"};
+                                                "lookahead_trap",
+                                                "information_flow",
+                                                "attestation_failed",
+                                                "environment_drift",
+                                                "dependency_not_ready"};
   return kNames[static_cast<int>(code)];
 }
 
@@ -1276,7 +1280,7 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
         // guard, and a rejection changes nothing, so it is accepted as recorded.
         if (!e.reasons.empty() &&
             std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
-              return r.code == ReasonCode::lookahead_trap;
+              return is_guard_reason(r.code);
             }))
           break;
         const Decision d = kernel.evaluate(e.action, params);

@@ -9,6 +9,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
 #include "json.hpp"
+#include "spec_security.hpp"
 
 namespace clampai::kernel {
 namespace {
@@ -149,7 +150,9 @@ VariableDecl parse_variable(const std::string& name, const JsonNode& n, const st
               "max",
               "max_length",
               "optional",
-              "description"});
+              "description",
+              "label",
+              "element_label"});
   VariableDecl v;
   v.name = name;
   v.loc = loc(n);
@@ -164,6 +167,8 @@ VariableDecl parse_variable(const std::string& name, const JsonNode& n, const st
   v.max = opt_decimal(n, path, "max");
   if (const JsonNode* ml = n.find("max_length"))
     v.max_length = get_count(*ml, join(path, "max_length"));
+  v.label = detail::get_label(n, path, "label");
+  v.element_label = detail::get_label(n, path, "element_label");
   return v;
 }
 
@@ -181,10 +186,18 @@ ParameterDecl parse_parameter(const std::string& name, const JsonNode& n, const 
 
 ActionDecl parse_action(const JsonNode& n, const std::string& path) {
   expect_kind(n, Kind::object, path);
-  allow_keys(
-      n,
-      path,
-      {"id", "name", "description", "cost", "reversible", "parameters", "requires", "effects"});
+  allow_keys(n,
+             path,
+             {"id",
+              "name",
+              "description",
+              "cost",
+              "reversible",
+              "parameters",
+              "requires",
+              "effects",
+              "emits",
+              "attestations"});
   ActionDecl a;
   a.loc = loc(n);
   const JsonNode& id = required(n, path, "id");
@@ -240,22 +253,35 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
       a.effects.push_back(std::move(eff));
     }
   }
+  if (const JsonNode* em = n.find("emits")) a.emits = detail::parse_emits(*em, join(path, "emits"));
+  if (const JsonNode* at = n.find("attestations"))
+    a.attestations = detail::parse_attestation_names(*at, join(path, "attestations"));
   return a;
 }
 
 InvariantDecl parse_invariant(const JsonNode& n, const std::string& path) {
   expect_kind(n, Kind::object, path);
-  allow_keys(
-      n, path, {"name", "check", "enforcement", "description", "suggestion", "barrier_rate"});
+  const bool from_template = n.find("template") != nullptr;
+  if (from_template) {
+    if (n.find("check") != nullptr)
+      throw SpecError(join(path, "check"), "an invariant has a `check` or a `template`, not both");
+  } else {
+    allow_keys(
+        n, path, {"name", "check", "enforcement", "description", "suggestion", "barrier_rate"});
+  }
   InvariantDecl inv;
   inv.loc = loc(n);
   const JsonNode& name = required(n, path, "name");
   expect_kind(name, Kind::string, join(path, "name"));
   inv.name = name.text;
-  const JsonNode& check = required(n, path, "check");
-  expect_kind(check, Kind::string, join(path, "check"));
-  if (check.text.empty()) throw SpecError(join(path, "check"), "empty expression");
-  inv.expression = check.text;
+  if (from_template) {
+    detail::parse_invariant_template(n, path, inv);
+  } else {
+    const JsonNode& check = required(n, path, "check");
+    expect_kind(check, Kind::string, join(path, "check"));
+    if (check.text.empty()) throw SpecError(join(path, "check"), "empty expression");
+    inv.expression = check.text;
+  }
   const std::string enforcement = get_string(n, path, "enforcement", "blocking");
   if (enforcement == "blocking") {
     inv.enforcement = Enforcement::blocking;
@@ -408,7 +434,9 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
                 "emergency_actions",
                 "dependencies",
                 "interface",
-                "capture_basins"});
+                "capture_basins",
+                "sinks",
+                "attestors"});
   });
   problems.attempt([&] { t.name = get_string(root, "", "name"); });
   problems.attempt([&] {
@@ -418,8 +446,10 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
       t.goal = g->text;
     } else {
       expect_kind(*g, Kind::object, "goal");
-      allow_keys(*g, "goal", {"description", "check"});
+      allow_keys(*g, "goal", {"description", "check", "attestations"});
       t.goal_description = get_string(*g, "goal", "description");
+      if (const JsonNode* at = g->find("attestations"))
+        t.goal_attestations = detail::parse_attestation_names(*at, "goal.attestations");
       t.goal = get_string(*g, "goal", "check");
       t.goal_path = "goal.check";
     }
@@ -504,6 +534,12 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
       if (d.expression.empty()) throw SpecError(join(p, "check"), "empty expression");
       t.basins.push_back(std::move(d));
     }
+  });
+  problems.attempt([&] {
+    if (const JsonNode* s = root.find("sinks")) t.sinks = detail::parse_sinks(*s);
+  });
+  problems.attempt([&] {
+    if (const JsonNode* a = root.find("attestors")) t.attestors = detail::parse_attestors(*a);
   });
   problems.throw_if_any();
   return t;

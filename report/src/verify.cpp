@@ -1,5 +1,6 @@
 #include "clampai/report/verify.hpp"
 
+#include <algorithm>
 #include <iomanip>
 
 #include "encode.hpp"
@@ -66,6 +67,8 @@ const std::vector<detail::SarifRule>& verify_rules() {
       {"assumes-inconsistent",
        "The interface's assumes contradict the invariants: the task can never start"},
       {"goal-infeasible", "The goal cannot be reached within the budget, by any run"},
+      {"information-flow-downward",
+       "An action moves labelled data to a lower label: the reference monitor rejects it"},
   };
   return rules;
 }
@@ -91,6 +94,13 @@ std::vector<std::pair<std::string, kernel::SourceLoc>> replay_steps(const kernel
   return steps;
 }
 
+std::string flow_text(const kernel::TaskModel& model, const kernel::InformationFlow& f) {
+  return "`" + model.actions[f.action].id + "` moves `" + f.source + "` (" +
+         std::string(kernel::to_string(f.source_label)) + ") to `" + f.target + "` (" +
+         std::string(kernel::to_string(f.target_label)) + ") at " + f.path +
+         (f.expression.empty() ? "" : ": " + f.expression);
+}
+
 json verify_sarif(const VerifyReport& r) {
   const kernel::TaskModel& model = *r.model;
   json results = json::array();
@@ -109,6 +119,17 @@ json verify_sarif(const VerifyReport& r) {
     json result =
         detail::sarif_result("goal-infeasible", "error", "goal: " + r.goal->message, r.spec, {});
     result["properties"]["plan"] = detail::plan(model, r.goal->plan);
+    results.push_back(std::move(result));
+  }
+  for (const kernel::InformationFlow& f : r.downward_flows) {
+    json result = detail::sarif_result("information-flow-downward",
+                                       "error",
+                                       "information flow: " + flow_text(model, f),
+                                       r.spec,
+                                       model.actions[f.action].loc);
+    result["properties"]["path"] = f.path;
+    result["properties"]["source"] = f.source;
+    result["properties"]["target"] = f.target;
     results.push_back(std::move(result));
   }
   return detail::sarif_log(verify_rules(), std::move(results));
@@ -157,6 +178,18 @@ json verify_json(const VerifyReport& r) {
                  {"message", r.goal->message},
                  {"plan", detail::plan(model, r.goal->plan)},
                  {"cost", model.format_amount(r.goal->cost)}};
+  }
+  if (r.labelled) {
+    json flows = json::array();
+    for (const kernel::InformationFlow& f : r.downward_flows)
+      flows.push_back({{"action", model.actions[f.action].id},
+                       {"source", f.source},
+                       {"source_label", std::string(kernel::to_string(f.source_label))},
+                       {"target", f.target},
+                       {"target_label", std::string(kernel::to_string(f.target_label))},
+                       {"path", f.path},
+                       {"expression", f.expression}});
+    j["information_flow"] = {{"checked", r.flows_checked}, {"downward", flows}};
   }
   return j;
 }
@@ -210,6 +243,15 @@ void verify_junit(std::ostream& out, const VerifyReport& r) {
     }
     cases.push_back(std::move(c));
   }
+  for (const kernel::InformationFlow& f : r.downward_flows) {
+    detail::JUnitCase c;
+    c.classname = "verify.information_flow";
+    c.name = "flow:" + model.actions[f.action].id + ":" + f.source + "->" + f.target;
+    c.outcome = "failure";
+    c.type = "refuted";
+    c.message = flow_text(model, f);
+    cases.push_back(std::move(c));
+  }
   detail::write_junit(out, "clampai verify", r.spec, r.seconds, cases);
 }
 
@@ -229,6 +271,11 @@ void verify_text(std::ostream& out, const VerifyReport& r) {
     }
   }
   if (r.goal) out << (r.goal->infeasible ? "REFUTED goal: " : "goal: ") << r.goal->message << "\n";
+  for (const kernel::InformationFlow& f : r.downward_flows)
+    out << "REFUTED information flow: " << flow_text(*r.model, f) << "\n";
+  if (r.labelled)
+    out << "information flow: " << r.downward_flows.size() << " downward of " << r.flows_checked
+        << " flows of labelled data\n";
   out << "by construction (facts of the kernel, not counted):";
   for (std::size_t i = 0; i < report.facts.size(); ++i)
     out << (i == 0 ? " " : ", ") << report.facts[i].id;
@@ -242,6 +289,20 @@ void verify_text(std::ostream& out, const VerifyReport& r) {
 }
 
 }  // namespace
+
+void add_information_flows(VerifyReport& r) {
+  const kernel::TaskModel& m = *r.model;
+  r.labelled = !m.sinks.empty() ||
+               std::any_of(m.variables.begin(), m.variables.end(), [](const kernel::Variable& v) {
+                 return v.labelled;
+               });
+  if (!r.labelled) return;
+  const auto flows = kernel::information_flows(m);
+  r.flows_checked = flows.size();
+  r.downward_flows.clear();
+  for (const auto& f : flows)
+    if (f.downward()) r.downward_flows.push_back(f);
+}
 
 void write_verify(std::ostream& out, Format format, const VerifyReport& r) {
   switch (format) {

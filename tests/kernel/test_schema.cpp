@@ -278,3 +278,52 @@ TEST_CASE("Schema: a delete effect takes no value and every other mode needs one
                       Catch::Matchers::Contains("missing value for `set`"));
   }
 }
+
+TEST_CASE("Schema: the reference monitor's declarations and the templates validate",
+          "[kernel][schema]") {
+  const std::string text = R"spec({
+    "goal": { "check": "done", "attestations": ["human"] },
+    "variables": {
+      "done": { "type": "bool", "initial": false },
+      "ssn": { "type": "string", "initial": "", "label": "PII" },
+      "spent": { "type": "int", "initial": 0 },
+      "contacts": { "type": "list", "element": "string", "initial": [], "label": "INTERNAL", "element_label": "PII" }
+    },
+    "sinks": { "vault": { "label": "PII", "description": "encrypted" } },
+    "attestors": {
+      "human": { "external": true },
+      "exists": { "command": ["/usr/bin/test", "-e", "{ssn}"], "timeout_ms": 500, "max_output_bytes": 100 },
+      "health": { "http": { "url": "https://example.org/health", "method": "GET", "expect_status": 200, "expect_body_contains": "ok" } },
+      "both": { "all": ["human", "exists"] },
+      "some": { "quorum": 1, "of": ["human", "health"] }
+    },
+    "actions": [
+      { "id": "finish", "cost": 1, "attestations": ["both", "some"],
+        "emits": [ { "sink": "vault", "value": "ssn" } ],
+        "effects": [ { "variable": "done", "mode": "set", "value": true } ] }
+    ],
+    "invariants": [
+      { "name": "cap", "template": "value_range", "variable": "spent", "min": 0, "max": 10 },
+      { "name": "grows", "template": "monotone", "variable": "spent", "direction": "increasing", "strict": false },
+      { "name": "few", "template": "list_length", "variable": "contacts", "max": 3, "enforcement": "monitoring" },
+      { "name": "unique", "template": "no_duplicate_ids", "variable": "contacts" }
+    ],
+    "budget": { "total": 10, "min_action_cost": 1 }
+  })spec";
+  REQUIRE_NOTHROW(clampai::kernel::load_spec(text));
+  std::string errors;
+  const bool ok = schema_accepts(text, errors);
+  INFO(errors);
+  CHECK(ok);
+  // The schema refuses what the loader refuses: two kinds in one attestor, an unknown label.
+  json two = json::parse(text);
+  two["attestors"]["human"]["all"] = json::array({"exists"});
+  CHECK_FALSE(schema_accepts(two.dump()));
+  CHECK_THROWS_WITH(clampai::kernel::load_spec(two.dump()),
+                    Catch::Matchers::Contains("attestors.human: an attestor is exactly one of"));
+  json label = json::parse(text);
+  label["variables"]["ssn"]["label"] = "TOP_SECRET";
+  CHECK_FALSE(schema_accepts(label.dump()));
+  CHECK_THROWS_WITH(clampai::kernel::load_spec(label.dump()),
+                    Catch::Matchers::Contains("variables.ssn.label: unknown label `TOP_SECRET`"));
+}

@@ -139,8 +139,10 @@ SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t in
     z3::expr holds = ctx.bool_const((enc.prefix() + "$opaque." + a.id + "." + inv.name).c_str());
     std::string unsupported;
     if (!inv.expr) {
-      unsupported = "opaque predicate: the native (C++) invariant `" + inv.name +
-                    "` cannot be reasoned about";
+      unsupported = "opaque predicate: " +
+                    (inv.opaque_reason.empty()
+                         ? "the native (C++) invariant `" + inv.name + "` cannot be reasoned about"
+                         : "invariant `" + inv.name + "`: " + inv.opaque_reason);
     } else {
       try {
         holds = enc.encode_bool(*inv.expr, &st.post, &a);

@@ -215,7 +215,9 @@ struct Worker {
       const Invariant& inv = m.invariants[i];
       if (!inv.expr) {
         o.verdict = VerdictKind::unknown;
-        o.reason = "opaque predicate: a native (C++) invariant cannot be reasoned about";
+        o.reason = inv.opaque_reason.empty()
+                       ? "opaque predicate: a native (C++) invariant cannot be reasoned about"
+                       : "opaque predicate: " + inv.opaque_reason;
         continue;
       }
       const std::set<VarId> reads = vars_of(*inv.expr);

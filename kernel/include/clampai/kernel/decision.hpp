@@ -29,7 +29,19 @@ enum class ReasonCode : std::uint8_t {
   invariant_violated,   // a blocking invariant would be false after the action (T3)
   monitoring_violated,  // a monitoring invariant would be false (a warning; never blocks)
   lookahead_trap,       // a kernel guard (the lookahead) found the post-state to be a trap
+  // Given by the reference monitor's guard (clampai::hardening), never by the model's decision:
+  information_flow,      // the action moves labelled data to a lower label
+  attestation_failed,    // a required attestation did not pass
+  environment_drift,     // the world's values differ from the model's beyond the tolerance
+  dependency_not_ready,  // a dependency's readiness probe did not pass before its deadline
 };
+/// The last code (for readers that enumerate them).
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::dependency_not_ready;
+/// True iff only a kernel guard gives `code` (the lookahead, the reference monitor): a replay
+/// without the guard cannot reproduce such a rejection, and accepts it as recorded.
+constexpr bool is_guard_reason(ReasonCode code) noexcept {
+  return code >= ReasonCode::lookahead_trap;
+}
 /// The stable spelling of a code: `budget_exceeded`, ...
 std::string_view to_string(ReasonCode code);
 

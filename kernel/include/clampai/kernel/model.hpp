@@ -13,6 +13,7 @@
 
 #include "clampai/kernel/budget.hpp"
 #include "clampai/kernel/expr.hpp"
+#include "clampai/kernel/security.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/type.hpp"
 #include "clampai/kernel/value.hpp"
@@ -60,6 +61,10 @@ struct VariableDecl {
   std::optional<Decimal> max{};
   std::optional<std::int64_t> max_length{};
   bool optional = false;  // may be deleted (then reads of it are errors; see `defined(x)`)
+  /// Information-flow labels (docs/HARDENING.md): of the variable, and of a list's elements
+  /// (default: the variable's). Unlabelled: PUBLIC.
+  std::optional<SecurityLabel> label{};
+  std::optional<SecurityLabel> element_label{};
   SourceLoc loc{};
 };
 
@@ -90,6 +95,8 @@ struct ActionDecl {
   std::vector<ParameterDecl> parameters{};
   std::string guard{};  // the `requires` expression; empty means always
   std::vector<EffectDecl> effects{};
+  std::vector<EmitDecl> emits{};            // what it sends to sinks
+  std::vector<std::string> attestations{};  // attestors that must pass before it commits
   SourceLoc loc{};
 };
 
@@ -104,6 +111,13 @@ struct InvariantDecl {
   /// The control-barrier rate α in (0, 1] (`barrier_rate`): repairs keep h(s') >= (1 - α)·h(s),
   /// with h read off the invariant's comparison. Only for a blocking `a <= b` (`<`, `>=`, `>`).
   std::optional<Decimal> barrier_rate{};
+  /// The invariant-library template it was written as (`value_range`, ...), for reports.
+  std::string template_name{};
+  /// A pattern invariant (`pii_pattern`, `secret_pattern`): holds iff no string in these
+  /// variables (strings, enums, lists of them) matches one of the regular expressions. Built
+  /// with the installed PatternCompiler (`set_pattern_compiler`); opaque to the verifier.
+  std::vector<std::string> pattern_variables{};
+  std::vector<std::string> patterns{};
   SourceLoc loc{};
 };
 
@@ -150,6 +164,9 @@ struct TaskDecl {
   std::vector<std::pair<std::string, std::vector<std::string>>> dependencies{};
   std::optional<InterfaceDecl> interface {};
   std::vector<BasinDecl> basins{};  // `capture_basins`
+  std::vector<SinkDecl> sinks{};
+  std::vector<AttestorDecl> attestors{};
+  std::vector<std::string> goal_attestations{};  // must pass before the goal counts as reached
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -163,6 +180,9 @@ struct Variable {
   std::optional<Decimal> max{};
   std::optional<std::int64_t> max_length{};
   bool optional = false;
+  SecurityLabel label = SecurityLabel::public_data;
+  SecurityLabel element_label = SecurityLabel::public_data;  // lists: of the elements
+  bool labelled = false;                                     // declared a label
   SourceLoc loc{};
 };
 
@@ -193,6 +213,8 @@ struct Action {
   ExprPtr guard{};                           // null: always enabled
   std::vector<Effect> effects{};             // at most one per variable
   std::vector<std::size_t> dependencies{};   // indices of actions that must have completed first
+  std::vector<Emit> emits{};                 // what it sends to sinks
+  std::vector<std::size_t> attestations{};   // indices into TaskModel::attestors
   SourceLoc loc{};
 };
 
@@ -209,6 +231,10 @@ struct Invariant {
   /// invariant itself; `clampai repair` also keeps h(s') >= (1 - α)·h(s).
   std::optional<Decimal> barrier_rate{};
   ExprPtr barrier{};
+  std::string template_name{};  // the invariant-library template it was written as, if any
+  /// Why the verifier cannot read it, when it is a predicate the kernel computes natively
+  /// (a pattern or `no_duplicate_ids` template); empty otherwise.
+  std::string opaque_reason{};
   SourceLoc loc{};
 };
 
@@ -256,6 +282,9 @@ class TaskModel {
   Budget budget{};
   Interface interface {};
   std::vector<CaptureBasin> basins{};  // regions the lookahead steers clear of
+  std::vector<SinkDecl> sinks{};
+  std::vector<AttestorDecl> attestors{};         // validated: members and names resolve
+  std::vector<std::size_t> goal_attestations{};  // indices into `attestors`
   std::shared_ptr<const Schema> schema{};
   std::vector<Type> variable_types{};  // indexed by VarId
   /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.
@@ -283,6 +312,16 @@ class TaskModel {
 /// True iff `inv` holds in the single state `state` (`old(x)` reads `state` too). Fails closed:
 /// an evaluation error or a native predicate that throws counts as a violation.
 bool holds_in(const Invariant& inv, const State& state);
+
+/// Compiles a pattern invariant: a predicate that holds iff no string in `variables` matches
+/// one of `patterns`. @throws SpecError at `path` (e.g. `invariants[2].patterns[1]`) for a bad
+/// pattern.
+using PatternCompiler = std::function<NativePredicate(const std::vector<VarId>& variables,
+                                                      const std::vector<std::string>& patterns,
+                                                      const std::string& path)>;
+/// Installs the regular-expression engine of pattern invariants (the kernel links none:
+/// `hardening::install_pattern_engine()` installs RE2's). Thread-safe; replaces any earlier one.
+void set_pattern_compiler(PatternCompiler compiler);
 
 /// Validates `decl` completely and builds the model.
 /// @throws SpecError naming the JSON path of the first problem (for example

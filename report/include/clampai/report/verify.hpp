@@ -7,6 +7,7 @@
 
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/security.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/verifier/verify.hpp"
 
@@ -29,9 +30,18 @@ struct VerifyReport {
   const kernel::TaskModel* model = nullptr;
   const verifier::Report* report = nullptr;
   std::optional<GoalSummary> goal{};
+  /// Information flow (docs/HARDENING.md): set iff the spec declares labels or sinks. The
+  /// downward flows are findings: the reference monitor rejects those actions.
+  bool labelled = false;
+  std::size_t flows_checked = 0;  // flows of labelled data, downward or not
+  std::vector<kernel::InformationFlow> downward_flows{};
   /// Wall-clock seconds of the whole command (loading, proving, the goal search).
   double seconds = 0;
 };
+
+/// Fills the information-flow part of `r` from its model (kernel::information_flows).
+/// Requires `r.model`.
+void add_information_flows(VerifyReport& r);
 
 /// Writes `r` in `format`. Requires `r.model` and `r.report`.
 void write_verify(std::ostream& out, Format format, const VerifyReport& r);
