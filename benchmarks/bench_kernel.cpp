@@ -204,4 +204,28 @@ void BM_Trace_VerifyEntries(benchmark::State& st) {
 }
 BENCHMARK(BM_Trace_VerifyEntries)->UseRealTime();  // verify_chain hashes on several threads
 
+// A 1,001-entry trace file verified as `clampai trace verify` does (`verify_trace_file`): each
+// line read and hashed as it is, on every core.
+void BM_Trace_VerifyFile(benchmark::State& st) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("clampai_bench_verify_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    KernelOptions options;
+    options.writer = std::make_shared<TraceWriter>(path.string(), FlushPolicy::buffered);
+    SafetyKernel kernel(make_model(10, 1), options);
+    for (int i = 0; i < 1000; ++i) kernel.execute(Proposal{0, {}});
+    options.writer->close();
+  }
+  std::int64_t entries = 0;
+  for (auto _ : st) {
+    const TraceCheck check = verify_trace_file(path.string(), /*allow_unsealed=*/true);
+    if (!check.ok) st.SkipWithError(check.message.c_str());
+    entries += static_cast<std::int64_t>(check.entries);
+  }
+  st.SetItemsProcessed(entries);
+  std::filesystem::remove(path);
+}
+BENCHMARK(BM_Trace_VerifyFile)->UseRealTime();
+
 }  // namespace

@@ -164,20 +164,39 @@ class Scratch {
     char* p = room(24);
     n_ += static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - p);
   }
-  // An amount as a JSON string (its digits, sign and point need no escaping).
+  // An amount as a JSON string (its digits, sign and point need no escaping), as
+  // Decimal::append_to writes it.
   void put_amount(Amount a, int scale) {
-    if (scale == 0) {
-      char* p = room(24);
-      *p = '"';
-      char* e = std::to_chars(p + 1, p + 23, a).ptr;
-      *e = '"';
-      n_ += static_cast<std::size_t>(e + 1 - p);
-      return;
+    const bool negative = a < 0;
+    const std::uint64_t magnitude =
+        negative ? std::uint64_t{0} - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+    char digits[24];
+    const auto n = static_cast<std::size_t>(
+        std::to_chars(digits, digits + sizeof digits, magnitude).ptr - digits);
+    const auto point = static_cast<std::size_t>(scale);
+    char* p = room(n + point + 6);
+    char* const start = p;
+    *p++ = '"';
+    if (negative) *p++ = '-';
+    if (point == 0) {
+      std::memcpy(p, digits, n);
+      p += n;
+    } else if (n <= point) {
+      *p++ = '0';
+      *p++ = '.';
+      std::memset(p, '0', point - n);
+      p += point - n;
+      std::memcpy(p, digits, n);
+      p += n;
+    } else {
+      std::memcpy(p, digits, n - point);
+      p += n - point;
+      *p++ = '.';
+      std::memcpy(p, digits + (n - point), point);
+      p += point;
     }
-    slow_.assign(1, '"');
-    Decimal{a, static_cast<std::uint8_t>(scale)}.append_to(slow_);
-    slow_ += '"';
-    put(slow_);
+    *p++ = '"';
+    n_ += static_cast<std::size_t>(p - start);
   }
   // A value's canonical JSON (as detail::append_value writes it).
   void put_value(const Value& v) {
@@ -278,7 +297,7 @@ struct SafetyKernel::Impl {
   // The hasher. The ring holds the waiting lines (at most kRing; a full ring is drained by the
   // publisher).
   static constexpr std::size_t kRing = 1024;
-  static constexpr std::uint64_t kBatch = 64;  // waiting lines that wake the background thread
+  static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
   std::unique_ptr<Slot[]> ring = std::make_unique<Slot[]>(kRing);
   std::atomic<std::uint64_t> published{0};  // lines appended (written under the kernel's lock)
   std::atomic<std::uint64_t> hashed{0};     // lines hashed, in order
