@@ -713,19 +713,27 @@ struct CompletionsRef {
 };
 
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
-Decision decide_at(const TaskModel& model,
-                   const State& state,
-                   const BudgetController& budget,
-                   std::uint64_t steps,
-                   CompletionsRef completions,
-                   const Proposal& p,
-                   std::vector<Value>* operands = nullptr) {
+void decide_at(const TaskModel& model,
+               const State& state,
+               const BudgetController& budget,
+               std::uint64_t steps,
+               CompletionsRef completions,
+               const Proposal& p,
+               Decision& d,
+               std::vector<Value>* operands = nullptr) {
   const TaskModel* model_ = &model;
-  Decision d;
+  // Everything reset, the vectors' capacity kept (a search decides many times into one).
+  d.approved = false;
+  d.reasons.clear();
+  d.warnings.clear();
+  d.action = 0;
+  d.cost = 0;
+  d.emergency = false;
+  d.changes.clear();
   if (p.action >= model_->actions.size()) {
     d.reasons.push_back(
         reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
-    return d;
+    return;
   }
   const Action& a = model_->actions[p.action];
   d.action = p.action;
@@ -736,13 +744,13 @@ Decision decide_at(const TaskModel& model,
                                "action `" + a.id + "` takes " +
                                    std::to_string(a.parameters.size()) + " parameters, got " +
                                    std::to_string(p.params.size())));
-    return d;
+    return;
   }
   for (std::size_t i = 0; i < p.params.size(); ++i) {
     Value v = p.params[i];
     if (auto bad = check_param(a.parameters[i], v)) {
       d.reasons.push_back(std::move(*bad));
-      return d;
+      return;
     }
   }
   const EvalEnv pre{&state, nullptr, &state, p.params.data()};
@@ -756,7 +764,7 @@ Decision decide_at(const TaskModel& model,
     if (!scaled) {
       d.reasons.push_back(
           reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
-      return d;
+      return;
     }
     cost = scaled->units;
   }
@@ -885,7 +893,7 @@ Decision decide_at(const TaskModel& model,
     }
   }
   d.approved = d.reasons.empty();
-  return d;
+  return;
 }
 
 }  // namespace
@@ -899,7 +907,8 @@ std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c,
 }  // namespace
 
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
-  Decision d = decide_at(*model_, state, budget_, steps_, {nullptr, completions_.get()}, p);
+  Decision d;
+  decide_at(*model_, state, budget_, steps_, {nullptr, completions_.get()}, p, d);
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
                          budget_,
@@ -923,9 +932,18 @@ Situation Situation::initial(const TaskModel& model) {
 }
 
 Decision decide(const TaskModel& model, const Situation& s, const Proposal& proposal) {
+  Decision d;
+  decide_into(model, s, proposal, d);
+  return d;
+}
+
+void decide_into(const TaskModel& model,
+                 const Situation& s,
+                 const Proposal& proposal,
+                 Decision& out) {
   if (s.completions.size() != model.actions.size())
     throw InvalidArgument("decide: the situation does not count the model's actions");
-  return decide_at(model, s.state, s.budget, s.steps, {s.completions.data(), nullptr}, proposal);
+  decide_at(model, s.state, s.budget, s.steps, {s.completions.data(), nullptr}, proposal, out);
 }
 
 Situation advance(const TaskModel& model, const Situation& s, const Decision& d) {
@@ -1064,8 +1082,15 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       return snapshot_locked();
     }();
     // Decided without the lock: counts newer than the snapshot move the head (below).
-    Decision d = decide_at(
-        *model_, at.state, at.budget, at.steps, {nullptr, completions_.get()}, proposal, &operands);
+    Decision d;
+    decide_at(*model_,
+              at.state,
+              at.budget,
+              at.steps,
+              {nullptr, completions_.get()},
+              proposal,
+              d,
+              &operands);
     if (!d.approved && !options_.record_rejections &&
         impl_->published.load(std::memory_order_seq_cst) == at.head) {
       // An untraced rejection changes nothing: it stands if it was made on one head (nothing

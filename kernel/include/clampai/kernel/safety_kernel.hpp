@@ -94,6 +94,12 @@ struct KernelOptions {
 [[nodiscard]] Decision decide(const TaskModel& model,
                               const Situation& situation,
                               const Proposal& proposal);
+/// The same decision into `out` (every field replaced), reusing its vectors' capacity: for
+/// searches that decide many times, without an allocation per decision.
+void decide_into(const TaskModel& model,
+                 const Situation& situation,
+                 const Proposal& proposal,
+                 Decision& out);
 
 /// The situation after committing an approved decision: its changes applied, its cost charged,
 /// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
