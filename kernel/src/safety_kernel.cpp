@@ -1074,7 +1074,7 @@ SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
 Outcome SafetyKernel::execute(const Proposal& proposal) {
   // The effects' values from the decision, for the undo record (T7); one buffer per thread.
   thread_local std::vector<Value> operands;
-  for (;;) {
+  for (int attempt = 0;; ++attempt) {
     Snapshot at = [&] {
       std::lock_guard lock(mutex_);
       if (sealed_)
@@ -1097,7 +1097,9 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       // was appended while it was made, so every count it read was the snapshot's).
       return Outcome{std::move(d), std::nullopt, std::move(at.state)};
     }
-    if (auto done = commit_if_head_unchanged(at, proposal, std::move(d), operands))
+    // The head moved while deciding: once more, then decided under the lock (no thread
+    // retries for ever while others keep committing).
+    if (auto done = commit_if_head_unchanged(at, proposal, std::move(d), operands, attempt > 0))
       return std::move(*done);
   }
 }
@@ -1105,7 +1107,8 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
 std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                                               const Proposal& proposal,
                                                               Decision&& decision,
-                                                              const std::vector<Value>& operands) {
+                                                              std::vector<Value>& operands,
+                                                              bool decide_if_moved) {
   std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
@@ -1115,8 +1118,12 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
     std::lock_guard lock(mutex_);
     if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
     Impl& k = *impl_;
-    if (k.next_sequence() != at.head) return std::nullopt;  // the head moved: decide again
     Decision& d = decision;
+    if (k.next_sequence() != at.head) {  // the head moved
+      if (!decide_if_moved) return std::nullopt;
+      decide_at(
+          *model_, state_, budget_, steps_, {nullptr, completions_.get()}, proposal, d, &operands);
+    }
     if (options_.guard && d.approved && !d.emergency) {
       const Situation here{state_,
                            budget_,

@@ -231,12 +231,15 @@ class SafetyKernel {
   // under the lock, if the head is still `at`'s (nothing was appended since the snapshot that
   // `decision` was made on), consults the guard, appends the entry and commits an approval
   // (or traces a rejection); returns nullopt, with nothing changed, if the head moved, so that
-  // the caller decides again on a fresh snapshot. `operands` are the effects' values from the
+  // the caller decides again on a fresh snapshot; or, with `decide_if_moved`, decides again
+  // under the lock on the current head and commits that (how a retry ends: no thread retries
+  // for ever while others keep committing). `operands` are the effects' values from the
   // decision (the undo record's). A shared ledger commits through the same pattern.
   std::optional<Outcome> commit_if_head_unchanged(const Snapshot& at,
                                                   const Proposal& proposal,
                                                   Decision&& decision,
-                                                  const std::vector<Value>& operands);
+                                                  std::vector<Value>& operands,
+                                                  bool decide_if_moved);
   Decision evaluate_locked(const State& state, const Proposal& proposal) const;
   // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
   // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
