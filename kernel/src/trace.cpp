@@ -260,16 +260,20 @@ class CanonicalReader {
   bool plain(std::string_view& out) {
     if (at_ >= s_.size() || s_[at_] != '"') return false;
     const std::size_t from = at_ + 1;
-    for (std::size_t i = from; i < s_.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s_[i]);
-      if (c == '"') {
-        out = s_.substr(from, i - from);
-        at_ = i + 1;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+    const void* end = std::memchr(s_.data() + from, '"', s_.size() - from);
+    if (end == nullptr) return false;
+    const std::size_t n =
+        static_cast<std::size_t>(static_cast<const char*>(end) - s_.data()) - from;
+    // Checked without an early exit (the loop vectorises): control, non-ASCII or a backslash.
+    bool bad = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<unsigned char>(s_[from + i]);
+      bad |= (c < 0x20) | (c >= 0x80) | (c == '\\');
     }
-    return false;
+    if (bad) return false;
+    out = s_.substr(from, n);
+    at_ = from + n + 1;
+    return true;
   }
   // A string as append_json_string writes it; `out` (if not null) gets its text.
   bool str(std::string* out) {
