@@ -56,7 +56,9 @@ void BM_Kernel_ExecuteAtomic(benchmark::State& st) {
   const Proposal p{0, {}};
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
 }
-BENCHMARK(BM_Kernel_ExecuteAtomic)->Arg(10)->Arg(1000)->Arg(10000);
+// CPU time is the process's (the caller and the kernel's background hasher together); "Time"
+// is the caller's wall time per execute.
+BENCHMARK(BM_Kernel_ExecuteAtomic)->Arg(10)->Arg(1000)->Arg(10000)->MeasureProcessCPUTime();
 
 // The same with the memory of a long run bounded (KernelOptions::trace_window and undo_depth,
 // 1,024 each): entries and undo records beyond them are dropped and their storage reused, so
@@ -69,7 +71,22 @@ void BM_Kernel_ExecuteAtomicBounded(benchmark::State& st) {
   const Proposal p{0, {}};
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
 }
-BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Arg(10)->Arg(1000);
+BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Arg(10)->Arg(1000)->MeasureProcessCPUTime();
+
+// The same with every entry hashed before execute returns (KernelOptions::defer_hash off): the
+// work of a step on one thread.
+void BM_Kernel_ExecuteAtomicHashNow(benchmark::State& st) {
+  KernelOptions options;
+  options.defer_hash = false;
+  if (st.range(0) == 1) {
+    options.trace_window = 1024;
+    options.undo_depth = 1024;
+  }
+  SafetyKernel kernel(make_model(10, 1), options);
+  const Proposal p{0, {}};
+  for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
+}
+BENCHMARK(BM_Kernel_ExecuteAtomicHashNow)->ArgName("bounded")->Arg(0)->Arg(1);
 
 // Atomic execute with the trace also written to a JSON Lines file through `TraceWriter`, under
 // each flush policy. The file is in the temporary directory and removed afterwards.
@@ -124,12 +141,15 @@ BENCHMARK(BM_Kernel_ExecuteAtomicThreads)
     ->Teardown(drop_shared_kernel)
     ->Threads(1)
     ->Threads(2)
-    ->UseRealTime();
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 
-// Separate kernels, one per thread (bounded as above, so that memory does not grow): nothing
-// is shared, so the throughput should scale with the threads up to the cores.
+// Separate kernels, one per thread (bounded as above, so that memory does not grow, and hashing
+// each entry before execute returns): nothing is shared, so the throughput should scale with
+// the threads up to the cores.
 void BM_Kernel_ExecuteAtomicSeparate(benchmark::State& st) {
   KernelOptions options;
+  options.defer_hash = false;  // each thread does all of its kernel's work: no hasher thread
   options.trace_window = 1024;
   options.undo_depth = 1024;
   SafetyKernel kernel(make_model(10, 1), options);
@@ -137,7 +157,11 @@ void BM_Kernel_ExecuteAtomicSeparate(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
   st.SetItemsProcessed(st.iterations());
 }
-BENCHMARK(BM_Kernel_ExecuteAtomicSeparate)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_Kernel_ExecuteAtomicSeparate)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 
 // Latency percentiles of single calls: each call is timed with steady_clock (which adds one
 // clock read, about 20 ns, to every sample), and p50/p99/max are reported as counters in ns.
@@ -203,5 +227,29 @@ void BM_Trace_VerifyEntries(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * static_cast<std::int64_t>(entries.size()));
 }
 BENCHMARK(BM_Trace_VerifyEntries)->UseRealTime();  // verify_chain hashes on several threads
+
+// A 1,001-entry trace file verified as `clampai trace verify` does (`verify_trace_file`): each
+// line read and hashed as it is, on every core.
+void BM_Trace_VerifyFile(benchmark::State& st) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("clampai_bench_verify_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    KernelOptions options;
+    options.writer = std::make_shared<TraceWriter>(path.string(), FlushPolicy::buffered);
+    SafetyKernel kernel(make_model(10, 1), options);
+    for (int i = 0; i < 1000; ++i) kernel.execute(Proposal{0, {}});
+    options.writer->close();
+  }
+  std::int64_t entries = 0;
+  for (auto _ : st) {
+    const TraceCheck check = verify_trace_file(path.string(), /*allow_unsealed=*/true);
+    if (!check.ok) st.SkipWithError(check.message.c_str());
+    entries += static_cast<std::int64_t>(check.entries);
+  }
+  st.SetItemsProcessed(entries);
+  std::filesystem::remove(path);
+}
+BENCHMARK(BM_Trace_VerifyFile)->UseRealTime();
 
 }  // namespace

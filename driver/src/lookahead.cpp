@@ -7,7 +7,6 @@
 #include <deque>
 #include <functional>
 #include <string_view>
-#include <unordered_map>
 
 namespace clampai::driver {
 
@@ -64,6 +63,38 @@ std::uint64_t done_term(std::size_t action, std::uint64_t count) {
   return mix((static_cast<std::uint64_t>(action) << 40) ^ count ^ 0xC0FFEE1234ULL);
 }
 
+// The newest node of each key: open addressing in one array (no allocation per situation, as
+// a node-based map has).
+class KeyIndex {
+ public:
+  // The slot of `key`'s node (kNone if none), to read or set.
+  std::size_t& at(std::uint64_t key) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    std::size_t i = static_cast<std::size_t>(key) & (slots_.size() - 1);
+    while (slots_[i].second != kNone && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].second == kNone) {
+      slots_[i].first = key;
+      ++count_;  // claimed (an upper bound of the keys stored: it only makes growth earlier)
+    }
+    return slots_[i].second;
+  }
+
+ private:
+  void grow() {
+    std::vector<std::pair<std::uint64_t, std::size_t>> old(
+        std::max<std::size_t>(64, slots_.size() * 2), {0, kNone});
+    old.swap(slots_);
+    for (const auto& [k, v] : old) {
+      if (v == kNone) continue;
+      std::size_t i = static_cast<std::size_t>(k) & (slots_.size() - 1);
+      while (slots_[i].second != kNone) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = {k, v};
+    }
+  }
+  std::vector<std::pair<std::uint64_t, std::size_t>> slots_;
+  std::size_t count_ = 0;
+};
+
 struct Node {
   explicit Node(Situation s) : situation(std::move(s)) {}
   Situation situation;
@@ -101,7 +132,7 @@ class Search {
                                      n.situation.budget.net(),
                                      n.situation.steps,
                                      n.situation.emergency_steps);
-    index_.emplace(key, nodes.size());
+    index_.at(key) = nodes.size();
     nodes.push_back(std::move(n));
   }
 
@@ -118,7 +149,11 @@ class Search {
       for (const auto& params : params_[a]) {
         if (out_of_time()) return true;  // the rest was not looked at: no dead end claimed
         const Situation& s = nodes[i].situation;
-        const Decision d = decide(m_, s, Proposal{a, params});
+        // One decision and one proposal reused for every decision of the search.
+        proposal_.action = a;
+        proposal_.params = params;
+        decide_into(m_, s, proposal_, decision_);
+        const Decision& d = decision_;
         if (!d.approved) continue;
         if (!m_.actions[a].emergency) progress = true;
         if (!add) {
@@ -139,8 +174,8 @@ class Search {
                                          s.budget.net() + d.cost,
                                          s.steps + (emergency ? 0 : 1),
                                          s.emergency_steps + (emergency ? 1 : 0));
-        const auto known = index_.find(key);
-        std::size_t j = known == index_.end() ? kNone : known->second;
+        const std::size_t newest = index_.at(key);
+        std::size_t j = newest;
         while (j != kNone && !is_child(nodes[j].situation, s, a, d)) j = nodes[j].same_key;
         if (j != kNone) continue;
         if (nodes.size() >= o_.max_situations) {
@@ -154,13 +189,9 @@ class Search {
         child.parent = i;
         child.step = PlannedStep{a, params, d.cost};
         child.depth = nodes[i].depth + 1;
-        child.same_key = known == index_.end() ? kNone : known->second;
-        if (known == index_.end()) {
-          index_.emplace(key, nodes.size());
-        } else {
-          known->second = nodes.size();
-        }
+        child.same_key = newest;
         nodes.push_back(std::move(child));
+        index_.at(key) = nodes.size() - 1;
       }
     }
     return progress;
@@ -197,10 +228,12 @@ class Search {
   std::chrono::steady_clock::time_point started_, deadline_;
   std::uint64_t polls_ = 0;
   bool timed_out_ = false;
+  Proposal proposal_;
+  Decision decision_;
   std::vector<bool> enumerable_;
   std::vector<std::vector<std::vector<Value>>> params_;
   // The newest node of each key; older ones with the same key follow `Node::same_key`.
-  std::unordered_map<std::uint64_t, std::size_t> index_;
+  KeyIndex index_;
 
   void mark_incomplete(std::string why) {
     if (complete) incomplete_reason = std::move(why);
@@ -272,7 +305,13 @@ class Search {
       if (known.completions[b] != s.completions[b] + (a == b ? 1 : 0)) return false;
     for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
       if (!(known.state.get(id) == v)) return false;
-    return known.state == s.state.with(d.changes);  // shares the unchanged subtrees
+    // Every other variable as in `s` (without building the child's state).
+    for (const VarId id : known.state.diff(s.state)) {
+      const bool changed = std::any_of(
+          d.changes.begin(), d.changes.end(), [&](const auto& c) { return c.first == id; });
+      if (!changed) return false;
+    }
+    return true;
   }
 };
 

@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <mutex>
+#include <thread>
 
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
@@ -144,6 +148,90 @@ struct SafetyKernel::Undo {
 };
 
 namespace {
+// A growable byte buffer written through a raw cursor: one room check per part, no per-character
+// capacity checks, no terminator (an executed entry's line is built here on every step).
+class Scratch {
+ public:
+  void clear() noexcept { n_ = 0; }
+  [[nodiscard]] std::string_view view() const noexcept { return {buf_.get(), n_}; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  void put(std::string_view v) {
+    std::memcpy(room(v.size()), v.data(), v.size());
+    n_ += v.size();
+  }
+  void put(char c) {
+    *room(1) = c;
+    ++n_;
+  }
+  template <class Int>
+  void put_int(Int v) {
+    char* p = room(24);
+    n_ += static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - p);
+  }
+  // An amount as a JSON string (its digits, sign and point need no escaping), as
+  // Decimal::append_to writes it.
+  void put_amount(Amount a, int scale) {
+    const bool negative = a < 0;
+    const std::uint64_t magnitude =
+        negative ? std::uint64_t{0} - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+    char digits[24];
+    const auto n = static_cast<std::size_t>(
+        std::to_chars(digits, digits + sizeof digits, magnitude).ptr - digits);
+    const auto point = static_cast<std::size_t>(scale);
+    char* p = room(n + point + 6);
+    char* const start = p;
+    *p++ = '"';
+    if (negative) *p++ = '-';
+    if (point == 0) {
+      std::memcpy(p, digits, n);
+      p += n;
+    } else if (n <= point) {
+      *p++ = '0';
+      *p++ = '.';
+      std::memset(p, '0', point - n);
+      p += point - n;
+      std::memcpy(p, digits, n);
+      p += n;
+    } else {
+      std::memcpy(p, digits, n - point);
+      p += n - point;
+      *p++ = '.';
+      std::memcpy(p, digits + (n - point), point);
+      p += point;
+    }
+    *p++ = '"';
+    n_ += static_cast<std::size_t>(p - start);
+  }
+  // A value's canonical JSON (as detail::append_value writes it).
+  void put_value(const Value& v) {
+    constexpr std::int64_t kExact = std::int64_t{1} << 53;  // integers JSON keeps exact
+    if (v.kind() == Value::Kind::number && v.as_number().scale == 0 &&
+        v.as_number().units > -kExact && v.as_number().units < kExact) {
+      put_int(v.as_number().units);
+      return;
+    }
+    slow_.clear();
+    detail::append_value(slow_, v);
+    put(slow_);
+  }
+
+ private:
+  char* room(std::size_t m) {
+    if (cap_ - n_ < m) {
+      const std::size_t cap = std::max({cap_ * 2, n_ + m, std::size_t{1024}});
+      auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+      if (n_ > 0) std::memcpy(bigger.get(), buf_.get(), n_);
+      buf_ = std::move(bigger);
+      cap_ = cap;
+    }
+    return buf_.get() + n_;
+  }
+  std::unique_ptr<char[]> buf_;
+  std::size_t cap_ = 0;
+  std::size_t n_ = 0;
+  std::string slow_;  // for what is not a plain integer
+};
+
 // A copy of the stored lines, so that they can be read without the kernel's lock.
 // The kept lines, readable without the kernel's lock: lines never change once written, and
 // while a view lives (`pins` > 0) trim() frees no chunk.
@@ -165,7 +253,15 @@ class LinesView {
 }  // namespace
 
 // The kernel's storage: the trace's canonical lines in chunks that are reused once the window
-// drops their lines, the undo records, and the buffers every step reuses.
+// drops their lines, the undo records, the buffers every step reuses, and the in-order hasher
+// of the chain.
+//
+// Every line is appended under the kernel's lock with its `prev` and `hash` digits still to be
+// written, as a job of the hasher (`published` counts them); `drain` hashes the waiting lines
+// in sequence order (`hashed` counts those done), each with the hash of the line before as its
+// `prev`, whoever runs it: the background thread, or a caller that needs the chain complete
+// (`settle`, under the kernel's lock, so that nothing is published meanwhile). Only the holder
+// of `hashing` touches the waiting lines, `last_hash` and `sha`.
 struct SafetyKernel::Impl {
   static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
 
@@ -175,7 +271,7 @@ struct SafetyKernel::Impl {
     std::size_t used = 0;
   };
   struct Slot {
-    const char* text = nullptr;
+    char* text = nullptr;
     std::uint32_t size = 0;
     std::uint32_t hash_at = 0;
     std::uint32_t prev_at = 0;
@@ -183,7 +279,7 @@ struct SafetyKernel::Impl {
   };
   // Per action: the canonical order of what an executed entry lists, keys pre-rendered.
   struct ActionLayout {
-    std::string action;                                        // `"id"` as JSON
+    std::string action;                                        // `{"action":"id","changes":{`
     std::vector<std::pair<std::size_t, std::string>> changes;  // effect index, `"name":`
     std::vector<std::pair<std::size_t, std::string>> params;   // parameter index, `"name":`
   };
@@ -194,28 +290,140 @@ struct SafetyKernel::Impl {
   std::deque<Slot> slots;            // the lines kept, oldest first
   std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
   std::deque<Undo> undo;
-  std::uint64_t undo_dropped = 0;
-  mutable std::atomic<int> pins{0};  // live LinesViews  // undo records dropped by the depth limit
+  std::uint64_t undo_dropped = 0;                  // undo records dropped by the depth limit
+  std::vector<std::vector<Value>> spare_operands;  // from dropped undo records, for reuse
+  mutable std::atomic<int> pins{0};                // live LinesViews
 
-  std::string line;  // the entry being built, without its hash
-  Sha256 sha;
-  std::vector<Value> operands;
+  std::string line;  // an entry other than an execution being built, without its hash
+  Scratch executed;  // an execution's entry being built, without its hash
   std::vector<ActionLayout> layouts;
 
+  // The hasher. The ring holds the waiting lines (at most kRing; a full ring is drained by the
+  // publisher).
+  static constexpr std::size_t kRing = 1024;
+  static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
+  std::unique_ptr<Slot[]> ring = std::make_unique<Slot[]>(kRing);
+  std::atomic<std::uint64_t> published{0};  // lines appended (written under the kernel's lock)
+  std::atomic<std::uint64_t> hashed{0};     // lines hashed, in order
+  std::atomic<bool> hashing{false};         // held by whoever drains
+  char last_hash[64];                       // the hash of line `hashed` - 1 (zeros before any)
+  Sha256 sha;
+  // The background thread, started when kBatch lines first wait (never if defer is false).
+  bool defer = true;
+  std::thread worker;
+  std::mutex worker_mutex;
+  std::condition_variable worker_wake;
+  bool worker_stop = false;  // under worker_mutex
+  std::atomic<bool> worker_sleeping{false};
+
+  Impl() { std::memset(last_hash, '0', sizeof last_hash); }
+  ~Impl() {
+    if (worker.joinable()) {
+      {
+        std::lock_guard lock(worker_mutex);
+        worker_stop = true;
+      }
+      worker_wake.notify_one();
+      worker.join();
+    }
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   [[nodiscard]] std::uint64_t next_sequence() const { return first_sequence + slots.size(); }
+  // The last line's hash: requires every line to be hashed (settle()).
   [[nodiscard]] std::string_view head_hash() const {
     const Slot& s = slots.back();
     return {s.text + s.hash_at + detail::kHashKey.size(), 64};
   }
+  [[nodiscard]] std::uint64_t waiting() const {
+    return published.load(std::memory_order_seq_cst) - hashed.load(std::memory_order_seq_cst);
+  }
 
-  // Appends `a` + `b` + `c` as one line. May throw (allocation) with nothing changed.
+  // Hashes line `job` in place: its `prev` is the hash before, its `hash` member its SHA-256
+  // over the line without that member (T6).
+  void hash_line(const Slot& job) {
+    std::memcpy(job.text + job.prev_at, last_hash, sizeof last_hash);
+    const std::size_t tail = job.hash_at + detail::kHashMember;
+    sha.reset();
+    sha.update({job.text, job.hash_at});
+    sha.update({job.text + tail, job.size - tail});
+    char* digits = job.text + job.hash_at + detail::kHashKey.size();
+    sha.final_hex(digits);
+    std::memcpy(last_hash, digits, sizeof last_hash);
+  }
+
+  // Hashes every waiting line, in order, unless another thread is at it (then false: that one
+  // also hashes whatever was published before it stops). Never blocks.
+  bool drain() {
+    if (hashing.exchange(true, std::memory_order_seq_cst)) return false;
+    for (;;) {
+      const std::uint64_t p = published.load(std::memory_order_acquire);
+      for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
+        hash_line(ring[h % kRing]);
+        hashed.store(h + 1, std::memory_order_release);
+      }
+      hashing.store(false, std::memory_order_seq_cst);
+      // A line published while this thread held `hashing` may have found it held: take it.
+      if (published.load(std::memory_order_seq_cst) == hashed.load(std::memory_order_relaxed))
+        return true;
+      if (hashing.exchange(true, std::memory_order_seq_cst)) return true;
+    }
+  }
+
+  // Under the kernel's lock (nothing is published meanwhile): returns when every line is
+  // hashed, helping or waiting for the thread at it.
+  void settle() {
+    while (hashed.load(std::memory_order_acquire) < published.load(std::memory_order_relaxed)) {
+      if (!drain()) std::this_thread::yield();
+    }
+  }
+
+  void worker_loop() {
+    for (;;) {
+      drain();
+      // Sleeps until a batch waits: one wake-up per batch, not per line.
+      std::unique_lock lock(worker_mutex);
+      worker_sleeping.store(true, std::memory_order_seq_cst);
+      worker_wake.wait(lock, [&] { return worker_stop || waiting() >= kBatch; });
+      worker_sleeping.store(false, std::memory_order_relaxed);
+      if (worker_stop) return;
+    }
+  }
+
+  // After a deferred line is published, without the kernel's lock: wakes (or starts) the
+  // background thread when enough lines wait. Never throws (without a thread, readers and the
+  // full ring hash the lines).
+  void nudge() noexcept {
+    if (waiting() < kBatch) return;
+    if (!worker.joinable()) {
+      std::lock_guard lock(worker_mutex);
+      if (!worker.joinable() && !worker_stop) {
+        try {
+          worker = std::thread([this] { worker_loop(); });
+        } catch (...) {
+          worker_stop = true;  // no thread: hashed by settle() and the full ring
+        }
+      }
+      return;
+    }
+    if (worker_sleeping.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(worker_mutex);
+      worker_wake.notify_one();
+    }
+  }
+
+  // Under the kernel's lock: appends `head` + a `hash` member to be written + `tail` as one
+  // line, whose `prev` digits (at `prev_at` in the whole line) are written by the hasher too.
+  // May throw (allocation) with nothing changed.
   void append(EntryKind kind,
-              std::string_view a,
-              std::string_view b,
-              std::string_view c,
+              std::string_view head,
+              std::string_view tail,
               std::size_t hash_at,
               std::size_t prev_at) {
-    const std::size_t n = a.size() + b.size() + c.size();
+    if (published.load(std::memory_order_relaxed) - hashed.load(std::memory_order_acquire) >= kRing)
+      settle();  // the ring is full: hash here
+    const std::size_t n = head.size() + detail::kHashMember + tail.size();
     if (chunks.empty() || chunks.back().capacity - chunks.back().used < n) {
       Chunk chunk;
       if (!spare.empty() && spare.back().capacity >= n) {
@@ -223,34 +431,35 @@ struct SafetyKernel::Impl {
         spare.pop_back();
       } else {
         chunk.capacity = std::max(kChunk, n);
-        chunk.bytes = std::make_unique<char[]>(chunk.capacity);
+        chunk.bytes = std::make_unique_for_overwrite<char[]>(chunk.capacity);
       }
       chunk.used = 0;
       chunks.push_back(std::move(chunk));  // an empty chunk more changes nothing observable
     }
     Chunk& c0 = chunks.back();
     char* at = c0.bytes.get() + c0.used;
-    slots.push_back(Slot{at,
-                         static_cast<std::uint32_t>(n),
-                         static_cast<std::uint32_t>(hash_at),
-                         static_cast<std::uint32_t>(prev_at),
-                         kind});
-    std::memcpy(at, a.data(), a.size());
-    std::memcpy(at + a.size(), b.data(), b.size());
-    std::memcpy(at + a.size() + b.size(), c.data(), c.size());
+    const Slot slot{at,
+                    static_cast<std::uint32_t>(n),
+                    static_cast<std::uint32_t>(hash_at),
+                    static_cast<std::uint32_t>(prev_at),
+                    kind};
+    slots.push_back(slot);
+    std::memcpy(at, head.data(), head.size());
+    std::memcpy(at + head.size(), detail::kHashKey.data(), detail::kHashKey.size());
+    at[head.size() + detail::kHashMember - 1] = '"';
+    std::memcpy(at + head.size() + detail::kHashMember, tail.data(), tail.size());
     c0.used += n;
+    const std::uint64_t p = published.load(std::memory_order_relaxed);
+    ring[p % kRing] = slot;
+    published.store(p + 1, std::memory_order_seq_cst);
   }
 
-  // Takes back the last append (when a later step of the same commit fails).
-  void pop_back() noexcept {
-    chunks.back().used -= slots.back().size;
-    slots.pop_back();
-  }
-
-  // Drops lines beyond the window, and the chunks no line is in any more. Never throws.
+  // Drops lines beyond the window (hashed ones only), and the chunks no line is in any more.
+  // Never throws.
   void trim(std::size_t window) noexcept {
     if (window == 0) return;
-    while (slots.size() > window) {
+    const std::uint64_t done = hashed.load(std::memory_order_acquire);
+    while (slots.size() > window && first_sequence < done) {
       slots.pop_front();
       ++first_sequence;
     }
@@ -266,7 +475,9 @@ struct SafetyKernel::Impl {
   }
 
   // Under the kernel's lock. May throw (allocation) with nothing changed.
-  [[nodiscard]] std::unique_ptr<LinesView> view() const {
+  [[nodiscard]] std::unique_ptr<LinesView> view(std::size_t window) {
+    settle();
+    trim(window);  // what waited for its hash beyond the window
     std::vector<detail::StoredLine> lines;
     lines.reserve(slots.size());
     for (const auto& slot : slots)
@@ -281,14 +492,18 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       options_(std::move(options)),
       state_(model_->initial_state()),
       budget_(model_->budget.total),
-      completions_(model_->actions.size(), 0),
+      completions_(std::make_unique<std::atomic<std::uint64_t>[]>(model_->actions.size())),
       impl_(std::make_unique<Impl>()) {
   if (!options_.clock) options_.clock = system_clock_us;
+  impl_->defer = options_.defer_hash && !options_.writer;
   impl_->spare.reserve(Impl::kSpare);  // so that trim() never allocates
+  impl_->spare_operands.reserve(4);    // so that dropping an undo record never allocates
   impl_->line.reserve(1024);
   for (const Action& a : model_->actions) {
     Impl::ActionLayout layout;
+    layout.action = "{\"action\":";
     detail::append_json_string(layout.action, a.id);
+    layout.action += ",\"changes\":{";
     for (std::size_t i = 0; i < a.effects.size(); ++i) {
       std::string key;
       detail::append_json_string(key, model_->variables[a.effects[i].variable].name);
@@ -491,20 +706,38 @@ std::optional<Reason> apply_effect(
 
 namespace {
 
+// Completion counts per action: a situation's, or the kernel's (read without its lock).
+struct CompletionsRef {
+  const std::uint64_t* plain = nullptr;
+  const std::atomic<std::uint64_t>* shared = nullptr;
+  std::uint64_t operator[](std::size_t i) const {
+    // Acquire: a count newer than a snapshot comes with the entry that moved the head.
+    return plain != nullptr ? plain[i] : shared[i].load(std::memory_order_acquire);
+  }
+};
+
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
-Decision decide_at(const TaskModel& model,
-                   const State& state,
-                   const BudgetController& budget,
-                   std::uint64_t steps,
-                   const std::vector<std::uint64_t>& completions,
-                   const Proposal& p,
-                   std::vector<Value>* operands = nullptr) {
+void decide_at(const TaskModel& model,
+               const State& state,
+               const BudgetController& budget,
+               std::uint64_t steps,
+               CompletionsRef completions,
+               const Proposal& p,
+               Decision& d,
+               std::vector<Value>* operands = nullptr) {
   const TaskModel* model_ = &model;
-  Decision d;
+  // Everything reset, the vectors' capacity kept (a search decides many times into one).
+  d.approved = false;
+  d.reasons.clear();
+  d.warnings.clear();
+  d.action = 0;
+  d.cost = 0;
+  d.emergency = false;
+  d.changes.clear();
   if (p.action >= model_->actions.size()) {
     d.reasons.push_back(
         reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
-    return d;
+    return;
   }
   const Action& a = model_->actions[p.action];
   d.action = p.action;
@@ -515,13 +748,13 @@ Decision decide_at(const TaskModel& model,
                                "action `" + a.id + "` takes " +
                                    std::to_string(a.parameters.size()) + " parameters, got " +
                                    std::to_string(p.params.size())));
-    return d;
+    return;
   }
   for (std::size_t i = 0; i < p.params.size(); ++i) {
     Value v = p.params[i];
     if (auto bad = check_param(a.parameters[i], v)) {
       d.reasons.push_back(std::move(*bad));
-      return d;
+      return;
     }
   }
   const EvalEnv pre{&state, nullptr, &state, p.params.data()};
@@ -535,7 +768,7 @@ Decision decide_at(const TaskModel& model,
     if (!scaled) {
       d.reasons.push_back(
           reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
-      return d;
+      return;
     }
     cost = scaled->units;
   }
@@ -664,17 +897,28 @@ Decision decide_at(const TaskModel& model,
     }
   }
   d.approved = d.reasons.empty();
-  return d;
+  return;
 }
 
 }  // namespace
 
-Decision SafetyKernel::evaluate_locked(const State& state,
-                                       const Proposal& p,
-                                       std::vector<Value>* operands) const {
-  Decision d = decide_at(*model_, state, budget_, steps_, completions_, p, operands);
+namespace {
+std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c, std::size_t n) {
+  std::vector<std::uint64_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = c[i].load(std::memory_order_relaxed);
+  return out;
+}
+}  // namespace
+
+Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+  Decision d;
+  decide_at(*model_, state, budget_, steps_, {nullptr, completions_.get()}, p, d);
   if (options_.guard && d.approved && !d.emergency) {
-    const Situation here{state, budget_, steps_, emergency_steps_, completions_};
+    const Situation here{state,
+                         budget_,
+                         steps_,
+                         emergency_steps_,
+                         copy_completions(completions_.get(), model_->actions.size())};
     if (std::optional<Reason> veto = options_.guard(here, p, d)) {
       d.approved = false;
       d.reasons.push_back(std::move(*veto));
@@ -692,7 +936,18 @@ Situation Situation::initial(const TaskModel& model) {
 }
 
 Decision decide(const TaskModel& model, const Situation& s, const Proposal& proposal) {
-  return decide_at(model, s.state, s.budget, s.steps, s.completions, proposal);
+  Decision d;
+  decide_into(model, s, proposal, d);
+  return d;
+}
+
+void decide_into(const TaskModel& model,
+                 const Situation& s,
+                 const Proposal& proposal,
+                 Decision& out) {
+  if (s.completions.size() != model.actions.size())
+    throw InvalidArgument("decide: the situation does not count the model's actions");
+  decide_at(model, s.state, s.budget, s.steps, {s.completions.data(), nullptr}, proposal, out);
 }
 
 Situation advance(const TaskModel& model, const Situation& s, const Decision& d) {
@@ -710,7 +965,11 @@ Situation advance(const TaskModel& model, const Situation& s, const Decision& d)
 
 Situation SafetyKernel::situation() const {
   std::lock_guard lock(mutex_);
-  return Situation{state_, budget_, steps_, emergency_steps_, completions_};
+  return Situation{state_,
+                   budget_,
+                   steps_,
+                   emergency_steps_,
+                   copy_completions(completions_.get(), model_->actions.size())};
 }
 
 void SafetyKernel::append_locked(TraceEntry& entry,
@@ -719,6 +978,7 @@ void SafetyKernel::append_locked(TraceEntry& entry,
                                  const BudgetController& budget,
                                  std::string* line) {
   Impl& k = *impl_;
+  k.settle();              // the entry names the hash before it, and gets its own
   entry.hash.reserve(64);  // so that setting it below cannot throw
   entry.sequence = k.next_sequence();
   entry.prev = k.slots.empty() ? kZeroHash : std::string(k.head_hash());
@@ -729,33 +989,31 @@ void SafetyKernel::append_locked(TraceEntry& entry,
   entry.time_us = options_.clock();
   k.line.clear();
   const detail::LineLayout at = detail::append_canonical_without_hash(k.line, entry);
-  store_line_locked(entry.kind, at.hash_at, at.prev_at, line);
+  store_line_locked(entry.kind, k.line, at.hash_at, at.prev_at, line, /*hash_now=*/true);
   entry.hash.assign(k.head_hash());  // within the reserved capacity: cannot throw
 }
 
 void SafetyKernel::store_line_locked(EntryKind kind,
+                                     std::string_view bytes,
                                      std::size_t hash_at,
                                      std::size_t prev_at,
-                                     std::string* line) {
+                                     std::string* line,
+                                     bool hash_now) {
   Impl& k = *impl_;
-  // The hash covers the canonical line without its `hash` member: the scratch line as built.
-  char member[detail::kHashMember];
-  std::memcpy(member, detail::kHashKey.data(), detail::kHashKey.size());
-  k.sha.reset();
-  k.sha.update(k.line);
-  k.sha.final_hex(member + detail::kHashKey.size());
-  member[detail::kHashMember - 1] = '"';
-  const std::string_view head(k.line.data(), hash_at);
-  const std::string_view hash(member, sizeof member);
-  const std::string_view tail(k.line.data() + hash_at, k.line.size() - hash_at);
-  if (line != nullptr) {  // may throw: nothing has changed yet
-    line->clear();
-    line->reserve(k.line.size() + sizeof member);
-    line->append(head).append(hash).append(tail);
+  // May throw with nothing changed.
+  if (line != nullptr) line->reserve(bytes.size() + detail::kHashMember);
+  // INVARIANT (chain): the line's prev is the hash of the line before (written by the
+  // hasher, in order). May throw with nothing changed.
+  k.append(kind,
+           bytes.substr(0, hash_at),
+           bytes.substr(hash_at),
+           hash_at,
+           prev_at + detail::kHashMember);
+  if (hash_now || line != nullptr || !k.defer) k.settle();
+  if (line != nullptr) {
+    const Impl::Slot& s = k.slots.back();
+    line->assign(s.text, s.size);  // within the reserved capacity: cannot throw
   }
-  // INVARIANT (chain): the line's prev is the hash of the line before. May throw with nothing
-  // changed.
-  k.append(kind, head, hash, tail, hash_at, prev_at + detail::kHashMember);
 }
 
 void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
@@ -778,12 +1036,6 @@ std::vector<std::pair<std::string, Value>> named_params(const Action& a,
   return out;
 }
 
-// An amount as a JSON string (its digits, sign and point need no escaping).
-void append_amount(std::string& out, Amount a, int scale) {
-  out += '"';
-  Decimal{a, static_cast<std::uint8_t>(scale)}.append_to(out);
-  out += '"';
-}
 // The trace entry of a rejected proposal.
 TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d) {
   TraceEntry entry;
@@ -819,19 +1071,75 @@ std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad) {
 }
 }  // namespace
 
+SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
+  return Snapshot{state_, budget_, steps_, impl_->next_sequence()};
+}
+
 Outcome SafetyKernel::execute(const Proposal& proposal) {
+  // The effects' values from the decision, for the undo record (T7); one buffer per thread.
+  thread_local std::vector<Value> operands;
+  for (int attempt = 0;; ++attempt) {
+    Snapshot at = [&] {
+      std::lock_guard lock(mutex_);
+      if (sealed_)
+        throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+      return snapshot_locked();
+    }();
+    // Decided without the lock: counts newer than the snapshot move the head (below).
+    Decision d;
+    decide_at(*model_,
+              at.state,
+              at.budget,
+              at.steps,
+              {nullptr, completions_.get()},
+              proposal,
+              d,
+              &operands);
+    if (!d.approved && !options_.record_rejections &&
+        impl_->published.load(std::memory_order_seq_cst) == at.head) {
+      // An untraced rejection changes nothing: it stands if it was made on one head (nothing
+      // was appended while it was made, so every count it read was the snapshot's).
+      return Outcome{std::move(d), std::nullopt, std::move(at.state)};
+    }
+    // The head moved while deciding: once more, then decided under the lock (no thread
+    // retries for ever while others keep committing).
+    if (auto done = commit_if_head_unchanged(at, proposal, std::move(d), operands, attempt > 0))
+      return std::move(*done);
+  }
+}
+
+std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
+                                                              const Proposal& proposal,
+                                                              Decision&& decision,
+                                                              std::vector<Value>& operands,
+                                                              bool decide_if_moved) {
   std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
   std::optional<Outcome> outcome;
+  bool traced = false;
   {
     std::lock_guard lock(mutex_);
     if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
     Impl& k = *impl_;
-    // One decision procedure: the pass that decides also yields the effects' operands, which
-    // are what the undo record needs (T7).
-    Decision d = evaluate_locked(state_, proposal, &k.operands);
-    const bool traced = d.approved || options_.record_rejections;
+    Decision& d = decision;
+    if (k.next_sequence() != at.head) {  // the head moved
+      if (!decide_if_moved) return std::nullopt;
+      decide_at(
+          *model_, state_, budget_, steps_, {nullptr, completions_.get()}, proposal, d, &operands);
+    }
+    if (options_.guard && d.approved && !d.emergency) {
+      const Situation here{state_,
+                           budget_,
+                           steps_,
+                           emergency_steps_,
+                           copy_completions(completions_.get(), model_->actions.size())};
+      if (std::optional<Reason> veto = options_.guard(here, proposal, d)) {
+        d.approved = false;
+        d.reasons.push_back(std::move(*veto));
+      }
+    }
+    traced = d.approved || options_.record_rejections;
     if (!d.approved) {
       if (traced) {
         TraceEntry entry = rejected_entry(*model_, proposal, d);
@@ -845,56 +1153,70 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       // Everything that can fail (allocation) happens before the first mutation (T5).
       State next = state_.with(d.changes);
       BudgetController budget_after = budget_;
-      budget_after.charge(d.cost);  // cannot throw: can_afford held under this lock
+      budget_after.charge(d.cost);  // cannot throw: can_afford held on this head
       sequence = k.next_sequence();
       // The entry's canonical line, built once from the decision into the reused buffer, with
-      // the counters after the commit, so it is complete (hashed) before anything changes.
+      // the counters after the commit; its `prev` and `hash` are written by the hasher.
       const int scale = model_->budget.scale;
-      std::string& out = k.line;
+      Scratch& out = k.executed;
       out.clear();
-      out += "{\"action\":";
-      out += layout.action;
-      out += ",\"changes\":{";
+      out.put(layout.action);
       for (std::size_t i = 0; i < layout.changes.size(); ++i) {
-        if (i > 0) out += ',';
-        out += layout.changes[i].second;
-        detail::append_value(out, d.changes[layout.changes[i].first].second);
+        if (i > 0) out.put(',');
+        out.put(layout.changes[i].second);
+        out.put_value(d.changes[layout.changes[i].first].second);
       }
-      out += "},\"cost\":";
-      append_amount(out, d.cost, scale);
-      out += a.emergency ? std::string_view(",\"emergency\":true")
-                         : std::string_view(",\"emergency\":false");
-      detail::append_count(out, ",\"emergency_steps\":", emergency_steps_ + (a.emergency ? 1 : 0));
-      out += ",\"gross\":";
-      append_amount(out, budget_after.gross(), scale);
+      out.put(std::string_view("},\"cost\":"));
+      out.put_amount(d.cost, scale);
+      out.put(a.emergency ? std::string_view(",\"emergency\":true,\"emergency_steps\":")
+                          : std::string_view(",\"emergency\":false,\"emergency_steps\":"));
+      out.put_int(emergency_steps_ + (a.emergency ? 1 : 0));
+      out.put(std::string_view(",\"gross\":"));
+      out.put_amount(budget_after.gross(), scale);
       const std::size_t hash_at = out.size();
-      out += ",\"kind\":\"executed\",\"net\":";
-      append_amount(out, budget_after.net(), scale);
-      out += ",\"params\":{";
+      out.put(std::string_view(",\"kind\":\"executed\",\"net\":"));
+      out.put_amount(budget_after.net(), scale);
+      out.put(std::string_view(",\"params\":{"));
       for (std::size_t i = 0; i < layout.params.size(); ++i) {
-        if (i > 0) out += ',';
-        out += layout.params[i].second;
-        detail::append_value(out, proposal.params[layout.params[i].first]);
+        if (i > 0) out.put(',');
+        out.put(layout.params[i].second);
+        out.put_value(proposal.params[layout.params[i].first]);
       }
-      out += "},\"prev\":\"";
+      out.put(std::string_view("},\"prev\":\""));
       const std::size_t prev_at = out.size();
-      out += k.head_hash();
-      out += "\",\"reasons\":[]";
-      detail::append_count(out, ",\"seq\":", sequence);
-      out += ",\"spec\":\"\",\"state\":\"\"";
-      detail::append_count(out, ",\"step\":", steps_ + (a.emergency ? 0 : 1));
-      detail::append_count(out, ",\"time\":", options_.clock());
-      out += ",\"warnings\":";
-      detail::append_reasons(out, d.warnings);
-      out += '}';
+      out.put(std::string_view(kZeroHash));  // written by the hasher
+      out.put(std::string_view("\",\"reasons\":[],\"seq\":"));
+      out.put_int(sequence);
+      out.put(std::string_view(",\"spec\":\"\",\"state\":\"\",\"step\":"));
+      out.put_int(steps_ + (a.emergency ? 0 : 1));
+      out.put(std::string_view(",\"time\":"));
+      out.put_int(options_.clock());
+      if (d.warnings.empty()) {
+        out.put(std::string_view(",\"warnings\":[]}"));
+      } else {
+        k.line.assign(",\"warnings\":");
+        detail::append_reasons(k.line, d.warnings);
+        k.line += '}';
+        out.put(k.line);
+      }
       const Amount cost = d.cost;
-      Undo undo{
-          sequence, proposal.action, cost, state_, next, std::move(k.operands), proposal.params};
-      store_line_locked(EntryKind::executed, hash_at, prev_at, options_.writer ? &line : nullptr);
+      std::vector<Value> kept;
+      if (!k.spare_operands.empty()) {
+        kept = std::move(k.spare_operands.back());
+        k.spare_operands.pop_back();
+      }
+      kept.assign(operands.begin(), operands.end());
+      k.undo.push_back(
+          Undo{sequence, proposal.action, cost, state_, next, std::move(kept), proposal.params});
       try {
-        k.undo.push_back(std::move(undo));
+        store_line_locked(EntryKind::executed,
+                          out.view(),
+                          hash_at,
+                          prev_at,
+                          options_.writer ? &line : nullptr,
+                          false);
       } catch (...) {
-        k.pop_back();
+        k.undo.pop_back();
         throw;
       }
 
@@ -906,20 +1228,30 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
       } else {
         ++steps_;
       }
-      ++completions_[proposal.action];
+      completions_[proposal.action].store(
+          completions_[proposal.action].load(std::memory_order_relaxed) + 1,
+          std::memory_order_release);  // after the entry: see CompletionsRef
       state_ = std::move(next);
       if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) {
         dropped = std::move(k.undo.front());  // freed after the lock is released
         k.undo.pop_front();
         ++k.undo_dropped;
+        if (k.spare_operands.size() < 4) {
+          k.spare_operands.push_back(std::move(dropped->operands));  // reserved: cannot throw
+          k.spare_operands.back().clear();
+        }
       }
       outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, cost}, state_};
     }
     k.trim(options_.trace_window);
-    if (!traced) return std::move(*outcome);
   }
-  if (options_.writer) write_line(sequence, std::move(line));
-  return std::move(*outcome);
+  if (!traced) return outcome;
+  if (options_.writer) {
+    write_line(sequence, std::move(line));
+  } else {
+    impl_->nudge();
+  }
+  return outcome;
 }
 
 Decision SafetyKernel::record_rejection(const Proposal& proposal) {
@@ -1049,7 +1381,8 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
 
     // Commit: nothing below throws.
     budget_ = budget_after;
-    --completions_[u.action];
+    completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
+                                 std::memory_order_release);  // after the entry
     state_ = u.before;
     k.undo.pop_back();
     k.trim(options_.trace_window);
@@ -1112,6 +1445,7 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
       case EntryKind::rejected: {
         // A rejection changes nothing but the trace: kept as recorded once it links.
         std::lock_guard lock(mutex_);
+        impl_->settle();
         if (e.sequence != impl_->next_sequence() || e.prev != impl_->head_hash() ||
             e.compute_hash() != e.hash)
           resume_failed(i, "does not link to the entry before");
@@ -1132,6 +1466,7 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
     bool same = false;
     {
       std::lock_guard lock(mutex_);
+      impl_->settle();
       same = impl_->head_hash() == e.hash;
       impl_->trim(options_.trace_window);
     }
@@ -1187,7 +1522,9 @@ std::uint64_t SafetyKernel::emergency_steps() const {
 
 std::uint64_t SafetyKernel::completions(std::size_t index) const {
   std::lock_guard lock(mutex_);
-  return completions_.at(index);
+  if (index >= model_->actions.size())
+    throw InvalidArgument("no action with index " + std::to_string(index));
+  return completions_[index].load(std::memory_order_relaxed);
 }
 
 bool SafetyKernel::goal_reached() const { return model_->goal_holds(state()); }
@@ -1201,7 +1538,7 @@ std::vector<TraceEntry> SafetyKernel::trace() const {
   std::unique_ptr<LinesView> view;
   {
     std::lock_guard lock(mutex_);
-    view = impl_->view();
+    view = impl_->view(options_.trace_window);
   }
   std::vector<TraceEntry> out;
   out.reserve(view->lines().size());
@@ -1218,7 +1555,7 @@ TraceCheck SafetyKernel::verify_trace() const {
   std::unique_ptr<LinesView> view;
   {
     std::lock_guard lock(mutex_);
-    view = impl_->view();
+    view = impl_->view(options_.trace_window);
   }
   return detail::verify_stored_lines(
       view->lines(), view->first_sequence(), /*allow_unsealed=*/true);

@@ -179,6 +179,277 @@ TraceEntry entry_from_json(const JsonNode& j) {
   return e;
 }
 
+// ---- reading a canonical line directly ----
+
+// What the chain checks need of an entry, viewed in its line (or in a parsed entry).
+struct ChainLink {
+  std::uint64_t sequence = 0;
+  EntryKind kind = EntryKind::executed;
+  std::string_view prev;
+  std::string_view hash;
+};
+
+// Reads a line that is already in canonical form, without a JSON tree. Accepts exactly lines
+// that are byte for byte the canonical form of the entry they yield (keys in order, no
+// whitespace, minimal escapes, integers JSON keeps exact), and only within plain ASCII; anything
+// else (a changed line, an unusual but canonical one) returns false and is read by the general
+// path, which also names what is wrong. With a null entry it only checks, building nothing.
+class CanonicalReader {
+ public:
+  explicit CanonicalReader(std::string_view line) : s_(line) {}
+
+  // `link` views `prev` and `hash` in the line; `hash_from`/`hash_to` delimit the
+  // `,"hash":"..."` member. `e`, if not null, gets every field.
+  bool entry(TraceEntry* e, ChainLink& link, std::size_t& hash_from, std::size_t& hash_to) {
+    std::string* no = nullptr;
+    auto field = [&](std::string TraceEntry::*m) { return e != nullptr ? &(e->*m) : no; };
+    if (!lit("{\"action\":") || !str(field(&TraceEntry::action)) || !lit(",\"changes\":") ||
+        !named(e != nullptr ? &e->changes : nullptr) || !lit(",\"cost\":") ||
+        !str(field(&TraceEntry::cost)) || !lit(",\"emergency\":"))
+      return false;
+    bool emergency = false;
+    if (lit("true")) {
+      emergency = true;
+    } else if (!lit("false")) {
+      return false;
+    }
+    std::uint64_t emergency_steps = 0;
+    if (!lit(",\"emergency_steps\":") || !count(emergency_steps) || !lit(",\"gross\":") ||
+        !str(field(&TraceEntry::gross)))
+      return false;
+    hash_from = at_;
+    std::string_view kind;
+    if (!lit(",\"hash\":") || !plain(link.hash)) return false;
+    hash_to = at_;
+    if (!lit(",\"kind\":") || !plain(kind)) return false;
+    const auto k = std::find(std::begin(kKindNames), std::end(kKindNames), kind);
+    if (k == std::end(kKindNames)) return false;
+    link.kind = static_cast<EntryKind>(k - std::begin(kKindNames));
+    std::uint64_t step = 0;
+    std::int64_t time = 0;
+    if (!lit(",\"net\":") || !str(field(&TraceEntry::net)) || !lit(",\"params\":") ||
+        !named(e != nullptr ? &e->params : nullptr) || !lit(",\"prev\":") || !plain(link.prev) ||
+        !lit(",\"reasons\":") || !reasons(e != nullptr ? &e->reasons : nullptr) ||
+        !lit(",\"seq\":") || !count(link.sequence) || !lit(",\"spec\":") ||
+        !str(field(&TraceEntry::spec)) || !lit(",\"state\":") || !str(field(&TraceEntry::state)) ||
+        !lit(",\"step\":") || !count(step) || !lit(",\"time\":") || !integer(time) ||
+        !lit(",\"warnings\":") || !reasons(e != nullptr ? &e->warnings : nullptr) || !lit("}") ||
+        at_ != s_.size())
+      return false;
+    if (e != nullptr) {
+      e->emergency = emergency;
+      e->emergency_steps = emergency_steps;
+      e->hash.assign(link.hash);
+      e->kind = link.kind;
+      e->prev.assign(link.prev);
+      e->sequence = link.sequence;
+      e->step = step;
+      e->time_us = time;
+    }
+    return true;
+  }
+
+ private:
+  template <std::size_t N>
+  bool lit(const char (&t)[N]) {
+    if (s_.size() - at_ < N - 1 || std::memcmp(s_.data() + at_, t, N - 1) != 0) return false;
+    at_ += N - 1;
+    return true;
+  }
+  // A string without escapes, viewed in the line.
+  bool plain(std::string_view& out) {
+    if (at_ >= s_.size() || s_[at_] != '"') return false;
+    const std::size_t from = at_ + 1;
+    const void* end = std::memchr(s_.data() + from, '"', s_.size() - from);
+    if (end == nullptr) return false;
+    const std::size_t n =
+        static_cast<std::size_t>(static_cast<const char*>(end) - s_.data()) - from;
+    // Checked without an early exit (the loop vectorises): control, non-ASCII or a backslash.
+    bool bad = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<unsigned char>(s_[from + i]);
+      bad |= (c < 0x20) | (c >= 0x80) | (c == '\\');
+    }
+    if (bad) return false;
+    out = s_.substr(from, n);
+    at_ = from + n + 1;
+    return true;
+  }
+  // A string as append_json_string writes it; `out` (if not null) gets its text.
+  bool str(std::string* out) {
+    if (at_ >= s_.size() || s_[at_] != '"') return false;
+    ++at_;
+    if (out != nullptr) out->clear();
+    std::size_t run = at_;
+    while (at_ < s_.size()) {
+      const auto c = static_cast<unsigned char>(s_[at_]);
+      if (c == '"') {
+        if (out != nullptr) out->append(s_.data() + run, at_ - run);
+        ++at_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80) return false;
+      if (c != '\\') {
+        ++at_;
+        continue;
+      }
+      if (out != nullptr) out->append(s_.data() + run, at_ - run);
+      if (at_ + 1 >= s_.size()) return false;
+      const char x = s_[at_ + 1];
+      at_ += 2;
+      char ch = 0;
+      switch (x) {
+        case '"':
+          ch = '"';
+          break;
+        case '\\':
+          ch = '\\';
+          break;
+        case 'b':
+          ch = '\b';
+          break;
+        case 'f':
+          ch = '\f';
+          break;
+        case 'n':
+          ch = '\n';
+          break;
+        case 'r':
+          ch = '\r';
+          break;
+        case 't':
+          ch = '\t';
+          break;
+        case 'u': {
+          // Only the control characters without a short escape, in lowercase hex.
+          static constexpr std::string_view kHex = "0123456789abcdef";
+          if (s_.size() - at_ < 4 || s_[at_] != '0' || s_[at_ + 1] != '0') return false;
+          const auto hi = kHex.find(s_[at_ + 2]);
+          const auto lo = kHex.find(s_[at_ + 3]);
+          if (hi > 1 || lo == std::string_view::npos) return false;
+          ch = static_cast<char>(hi * 16 + lo);
+          if (ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' || ch == '\t') return false;
+          at_ += 4;
+          break;
+        }
+        default:
+          return false;
+      }
+      if (out != nullptr) *out += ch;
+      run = at_;
+    }
+    return false;
+  }
+  // Digits as to_chars writes them: no sign, no leading zero.
+  bool digits(std::string_view& d) {
+    const std::size_t from = at_;
+    while (at_ < s_.size() && s_[at_] >= '0' && s_[at_] <= '9') ++at_;
+    d = s_.substr(from, at_ - from);
+    return !d.empty() && (d.size() == 1 || d[0] != '0');
+  }
+  bool count(std::uint64_t& v) {
+    std::string_view d;
+    if (!digits(d)) return false;
+    const auto r = std::from_chars(d.data(), d.data() + d.size(), v);
+    return r.ec == std::errc() && r.ptr == d.data() + d.size();
+  }
+  bool integer(std::int64_t& v) {
+    const std::size_t from = at_;
+    const bool negative = at_ < s_.size() && s_[at_] == '-';
+    if (negative) ++at_;
+    std::string_view d;
+    if (!digits(d) || (negative && d == "0")) return false;
+    const auto r = std::from_chars(s_.data() + from, d.data() + d.size(), v);
+    return r.ec == std::errc() && r.ptr == d.data() + d.size();
+  }
+  // A value as append_value writes it (numbers: integers JSON keeps exact); `v` (if not null)
+  // gets it.
+  bool value(Value* v, int depth = 0) {
+    if (at_ >= s_.size() || depth > 32) return false;
+    const char c = s_[at_];
+    if (c == 'n') {
+      if (v != nullptr) *v = Value();
+      return lit("null");
+    }
+    if (c == 't' || c == 'f') {
+      if (v != nullptr) *v = Value::boolean(c == 't');
+      return c == 't' ? lit("true") : lit("false");
+    }
+    if (c == '"') {
+      if (v == nullptr) return str(nullptr);
+      std::string text;
+      if (!str(&text)) return false;
+      *v = Value::string(std::move(text));
+      return true;
+    }
+    if (c == '[') {
+      ++at_;
+      Value::List items;
+      if (!lit("]")) {
+        do {
+          if (!value(v != nullptr ? &items.emplace_back() : nullptr, depth + 1)) return false;
+        } while (lit(","));
+        if (!lit("]")) return false;
+      }
+      if (v != nullptr) *v = Value::list(std::move(items));
+      return true;
+    }
+    constexpr std::int64_t kExact = std::int64_t{1} << 53;
+    std::int64_t i = 0;
+    if (!integer(i) || i <= -kExact || i >= kExact) return false;
+    if (v != nullptr) *v = Value::integer(i);
+    return true;
+  }
+  // An object of values, keys (without escapes) in increasing order.
+  bool named(std::vector<std::pair<std::string, Value>>* out) {
+    if (out != nullptr) out->clear();
+    if (!lit("{")) return false;
+    if (lit("}")) return true;
+    std::string_view last;
+    bool first = true;
+    do {
+      std::string_view key;
+      if (!plain(key) || (!first && !(last < key)) || !lit(":")) return false;
+      first = false;
+      last = key;
+      if (out != nullptr) {
+        auto& [name, v] = out->emplace_back();
+        name.assign(key);
+        if (!value(&v)) return false;
+      } else if (!value(nullptr)) {
+        return false;
+      }
+    } while (lit(","));
+    return lit("}");
+  }
+  bool reasons(std::vector<Reason>* out) {
+    if (out != nullptr) out->clear();
+    if (!lit("[")) return false;
+    if (lit("]")) return true;
+    do {
+      Reason scratch;
+      Reason& r = out != nullptr ? out->emplace_back() : scratch;
+      std::string_view code;
+      if (!lit("{\"code\":") || !plain(code) || !lit(",\"message\":") ||
+          !str(out != nullptr ? &r.message : nullptr) || !lit(",\"subject\":") ||
+          !str(out != nullptr ? &r.subject : nullptr) || !lit("}"))
+        return false;
+      bool known = false;
+      for (int c = 0; c <= static_cast<int>(ReasonCode::lookahead_trap) && !known; ++c) {
+        if (to_string(static_cast<ReasonCode>(c)) == code) {
+          r.code = static_cast<ReasonCode>(c);
+          known = true;
+        }
+      }
+      if (!known) return false;
+    } while (lit(","));
+    return lit("]");
+  }
+
+  std::string_view s_;
+  std::size_t at_ = 0;
+};
+
 // The trace file's text: a regular file within the input limit (file.hpp).
 std::string read_trace_text(const std::string& path) {
   try {
@@ -362,16 +633,15 @@ std::string TraceEntry::compute_hash() const {
   return sha256_hex(out);
 }
 
+namespace {
+// The checks of verify_chain in order, each entry's hash already checked (`hash_ok`).
+TraceCheck check_chain(const std::vector<ChainLink>& entries,
+                       const std::vector<char>& hash_ok,
+                       bool allow_unsealed);
+}  // namespace
+
 TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsealed) {
-  TraceCheck check;
-  check.entries = entries.size();
-  auto fail = [&](std::size_t i, const std::string& message) {
-    check.ok = false;
-    check.first_bad = i;
-    check.message = "entry " + std::to_string(i) + ": " + message;
-    return check;
-  };
-  if (entries.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
+  if (entries.empty()) return check_chain({}, {}, allow_unsealed);
   // Recomputing the hashes is the cost, and each is independent of the others: on a long trace
   // they are computed by several threads first; the checks then run in order as before, so
   // the first failure reported is the same.
@@ -383,14 +653,34 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
     for (std::size_t i = chunk * kChunk; i < end; ++i)
       hash_ok[i] = entries[i].compute_hash() == entries[i].hash ? 1 : 0;
   });
+  std::vector<ChainLink> links;
+  links.reserve(entries.size());
+  for (const TraceEntry& e : entries) links.push_back({e.sequence, e.kind, e.prev, e.hash});
+  return check_chain(links, hash_ok, allow_unsealed);
+}
+
+namespace {
+TraceCheck check_chain(const std::vector<ChainLink>& entries,
+                       const std::vector<char>& hash_ok,
+                       bool allow_unsealed) {
+  TraceCheck check;
+  check.entries = entries.size();
+  auto fail = [&](std::size_t i, const std::string& message) {
+    check.ok = false;
+    check.first_bad = i;
+    check.message = "entry " + std::to_string(i) + ": " + message;
+    return check;
+  };
+  if (entries.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const TraceEntry& e = entries[i];
+    const ChainLink& e = entries[i];
     if (e.sequence != i)
       return fail(i,
                   "sequence number " + std::to_string(e.sequence) + ", expected " +
                       std::to_string(i) + " (an entry was deleted, inserted or moved)");
     if (!hash_ok[i]) return fail(i, "hash mismatch: the entry was changed");
-    const std::string& expected_prev = i == 0 ? kZeroHash : entries[i - 1].hash;
+    const std::string_view expected_prev =
+        i == 0 ? std::string_view(kZeroHash) : entries[i - 1].hash;
     if (e.prev != expected_prev) return fail(i, "does not link to the previous entry's hash");
     if ((i == 0) != (e.kind == EntryKind::genesis)) {
       return fail(
@@ -410,17 +700,24 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
                   (check.sealed ? ", sealed" : ", not sealed");
   return check;
 }
+}  // namespace
 
 std::vector<TraceEntry> read_trace_file(const std::string& path) {
   const std::string text = read_trace_text(path);
   std::string problem;
   std::vector<TraceEntry> entries;
   const auto lines = split_lines(text, problem);
+  entries.reserve(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
+    TraceEntry& e = entries.emplace_back();
+    ChainLink link;
+    std::size_t from = 0;
+    std::size_t to = 0;
+    if (CanonicalReader(lines[i]).entry(&e, link, from, to)) continue;  // canonical: read directly
     try {
-      entries.push_back(entry_from_json(detail::parse_json(lines[i], path)));
-    } catch (const Error& e) {
-      throw TraceError("line " + std::to_string(i + 1) + ": " + e.what());
+      e = entry_from_json(detail::parse_json(lines[i], path));
+    } catch (const Error& err) {
+      throw TraceError("line " + std::to_string(i + 1) + ": " + err.what());
     }
   }
   return entries;
@@ -434,38 +731,66 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   // entries before it are checked, and the tail is reported with how to drop it.
   const bool torn = !problem.empty();
   if (torn) lines.pop_back();
-  std::vector<TraceEntry> entries;
+  // Each line is read and hashed on its own, on every core: a line in canonical form is read
+  // directly and its SHA-256 computed over its bytes as read (without the `hash` member); any
+  // other line is parsed as JSON and must serialise back to itself byte for byte. The first
+  // problem in line order is reported, as a sequential reading would.
+  std::vector<ChainLink> links(lines.size());
+  std::vector<std::unique_ptr<TraceEntry>> parsed(lines.size());  // the lines read as JSON
+  std::vector<char> hash_ok(lines.size(), 0);
+  std::vector<std::string> problems(lines.size());
+  constexpr std::size_t kPerItem = 256;
+  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  parallel_for((lines.size() + kPerItem - 1) / kPerItem, cores, [&](std::size_t item, unsigned) {
+    thread_local Sha256 sha;
+    char hex[64];
+    for (std::size_t i = item * kPerItem; i < std::min(lines.size(), (item + 1) * kPerItem); ++i) {
+      std::size_t from = 0;
+      std::size_t to = 0;
+      if (CanonicalReader(lines[i]).entry(nullptr, links[i], from, to)) {
+        sha.reset();
+        sha.update(lines[i].substr(0, from));
+        sha.update(lines[i].substr(to));
+        sha.final_hex(hex);
+        hash_ok[i] = links[i].hash == std::string_view(hex, sizeof hex) ? 1 : 0;
+        continue;
+      }
+      try {
+        auto e = std::make_unique<TraceEntry>(entry_from_json(detail::parse_json(lines[i], path)));
+        if (e->to_json_line() != lines[i])
+          throw TraceError("not in canonical form: the line was changed");
+        hash_ok[i] = e->compute_hash() == e->hash ? 1 : 0;
+        links[i] = {e->sequence, e->kind, e->prev, e->hash};
+        parsed[i] = std::move(e);
+      } catch (const Error& err) {
+        problems[i] = err.what();
+      }
+    }
+  });
   TraceCheck check;
   check.entries = lines.size();
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    try {
-      TraceEntry e = entry_from_json(detail::parse_json(lines[i], path));
-      if (e.to_json_line() != lines[i])
-        throw TraceError("not in canonical form: the line was changed");
-      entries.push_back(std::move(e));
-    } catch (const Error& e) {
-      check.first_bad = i;
-      check.message =
-          "entry " + std::to_string(i) + " (line " + std::to_string(i + 1) + "): " + e.what();
-      return check;
-    }
+    if (problems[i].empty()) continue;
+    check.first_bad = i;
+    check.message =
+        "entry " + std::to_string(i) + " (line " + std::to_string(i + 1) + "): " + problems[i];
+    return check;
   }
-  if (!torn) return verify_chain(entries, allow_unsealed);
-  check = entries.empty() ? TraceCheck{} : verify_chain(entries, /*allow_unsealed=*/true);
-  if (entries.empty() || check.ok) {
+  if (!torn) return check_chain(links, hash_ok, allow_unsealed);
+  check = links.empty() ? TraceCheck{} : check_chain(links, hash_ok, /*allow_unsealed=*/true);
+  if (links.empty() || check.ok) {
     const std::size_t last_newline = text.rfind('\n');
     const std::size_t intact = last_newline == std::string::npos ? 0 : last_newline + 1;
     check.ok = false;
-    check.entries = entries.size();
-    check.first_bad = entries.size();
+    check.entries = links.size();
+    check.first_bad = links.size();
     check.truncated_tail = true;
     check.verified_bytes = intact;
-    check.message = "truncated tail after " + std::to_string(entries.size()) +
+    check.message = "truncated tail after " + std::to_string(links.size()) +
                     " verified entries: the last line (" + std::to_string(text.size() - intact) +
                     " bytes) has no newline, a write was cut short (a crash or a full disk); to "
                     "recover, keep the verified entries: `truncate -s " +
-                    std::to_string(intact) + " FILE` (or `head -n " +
-                    std::to_string(entries.size()) +
+                    std::to_string(intact) + " FILE` (or `head -n " + std::to_string(links.size()) +
                     " FILE > COPY`), then verify again (with --allow-unsealed: the run did not "
                     "seal it)";
   }

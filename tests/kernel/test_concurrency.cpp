@@ -49,3 +49,127 @@ TEST_CASE("Concurrency: many threads never break T1, and the trace replays",
   REQUIRE(final_state == kernel.state());
   std::remove(path.c_str());
 }
+
+// Optimistic commits: threads decide on a snapshot of the head and commit only if it is still
+// the head. When they race for the last unit of budget, exactly one wins, the others are
+// rejected for the budget, and nothing is charged twice (T1, T5).
+TEST_CASE("Concurrency: threads racing for the last unit of budget: exactly one wins",
+          "[kernel][concurrency]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "take", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]},
+                {"id": "free", "cost": 0, "effects": [{"variable": "n", "mode": "increment", "value": 0}]}],
+    "emergency_actions": ["free"],
+    "budget": {"total": 3, "min_action_cost": 1}})J");
+  constexpr int kThreads = 4;
+  for (int round = 0; round < 60; ++round) {
+    KernelOptions options;
+    options.record_rejections = round % 2 == 0;  // both commit paths: traced and untraced
+    SafetyKernel kernel(model, options);
+    REQUIRE(kernel.execute("take").receipt);
+    REQUIRE(kernel.execute("take").receipt);  // one unit left
+    std::atomic<int> ready{0};
+    std::atomic<int> won{0};
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) std::this_thread::yield();
+        const Outcome o = kernel.execute("take");
+        if (o.receipt) {
+          won.fetch_add(1);
+        } else if (o.decision.has(ReasonCode::budget_exceeded)) {
+          refused.fetch_add(1);
+        }
+        (void)kernel.execute("free");  // emergency steps interleave with the race
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(won.load() == 1);
+    REQUIRE(refused.load() == kThreads - 1);
+    REQUIRE(kernel.budget().net() == kernel.budget().total());
+    REQUIRE(kernel.steps() == 3);
+    REQUIRE(kernel.emergency_steps() == kThreads);
+    REQUIRE(kernel.state().get("n") == Value::integer(3));
+    const TraceCheck check = kernel.verify_trace();
+    INFO(check.message);
+    REQUIRE(check.ok);
+    REQUIRE(kernel.trace_length() ==
+            1 + 3 + kThreads + (options.record_rejections ? kThreads - 1 : 0));
+  }
+}
+
+// Without a writer, entries are hashed after `execute` returns, in order, by a background
+// thread; readers of the trace wait for it. With readers running alongside, the chain verifies
+// at every moment, and the kernel's trace replays to its final state.
+TEST_CASE("Concurrency: deferred hashing with concurrent readers keeps the chain intact",
+          "[kernel][concurrency]") {
+  const auto model =
+      load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0, "min": 0, "max": 100000}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 3}]},
+                {"id": "dec", "cost": 1, "effects": [{"variable": "n", "mode": "decrement", "value": 2}]}],
+    "budget": {"total": 100000, "min_action_cost": 1}})J");
+  SafetyKernel kernel(model);
+  std::atomic<bool> done{false};
+  std::atomic<bool> broken{false};
+  std::atomic<int> committed{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      if (!kernel.verify_trace().ok) broken = true;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t + 100));
+      for (int i = 0; i < 1500; ++i) {
+        if (kernel.execute(rng() % 3 == 0 ? "dec" : "inc").receipt) committed.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  done = true;
+  reader.join();
+  REQUIRE_FALSE(broken);
+  REQUIRE(kernel.steps() == static_cast<std::uint64_t>(committed.load()));
+  REQUIRE(kernel.trace_length() == 1 + kernel.steps());  // more entries than the hasher's ring
+  REQUIRE(kernel.verify_trace().ok);
+  State final_state = model->initial_state();
+  REQUIRE_FALSE(replay_trace(model, kernel.trace(), &final_state).has_value());
+  REQUIRE(final_state == kernel.state());
+  const TraceEntry sealed = kernel.seal();
+  REQUIRE(sealed.sequence == kernel.trace_length() - 1);
+  REQUIRE(verify_chain(kernel.trace(), false).ok);
+}
+
+// Deferred hashing changes when the hashes are computed, never what they are (T6).
+TEST_CASE("Concurrency: a deferred chain is byte for byte the chain hashed at once",
+          "[kernel][concurrency]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "inc", "cost": 1, "reversible": true, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "invariants": [{"name": "cap", "check": "n <= 2000"}],
+    "budget": {"total": 5000, "min_action_cost": 1}})J");
+  auto run = [&](bool defer) {
+    KernelOptions options = clampai::test::fixed_clock();
+    options.defer_hash = defer;
+    options.record_rejections = true;
+    SafetyKernel kernel(model, options);
+    for (int i = 0; i < 2100; ++i) {
+      const Outcome o = kernel.execute("inc");
+      if (i % 97 == 0 && o.receipt) (void)kernel.rollback(*o.receipt);
+    }
+    kernel.seal();
+    return kernel.trace();
+  };
+  const auto deferred = run(true);
+  const auto at_once = run(false);
+  REQUIRE(deferred.size() == at_once.size());
+  REQUIRE(deferred.size() > 2100);
+  for (std::size_t i = 0; i < deferred.size(); ++i) {
+    INFO(i);
+    REQUIRE(deferred[i].hash == at_once[i].hash);
+    REQUIRE(deferred[i].prev == at_once[i].prev);
+  }
+  REQUIRE(verify_chain(deferred, false).ok);
+}

@@ -2,6 +2,7 @@
 // approved ones atomically, with an integer budget, invariants and a hash-chained trace.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +74,13 @@ struct KernelOptions {
   /// and hands `writer` only the entries after them (open it with `TraceOpen::append` and
   /// `continue_from(resume.size())`). Empty: start with a genesis entry.
   std::vector<TraceEntry> resume{};
+  /// Hash the entries `execute` appends after the call returns, in order, on a background
+  /// thread the kernel starts when entries wait (true, the default), instead of under the
+  /// kernel's lock before `execute` returns (false). The chain is the same byte for byte (T6):
+  /// everything that reads the trace (`trace`, `verify_trace`, `seal`, every other entry)
+  /// first waits until every entry before it is hashed. With a `writer`, entries are always
+  /// hashed before `execute` returns (the writer gets complete lines).
+  bool defer_hash = true;
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
   /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
@@ -86,6 +94,12 @@ struct KernelOptions {
 [[nodiscard]] Decision decide(const TaskModel& model,
                               const Situation& situation,
                               const Proposal& proposal);
+/// The same decision into `out` (every field replaced), reusing its vectors' capacity: for
+/// searches that decide many times, without an allocation per decision.
+void decide_into(const TaskModel& model,
+                 const Situation& situation,
+                 const Proposal& proposal,
+                 Decision& out);
 
 /// The situation after committing an approved decision: its changes applied, its cost charged,
 /// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
@@ -109,8 +123,12 @@ struct Outcome {
 };
 
 /// The runtime safety kernel. Owns the current state, the budget ledger, the step counters and
-/// the trace. Thread-safe: every public member takes one internal lock, and `execute` holds it
-/// across check and commit (T5). The lock is not held while the trace file is written.
+/// the trace. Thread-safe: every public member takes one internal lock. `execute` is optimistic,
+/// as a database commits: it takes a snapshot of the head (state, counters, trace position)
+/// under the lock, decides on it without the lock, and commits under the lock only if the head
+/// is still the one it decided on, deciding again on a fresh snapshot otherwise; so what it
+/// commits was decided on the state it changes (T5), and threads decide in parallel. The lock
+/// is not held while the trace file is written.
 ///
 /// Guarantees (docs/THEOREMS.md): T1 net spend <= budget; T2 at most `step_limit()` non-emergency
 /// steps; T3 blocking invariants hold in every reached state; T4 gross spend never decreases;
@@ -201,9 +219,30 @@ class SafetyKernel {
  private:
   struct Undo;
   struct Impl;
-  Decision evaluate_locked(const State& state,
-                           const Proposal& proposal,
-                           std::vector<Value>* operands = nullptr) const;
+  /// The head a decision is made on: the state and counters, and the trace's next sequence
+  /// number, which every change of any of them moves (each appends an entry).
+  struct Snapshot {
+    State state;
+    BudgetController budget;
+    std::uint64_t steps = 0;
+    std::uint64_t head = 0;
+  };
+  // Under the lock: the head as it is now.
+  [[nodiscard]] Snapshot snapshot_locked() const;
+  // The one commit path of `execute` (optimistic, as a database's compare-and-set on its head):
+  // under the lock, if the head is still `at`'s (nothing was appended since the snapshot that
+  // `decision` was made on), consults the guard, appends the entry and commits an approval
+  // (or traces a rejection); returns nullopt, with nothing changed, if the head moved, so that
+  // the caller decides again on a fresh snapshot; or, with `decide_if_moved`, decides again
+  // under the lock on the current head and commits that (how a retry ends: no thread retries
+  // for ever while others keep committing). `operands` are the effects' values from the
+  // decision (the undo record's). A shared ledger commits through the same pattern.
+  std::optional<Outcome> commit_if_head_unchanged(const Snapshot& at,
+                                                  const Proposal& proposal,
+                                                  Decision&& decision,
+                                                  std::vector<Value>& operands,
+                                                  bool decide_if_moved);
+  Decision evaluate_locked(const State& state, const Proposal& proposal) const;
   // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
   // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
   // it gets the line for the writer.
@@ -212,11 +251,15 @@ class SafetyKernel {
                      std::uint64_t emergency_steps,
                      const BudgetController& budget,
                      std::string* line);
-  // Hashes the canonical line without hash in the scratch buffer and appends the full line.
+  // Appends `bytes`, a canonical line without its hash member, as a line of the chain, hashed
+  // now if `hash_now` (or for the writer, or without deferred hashing), else by the hasher.
+  // If `line`, it gets the whole line for the writer.
   void store_line_locked(EntryKind kind,
+                         std::string_view bytes,
                          std::size_t hash_at,
                          std::size_t prev_at,
-                         std::string* line);
+                         std::string* line,
+                         bool hash_now);
   void write_line(std::uint64_t sequence, std::string line);
   // Replays `entries` (KernelOptions::resume) into this fresh kernel.
   void resume(const std::vector<TraceEntry>& entries);
@@ -230,7 +273,9 @@ class SafetyKernel {
   BudgetController budget_;
   std::uint64_t steps_ = 0;  // INVARIANT (step-bound): steps_ <= model_->budget.step_limit (T2)
   std::uint64_t emergency_steps_ = 0;
-  std::vector<std::uint64_t> completions_;
+  // Per action; written under the lock, read without it by decisions on a snapshot (a read
+  // newer than the snapshot moves the head, so such a decision is never committed).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> completions_;
   // The trace's canonical lines in chunked, reused storage, the undo records and the scratch
   // buffers of a step. INVARIANT (chain): each line's `prev` is the hash of the line before
   // (T6).
