@@ -20,8 +20,10 @@
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "lookahead_cmd.hpp"
+#include "mcp_cmd.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
+#include "serve_cmd.hpp"
 #include "suggestions.hpp"
 
 namespace cd = clampai::driver;
@@ -376,6 +378,8 @@ int main(int argc, char** argv) {
   auto* compose = clampai::cli::add_compose_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
+  auto* serve = clampai::cli::add_serve_command(app);
+  auto* mcp = clampai::cli::add_mcp_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -430,6 +434,8 @@ int main(int argc, char** argv) {
     if (compose->parsed()) return clampai::cli::run_compose_command();
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
+    if (serve->parsed()) return clampai::cli::run_serve_command();
+    if (mcp->parsed()) return clampai::cli::run_mcp_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));
