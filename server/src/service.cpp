@@ -78,11 +78,8 @@ std::vector<std::string_view> split_path(std::string_view path) {
   return parts;
 }
 
-// The body as a JSON object (an empty body is `{}`), with only `allowed` keys.
-JsonNode parse_body(const std::string& body,
-                    const Limits& limits,
-                    std::initializer_list<std::string_view> allowed) {
-  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return JsonNode::make_object();
+// The body as JSON, within the limits.
+JsonNode parse_json_body(const std::string& body, const Limits& limits) {
   ck::jsonio::JsonLimits jl;
   jl.max_bytes = limits.max_body_bytes;
   jl.max_depth = limits.max_json_depth;
@@ -95,6 +92,15 @@ JsonNode parse_body(const std::string& body,
       throw Refusal{400, "json_too_deep", "request body: " + what};
     throw Refusal{400, "malformed_json", "request body: " + what};
   }
+  return n;
+}
+
+// The body as a JSON object (an empty body is `{}`), with only `allowed` keys.
+JsonNode parse_body(const std::string& body,
+                    const Limits& limits,
+                    std::initializer_list<std::string_view> allowed) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return JsonNode::make_object();
+  JsonNode n = parse_json_body(body, limits);
   if (n.kind != JsonNode::Kind::object)
     throw Refusal{400,
                   "invalid_request",
@@ -396,6 +402,7 @@ Response Service::Impl::route(const Request& req) {
       return {200, "application/json", j.take(), {}};
     }
     if (req.method != "POST") throw method_not_allowed("GET and POST");
+    (void)parse_json_body(req.body, options.limits);  // the limits first
     std::shared_ptr<const ck::TaskModel> model;
     try {
       model = ck::load_spec(req.body);
