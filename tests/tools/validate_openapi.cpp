@@ -170,8 +170,8 @@ int main(int argc, char** argv) {
     if (op == nullptr) {
       // A method the path does not list: 405 with an Error (the document's info says so).
       if (api["paths"].contains(path) && status == "405") {
-        const std::string bad =
-            validator.check("/components/schemas/Error", json::parse(r.at("body").get<std::string>()));
+        const std::string bad = validator.check("/components/schemas/Error",
+                                                json::parse(r.at("body").get<std::string>()));
         if (!bad.empty()) problem(where + ": the body does not validate:" + bad);
         continue;
       }
@@ -197,7 +197,8 @@ int main(int argc, char** argv) {
                                 "/content/" + escape(media);
     try {
       if (base == "application/json") {
-        const std::string bad = validator.check(pointer + "/schema", json::parse(r.at("body").get<std::string>()));
+        const std::string bad =
+            validator.check(pointer + "/schema", json::parse(r.at("body").get<std::string>()));
         if (!bad.empty()) problem(where + ": the body does not validate:" + bad);
       } else if (base == "application/jsonl") {
         std::istringstream lines(r.at("body").get<std::string>());
