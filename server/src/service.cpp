@@ -348,6 +348,9 @@ Response Service::handle(const Request& request) noexcept {
   } catch (const std::exception& e) {
     r = error(500, "internal_error", e.what());
   }
+  // One document a line, as curl users expect (JSON allows the trailing white space).
+  if (r.content_type == "application/json" && !r.body.empty() && r.body.back() != '\n')
+    r.body += '\n';
   impl_->metrics.observe(
       r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return r;
