@@ -307,6 +307,10 @@ TEST_CASE("Service: with a data directory, a restarted server resumes every task
     REQUIRE(sealed_copies == 1);
     // T1 across the restarts.
     REQUIRE(after["budget"]["remaining"].get<std::string>().front() != '-');
+    // Rollback works across restarts: the receipts and undo records are rebuilt from the trace.
+    const auto r = call(s, "POST", "/v1/tasks/autoscale/rollback", "{}");
+    REQUIRE(r.status == 200);
+    REQUIRE(body_of(r)["state"]["instances"] == expected["state"]["instances"].get<int>() - 1);
   }
   const auto model = ck::load_spec(spec_text());
   REQUIRE(!ck::replay_trace(model, ck::read_trace_file(dir + "/autoscale.jsonl")).has_value());
