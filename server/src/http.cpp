@@ -225,8 +225,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(net::io_context& ioc, Shared& shared, ssl::context* tls, const tcp::endpoint& at)
-      : ioc_(ioc), shared_(shared), tls_(tls), acceptor_(net::make_strand(ioc)) {
+  // Accepts on the first context; each connection goes to the next context in turn, so that a
+  // connection's handlers always run on one thread (no strand, no lock between threads).
+  Listener(std::vector<std::unique_ptr<net::io_context>>& iocs,
+           Shared& shared,
+           ssl::context* tls,
+           const tcp::endpoint& at)
+      : iocs_(iocs), shared_(shared), tls_(tls), acceptor_(*iocs.front()) {
     beast::error_code ec;
     acceptor_.open(at.protocol(), ec);
     if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
@@ -240,7 +245,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
 
   void accept() {
-    acceptor_.async_accept(net::make_strand(ioc_),
+    net::io_context& next = *iocs_[next_++ % iocs_.size()];
+    acceptor_.async_accept(next.get_executor(),
                            [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
                              if (ec) return;  // closed by the drain
                              self->start(std::move(socket));
@@ -270,7 +276,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
     }
   }
 
-  net::io_context& ioc_;
+  std::vector<std::unique_ptr<net::io_context>>& iocs_;
+  std::size_t next_ = 0;
   Shared& shared_;
   ssl::context* tls_;
   tcp::acceptor acceptor_;
@@ -295,10 +302,17 @@ int serve_http(Service& service,
     if (ec) throw FileError("--tls-key `" + options.tls_key + "`: " + ec.message());
   }
   const unsigned threads = std::max(1U, options.threads);
-  net::io_context ioc(static_cast<int>(threads));
+  // One event loop per thread: the first also accepts, handles the signals and sweeps.
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> idle;  // the others'
+  for (unsigned i = 0; i < threads; ++i) {
+    iocs.push_back(std::make_unique<net::io_context>(1));
+    if (i > 0) idle.push_back(net::make_work_guard(*iocs.back()));
+  }
+  net::io_context& ioc = *iocs.front();
   Shared shared{service, options, {}, {}, {}};
   auto listener = std::make_shared<Listener>(
-      ioc, shared, tls ? &*tls : nullptr, tcp::endpoint(address, options.port));
+      iocs, shared, tls ? &*tls : nullptr, tcp::endpoint(address, options.port));
   listener->accept();
 
   net::steady_timer sweep(ioc);
@@ -309,6 +323,7 @@ int serve_http(Service& service,
     shared.draining = true;
     listener->stop();
     sweep.cancel();
+    for (auto& guard : idle) guard.reset();  // each loop ends when its connections have
     std::lock_guard lock(shared.mutex);
     for (auto& weak : shared.sessions) {
       if (auto s = weak.lock()) s->drain();
@@ -322,7 +337,7 @@ int serve_http(Service& service,
   // Forget the sessions that ended, now and then, so the drain list stays small.
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&ioc] { ioc.run(); });
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&iocs, i] { iocs[i]->run(); });
   std::function<void(beast::error_code)> on_sweep = [&](beast::error_code sweep_ec) {
     if (sweep_ec || shared.draining) return;
     {
