@@ -144,6 +144,7 @@ if [[ -d "$reference/clampai" ]]; then
   PYTHONPATH="$reference" "$python" -m clampai.server --budget 1000000000 --min-cost 0.001 \
     --port "$port" > "$work/ref.out" 2>&1 &
   pids+=("$!")
+  disown "$!"  # killed at the end without a job notice
   for _ in $(seq 100); do curl -s "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.1; done
   body='{"state": {"n": 0}, "action": {"id": "tick", "cost": 0.001, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}}'
   for op in evaluate execute; do
