@@ -44,7 +44,8 @@ struct Shared {
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
-  // Closes the connection if it waits for a request; one that is answering closes after.
+  // Closes the connection if it waits for a request; one that is receiving or answering one
+  // closes after the answer.
   virtual void drain() = 0;
 };
 
@@ -73,7 +74,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void drain() override {
     net::post(stream_.get_executor(), [self = this->shared_from_this()] {
-      if (self->reading_) self->close();
+      // Idle between requests: close. A request partly received is in flight: it is read,
+      // answered, and then the connection closes (the read timeout bounds the wait).
+      if (self->reading_ && !(self->parser_ && self->parser_->got_some())) self->close();
     });
   }
 

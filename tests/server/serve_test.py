@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 SOURCE = os.environ["CLAMPAI_SOURCE_DIR"]
@@ -262,6 +263,29 @@ class ServeTest(unittest.TestCase):
             c.health()  # the connection stays open, idle
             self.assertEqual(srv.stop(signal.SIGTERM), 0)
             c.close()
+
+    def test_sigterm_finishes_a_request_in_flight(self):
+        with Server("--insecure-no-auth", "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv:
+            body = b'{"action": "process_batch"}'
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
+                s.sendall(b"POST /v1/tasks/quickstart/execute HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+                time.sleep(0.2)  # the request is half received (the test holds either way)
+                srv.proc.send_signal(signal.SIGTERM)
+                time.sleep(0.2)
+                s.sendall(body[10:])
+                data = b""
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        break
+                    data += b
+            head, _, answer = data.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), data)
+            self.assertIn(b"Connection: close", head)
+            self.assertTrue(json.loads(answer)["executed"])
+            self.assertEqual(srv.proc.wait(timeout=60), 0)
 
     def test_tls(self):
         cert = os.path.join(self.dir, "cert.pem")
