@@ -12,10 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -36,10 +39,20 @@ namespace {
 struct Shared {
   Service& service;
   const HttpOptions& options;
+  net::thread_pool& solvers;  // where lookahead, repair and verify run
   std::atomic<bool> draining{false};
   std::mutex mutex;
   std::list<std::weak_ptr<class SessionBase>> sessions;  // for the drain
 };
+
+// True for the routes that search or prove (lookahead, repair, verify).
+bool is_search(std::string_view target) {
+  target = target.substr(0, std::min(target.find('?'), target.size()));
+  for (const std::string_view op : {"/lookahead", "/repair", "/verify"}) {
+    if (target.ends_with(op)) return true;
+  }
+  return false;
+}
 
 class SessionBase {
  public:
@@ -129,6 +142,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req.body = std::move(msg.body());
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
+    if (is_search(req.target)) {
+      // A search may take seconds (its limits bound it): on the solver pool, so that the event
+      // loop goes on serving its other connections. The tracked executor keeps the loop alive
+      // until the answer is posted back.
+      auto home = net::prefer(stream_.get_executor(), net::execution::outstanding_work.tracked);
+      net::post(
+          shared_.solvers, [self = this->shared_from_this(), req = std::move(req), home]() mutable {
+            Response r = self->shared_.service.handle(req);
+            net::post(home, [self, r = std::move(r)]() mutable { self->respond(std::move(r)); });
+          });
+      return;
+    }
     respond(shared_.service.handle(req));
   }
 
@@ -313,7 +338,8 @@ int serve_http(Service& service,
     if (i > 0) idle.push_back(net::make_work_guard(*iocs.back()));
   }
   net::io_context& ioc = *iocs.front();
-  Shared shared{service, options, {}, {}, {}};
+  net::thread_pool solvers(2);
+  Shared shared{service, options, solvers, {}, {}, {}};
   auto listener = std::make_shared<Listener>(
       iocs, shared, tls ? &*tls : nullptr, tcp::endpoint(address, options.port));
   listener->accept();
@@ -354,6 +380,7 @@ int serve_http(Service& service,
   sweep.async_wait(on_sweep);
   ioc.run();
   for (auto& t : pool) t.join();
+  solvers.join();
   return 0;
 }
 
