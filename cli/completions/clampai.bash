@@ -37,15 +37,16 @@ _clampai() {
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --trace | --transcript | --state | --spec | --cache-key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --trace | --transcript | --state | --spec | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
-      --action | --params | --weights | --model | --base-url)
+      --action | --params | --weights | --model | --base-url | --host | --port)
       return
       ;;
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair agent --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair agent serve mcp --help --version" -- "$cur"))
     return
   fi
   local opts
@@ -65,6 +66,8 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --format --quiet --help" ;;
+    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --tls-cert --tls-key --help" ;;
+    mcp) opts="--help" ;;
     *) return ;;
   esac
   if [[ $cur == -* ]]; then

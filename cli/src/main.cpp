@@ -22,8 +22,10 @@
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "lookahead_cmd.hpp"
+#include "mcp_cmd.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
+#include "serve_cmd.hpp"
 #include "suggestions.hpp"
 
 namespace cd = clampai::driver;
@@ -383,6 +385,9 @@ int main(int argc, char** argv) {
   auto* repair = clampai::cli::add_repair_command(app);
   auto* agent = clampai::cli::add_agent_command(app);
 
+  auto* serve = clampai::cli::add_serve_command(app);
+  auto* mcp = clampai::cli::add_mcp_command(app);
+
   std::string max_input;
   app.add_option("--max-input-bytes",
                  max_input,
@@ -437,6 +442,9 @@ int main(int argc, char** argv) {
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
     if (agent->parsed()) return clampai::cli::run_agent_command();
+
+    if (serve->parsed()) return clampai::cli::run_serve_command();
+    if (mcp->parsed()) return clampai::cli::run_mcp_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));

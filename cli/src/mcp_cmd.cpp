@@ -1,0 +1,37 @@
+#include "mcp_cmd.hpp"
+
+#include <iostream>
+
+#include "clampai/kernel.hpp"
+#include "clampai/server.hpp"
+#include "output.hpp"
+
+namespace clampai::cli {
+
+namespace {
+
+std::string spec;
+
+}  // namespace
+
+CLI::App* add_mcp_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "mcp",
+      "Serve a task spec as a Model Context Protocol server on stdio: each action a tool, each "
+      "call decided by the kernel (docs/SERVE.md)");
+  cmd->add_option("SPEC", spec, "Task spec (JSON)")->required();
+  return cmd;
+}
+
+int run_mcp_command() {
+  try {
+    const auto model = kernel::load_spec_file(spec);
+    return server::serve_mcp(model, std::cin, std::cout);
+  } catch (const Error& e) {
+    if (dynamic_cast<const SpecError*>(&e) != nullptr)
+      return fail("text", "mcp", spec, describe(spec, e));
+    return fail("text", "mcp", spec, e.what());
+  }
+}
+
+}  // namespace clampai::cli

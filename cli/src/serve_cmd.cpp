@@ -1,0 +1,126 @@
+#include "serve_cmd.hpp"
+
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "clampai/kernel.hpp"
+#include "clampai/server.hpp"
+#include "output.hpp"
+
+namespace clampai::cli {
+
+namespace ck = clampai::kernel;
+namespace cs = clampai::server;
+
+namespace {
+
+struct Args {
+  std::vector<std::string> specs;
+  std::string host = "127.0.0.1", token_file, data_dir, tls_cert, tls_key;
+  unsigned port = 8765;
+  bool insecure = false;
+} args;
+
+// The smallest token accepted: 16 bytes (128 bits if random) make guessing hopeless.
+constexpr std::size_t kMinToken = 16;
+
+bool is_loopback(const std::string& host) { return host == "::1" || host.starts_with("127."); }
+
+std::string read_token(const std::string& path) {
+  std::string token = ck::read_file(path, 64 * 1024);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                            token.back() == '\t'))
+    token.pop_back();
+  if (token.empty()) throw InvalidArgument("--token-file `" + path + "`: the file is empty");
+  if (token.size() < kMinToken)
+    throw InvalidArgument("--token-file `" + path + "`: the token is " +
+                          std::to_string(token.size()) + " bytes; at least " +
+                          std::to_string(kMinToken) + " are needed");
+  if (token.find_first_of(" \t\r\n") != std::string::npos)
+    throw InvalidArgument("--token-file `" + path + "`: the token contains white space");
+  return token;
+}
+
+int serve_command() {
+  if (args.token_file.empty() && !args.insecure)
+    throw InvalidArgument(
+        "give --token-file FILE (the bearer token clients must send), or --insecure-no-auth to "
+        "serve without one on a loopback address");
+  if (args.insecure && !is_loopback(args.host))
+    throw InvalidArgument(
+        "--insecure-no-auth serves only a loopback address (127.0.0.1 or ::1), "
+        "not `" +
+        args.host + "`: give --token-file");
+  cs::ServiceOptions options;
+  options.data_dir = args.data_dir;
+  if (!args.token_file.empty()) options.token = read_token(args.token_file);
+  static std::mutex log_mutex;
+  options.log = [](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    std::cerr << "clampai serve: " << line << std::endl;
+  };
+  cs::Service service(options);
+  for (const std::string& spec : args.specs) {
+    try {
+      service.add_task(ck::read_text_file(spec), spec);
+    } catch (const SpecError& e) {
+      throw InvalidArgument(describe(spec, e));
+    }
+  }
+  cs::HttpOptions http;
+  http.host = args.host;
+  http.port = static_cast<unsigned short>(args.port);
+  http.threads = std::max(2U, std::thread::hardware_concurrency());
+  http.tls_cert = args.tls_cert;
+  http.tls_key = args.tls_key;
+  http.limits = options.limits;
+  cs::serve_http(service, http, [](const std::string& url) {
+    std::cout << "listening on " << url << std::endl;  // flushed: scripts wait for this line
+  });
+  service.shutdown();
+  std::cerr << "clampai serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "serve",
+      "Serve task specs over HTTP/JSON: every action an agent proposes is decided by the "
+      "task's kernel (docs/SERVE.md)");
+  cmd->add_option("--spec", args.specs, "A task spec to serve, named by its `name` (repeatable)")
+      ->take_all();
+  cmd->add_option("--host", args.host, "The address to listen on")->capture_default_str();
+  cmd->add_option("--port", args.port, "The TCP port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  auto* token = cmd->add_option("--token-file",
+                                args.token_file,
+                                "A file holding the bearer token every request (but /v1/health) "
+                                "must carry");
+  cmd->add_flag(
+         "--insecure-no-auth", args.insecure, "Serve without a token (a loopback --host only)")
+      ->excludes(token);
+  cmd->add_option("--data-dir",
+                  args.data_dir,
+                  "Keep each task's spec and trace (TASK.jsonl) here, and resume them on restart");
+  auto* cert = cmd->add_option("--tls-cert", args.tls_cert, "PEM certificate chain: serve HTTPS");
+  auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
+  cert->needs(key);
+  key->needs(cert);
+  return cmd;
+}
+
+int run_serve_command() {
+  try {
+    return serve_command();
+  } catch (const Error& e) {
+    return fail("text", "serve", "", e.what());
+  } catch (const std::exception& e) {  // the data directory's file system errors
+    return fail("text", "serve", "", e.what());
+  }
+}
+
+}  // namespace clampai::cli

@@ -1,0 +1,108 @@
+// The HTTP API of `clampai serve` without the sockets: one request in, one response out, so
+// every route, error and limit is testable without a network (docs/SERVE.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clampai::server {
+
+/// The limits that keep a hostile or broken client from exhausting the server.
+struct Limits {
+  std::size_t max_body_bytes = std::size_t{1} << 20;  // larger bodies: 413 body_too_large
+  std::size_t max_header_bytes = 8 * 1024;            // larger headers: 431 headers_too_large
+  std::size_t max_json_depth = 32;                    // deeper bodies: 400 json_too_deep
+  std::uint32_t request_timeout_ms = 30000;           // to read a request, and to write back
+  unsigned max_lookahead_depth = 8;                   // `depth` of /lookahead
+  std::uint32_t solver_timeout_ms = 5000;             // Z3's limit in /repair and /verify
+};
+
+/// How a `Service` runs.
+struct ServiceOptions {
+  /// Where each task's trace (`TASK.jsonl`) and spec (`TASK.spec.json`) are kept; empty: the
+  /// traces live in memory only (the last 4,096 entries of each task).
+  std::string data_dir{};
+  /// The bearer token every request but `GET /v1/health` must carry; empty: no authentication
+  /// (the command allows that only on a loopback address, with `--insecure-no-auth`).
+  std::string token{};
+  Limits limits{};
+  /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
+  std::function<void(const std::string&)> log{};
+};
+
+/// One HTTP request, as the transport parsed it.
+struct Request {
+  std::string method{};         // `GET`, `POST`...
+  std::string target{};         // the path and query, e.g. `/v1/tasks/t/evaluate`
+  std::string authorization{};  // the `Authorization` header, if any
+  std::string body{};
+};
+
+/// One response. JSON unless `content_type` says otherwise; when `next_chunk` is set, the body
+/// is streamed in chunks (each call puts the next one in its argument and returns false at the
+/// end) instead of `body`.
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body{};
+  std::function<bool(std::string&)> next_chunk{};
+};
+
+class Task;
+
+/// The tasks a server serves, each its own kernel named by its spec's `name`, and the routes of
+/// the API. Thread-safe: `handle` may run on any number of threads at once.
+class Service {
+ public:
+  /// Creates the service; with a data directory, restores every task whose spec is kept there
+  /// (`TASK.spec.json`), each resumed from its trace (`TASK.jsonl`): the chain verified and
+  /// every entry replayed through a fresh kernel. A trace whose last line was cut short by a
+  /// crash loses that line (it was never acknowledged); a sealed trace is kept whole as
+  /// `TASK.N.sealed.jsonl` and continued from the entry before its seal.
+  /// @throws Error naming the task and the file if a trace does not verify or replay, or the
+  /// data directory cannot be used.
+  explicit Service(ServiceOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  /// Adds a task from a spec file's text (`origin` names it in errors). A task of that name
+  /// already restored from the data directory is kept if its spec has the same digest.
+  /// Returns the task's name.
+  /// @throws SpecError for an invalid spec; Error if its name is not a task name (letters,
+  /// digits, `_` and `-`, at most 64) or is taken by another spec.
+  std::string add_task(std::string_view spec_text, const std::string& origin);
+
+  /// Answers `request`. Never throws: every failure is a JSON error with a stable code
+  /// (docs/SERVE.md). A request that is malformed or unauthorised changes no kernel.
+  Response handle(const Request& request) noexcept;
+
+  /// The JSON error response `{"error": {"code": CODE, "message": MESSAGE}}`.
+  static Response error(int status, std::string_view code, std::string_view message);
+
+  /// Counts a request the transport refused before it reached `handle` (413, 431, 400), for
+  /// the metrics and the malformed-request log.
+  void note_refused(int status, std::string_view code);
+
+  /// Seals every task's trace and flushes it to its file. Afterwards every request that would
+  /// change a kernel is refused (409 task_sealed). Idempotent.
+  void shutdown();
+
+  /// The names of the tasks, sorted.
+  [[nodiscard]] std::vector<std::string> task_names() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// True iff `given` equals `expected`, in time that depends on neither (both are hashed with
+/// SHA-256 and the digests compared with CRYPTO_memcmp).
+[[nodiscard]] bool token_matches(std::string_view given, std::string_view expected);
+
+}  // namespace clampai::server

@@ -1,0 +1,571 @@
+// The routes of the HTTP API (docs/SERVE.md): authentication, request bodies, the kernel's
+// answers and every error as JSON with a stable code. No I/O but the tasks' trace files.
+#include "clampai/server/service.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <utility>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
+#include "clampai/kernel/json.hpp"
+#include "clampai/kernel/spec_loader.hpp"
+#include "clampai/kernel/suggest.hpp"
+#include "json_out.hpp"
+#include "metrics.hpp"
+#include "ops.hpp"
+#include "task.hpp"
+
+namespace clampai::server {
+
+namespace ck = clampai::kernel;
+namespace fs = std::filesystem;
+using ck::jsonio::JsonNode;
+
+bool token_matches(std::string_view given, std::string_view expected) {
+  unsigned char a[SHA256_DIGEST_LENGTH];
+  unsigned char b[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
+  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), b);
+  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+}
+
+Response Service::error(int status, std::string_view code, std::string_view message) {
+  JsonOut j;
+  j.begin_object().key("error").begin_object();
+  j.key("code").value(code).key("message").value(message);
+  j.end_object().end_object();
+  return {status, "application/json", j.take(), {}};
+}
+
+namespace {
+
+// A failure that ends a request with an error response.
+struct Refusal {
+  int status;
+  std::string code;
+  std::string message;
+};
+
+bool is_task_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> parts;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '/') {
+      ++i;
+      continue;
+    }
+    const std::size_t j = std::min(path.find('/', i), path.size());
+    parts.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return parts;
+}
+
+// The body as JSON, within the limits.
+JsonNode parse_json_body(const std::string& body, const Limits& limits) {
+  ck::jsonio::JsonLimits jl;
+  jl.max_bytes = limits.max_body_bytes;
+  jl.max_depth = limits.max_json_depth;
+  JsonNode n;
+  try {
+    n = ck::jsonio::parse_json(body, "request body", jl);
+  } catch (const SpecError& e) {
+    const std::string what = e.what();
+    if (what.find("nested more than") != std::string::npos)
+      throw Refusal{400, "json_too_deep", "request body: " + what};
+    throw Refusal{400, "malformed_json", "request body: " + what};
+  }
+  return n;
+}
+
+// The body as a JSON object (an empty body is `{}`), with only `allowed` keys.
+JsonNode parse_body(const std::string& body,
+                    const Limits& limits,
+                    std::initializer_list<std::string_view> allowed) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return JsonNode::make_object();
+  JsonNode n = parse_json_body(body, limits);
+  if (n.kind != JsonNode::Kind::object)
+    throw Refusal{400,
+                  "invalid_request",
+                  "request body: expected an object, found " + ck::jsonio::describe(n)};
+  for (const auto& [k, v] : n.members) {
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      std::string list;
+      for (const auto a : allowed) list += (list.empty() ? "`" : ", `") + std::string(a) + "`";
+      throw Refusal{400,
+                    "invalid_request",
+                    "request body: unknown key `" + k + "` (expected " +
+                        (list.empty() ? std::string("none") : list) + ")"};
+    }
+  }
+  return n;
+}
+
+// The action id of a body; an unknown id is a 404 with a did-you-mean.
+std::size_t body_action(const JsonNode& body, const ck::TaskModel& model, std::string& id) {
+  const JsonNode* a = body.find("action");
+  if (a == nullptr) throw Refusal{400, "invalid_request", "request body: missing key `action`"};
+  if (a->kind != JsonNode::Kind::string)
+    throw Refusal{400,
+                  "invalid_request",
+                  "request body: action: expected a string, found " + ck::jsonio::describe(*a)};
+  id = a->text;
+  const auto index = model.find_action(id);
+  if (!index)
+    throw Refusal{404,
+                  "unknown_action",
+                  "task `" + model.name + "` has no action `" + id + "`" +
+                      ck::did_you_mean(id, action_ids(model))};
+  return *index;
+}
+
+ck::ParamMap body_params(const JsonNode& body) {
+  ck::ParamMap params;
+  if (auto bad = read_params(body.find("params"), "params", params))
+    throw Refusal{400, "invalid_params", *bad};
+  return params;
+}
+
+// A streamed file: whole lines only, up to its size when the request came (a line being
+// written then is left for the next request).
+std::function<bool(std::string&)> stream_lines(const std::string& path) {
+  struct State {
+    std::ifstream in;
+    std::uintmax_t left = 0;
+    std::string carry;
+  };
+  auto st = std::make_shared<State>();
+  st->in.open(path, std::ios::binary);
+  std::error_code ec;
+  st->left = fs::file_size(path, ec);
+  if (ec || !st->in) st->left = 0;
+  return [st](std::string& chunk) {
+    while (st->left > 0) {
+      std::string buf(static_cast<std::size_t>(std::min<std::uintmax_t>(st->left, 64 * 1024)),
+                      '\0');
+      st->in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.resize(static_cast<std::size_t>(st->in.gcount()));
+      if (buf.empty()) break;
+      st->left -= buf.size();
+      st->carry += buf;
+      const auto nl = st->carry.rfind('\n');
+      if (nl == std::string::npos) continue;
+      chunk = st->carry.substr(0, nl + 1);
+      st->carry.erase(0, nl + 1);
+      return true;
+    }
+    return false;
+  };
+}
+
+std::function<bool(std::string&)> stream_entries(std::vector<ck::TraceEntry> entries) {
+  auto st =
+      std::make_shared<std::pair<std::vector<ck::TraceEntry>, std::size_t>>(std::move(entries), 0);
+  return [st](std::string& chunk) {
+    auto& [all, next] = *st;
+    if (next >= all.size()) return false;
+    chunk.clear();
+    for (std::size_t n = 0; n < 256 && next < all.size(); ++n, ++next) {
+      chunk += all[next].to_json_line();
+      chunk += '\n';
+    }
+    return true;
+  };
+}
+
+}  // namespace
+
+struct Service::Impl {
+  ServiceOptions options;
+  mutable std::shared_mutex mutex;
+  // Tasks are never removed, so a Task* stays valid for the service's life.
+  std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks;
+  Metrics metrics;
+  std::mutex log_mutex;
+  std::chrono::steady_clock::time_point last_malformed_log{};
+  std::uint64_t malformed_logged = 0;
+
+  void log(const std::string& line) {
+    if (options.log) options.log(line);
+  }
+
+  // The rate of malformed requests, at most one line every 10 seconds.
+  void note_malformed(int status, std::string_view code, std::string_view message) {
+    metrics.malformed();
+    if (!options.log) return;
+    std::lock_guard lock(log_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_malformed_log < std::chrono::seconds(10)) return;
+    const std::uint64_t total = metrics.malformed_count();
+    const double seconds = last_malformed_log == std::chrono::steady_clock::time_point{}
+                               ? 0.0
+                               : std::chrono::duration<double>(now - last_malformed_log).count();
+    log(std::to_string(total - malformed_logged) + " malformed request(s)" +
+        (seconds > 0 ? " in the last " + std::to_string(static_cast<long>(seconds)) + " s" : "") +
+        " (" + std::to_string(total) + " in all); the last: " + std::to_string(status) + " " +
+        std::string(code) + ": " + std::string(message));
+    last_malformed_log = now;
+    malformed_logged = total;
+  }
+
+  Task* find(std::string_view name) const {
+    std::shared_lock lock(mutex);
+    const auto it = tasks.find(name);
+    return it == tasks.end() ? nullptr : it->second.get();
+  }
+
+  std::string spec_path(const std::string& name) const {
+    return (fs::path(options.data_dir) / (name + ".spec.json")).string();
+  }
+
+  // Adds a loaded model as a task (its spec text kept in the data directory). Returns the task.
+  Task& add(std::shared_ptr<const ck::TaskModel> model, std::string_view text, bool restored) {
+    if (!is_task_name(model->name))
+      throw Refusal{400,
+                    "invalid_spec",
+                    "name: `" + model->name +
+                        "` cannot name a served task (letters, digits, `_` and `-`, at most 64)"};
+    std::unique_lock lock(mutex);
+    if (const auto it = tasks.find(model->name); it != tasks.end()) {
+      if (it->second->model().digest == model->digest) return *it->second;
+      throw Refusal{409,
+                    "task_exists",
+                    "a task named `" + model->name + "` is served already, with another spec"};
+    }
+    if (!options.data_dir.empty() && !restored) {
+      const std::string path = spec_path(model->name);
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      out.close();
+      if (!out) throw TraceError("cannot write the spec `" + path + "`");
+    }
+    auto task = open_task(model, TaskStorage{options.data_dir}, options.log);
+    Task& ref = *task;
+    tasks.emplace(model->name, std::move(task));
+    return ref;
+  }
+
+  Response route(const Request& req);
+  Response task_route(Task& task, std::string_view op, const Request& req);
+};
+
+Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  const std::string& dir = impl_->options.data_dir;
+  if (dir.empty()) return;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw FileError("--data-dir `" + dir +
+                    "`: " + (fs::exists(dir, ec) ? "not a directory" : "no such directory"));
+  std::vector<fs::path> specs;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 10 && name.ends_with(".spec.json")) specs.push_back(e.path());
+  }
+  std::sort(specs.begin(), specs.end());
+  for (const fs::path& p : specs) {
+    try {
+      impl_->add(ck::load_spec_file(p.string()), {}, /*restored=*/true);
+    } catch (const Refusal& r) {
+      throw Error(p.string() + ": " + r.message);
+    }
+  }
+}
+
+Service::~Service() = default;
+
+std::string Service::add_task(std::string_view spec_text, const std::string& origin) {
+  const auto model = ck::load_spec(spec_text);
+  if (!impl_->options.data_dir.empty()) {
+    const std::string kept = impl_->spec_path(model->name);
+    if (impl_->find(model->name) == nullptr && fs::exists(kept))
+      throw Error(origin + ": the data directory has a spec file `" + kept +
+                  "` that did not load as a task");
+  }
+  try {
+    return impl_->add(model, spec_text, false).model().name;
+  } catch (const Refusal& r) {
+    if (r.code == "task_exists")
+      throw Error(origin + ": task `" + model->name +
+                  "`: its spec differs from the one its trace in `" + impl_->options.data_dir +
+                  "` was written for (or from another --spec of that name)");
+    throw Error(origin + ": " + r.message);
+  }
+}
+
+void Service::note_refused(int status, std::string_view code) {
+  impl_->metrics.observe(status, 0.0);
+  impl_->note_malformed(status, code, "refused by the transport");
+}
+
+void Service::shutdown() {
+  std::shared_lock lock(impl_->mutex);
+  for (auto& [name, task] : impl_->tasks) {
+    try {
+      if (task->seal()) impl_->log("task `" + name + "`: trace sealed and flushed");
+    } catch (const std::exception& e) {
+      impl_->log("task `" + name + "`: cannot seal: " + e.what());
+    }
+  }
+}
+
+std::vector<std::string> Service::task_names() const {
+  std::shared_lock lock(impl_->mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, task] : impl_->tasks) names.push_back(name);
+  return names;
+}
+
+Response Service::handle(const Request& request) noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  Response r;
+  try {
+    r = impl_->route(request);
+  } catch (const Refusal& f) {
+    r = error(f.status, f.code, f.message);
+    if (f.status == 400) impl_->note_malformed(f.status, f.code, f.message);
+  } catch (const TraceError& e) {
+    r = error(500, "trace_write_failed", e.what());
+  } catch (const std::bad_alloc&) {
+    r = error(503, "out_of_memory", "the server ran out of memory answering this request");
+  } catch (const std::exception& e) {
+    r = error(500, "internal_error", e.what());
+  }
+  // One document a line, as curl users expect (JSON allows the trailing white space).
+  if (r.content_type == "application/json" && !r.body.empty() && r.body.back() != '\n')
+    r.body += '\n';
+  impl_->metrics.observe(
+      r.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return r;
+}
+
+Response Service::Impl::route(const Request& req) {
+  std::string_view path = req.target;
+  path = path.substr(0, std::min(path.find('?'), path.size()));
+  const auto parts = split_path(path);
+  const auto method_not_allowed = [&](std::string_view allowed) {
+    return Refusal{405,
+                   "method_not_allowed",
+                   std::string(path) + " accepts " + std::string(allowed) + ", not " + req.method};
+  };
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "health") {
+    if (req.method != "GET") throw method_not_allowed("GET");
+    std::shared_lock lock(mutex);
+    JsonOut j;
+    j.begin_object().key("status").value("ok").key("version").value(CLAMPAI_VERSION);
+    j.key("tasks").value(static_cast<std::uint64_t>(tasks.size())).end_object();
+    return {200, "application/json", j.take(), {}};
+  }
+  if (!options.token.empty()) {
+    const std::string_view auth = req.authorization;
+    const bool bearer =
+        auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
+    if (!bearer || !token_matches(auth.substr(7), options.token))
+      throw Refusal{401,
+                    "unauthorized",
+                    bearer ? "the bearer token is wrong"
+                           : "this server needs `Authorization: Bearer TOKEN` (its --token-file)"};
+  }
+  if (parts.size() == 1 && parts[0] == "metrics") {
+    if (req.method != "GET") throw method_not_allowed("GET");
+    std::vector<std::pair<std::string, const TaskCounters*>> counters;
+    {
+      std::shared_lock lock(mutex);
+      for (const auto& [name, task] : tasks) counters.emplace_back(name, &task->counters);
+    }
+    return {200, "text/plain; version=0.0.4", metrics.render(counters), {}};
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "tasks") {
+    if (req.method == "GET") {
+      JsonOut j;
+      j.begin_object().key("tasks").begin_array();
+      std::shared_lock lock(mutex);
+      for (const auto& [name, task] : tasks) {
+        j.begin_object().key("name").value(name).key("spec_digest").value(task->model().digest);
+        j.key("sealed").value(task->kernel().is_sealed()).end_object();
+      }
+      j.end_array().end_object();
+      return {200, "application/json", j.take(), {}};
+    }
+    if (req.method != "POST") throw method_not_allowed("GET and POST");
+    (void)parse_json_body(req.body, options.limits);  // the limits first
+    std::shared_ptr<const ck::TaskModel> model;
+    try {
+      model = ck::load_spec(req.body);
+    } catch (const SpecError& e) {
+      throw Refusal{400, "invalid_spec", std::string("spec: ") + e.what()};
+    }
+    if (find(model->name) != nullptr)
+      throw Refusal{409, "task_exists", "a task named `" + model->name + "` is served already"};
+    Task& task = add(model, req.body, false);
+    JsonOut j;
+    j.begin_object().key("task").value(task.model().name);
+    j.key("spec_digest").value(task.model().digest).key("actions").begin_array();
+    for (const auto& a : task.model().actions) j.value(a.id);
+    j.end_array().end_object();
+    return {201, "application/json", j.take(), {}};
+  }
+  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks") {
+    Task* task = find(parts[2]);
+    if (task == nullptr) {
+      std::vector<std::string> names;
+      {
+        std::shared_lock lock(mutex);
+        for (const auto& [name, t] : tasks) names.push_back(name);
+      }
+      throw Refusal{
+          404,
+          "unknown_task",
+          "no task `" + std::string(parts[2]) + "` is served" + ck::did_you_mean(parts[2], names)};
+    }
+    return task_route(*task, parts[3], req);
+  }
+  throw Refusal{404, "not_found", "no route " + std::string(path) + " (docs/SERVE.md)"};
+}
+
+Response Service::Impl::task_route(Task& task, std::string_view op, const Request& req) {
+  const ck::TaskModel& m = task.model();
+  const Limits& limits = options.limits;
+  const bool get = op == "state" || op == "trace";
+  const bool known = get || op == "evaluate" || op == "execute" || op == "rollback" ||
+                     op == "lookahead" || op == "repair" || op == "verify";
+  if (!known)
+    throw Refusal{404,
+                  "not_found",
+                  "no operation `" + std::string(op) +
+                      "` on a task (evaluate, execute, rollback, state, trace, lookahead, "
+                      "repair, verify)"};
+  if (req.method != (get ? "GET" : "POST"))
+    throw Refusal{405,
+                  "method_not_allowed",
+                  std::string("/") + std::string(op) + " accepts " + (get ? "GET" : "POST") +
+                      ", not " + req.method};
+  if (op == "state") return {200, "application/json", status_json(task), {}};
+  if (op == "trace") {
+    Response r{200, "application/jsonl", {}, {}};
+    r.next_chunk = task.trace_path().empty() ? stream_entries(task.kernel().trace())
+                                             : stream_lines(task.trace_path());
+    return r;
+  }
+  if (op == "evaluate" || op == "execute") {
+    const JsonNode body = parse_body(req.body, limits, {"action", "params"});
+    std::string id;
+    body_action(body, m, id);
+    const ck::ParamMap params = body_params(body);
+    const std::size_t endpoint = op == "execute" ? 1 : 0;
+    JsonOut j;
+    j.begin_object().key("task").value(m.name);
+    ck::Decision d;
+    if (endpoint == 0) {
+      d = task.kernel().evaluate(id, params);
+      write_decision_members(j, m, id, d);
+    } else {
+      std::optional<ck::Outcome> executed;
+      try {
+        executed = task.execute(id, params);
+      } catch (const InvalidArgument& e) {
+        throw Refusal{409, "task_sealed", e.what()};
+      }
+      ck::Outcome& out = *executed;
+      d = std::move(out.decision);
+      write_decision_members(j, m, id, d);
+      j.key("executed").value(out.receipt.has_value()).key("sequence");
+      if (out.receipt) {
+        j.value(out.receipt->sequence);
+      } else {
+        j.null();
+      }
+      j.key("state");
+      write_state(j, out.state);
+      j.key("budget");
+      write_budget(j, m, task.kernel().budget());
+      j.key("goal_reached").value(m.goal_holds(out.state));
+    }
+    j.end_object();
+    task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+    for (const ck::Reason& r : d.reasons)
+      task.counters.rejections[static_cast<std::size_t>(r.code)].fetch_add(
+          1, std::memory_order_relaxed);
+    return {200, "application/json", j.take(), {}};
+  }
+  if (op == "rollback") {
+    const JsonNode body = parse_body(req.body, limits, {"sequence"});
+    std::optional<std::uint64_t> sequence;
+    if (const JsonNode* s = body.find("sequence")) {
+      if (s->kind != JsonNode::Kind::number || !s->integral || s->text.starts_with('-'))
+        throw Refusal{400,
+                      "invalid_request",
+                      "request body: sequence: expected a trace entry number, found " +
+                          ck::jsonio::describe(*s)};
+      sequence = std::stoull(s->text);
+    }
+    std::optional<ck::Outcome> undone;
+    try {
+      undone = task.rollback(sequence);
+    } catch (const InvalidArgument& e) {
+      throw Refusal{409, task.kernel().is_sealed() ? "task_sealed" : "rollback_refused", e.what()};
+    } catch (const std::out_of_range&) {
+      throw Refusal{400, "invalid_request", "request body: sequence: out of range"};
+    }
+    const ck::Outcome& out = *undone;
+    task.counters.rollbacks.fetch_add(1, std::memory_order_relaxed);
+    JsonOut j;
+    j.begin_object().key("task").value(m.name).key("rolled_back").value(true);
+    j.key("action").value(m.actions[out.decision.action].id).key("state");
+    write_state(j, out.state);
+    j.key("budget");
+    write_budget(j, m, task.kernel().budget());
+    j.end_object();
+    return {200, "application/json", j.take(), {}};
+  }
+  if (op == "lookahead") {
+    const JsonNode body = parse_body(req.body, limits, {"action", "params", "depth"});
+    std::string id;
+    body_action(body, m, id);
+    const ck::ParamMap params = body_params(body);
+    unsigned depth = 3;
+    if (const JsonNode* d = body.find("depth")) {
+      if (d->kind != JsonNode::Kind::number || !d->integral || d->text.starts_with('-') ||
+          d->text.size() > 3 || std::stoul(d->text) > limits.max_lookahead_depth)
+        throw Refusal{400,
+                      "invalid_request",
+                      "request body: depth: expected a whole number from 0 to " +
+                          std::to_string(limits.max_lookahead_depth)};
+      depth = static_cast<unsigned>(std::stoul(d->text));
+    }
+    return {200,
+            "application/json",
+            lookahead_json(task, id, params, depth, limits.solver_timeout_ms),
+            {}};
+  }
+  if (op == "repair") {
+    const JsonNode body = parse_body(req.body, limits, {"action", "params"});
+    std::string id;
+    const std::size_t action = body_action(body, m, id);
+    auto r = repair_json(task, action, body_params(body), limits.solver_timeout_ms);
+    if (r.index() == 1) throw Refusal{400, "invalid_params", std::get<1>(r)};
+    return {200, "application/json", std::move(std::get<0>(r)), {}};
+  }
+  // verify
+  (void)parse_body(req.body, limits, {});
+  return {200, "application/json", verify_json(task, limits.solver_timeout_ms), {}};
+}
+
+}  // namespace clampai::server

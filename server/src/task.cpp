@@ -1,0 +1,169 @@
+// Served tasks: where the kernel of each is built (with its trace continued after a restart).
+#include "task.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
+#include "clampai/kernel/number.hpp"
+
+namespace clampai::server {
+
+namespace ck = clampai::kernel;
+namespace fs = std::filesystem;
+
+Task::Task(std::shared_ptr<const ck::TaskModel> model,
+           std::string trace_path,
+           std::shared_ptr<ck::TraceWriter> writer,
+           std::unique_ptr<ck::SafetyKernel> kernel,
+           std::deque<ck::Receipt> receipts)
+    : model_(std::move(model)),
+      trace_path_(std::move(trace_path)),
+      writer_(std::move(writer)),
+      kernel_(std::move(kernel)),
+      receipts_(std::move(receipts)) {}
+
+ck::Outcome Task::execute(std::string_view action, const ck::ParamMap& params) {
+  ck::Outcome out = kernel_->execute(action, params);
+  if (out.receipt) {
+    // INVARIANT (receipts): kept sorted although concurrent executes may arrive out of order.
+    std::lock_guard lock(mutex_);
+    const auto at = std::upper_bound(
+        receipts_.begin(), receipts_.end(), *out.receipt, [](const auto& a, const auto& b) {
+          return a.sequence < b.sequence;
+        });
+    receipts_.insert(at, *out.receipt);
+    if (receipts_.size() > kUndoDepth) receipts_.pop_front();
+  }
+  return out;
+}
+
+ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
+  std::lock_guard lock(mutex_);
+  if (receipts_.empty()) throw InvalidArgument("nothing to roll back: no committed action is kept");
+  auto it = std::prev(receipts_.end());
+  if (sequence) {
+    it = std::find_if(receipts_.begin(), receipts_.end(), [&](const ck::Receipt& r) {
+      return r.sequence == *sequence;
+    });
+    if (it == receipts_.end())
+      throw InvalidArgument("trace entry " + std::to_string(*sequence) +
+                            " is not a committed action that can still be rolled back");
+  }
+  ck::Outcome out = kernel_->rollback(*it);  // the kernel checks it is the most recent
+  // INVARIANT (receipts): only the last one can have been rolled back.
+  receipts_.erase(it);
+  return out;
+}
+
+bool Task::seal() {
+  std::lock_guard lock(mutex_);
+  if (kernel_->is_sealed()) return false;
+  kernel_->seal();
+  if (writer_) writer_->close();
+  return true;
+}
+
+const std::string& Task::verify_json(const std::function<std::string()>& compute) {
+  std::call_once(verify_once_, [&] { verify_json_ = compute(); });
+  return verify_json_;
+}
+
+namespace {
+
+// The receipts of the committed actions still in effect at the end of `entries`.
+std::deque<ck::Receipt> receipts_of(const ck::TaskModel& model,
+                                    const std::vector<ck::TraceEntry>& entries) {
+  std::deque<ck::Receipt> out;
+  for (const ck::TraceEntry& e : entries) {
+    if (e.kind == ck::EntryKind::rolled_back) {
+      if (!out.empty()) out.pop_back();
+      continue;
+    }
+    if (e.kind != ck::EntryKind::executed) continue;
+    const auto action = model.find_action(e.action);
+    const auto cost = ck::Decimal::parse(e.cost);
+    if (!action || !cost) continue;  // the kernel's replay has refused such a trace already
+    out.push_back({e.sequence, *action, ck::to_amount(*cost, model.budget.scale, "cost")});
+    if (out.size() > kUndoDepth) out.pop_front();
+  }
+  return out;
+}
+
+// The byte offset where the last line of `text` starts (text ends with a newline).
+std::size_t last_line_start(const std::string& text) {
+  if (text.size() < 2) return 0;
+  const auto nl = text.rfind('\n', text.size() - 2);
+  return nl == std::string::npos ? 0 : nl + 1;
+}
+
+}  // namespace
+
+std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
+                                const TaskStorage& storage,
+                                const std::function<void(const std::string&)>& log) {
+  const auto say = [&](const std::string& line) {
+    if (log) log(line);
+  };
+  ck::KernelOptions options;
+  options.trace_window = kTraceWindow;
+  options.undo_depth = kUndoDepth;
+  std::string path;
+  std::deque<ck::Receipt> receipts;
+  if (!storage.data_dir.empty()) {
+    path = (fs::path(storage.data_dir) / (model->name + ".jsonl")).string();
+    if (fs::exists(path)) {
+      // Locked first (O_APPEND: writes go to the end, wherever the repairs below leave it), so
+      // a second server on this directory fails before touching the file.
+      auto writer =
+          std::make_shared<ck::TraceWriter>(path, ck::FlushPolicy::flush, ck::TraceOpen::append);
+      ck::TraceCheck check = ck::verify_trace_file(path, /*allow_unsealed=*/true);
+      if (!check.ok && check.truncated_tail) {
+        // The process died while writing this entry: it was never answered, so it is dropped.
+        fs::resize_file(path, check.verified_bytes);
+        say("task `" + model->name + "`: dropped the last line of `" + path +
+            "`, cut short by a crash (" + std::to_string(check.entries) + " entries kept)");
+        check = ck::verify_trace_file(path, /*allow_unsealed=*/true);
+      }
+      if (!check.ok) throw TraceError("cannot continue the trace `" + path + "`: " + check.message);
+      std::vector<ck::TraceEntry> entries = ck::read_trace_file(path);
+      if (check.sealed) {
+        // A seal ends a trace; the service goes on. The sealed trace is kept whole, and the
+        // live one continues the same chain from the entry before the seal.
+        const std::string archive =
+            (fs::path(storage.data_dir) /
+             (model->name + "." + std::to_string(entries.size()) + ".sealed.jsonl"))
+                .string();
+        if (!fs::exists(archive)) fs::copy_file(path, archive);
+        const std::string text = ck::read_file(path);
+        fs::resize_file(path, last_line_start(text));
+        entries.pop_back();
+        say("task `" + model->name + "`: the sealed trace is kept as `" + archive +
+            "`; continuing `" + path + "` from entry " + std::to_string(entries.size() - 1));
+      }
+      writer->continue_from(entries.size());
+      receipts = receipts_of(*model, entries);
+      options.writer = writer;
+      const std::size_t n = entries.size();
+      options.resume = std::move(entries);
+      try {
+        auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
+        say("task `" + model->name + "`: resumed from `" + path + "` (" + std::to_string(n) +
+            " entries replayed and verified)");
+        return std::make_unique<Task>(
+            model, path, std::move(writer), std::move(kernel), std::move(receipts));
+      } catch (const InvalidArgument& e) {
+        throw TraceError("cannot continue the trace `" + path + "`: " + e.what());
+      }
+    }
+    options.writer =
+        std::make_shared<ck::TraceWriter>(path, ck::FlushPolicy::flush, ck::TraceOpen::create);
+  }
+  auto writer = options.writer;
+  auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
+  return std::make_unique<Task>(model, path, std::move(writer), std::move(kernel), receipts);
+}
+
+}  // namespace clampai::server

@@ -1,0 +1,91 @@
+// One served task: its model, its kernel, where its trace goes, the receipts of what can still
+// be rolled back, and its counters. Building a task's kernel happens in `open_task` only: the
+// one place a different ledger (issue: --ledger, PostgreSQL) plugs in.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "clampai/kernel/decision.hpp"
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/trace.hpp"
+
+namespace clampai::server {
+
+/// What a served kernel keeps in memory, whatever its age (the values of `clampai run`).
+inline constexpr std::size_t kTraceWindow = 4096;
+inline constexpr std::size_t kUndoDepth = 1024;
+
+/// Where a task's trace is kept. Empty `data_dir`: in memory only.
+struct TaskStorage {
+  std::string data_dir{};
+};
+
+/// The counters of one task, for /metrics.
+struct TaskCounters {
+  static constexpr std::size_t kReasons =
+      static_cast<std::size_t>(kernel::ReasonCode::lookahead_trap) + 1;
+  // [endpoint: 0 evaluate, 1 execute][0 approved, 1 rejected]
+  std::array<std::array<std::atomic<std::uint64_t>, 2>, 2> decisions{};
+  std::array<std::atomic<std::uint64_t>, kReasons> rejections{};
+  std::atomic<std::uint64_t> rollbacks{0};
+};
+
+class Task {
+ public:
+  Task(std::shared_ptr<const kernel::TaskModel> model,
+       std::string trace_path,
+       std::shared_ptr<kernel::TraceWriter> writer,
+       std::unique_ptr<kernel::SafetyKernel> kernel,
+       std::deque<kernel::Receipt> receipts);
+
+  [[nodiscard]] const kernel::TaskModel& model() const { return *model_; }
+  [[nodiscard]] const std::shared_ptr<const kernel::TaskModel>& model_ptr() const { return model_; }
+  [[nodiscard]] kernel::SafetyKernel& kernel() { return *kernel_; }
+  /// The trace file, or empty when the trace lives in memory only.
+  [[nodiscard]] const std::string& trace_path() const { return trace_path_; }
+
+  /// Executes by id and remembers the receipt of a commit.
+  kernel::Outcome execute(std::string_view action, const kernel::ParamMap& params);
+  /// Rolls back the committed action of trace entry `sequence`, or the most recent one.
+  /// @throws InvalidArgument if there is nothing to roll back, or the kernel refuses.
+  kernel::Outcome rollback(std::optional<std::uint64_t> sequence);
+  /// Seals the trace and closes its file (once). Returns false if it was sealed already.
+  bool seal();
+
+  /// The cached verify report (JSON) of the model, computed at first use by `compute`.
+  const std::string& verify_json(const std::function<std::string()>& compute);
+
+  TaskCounters counters;
+
+ private:
+  std::shared_ptr<const kernel::TaskModel> model_;
+  std::string trace_path_;
+  std::shared_ptr<kernel::TraceWriter> writer_;
+  std::unique_ptr<kernel::SafetyKernel> kernel_;
+  std::mutex mutex_;
+  // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
+  // effect (what `rollback` undoes first); at most kUndoDepth.
+  std::deque<kernel::Receipt> receipts_;
+  std::once_flag verify_once_;
+  std::string verify_json_;
+};
+
+/// Builds a task's kernel: with a data directory, on the trace `DIR/NAME.jsonl`, continued when
+/// it exists (the chain verified, a tail cut short by a crash dropped, a seal archived and
+/// continued from the entry before it, every entry replayed by the kernel), else created.
+/// `log` gets a line for each thing done to a file. The seam for other ledgers.
+/// @throws TraceError naming the file if the trace cannot be continued.
+std::unique_ptr<Task> open_task(std::shared_ptr<const kernel::TaskModel> model,
+                                const TaskStorage& storage,
+                                const std::function<void(const std::string&)>& log);
+
+}  // namespace clampai::server

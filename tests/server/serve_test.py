@@ -1,0 +1,326 @@
+"""`clampai serve` end to end, through the Python client (clients/python): the API, the token,
+the limits, TLS, durability across kill -9 and SIGTERM, and every response checked against
+schema/openapi.json (the last test). Run by ctest with CLAMPAI, CLAMPAI_SOURCE_DIR and
+VALIDATE_OPENAPI in the environment."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SOURCE = os.environ["CLAMPAI_SOURCE_DIR"]
+CLAMPAI = os.environ["CLAMPAI"]
+VALIDATE = os.environ.get("VALIDATE_OPENAPI", "")
+sys.path.insert(0, os.path.join(SOURCE, "clients", "python"))
+
+from clampai_client import ClampaiError, Client  # noqa: E402
+
+RECORDS = []  # every response seen, for the OpenAPI check
+OPS = ("evaluate", "execute", "rollback", "state", "trace", "lookahead", "repair", "verify")
+
+
+def template(path):
+    path = path.split("?")[0]
+    m = re.fullmatch(r"/v1/tasks/[^/]+/([a-z]+)", path)
+    return f"/v1/tasks/{{task}}/{m.group(1)}" if m else path
+
+
+def observe(method, path, status, content_type, body):
+    RECORDS.append({"method": method.lower(), "path": template(path), "status": status,
+                    "content_type": content_type, "body": body.decode(errors="replace")})
+
+
+def spec(name):
+    with open(os.path.join(SOURCE, "examples", name)) as f:
+        return json.load(f)
+
+
+class Server:
+    """A `clampai serve` process on a free port."""
+
+    def __init__(self, *args, cwd=None):
+        self.proc = subprocess.Popen([CLAMPAI, "serve", "--port", "0", *args], cwd=cwd,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise AssertionError(f"no listening line: {line!r} {self.proc.stderr.read()}")
+        self.url = line.split()[-1]
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def client(self, **kw):
+        return Client(self.url, observer=observe, **kw)
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=60)
+        self.stderr = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.stop(signal.SIGKILL)
+
+
+def raw(port, data, path="/v1/health", method="get"):
+    """Sends raw bytes; returns (status, content type, body) and records them."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = dict(l.split(": ", 1) for l in lines[1:])
+    RECORDS.append({"method": method, "path": path, "status": status,
+                    "content_type": headers.get("Content-Type", ""), "body": body.decode()})
+    return status, headers, json.loads(body)
+
+
+class ServeTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def token_file(self, token="test-token-0123456789abcdef"):
+        path = os.path.join(self.dir, "token.txt")
+        with open(path, "w") as f:
+            f.write(token + "\n")
+        return path, token
+
+    def test_a_client_drives_tasks_through_every_endpoint(self):
+        with Server("--insecure-no-auth") as srv, srv.client() as c:
+            self.assertEqual(c.health()["tasks"], 0)
+            self.assertEqual(c.create_task(spec("autoscale.json"))["task"], "autoscale")
+            self.assertEqual(c.create_task(spec("quickstart.json"))["actions"], ["process_batch"])
+            self.assertEqual([t["name"] for t in c.tasks()], ["autoscale", "quickstart"])
+            d = c.evaluate("autoscale", "scale_up", {"n": 2})
+            self.assertTrue(d["approved"])
+            d = c.execute("autoscale", "scale_up", {"n": 50})
+            self.assertFalse(d["executed"])
+            self.assertIn("budget_exceeded", [r["code"] for r in d["reasons"]])
+            d = c.execute("autoscale", "scale_up", {"n": 3})
+            self.assertEqual(d["state"]["instances"], 7)
+            self.assertEqual(c.rollback("autoscale", d["sequence"])["state"]["instances"], 4)
+            c.execute("autoscale", "set_throttle", {"fraction": "0.55"})
+            self.assertEqual(c.state("autoscale")["state"]["throttle"], "0.55")
+            entries = list(c.trace("autoscale"))
+            self.assertEqual([e["kind"] for e in entries],
+                             ["genesis", "executed", "rolled_back", "executed"])
+            path = os.path.join(self.dir, "t.jsonl")
+            with open(path, "w") as f:
+                f.write(c.trace_text("autoscale"))
+            subprocess.run([CLAMPAI, "trace", "verify", "--allow-unsealed", path], check=True,
+                           stdout=subprocess.DEVNULL)
+            self.assertEqual(c.lookahead("quickstart", "process_batch", depth=4)["goal_reachable"],
+                             True)
+            self.assertEqual(c.repair("autoscale", "scale_up", {"n": 50})["status"], "repaired")
+            self.assertIn("obligations", c.verify("quickstart"))
+            self.assertIn('clampai_decisions_total{task="autoscale",endpoint="execute",'
+                          'outcome="rejected"} 1', c.metrics())
+            # Errors: every one JSON with its stable code.
+            for op in OPS:
+                post = op not in ("state", "trace")
+                with self.assertRaises(ClampaiError) as e:
+                    c._json("POST" if post else "GET", f"/v1/tasks/nope/{op}", b"{}" if post else None)
+                self.assertEqual((e.exception.status, e.exception.code), (404, "unknown_task"))
+                if post:
+                    with self.assertRaises(ClampaiError) as e:
+                        c._json("POST", f"/v1/tasks/autoscale/{op}", b"{\"action\": ")
+                    self.assertEqual((e.exception.status, e.exception.code), (400, "malformed_json"))
+            for op in ("evaluate", "execute", "lookahead", "repair"):
+                with self.assertRaises(ClampaiError) as e:
+                    c._json("POST", f"/v1/tasks/autoscale/{op}", b'{"action": "scale_dn"}')
+                self.assertEqual((e.exception.status, e.exception.code), (404, "unknown_action"))
+            with self.assertRaises(ClampaiError) as e:
+                c._json("GET", "/v1/tasks/autoscale/evaluate")
+            self.assertEqual(e.exception.code, "method_not_allowed")
+            with self.assertRaises(ClampaiError) as e:
+                c.create_task(spec("quickstart.json"))
+            self.assertEqual((e.exception.status, e.exception.code), (409, "task_exists"))
+            with self.assertRaises(ClampaiError) as e:
+                c.create_task({"name": "broken", "variables": {}})
+            self.assertEqual((e.exception.status, e.exception.code), (400, "invalid_spec"))
+            with self.assertRaises(ClampaiError) as e:
+                c.rollback("quickstart")
+            self.assertEqual((e.exception.status, e.exception.code), (409, "rollback_refused"))
+            # After all that, the kernel of quickstart never moved.
+            self.assertEqual(c.state("quickstart")["steps"], 0)
+            self.assertEqual(srv.stop(), 0)
+
+    def test_the_token_guards_everything_but_health(self):
+        path, token = self.token_file()
+        with Server("--token-file", path, "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv:
+            with srv.client(token="wrong-token-0123456789") as bad:
+                self.assertEqual(bad.health()["status"], "ok")
+                calls = [lambda: bad.metrics(), lambda: bad.tasks(),
+                         lambda: bad.create_task(spec("autoscale.json"))]
+                calls += [lambda op=op: bad._json("GET" if op in ("state", "trace") else "POST",
+                                                  f"/v1/tasks/quickstart/{op}",
+                                                  None if op in ("state", "trace") else b"{}")
+                          for op in OPS]
+                for call in calls:
+                    with self.assertRaises(ClampaiError) as e:
+                        call()
+                    self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+            with srv.client(token=token) as good:
+                self.assertEqual(good.state("quickstart")["steps"], 0)
+                self.assertTrue(good.execute("quickstart", "process_batch")["executed"])
+
+    def test_limits_answer_413_431_and_400_and_the_server_goes_on(self):
+        with Server("--insecure-no-auth") as srv:
+            status, _, body = raw(srv.port, b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\n"
+                                  b"Content-Length: 5000000\r\n\r\n", "/v1/tasks", "post")
+            self.assertEqual((status, body["error"]["code"]), (413, "body_too_large"))
+            status, _, body = raw(srv.port, b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                  b"a" * 20000 + b"\r\n\r\n")
+            self.assertEqual((status, body["error"]["code"]), (431, "headers_too_large"))
+            status, _, body = raw(srv.port, b"GARBAGE\r\n\r\n")
+            RECORDS.pop()  # not an operation of the document
+            self.assertEqual((status, body["error"]["code"]), (400, "malformed_request"))
+            with srv.client() as c:
+                deep = ("[" * 100 + "]" * 100).encode()
+                with self.assertRaises(ClampaiError) as e:
+                    c._json("POST", "/v1/tasks", deep)
+                self.assertEqual(e.exception.code, "json_too_deep")
+                self.assertIn("clampai_malformed_requests_total 4", c.metrics())
+                self.assertEqual(c.health()["status"], "ok")
+            self.assertEqual(srv.stop(), 0)
+            self.assertIn("malformed request", srv.stderr)
+
+    def test_refusals_at_start_exit_2_with_a_message(self):
+        short, _ = self.token_file("short")
+        cases = [
+            ([], "--token-file"),
+            (["--insecure-no-auth", "--host", "0.0.0.0"], "loopback"),
+            (["--token-file", short], "at least 16"),
+            (["--insecure-no-auth", "--spec", os.path.join(self.dir, "missing.json")],
+             "missing.json"),
+            (["--insecure-no-auth", "--data-dir", os.path.join(self.dir, "nope")], "no such directory"),
+        ]
+        for args, message in cases:
+            p = subprocess.run([CLAMPAI, "serve", "--port", "0", *args], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr, args)
+            self.assertEqual(p.stdout, "")
+
+    def test_kill_9_then_restart_resumes_every_task_and_sigterm_seals(self):
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        autoscale = os.path.join(SOURCE, "examples", "autoscale.json")
+        with Server("--insecure-no-auth", "--data-dir", data, "--spec", autoscale) as srv, \
+                srv.client() as c:
+            c.create_task(spec("quickstart.json"))
+            for n in (1, 2, 50, 3, 1, 40):
+                c.execute("autoscale", "scale_up", {"n": n})
+            c.execute("quickstart", "process_batch")
+            before = {t: c.state(t) for t in ("autoscale", "quickstart")}
+            srv.stop(signal.SIGKILL)
+        for task in ("autoscale", "quickstart"):
+            subprocess.run([CLAMPAI, "trace", "verify", "--allow-unsealed",
+                            os.path.join(data, task + ".jsonl"), "--spec",
+                            os.path.join(data, task + ".spec.json")],
+                           check=True, stdout=subprocess.DEVNULL)
+        with Server("--insecure-no-auth", "--data-dir", data, "--spec", autoscale) as srv, \
+                srv.client() as c:
+            for task, state in before.items():
+                self.assertEqual(c.state(task), state)  # nothing committed was lost
+            # T1 still holds across the restart: the budget left is what it was.
+            while c.execute("quickstart", "process_batch")["executed"]:
+                pass
+            after = c.state("quickstart")
+            self.assertLessEqual(float(after["budget"]["net"]), float(after["budget"]["total"]))
+            self.assertEqual(srv.stop(signal.SIGTERM), 0)
+            self.assertIn("sealed", srv.stderr)
+        for task in ("autoscale", "quickstart"):
+            subprocess.run([CLAMPAI, "trace", "verify", os.path.join(data, task + ".jsonl"),
+                            "--spec", os.path.join(data, task + ".spec.json")],
+                           check=True, stdout=subprocess.DEVNULL)
+
+    def test_sigterm_closes_idle_keep_alive_connections(self):
+        with Server("--insecure-no-auth") as srv:
+            c = srv.client()
+            c.health()  # the connection stays open, idle
+            self.assertEqual(srv.stop(signal.SIGTERM), 0)
+            c.close()
+
+    def test_sigterm_finishes_a_request_in_flight(self):
+        with Server("--insecure-no-auth", "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv:
+            body = b'{"action": "process_batch"}'
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
+                s.sendall(b"POST /v1/tasks/quickstart/execute HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+                time.sleep(0.2)  # the request is half received (the test holds either way)
+                srv.proc.send_signal(signal.SIGTERM)
+                time.sleep(0.2)
+                s.sendall(body[10:])
+                data = b""
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        break
+                    data += b
+            head, _, answer = data.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), data)
+            self.assertIn(b"Connection: close", head)
+            self.assertTrue(json.loads(answer)["executed"])
+            self.assertEqual(srv.proc.wait(timeout=60), 0)
+
+    def test_tls(self):
+        cert = os.path.join(self.dir, "cert.pem")
+        key = os.path.join(self.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True)
+        with Server("--insecure-no-auth", "--tls-cert", cert, "--tls-key", key) as srv:
+            self.assertTrue(srv.url.startswith("https://127.0.0.1:"))
+            with Client(srv.url, cafile=cert) as c:
+                self.assertEqual(c.health()["status"], "ok")
+            with self.assertRaises(Exception):  # plain HTTP to a TLS port gets no HTTP answer
+                with Client(srv.url.replace("https", "http"), timeout=10) as plain:
+                    plain.health()
+
+    def test_zz_every_response_matches_the_openapi_document(self):
+        if not VALIDATE:
+            self.skipTest("valijson missing: validate_openapi not built")
+        path = os.path.join(self.dir, "records.jsonl")
+        with open(path, "w") as f:
+            for r in RECORDS:
+                f.write(json.dumps(r) + "\n")
+        p = subprocess.run([VALIDATE, os.path.join(SOURCE, "schema", "openapi.json"), path],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # The check can fail: a health answer without `version` does not validate.
+        with open(path, "a") as f:
+            f.write(json.dumps({"method": "get", "path": "/v1/health", "status": 200,
+                                "content_type": "application/json",
+                                "body": '{"status": "ok", "tasks": 0}'}) + "\n")
+        p = subprocess.run([VALIDATE, os.path.join(SOURCE, "schema", "openapi.json"), path],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("get /v1/health 200: the body does not validate", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,380 @@
+// The HTTP API without sockets (Service::handle) and the MCP session: routes, errors with
+// their stable codes, authentication, limits, and durability across a restart.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "../kernel/support.hpp"
+#include "clampai/kernel.hpp"
+#include "clampai/server.hpp"
+
+namespace cs = clampai::server;
+namespace ck = clampai::kernel;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read(const std::string& path) { return ck::read_text_file(path); }
+
+std::string spec_text(const std::string& name = "examples/autoscale.json") {
+  return read(clampai::test::source_path(name));
+}
+
+cs::Response call(cs::Service& s,
+                  const std::string& method,
+                  const std::string& target,
+                  const std::string& body = "",
+                  const std::string& auth = "") {
+  return s.handle({method, target, auth, body});
+}
+
+json body_of(const cs::Response& r) { return json::parse(r.body); }
+
+std::string code_of(const cs::Response& r) { return body_of(r)["error"]["code"]; }
+
+// The whole streamed body of a response.
+std::string drain(cs::Response& r) {
+  std::string all, chunk;
+  while (r.next_chunk && r.next_chunk(chunk)) all += chunk;
+  return all;
+}
+
+std::string fresh_dir() {
+  const std::string dir = clampai::test::temp_file("data");
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("Service: evaluate and execute answer 200 with the decision, approved or not",
+          "[server][service]") {
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  auto r =
+      call(s, "POST", "/v1/tasks/autoscale/evaluate", R"({"action":"scale_up","params":{"n":2}})");
+  REQUIRE(r.status == 200);
+  REQUIRE(body_of(r)["approved"] == true);
+  REQUIRE(body_of(r)["changes"]["instances"] == 6);
+  r = call(s, "POST", "/v1/tasks/autoscale/evaluate", R"({"action":"scale_up","params":{"n":50}})");
+  REQUIRE(r.status == 200);
+  REQUIRE(body_of(r)["approved"] == false);
+  REQUIRE(!body_of(r)["reasons"].empty());
+  r = call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":2}})");
+  REQUIRE(r.status == 200);
+  REQUIRE(body_of(r)["executed"] == true);
+  REQUIRE(body_of(r)["state"]["instances"] == 6);
+  r = call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":50}})");
+  REQUIRE(body_of(r)["executed"] == false);
+  REQUIRE(body_of(r)["sequence"].is_null());
+  REQUIRE(body_of(r)["state"]["instances"] == 6);  // T5: nothing changed
+  r = call(s, "GET", "/v1/tasks/autoscale/state");
+  REQUIRE(body_of(r)["steps"] == 1);
+  REQUIRE(body_of(r)["budget"]["net"] == "1.000");
+}
+
+TEST_CASE("Service: every error is JSON with a stable code", "[server][service]") {
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  const auto eval = [&](const std::string& body) {
+    return call(s, "POST", "/v1/tasks/autoscale/evaluate", body);
+  };
+  auto r = eval("{\"action\":");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "malformed_json");
+  r = eval(std::string(100, '[') + std::string(100, ']'));
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "json_too_deep");
+  r = eval(R"({"action":"scale_up","parms":{}})");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "invalid_request");
+  CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("unknown key `parms`"));
+  r = eval(R"({"params":{}})");
+  CHECK(code_of(r) == "invalid_request");
+  r = eval(R"({"action":"scale_up","params":{"n":true}})");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "invalid_params");
+  CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("params.n"));
+  r = eval(R"({"action":"scale_upp"})");
+  CHECK(r.status == 404);
+  CHECK(code_of(r) == "unknown_action");
+  CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("did you mean `scale_up`"));
+  r = call(s, "POST", "/v1/tasks/autoscal/evaluate", R"({"action":"scale_up"})");
+  CHECK(r.status == 404);
+  CHECK(code_of(r) == "unknown_task");
+  r = call(s, "GET", "/v1/nothing");
+  CHECK(r.status == 404);
+  CHECK(code_of(r) == "not_found");
+  r = call(s, "GET", "/v1/tasks/autoscale/evaluate");
+  CHECK(r.status == 405);
+  CHECK(code_of(r) == "method_not_allowed");
+  r = call(s, "POST", "/v1/tasks", spec_text());
+  CHECK(r.status == 409);
+  CHECK(code_of(r) == "task_exists");
+  r = call(s, "POST", "/v1/tasks", R"({"name":"x"})");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "invalid_spec");
+  r = call(s, "POST", "/v1/tasks/autoscale/rollback");
+  CHECK(r.status == 409);
+  CHECK(code_of(r) == "rollback_refused");
+}
+
+TEST_CASE("Service: a malformed request never changes a kernel", "[server][service]") {
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  const std::string before = call(s, "GET", "/v1/tasks/autoscale/state").body;
+  const std::string valid = R"({"action":"scale_up","params":{"n":2}})";
+  std::mt19937 rng(19);
+  for (int i = 0; i < 300; ++i) {
+    std::string body = valid;
+    // Cut, or flip a byte, or drop a byte: most mutants are malformed; a well-formed mutant
+    // may only evaluate (which changes nothing either).
+    switch (rng() % 3) {
+      case 0:
+        body.resize(rng() % body.size());
+        break;
+      case 1:
+        body[rng() % body.size()] = static_cast<char>(rng() % 256);
+        break;
+      default:
+        body.erase(rng() % body.size(), 1);
+    }
+    const auto r = call(s, "POST", "/v1/tasks/autoscale/evaluate", body);
+    REQUIRE(r.status != 500);
+    REQUIRE(json::accept(r.body));
+  }
+  REQUIRE(call(s, "GET", "/v1/tasks/autoscale/state").body == before);
+}
+
+TEST_CASE("Service: the bearer token guards every route but health", "[server][service]") {
+  cs::ServiceOptions o;
+  o.token = "0123456789abcdef-secret";
+  cs::Service s(o);
+  s.add_task(spec_text(), "autoscale.json");
+  CHECK(call(s, "GET", "/v1/health").status == 200);
+  auto r = call(s, "GET", "/v1/tasks/autoscale/state");
+  CHECK(r.status == 401);
+  CHECK(code_of(r) == "unauthorized");
+  r = call(s, "GET", "/v1/tasks/autoscale/state", "", "Bearer 0123456789abcdef-secreT");
+  CHECK(r.status == 401);
+  r = call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up"})", "Basic x");
+  CHECK(r.status == 401);
+  CHECK(call(s, "GET", "/metrics").status == 401);
+  r = call(s, "GET", "/v1/tasks/autoscale/state", "", "Bearer 0123456789abcdef-secret");
+  CHECK(r.status == 200);
+  CHECK(body_of(r)["steps"] == 0);  // the refused execute changed nothing
+  CHECK(cs::token_matches("abc", "abc"));
+  CHECK_FALSE(cs::token_matches("abc", "abd"));
+  CHECK_FALSE(cs::token_matches("abc", "abcd"));
+  CHECK_FALSE(cs::token_matches("", "abc"));
+}
+
+TEST_CASE("Service: tasks added at run time, listed, and measured", "[server][service]") {
+  cs::Service s({});
+  auto r = call(s, "POST", "/v1/tasks", spec_text("examples/quickstart.json"));
+  REQUIRE(r.status == 201);
+  REQUIRE(body_of(r)["task"] == "quickstart");
+  REQUIRE(body_of(r)["actions"] == json::array({"process_batch"}));
+  r = call(s, "GET", "/v1/tasks");
+  REQUIRE(body_of(r)["tasks"].size() == 1);
+  call(s, "POST", "/v1/tasks/quickstart/execute", R"({"action":"process_batch"})");
+  call(
+      s, "POST", "/v1/tasks/quickstart/evaluate", R"({"action":"process_batch","params":{"z":1}})");
+  r = call(s, "GET", "/metrics");
+  REQUIRE(r.content_type.starts_with("text/plain"));
+  CHECK_THAT(
+      r.body,
+      Catch::Matchers::Contains(
+          R"(clampai_decisions_total{task="quickstart",endpoint="execute",outcome="approved"} 1)"));
+  CHECK_THAT(r.body,
+             Catch::Matchers::Contains(
+                 R"(clampai_rejections_total{task="quickstart",reason="invalid_parameter"} 1)"));
+  CHECK_THAT(r.body,
+             Catch::Matchers::Contains("clampai_request_duration_seconds_bucket{le=\"+Inf\"}"));
+  r = call(
+      s,
+      "POST",
+      "/v1/tasks",
+      R"({"name":"has space","variables":{},"actions":[],"budget":{"total":1,"min_action_cost":1}})");
+  CHECK(r.status == 400);
+}
+
+TEST_CASE("Service: rollback undoes the last commit, and the trace streams as JSON Lines",
+          "[server][service]") {
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})");
+  auto r =
+      call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":3}})");
+  const auto seq = body_of(r)["sequence"].get<std::uint64_t>();
+  r = call(
+      s, "POST", "/v1/tasks/autoscale/rollback", R"({"sequence":)" + std::to_string(seq - 1) + "}");
+  CHECK(r.status == 409);  // not the most recent
+  r = call(s, "POST", "/v1/tasks/autoscale/rollback", "{}");
+  REQUIRE(r.status == 200);
+  CHECK(body_of(r)["state"]["instances"] == 5);
+  r = call(s, "GET", "/v1/tasks/autoscale/trace");
+  REQUIRE(r.content_type == "application/jsonl");
+  const std::string lines = drain(r);
+  const std::string file = clampai::test::temp_file("trace.jsonl");
+  std::ofstream(file) << lines;
+  const ck::TraceCheck check = ck::verify_trace_file(file, /*allow_unsealed=*/true);
+  CHECK(check.ok);
+  CHECK(check.entries == 4);  // genesis, two executions, the rollback
+}
+
+TEST_CASE("Service: lookahead, repair and verify answer with the command line's reports",
+          "[server][service][slow]") {
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  auto r = call(s,
+                "POST",
+                "/v1/tasks/autoscale/lookahead",
+                R"({"action":"scale_up","params":{"n":1},"depth":2})");
+  REQUIRE(r.status == 200);
+  CHECK(body_of(r)["depth"] == 2);
+  r = call(s, "POST", "/v1/tasks/autoscale/lookahead", R"({"action":"scale_up","depth":99})");
+  CHECK(r.status == 400);
+  r = call(s, "POST", "/v1/tasks/autoscale/repair", R"({"action":"scale_up","params":{"n":50}})");
+  REQUIRE(r.status == 200);
+  CHECK(body_of(r)["status"] == "repaired");
+  r = call(s, "POST", "/v1/tasks/autoscale/repair", R"({"action":"scale_up","params":{"m":5}})");
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "invalid_params");
+  r = call(s, "POST", "/v1/tasks/autoscale/verify");
+  REQUIRE(r.status == 200);
+  CHECK(body_of(r).contains("obligations"));
+}
+
+TEST_CASE("Service: with a data directory, a restarted server resumes every task from its trace",
+          "[server][service][durability]") {
+  const std::string dir = fresh_dir();
+  cs::ServiceOptions o;
+  o.data_dir = dir;
+  std::string state;
+  {
+    cs::Service s(o);
+    s.add_task(spec_text(), "autoscale.json");
+    for (int n : {1, 2, 50, 3})
+      call(s,
+           "POST",
+           "/v1/tasks/autoscale/execute",
+           R"({"action":"scale_up","params":{"n":)" + std::to_string(n) + "}}");
+    state = call(s, "GET", "/v1/tasks/autoscale/state").body;
+    // Destroyed without shutdown: as after kill -9, only what was flushed remains.
+  }
+  REQUIRE(fs::exists(dir + "/autoscale.jsonl"));
+  REQUIRE(fs::exists(dir + "/autoscale.spec.json"));
+  {
+    cs::Service s(o);  // restored from the directory alone
+    REQUIRE(s.task_names() == std::vector<std::string>{"autoscale"});
+    REQUIRE(call(s, "GET", "/v1/tasks/autoscale/state").body == state);
+    // A torn last line (a crash mid-write) is dropped on the next start.
+  }
+  const auto size = fs::file_size(dir + "/autoscale.jsonl");
+  std::ofstream(dir + "/autoscale.jsonl", std::ios::app) << "{\"action\":\"scale";
+  {
+    cs::Service s(o);
+    REQUIRE(fs::file_size(dir + "/autoscale.jsonl") == size);
+    REQUIRE(call(s, "GET", "/v1/tasks/autoscale/state").body == state);
+    s.add_task(spec_text(), "autoscale.json");  // the same spec again: kept
+    call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})");
+    state = call(s, "GET", "/v1/tasks/autoscale/state").body;
+    s.shutdown();  // SIGTERM: sealed and flushed
+    auto r = call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up"})");
+    CHECK(r.status == 409);
+    CHECK(code_of(r) == "task_sealed");
+  }
+  REQUIRE(ck::verify_trace_file(dir + "/autoscale.jsonl").sealed);
+  {
+    cs::Service s(o);
+    auto after = body_of(call(s, "GET", "/v1/tasks/autoscale/state"));
+    auto expected = json::parse(state);
+    expected["trace_entries"] = after["trace_entries"];  // the seal is archived, not counted
+    REQUIRE(after == expected);
+    const auto sealed_copies = std::count_if(
+        fs::directory_iterator(dir), fs::directory_iterator(), [](const fs::directory_entry& e) {
+          return e.path().string().ends_with(".sealed.jsonl");
+        });
+    REQUIRE(sealed_copies == 1);
+    // T1 across the restarts.
+    REQUIRE(after["budget"]["remaining"].get<std::string>().front() != '-');
+    // Rollback works across restarts: the receipts and undo records are rebuilt from the trace.
+    const auto r = call(s, "POST", "/v1/tasks/autoscale/rollback", "{}");
+    REQUIRE(r.status == 200);
+    REQUIRE(body_of(r)["state"]["instances"] == expected["state"]["instances"].get<int>() - 1);
+  }
+  const auto model = ck::load_spec(spec_text());
+  REQUIRE(!ck::replay_trace(model, ck::read_trace_file(dir + "/autoscale.jsonl")).has_value());
+  // Another spec under the same name is refused at start.
+  std::string other = spec_text();
+  other.replace(other.find("\"initial\": 4"), 12, "\"initial\": 5");
+  cs::Service s(o);
+  REQUIRE_THROWS_WITH(s.add_task(other, "other.json"), Catch::Matchers::Contains("differs"));
+}
+
+TEST_CASE("McpSession: tools from the actions, calls decided by the kernel", "[server][mcp]") {
+  cs::McpSession m(ck::load_spec(spec_text()));
+  const auto ask = [&](const std::string& msg) { return json::parse(m.handle(msg)); };
+  auto r = ask(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  CHECK(r["result"]["protocolVersion"] == "2025-06-18");
+  r = ask(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01"}})");
+  CHECK(r["result"]["protocolVersion"] == std::string(cs::mcp_protocol_versions[0]));
+  CHECK(m.handle(R"({"jsonrpc":"2.0","method":"notifications/initialized"})").empty());
+  r = ask(R"({"jsonrpc":"2.0","id":"a","method":"tools/list"})");
+  REQUIRE(r["id"] == "a");
+  const auto& tools = r["result"]["tools"];
+  REQUIRE(tools.size() == 2 + 3);
+  CHECK(tools[0]["name"] == "scale_up");
+  CHECK(tools[0]["inputSchema"]["properties"]["n"]["type"] == "integer");
+  CHECK(tools[0]["inputSchema"]["properties"]["n"]["maximum"] == 100);
+  r = ask(
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"scale_up","arguments":{"n":2}}})");
+  CHECK(r["result"]["isError"] == false);
+  CHECK(r["result"]["structuredContent"]["state"]["instances"] == 6);
+  r = ask(
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"scale_up","arguments":{"n":50}}})");
+  CHECK(r["result"]["isError"] == true);
+  CHECK(r["result"]["structuredContent"]["approved"] == false);
+  CHECK(r["result"]["structuredContent"]["closest_approved_params"]["n"].is_number());
+  r = ask(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"status"}})");
+  CHECK(r["result"]["structuredContent"]["state"]["instances"] ==
+        6);  // the rejection changed nothing
+  r = ask(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"scale_upp"}})");
+  CHECK(r["error"]["code"] == -32602);
+  CHECK_THAT(r["error"]["message"].get<std::string>(), Catch::Matchers::Contains("unknown tool"));
+  r = ask(
+      R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"scale_up","arguments":{"n":"two"}}})");
+  CHECK(r["error"]["code"] == -32602);
+  r = ask(
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"scale_up","arguments":{"n":1.5}}})");
+  CHECK(r["error"]["code"] == -32602);
+  r = ask(R"({"jsonrpc":"2.0","id":8,"method":"resources/list"})");
+  CHECK(r["error"]["code"] == -32601);
+  r = ask("{not json");
+  CHECK(r["error"]["code"] == -32700);
+  CHECK(r["id"].is_null());
+  r = ask(R"({"id":9,"method":"ping"})");
+  CHECK(r["error"]["code"] == -32600);
+  r = ask(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
+  CHECK(r["error"]["code"] == -32600);
+  r = ask(R"({"jsonrpc":"2.0","id":10,"method":"ping"})");
+  CHECK(r["result"] == json::object());
+}
+
+TEST_CASE("McpSession: an action named like a built-in tool is refused", "[server][mcp]") {
+  std::string spec = spec_text("examples/quickstart.json");
+  spec.replace(spec.find("\"process_batch\""), 15, "\"status\"");
+  REQUIRE_THROWS_WITH(cs::McpSession(ck::load_spec(spec)),
+                      Catch::Matchers::Contains("action `status` has the name of a built-in tool"));
+}
