@@ -384,7 +384,6 @@ int main(int argc, char** argv) {
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
   auto* agent = clampai::cli::add_agent_command(app);
-
   auto* serve = clampai::cli::add_serve_command(app);
   auto* mcp = clampai::cli::add_mcp_command(app);
 
@@ -442,7 +441,6 @@ int main(int argc, char** argv) {
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
     if (agent->parsed()) return clampai::cli::run_agent_command();
-
     if (serve->parsed()) return clampai::cli::run_serve_command();
     if (mcp->parsed()) return clampai::cli::run_mcp_command();
   } catch (const clampai::SpecError& e) {
