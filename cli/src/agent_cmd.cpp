@@ -82,6 +82,8 @@ int agent_command() {
     step.repair = s.repair;
     step.cost = s.cost;
     step.spent = s.spent;
+    step.input_tokens = s.tokens.input_tokens;
+    step.output_tokens = s.tokens.output_tokens;
     return step;
   };
   ca::OrchestratorOptions orchestrator_options;

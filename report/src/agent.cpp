@@ -64,6 +64,8 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
                                   {"message", reason.message}});
       }
       if (!s.repair.empty()) e["repair"] = s.repair;
+      if (s.input_tokens + s.output_tokens > 0)
+        e["tokens"] = {{"input", s.input_tokens}, {"output", s.output_tokens}};
       j["log"].push_back(std::move(e));
     }
     if (r.lookahead) j["lookahead"] = *r.lookahead;

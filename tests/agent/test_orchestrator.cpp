@@ -206,3 +206,20 @@ TEST_CASE("Orchestrator: with a lookahead guard the trap is rejected before it c
   REQUIRE(r.goal_reached);
   REQUIRE(kernel.verify_trace().ok);
 }
+
+TEST_CASE("Orchestrator: an exception from the kernel ends the run with `error`",
+          "[agent][orchestrator]") {
+  ck::KernelOptions options;
+  // A guard that fails (as a trace file that cannot be written would): the kernel's execute
+  // throws, and the loop stops rather than letting it escape.
+  options.guard = [](const ck::Situation&, const ck::Proposal&, const ck::Decision&)
+      -> std::optional<ck::Reason> { throw std::runtime_error("the guard's disk is full"); };
+  ck::SafetyKernel kernel(ck::load_spec(kTwins), options);
+  ca::MockLlm llm;
+  ca::OrchestratorResult r;
+  REQUIRE_NOTHROW(r = ca::Orchestrator(kernel, llm).run());
+  REQUIRE(r.termination == ca::Termination::error);
+  REQUIRE(r.message == "the guard's disk is full");
+  REQUIRE(r.executed == 0);
+  REQUIRE(kernel.steps() == 0);
+}

@@ -27,6 +27,7 @@ struct AgentStep {
   std::vector<kernel::Reason> reasons{};
   std::string repair{};  ///< the closest approved parameters, after a rejection
   kernel::Amount cost = 0, spent = 0;
+  std::int64_t input_tokens = 0, output_tokens = 0;  ///< of this step's LLM call, if any
 };
 
 struct AgentReport {
