@@ -420,6 +420,7 @@ bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
     // The connection went while the commit was in flight: it happened iff the ledger now holds
     // this very line at this sequence (the line's hash covers its time and content).
     ++stats_.in_doubt;
+    ++stats_.reconnects;
     const std::vector<std::string> lines =
         with_reconnect([&] { return ledger_->read(entry.sequence); });
     status = !lines.empty() && lines.front() == r.line ? CommitStatus::committed

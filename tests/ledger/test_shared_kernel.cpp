@@ -199,3 +199,67 @@ TEST_CASE("SharedKernel: a ledger of another spec is refused", "[ledger]") {
   REQUIRE_THROWS_WITH(SharedKernel(other, ledger->share()),
                       Catch::Contains("written for another spec"));
 }
+
+namespace {
+// A ledger whose connection fails at chosen commits, after (or before) the commit took effect.
+class FlakyLedger final : public Ledger {
+ public:
+  explicit FlakyLedger(std::shared_ptr<MemoryLedger> inner) : inner_(std::move(inner)) {}
+  std::string describe() const override { return "flaky"; }
+  std::vector<std::string> read(std::uint64_t from) override {
+    if (reads_down > 0) {
+      --reads_down;
+      throw clampai::LedgerUnavailable("down");
+    }
+    return inner_->read(from);
+  }
+  CommitStatus commit(const LedgerRecord& record) override {
+    if (fail_after_commit) {
+      fail_after_commit = false;
+      (void)inner_->commit(record);
+      throw clampai::LedgerUnavailable("the acknowledgement was lost");
+    }
+    if (fail_before_commit) {
+      fail_before_commit = false;
+      throw clampai::LedgerUnavailable("the connection was lost");
+    }
+    return inner_->commit(record);
+  }
+  bool fail_after_commit = false;
+  bool fail_before_commit = false;
+  int reads_down = 0;
+
+ private:
+  std::shared_ptr<MemoryLedger> inner_;
+};
+}  // namespace
+
+TEST_CASE("SharedKernel: a commit whose acknowledgement is lost is read back, never repeated",
+          "[ledger]") {
+  const auto model = load_spec(kSpec);
+  auto memory = std::make_shared<MemoryLedger>();
+  auto flaky = std::make_shared<FlakyLedger>(memory->share());
+  SharedOptions so;
+  so.reconnect_delay_ms = 0;
+  SharedKernel k(model, flaky, so);
+  flaky->fail_after_commit = true;
+  flaky->reads_down = 2;  // and the first reconnections fail too
+  const Outcome a = k.execute("inc");
+  REQUIRE(a.receipt);
+  REQUIRE(memory->read(0).size() == 2);  // committed once
+  flaky->fail_before_commit = true;
+  const Outcome b = k.execute("inc");
+  REQUIRE(b.receipt);
+  REQUIRE(b.receipt->sequence == 2);
+  REQUIRE(memory->read(0).size() == 3);
+  REQUIRE(k.stats().in_doubt == 2);
+  REQUIRE(k.stats().conflicts == 1);  // the lost one counts as lost, and is decided afresh
+  REQUIRE(k.local().budget().gross() == 3000);
+  REQUIRE(verify_trace_lines(memory->read(0), "memory", true).ok);
+  flaky->reads_down = 100;  // beyond the reconnect attempts: the error surfaces
+  flaky->fail_before_commit = true;
+  so.reconnect_attempts = 3;
+  SharedKernel impatient(model, memory->share(), so);
+  REQUIRE(impatient.length() == 3);
+  REQUIRE_THROWS_AS(k.execute("inc"), clampai::LedgerUnavailable);
+}

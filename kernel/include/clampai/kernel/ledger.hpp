@@ -168,7 +168,7 @@ struct SharedStats {
   std::uint64_t commits = 0;     // entries this kernel committed
   std::uint64_t conflicts = 0;   // compare-and-sets lost to another kernel
   std::uint64_t applied = 0;     // entries of other kernels replayed into the local replica
-  std::uint64_t reconnects = 0;  // LedgerUnavailable met and recovered from
+  std::uint64_t reconnects = 0;  // LedgerUnavailable met (and recovered from, or rethrown)
   std::uint64_t in_doubt = 0;    // commits whose outcome was read back after a lost connection
 };
 
