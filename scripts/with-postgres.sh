@@ -9,7 +9,8 @@
 # it also exports CLAMPAI_PG_BINDIR and CLAMPAI_PG_AS (the command prefix that runs as the
 # server's user, empty when that is the caller): `$CLAMPAI_PG_AS "$CLAMPAI_PG_BINDIR/pg_ctl" -D
 # "$PGDATA" -w restart`.
-# PG_BINDIR overrides where initdb and pg_ctl are found.
+# PG_BINDIR overrides where initdb and pg_ctl are found; PG_SERVER_OPTIONS adds server options
+# (e.g. "-c synchronous_commit=off" for a benchmark).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -59,7 +60,7 @@ if ! "${as[@]}" "$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --l
   exit 2
 fi
 if ! "${as[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-c listen_addresses='' -k $dir -c max_connections=64" start >/dev/null; then
+  -o "-c listen_addresses='' -k $dir -c max_connections=64 ${PG_SERVER_OPTIONS:-}" start >/dev/null; then
   cat "$dir/server.log" >&2
   echo "with-postgres.sh: the server did not start" >&2
   exit 2
