@@ -1,6 +1,8 @@
 // The run loop over a shared ledger.
 #include "clampai/driver/shared_run.hpp"
 
+#include "stop.hpp"
+
 #include <algorithm>
 
 namespace clampai::driver {
@@ -33,21 +35,7 @@ RunResult run(kernel::SharedKernel& shared, Driver& driver, const RunOptions& op
     if (!choice.proposal) {
       // Nothing approvable on the head this process knows: on a newer one there may be.
       if (shared.refresh() > 0) continue;
-      const auto budget = local.budget();
-      if (local.steps() >= static_cast<std::uint64_t>(local.step_limit())) {
-        result.termination = Termination::step_limit;
-      } else if (budget.remaining() < m.budget.min_action_cost ||
-                 (!choice.rejected.empty() &&
-                  std::all_of(
-                      choice.rejected.begin(), choice.rejected.end(), [](const Decision& d) {
-                        return d.has(ReasonCode::budget_exceeded);
-                      }))) {
-        result.termination = Termination::budget_exhausted;
-      } else {
-        result.termination = Termination::no_approvable_action;
-      }
-      for (const auto& d : choice.rejected)
-        result.last_reasons.insert(result.last_reasons.end(), d.reasons.begin(), d.reasons.end());
+      detail::record_stop(local, choice, result);
       break;
     }
     const Outcome o = shared.execute(*choice.proposal);

@@ -59,6 +59,15 @@ std::vector<std::pair<std::string, Value>> named_params(const Action& a,
   return out;
 }
 
+// Sets the counters, budget and time an entry records: those of `after`.
+void stamp(TraceEntry& entry, const TaskModel& m, const Situation& after, std::int64_t time) {
+  entry.step = after.steps;
+  entry.emergency_steps = after.emergency_steps;
+  entry.gross = m.format_amount(after.budget.gross());
+  entry.net = m.format_amount(after.budget.net());
+  entry.time_us = time;
+}
+
 [[noreturn]] void follow_failed(const Ledger& ledger, std::size_t index, const std::string& why) {
   throw InvalidArgument("cannot follow the ledger " + ledger.describe() + ": entry " +
                         std::to_string(index) + ": " + why);
@@ -177,6 +186,22 @@ class FileLock {
 };
 }  // namespace
 
+namespace {
+// Transfers all `size` bytes at `offset` with `op` (pread or pwrite), through short transfers
+// and interruptions. @throws LedgerUnavailable naming `what` and `path`.
+template <typename Op>
+void transfer_all(
+    Op op, std::size_t size, std::uint64_t offset, const char* what, const std::string& path) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = op(done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw LedgerUnavailable(os_error(what, path));
+    done += static_cast<std::size_t>(n);
+  }
+}
+}  // namespace
+
 void FileLedger::catch_up_locked() {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) throw LedgerUnavailable(os_error("cannot stat", path_));
@@ -185,14 +210,14 @@ void FileLedger::catch_up_locked() {
   if (size < known) throw TraceError("the ledger file `" + path_ + "` shrank: it was truncated");
   if (size == known) return;
   std::string tail(size - known, '\0');
-  std::size_t got = 0;
-  while (got < tail.size()) {
-    const ssize_t n =
-        ::pread(fd_, tail.data() + got, tail.size() - got, static_cast<off_t>(known + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw LedgerUnavailable(os_error("cannot read", path_));
-    got += static_cast<std::size_t>(n);
-  }
+  transfer_all(
+      [&](std::size_t at, std::size_t n, off_t off) {
+        return ::pread(fd_, tail.data() + at, n, off);
+      },
+      tail.size(),
+      known,
+      "cannot read",
+      path_);
   std::size_t at = 0;
   while (true) {
     const std::size_t nl = tail.find('\n', at);
@@ -228,14 +253,14 @@ CommitStatus FileLedger::commit(const LedgerRecord& record) {
     throw LedgerUnavailable(os_error("cannot truncate the torn tail of", path_));
   std::string text = record.line;
   text += '\n';
-  std::size_t put = 0;
-  while (put < text.size()) {
-    const ssize_t n =
-        ::pwrite(fd_, text.data() + put, text.size() - put, static_cast<off_t>(end + put));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw LedgerUnavailable(os_error("cannot write", path_));
-    put += static_cast<std::size_t>(n);
-  }
+  transfer_all(
+      [&](std::size_t at, std::size_t n, off_t off) {
+        return ::pwrite(fd_, text.data() + at, n, off);
+      },
+      text.size(),
+      end,
+      "cannot write",
+      path_);
   if (fsync_ && ::fdatasync(fd_) != 0) throw LedgerUnavailable(os_error("cannot sync", path_));
   lines_.push_back(record.line);
   ends_.push_back(end + text.size());
@@ -464,11 +489,7 @@ Outcome SharedKernel::execute(const Proposal& proposal) {
         entry.emergency = d.emergency;
         entry.reasons = d.reasons;
         entry.warnings = d.warnings;
-        entry.step = now.steps;
-        entry.emergency_steps = now.emergency_steps;
-        entry.gross = model_->format_amount(now.budget.gross());
-        entry.net = model_->format_amount(now.budget.net());
-        entry.time_us = options_.clock();
+        stamp(entry, *model_, now, options_.clock());
         if (!commit_locked(entry, now)) {
           lost();
           continue;
@@ -487,11 +508,7 @@ Outcome SharedKernel::execute(const Proposal& proposal) {
     entry.cost = model_->format_amount(d.cost);
     entry.emergency = a.emergency;
     entry.warnings = d.warnings;
-    entry.step = after.steps;
-    entry.emergency_steps = after.emergency_steps;
-    entry.gross = model_->format_amount(after.budget.gross());
-    entry.net = model_->format_amount(after.budget.net());
-    entry.time_us = options_.clock();
+    stamp(entry, *model_, after, options_.clock());
     if (commit_locked(entry, after)) {
       return Outcome{d, Receipt{entry.sequence, proposal.action, d.cost}, local_->state()};
     }
@@ -513,11 +530,7 @@ Outcome SharedKernel::execute(std::string_view action_id, const ParamMap& params
     entry.params = params;
     entry.cost = model_->format_amount(0);
     entry.reasons = d.reasons;
-    entry.step = now.steps;
-    entry.emergency_steps = now.emergency_steps;
-    entry.gross = model_->format_amount(now.budget.gross());
-    entry.net = model_->format_amount(now.budget.net());
-    entry.time_us = options_.clock();
+    stamp(entry, *model_, now, options_.clock());
     if (commit_locked(entry, now)) break;
   }
   return Outcome{std::move(d), std::nullopt, local_->state()};
@@ -562,11 +575,7 @@ Outcome SharedKernel::rollback(const Receipt& receipt) {
     entry.emergency = a.emergency;
     after.budget.refund(u.cost);
     after.state = u.before;
-    entry.step = after.steps;
-    entry.emergency_steps = after.emergency_steps;
-    entry.gross = model_->format_amount(after.budget.gross());
-    entry.net = model_->format_amount(after.budget.net());
-    entry.time_us = options_.clock();
+    stamp(entry, *model_, after, options_.clock());
     if (commit_locked(entry, after)) {
       Decision undone;
       undone.approved = true;
