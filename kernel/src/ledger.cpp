@@ -373,7 +373,7 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
       u.cost = o.receipt->cost;
       undo_.push_back(std::move(u));
       if (options_.undo_depth > 0 && undo_.size() > options_.undo_depth) {
-        undo_.erase(undo_.begin());
+        undo_.pop_front();
         ++undo_dropped_;
       }
       break;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -95,6 +96,8 @@ class MemoryLedger final : public Ledger {
 /// verify FILE`). Each commit takes the file's exclusive lock (flock), checks that the file still
 /// ends where this handle last read it, appends the line and flushes it; so processes on one
 /// machine can share the file. `fsync` makes every commit durable against a machine crash.
+/// A line left without its newline by a writer that died is not an entry: the next commit
+/// truncates it. Each handle keeps the lines it has read in memory.
 class FileLedger final : public Ledger {
  public:
   /// Opens (creating it if missing) `path`.
@@ -238,7 +241,7 @@ class SharedKernel {
   std::unique_ptr<SafetyKernel> local_;
   std::uint64_t length_ = 0;
   std::string head_;
-  std::vector<Undo> undo_;
+  std::deque<Undo> undo_;
   std::uint64_t undo_dropped_ = 0;
   SharedStats stats_;
 };
