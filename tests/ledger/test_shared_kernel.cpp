@@ -256,10 +256,13 @@ TEST_CASE("SharedKernel: a commit whose acknowledgement is lost is read back, ne
   REQUIRE(k.stats().conflicts == 1);  // the lost one counts as lost, and is decided afresh
   REQUIRE(k.local().budget().gross() == 3000);
   REQUIRE(verify_trace_lines(memory->read(0), "memory", true).ok);
-  flaky->reads_down = 100;  // beyond the reconnect attempts: the error surfaces
-  flaky->fail_before_commit = true;
+  // Beyond the reconnect attempts the error surfaces (and nothing was committed).
   so.reconnect_attempts = 3;
-  SharedKernel impatient(model, memory->share(), so);
+  SharedKernel impatient(model, flaky, so);
   REQUIRE(impatient.length() == 3);
-  REQUIRE_THROWS_AS(k.execute("inc"), clampai::LedgerUnavailable);
+  flaky->fail_before_commit = true;
+  flaky->reads_down = 100;
+  REQUIRE_THROWS_AS(impatient.execute("inc"), clampai::LedgerUnavailable);
+  flaky->reads_down = 0;
+  REQUIRE(memory->read(0).size() == 3);
 }
