@@ -2,8 +2,8 @@
 # Checks the formal models of the budget ledger (T1, T4); see lean/README.md and tla/README.md.
 #   1. Always: no .lean file contains `sorry`, `admit` or `axiom`.
 #   2. `lake build` in lean/, when `lake` is on PATH.
-#   3. TLC, when TLA2TOOLS_JAR names an existing jar: tla/BudgetSafety.cfg must pass with the
-#      expected number of distinct states, tla/BudgetSafetyBroken.cfg must fail on BudgetSafe.
+#   3. TLC, when TLA2TOOLS_JAR names an existing jar: every tla/*.cfg (see below); says plainly
+#      when it skips. tla/BudgetSafety.cfg must pass with the expected number of distinct states.
 # Exits non-zero on the first failed check.
 set -euo pipefail
 
@@ -35,42 +35,73 @@ else
   echo "lean: skipped (lake not installed)"
 fi
 
-# 3. TLA+.
-# Runs TLC on a copy of tla/<spec>.tla and .cfg in a temporary folder, so that TLC's states/
-# folder and trace files stay out of the tree. Prints TLC's output; returns TLC's status.
+# 3. TLA+: every configuration in tla/ through TLC. X.cfg checks X.tla, or the spec its
+# `\* spec: NAME` line names. A configuration whose name ends in `Broken` must fail: on the
+# invariant its `\* expect: violated NAME` line names (any violated invariant without one);
+# every other must pass. BudgetSafety.cfg must also have the expected number of distinct states.
+# Runs TLC on copies in a temporary folder, so that TLC's states/ folder and trace files stay out
+# of the tree. Prints TLC's output; returns TLC's status.
 run_tlc() {
-  local spec="$1" work status=0
+  local spec="$1" cfg="$2" work status=0
   work="$(mktemp -d)"
-  cp "$root/tla/$spec.tla" "$root/tla/$spec.cfg" "$work/"
-  (cd "$work" && java -cp "$TLA2TOOLS_JAR" tlc2.TLC -workers 1 -config "$spec.cfg" "$spec.tla") ||
-    status=$?
+  cp "$root/tla/$spec.tla" "$root/tla/$cfg.cfg" "$work/"
+  (cd "$work" && java -XX:+UseParallelGC -cp "$TLA2TOOLS_JAR" tlc2.TLC -workers 1 \
+    -config "$cfg.cfg" "$spec.tla") || status=$?
   rm -rf "$work"
   return "$status"
 }
 
-if [[ -z "${TLA2TOOLS_JAR:-}" ]]; then
-  echo "tla: skipped (TLA2TOOLS_JAR not set)"
-elif [[ ! -f "$TLA2TOOLS_JAR" ]]; then
-  echo "tla: skipped (TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not an existing file)"
-else
-  status=0
-  output="$(run_tlc BudgetSafety 2>&1)" || status=$?
-  echo "$output"
-  [[ $status -eq 0 ]] || fail "tla: TLC failed on BudgetSafety.cfg (status $status)"
-  grep -q 'No error has been found' <<<"$output" ||
-    fail "tla: TLC did not report success on BudgetSafety.cfg"
-  # Some TLC versions group digits with commas: compare without them.
-  tr -d ',' <<<"$output" | grep -qE "(^|[^0-9])${expected_states} distinct states found" ||
-    fail "tla: BudgetSafety.cfg should have $expected_states distinct states"
-  echo "tla: BudgetSafety ok ($expected_states distinct states)"
+cfgs=()
+while IFS= read -r -d '' file; do
+  cfgs+=("$file")
+done < <(find "$root/tla" -maxdepth 1 -name '*.cfg' -print0 | sort -z)
+names=()
+for cfg in "${cfgs[@]}"; do names+=("$(basename "$cfg" .cfg)"); done
 
-  status=0
-  output="$(run_tlc BudgetSafetyBroken 2>&1)" || status=$?
-  echo "$output"
-  [[ $status -ne 0 ]] || fail "tla: BudgetSafetyBroken.cfg passed TLC, but it must fail"
-  grep -q 'Invariant BudgetSafe is violated' <<<"$output" ||
-    fail "tla: BudgetSafetyBroken.cfg failed, but not on invariant BudgetSafe"
-  echo "tla: BudgetSafetyBroken fails as it must (BudgetSafe is violated)"
+if [[ -z "${TLA2TOOLS_JAR:-}" ]]; then
+  echo "tla: SKIPPED, TLC did not run (TLA2TOOLS_JAR not set): ${names[*]} not checked"
+elif [[ ! -f "$TLA2TOOLS_JAR" ]]; then
+  echo "tla: SKIPPED, TLC did not run (TLA2TOOLS_JAR=$TLA2TOOLS_JAR is not an existing file):" \
+    "${names[*]} not checked"
+elif ! command -v java >/dev/null 2>&1; then
+  echo "tla: SKIPPED, TLC did not run (no java on PATH): ${names[*]} not checked"
+else
+  for name in "${names[@]}"; do
+    cfg_file="$root/tla/$name.cfg"
+    spec="$name"
+    if [[ ! -f "$root/tla/$spec.tla" ]]; then
+      spec="$(sed -nE 's/^\\\* spec: *([A-Za-z0-9_]+).*/\1/p' "$cfg_file" | head -n 1)"
+      [[ -n "$spec" && -f "$root/tla/$spec.tla" ]] ||
+        fail "tla: $name.cfg has no $name.tla and no \`\\* spec: NAME\` line naming one"
+    fi
+    status=0
+    output="$(run_tlc "$spec" "$name" 2>&1)" || status=$?
+    echo "$output"
+    if [[ "$name" == *Broken ]]; then
+      expected="$(sed -nE 's/^\\\* expect: violated *([A-Za-z0-9_]+).*/\1/p' "$cfg_file" | head -n 1)"
+      [[ $status -ne 0 ]] || fail "tla: $name.cfg passed TLC, but it must fail"
+      if [[ -n "$expected" ]]; then
+        grep -q "Invariant $expected is violated" <<<"$output" ||
+          fail "tla: $name.cfg failed, but not on invariant $expected"
+        echo "tla: $name fails as it must ($expected is violated)"
+      else
+        grep -qE "Invariant [A-Za-z0-9_]+ is violated" <<<"$output" ||
+          fail "tla: $name.cfg failed, but not on a violated invariant"
+        echo "tla: $name fails as it must (an invariant is violated)"
+      fi
+      continue
+    fi
+    [[ $status -eq 0 ]] || fail "tla: TLC failed on $name.cfg (status $status)"
+    grep -q 'No error has been found' <<<"$output" ||
+      fail "tla: TLC did not report success on $name.cfg"
+    states="$(tr -d ',' <<<"$output" | sed -nE 's/.* ([0-9]+) distinct states found.*/\1/p' | tail -n 1)"
+    if [[ "$name" == BudgetSafety ]]; then
+      # Some TLC versions group digits with commas: compared without them.
+      [[ "$states" == "$expected_states" ]] ||
+        fail "tla: BudgetSafety.cfg should have $expected_states distinct states, TLC found ${states:-none}"
+    fi
+    echo "tla: $name ok (${states:-?} distinct states)"
+  done
 fi
 
 # 4. Coq (coq/README.md): always, the forbidden words; with coqc, the build of coq/ by

@@ -52,7 +52,7 @@ _clampai() {
   local opts
   case $cmd in
     check) opts="--format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --ledger --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))

@@ -21,6 +21,7 @@
 #include "clampai/report.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
+#include "ledger_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "mcp_cmd.hpp"
 #include "output.hpp"
@@ -77,6 +78,7 @@ struct RunArgs {
   std::optional<unsigned> lookahead;
   std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
+  std::string ledger;
 };
 
 // True iff `a` and `b` name one file (the same inode), however they are spelt.
@@ -120,6 +122,9 @@ void open_trace(const RunArgs& args,
 }
 
 int cmd_run(const RunArgs& args, const Common& common) {
+  if (!args.ledger.empty()) {
+    return clampai::cli::run_on_ledger({args.spec, args.ledger, common.format, args.max_steps});
+  }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
   options.record_rejections = args.record_rejections;
@@ -179,6 +184,8 @@ struct TraceArgs {
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
+  if (clampai::cli::names_ledger(args.file))
+    return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format);
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
   if (check.ok && !args.spec.empty()) {
@@ -334,6 +341,16 @@ int main(int argc, char** argv) {
                 run_args.recover,
                 "When nothing is approvable: roll back the last action if reversible, else take "
                 "an emergency action and stop");
+  auto* ledger_opt =
+      run->add_option("--ledger",
+                      run_args.ledger,
+                      "Share the budget, state and trace with other processes through this "
+                      "ledger: postgresql://...[#TASK] (a libpq URI; the task defaults to the "
+                      "spec's name), file:PATH or memory:; `actions` lists what this process "
+                      "committed");
+  for (const char* other :
+       {"--trace", "--append", "--force", "--record-rejections", "--lookahead", "--recover"})
+    ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 
   VerifyArgs verify_args;
@@ -372,7 +389,10 @@ int main(int argc, char** argv) {
   auto* verify = trace->add_subcommand(
       "verify",
       "Verify a trace file's hash chain (and, with --spec, replay it through the kernel)");
-  verify->add_option("FILE", trace_args.file, "Trace (JSON Lines)")->required();
+  verify
+      ->add_option(
+          "FILE", trace_args.file, "Trace (JSON Lines), or a ledger: postgresql://...#TASK")
+      ->required();
   verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
   verify->add_flag("--allow-unsealed",
                    trace_args.allow_unsealed,

@@ -1,6 +1,8 @@
 // The deterministic driver and the run loop.
 #include "clampai/driver/driver.hpp"
 
+#include "stop.hpp"
+
 #include <algorithm>
 
 namespace clampai::driver {
@@ -147,21 +149,7 @@ RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
       }
     }
     if (!choice.proposal) {
-      const auto budget = kernel.budget();
-      if (kernel.steps() >= static_cast<std::uint64_t>(kernel.step_limit())) {
-        result.termination = Termination::step_limit;
-      } else if (budget.remaining() < kernel.model().budget.min_action_cost ||
-                 (!choice.rejected.empty() &&
-                  std::all_of(
-                      choice.rejected.begin(), choice.rejected.end(), [](const Decision& d) {
-                        return d.has(ReasonCode::budget_exceeded);
-                      }))) {
-        result.termination = Termination::budget_exhausted;
-      } else {
-        result.termination = Termination::no_approvable_action;
-      }
-      for (const auto& d : choice.rejected)
-        result.last_reasons.insert(result.last_reasons.end(), d.reasons.begin(), d.reasons.end());
+      detail::record_stop(kernel, choice, result);
       break;
     }
     Outcome o = kernel.execute(*choice.proposal);

@@ -4,3 +4,4 @@
 
 #include "clampai/driver/driver.hpp"
 #include "clampai/driver/lookahead.hpp"
+#include "clampai/driver/shared_run.hpp"

@@ -7,6 +7,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"

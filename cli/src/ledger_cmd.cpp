@@ -1,0 +1,99 @@
+#include "ledger_cmd.hpp"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "clampai/driver.hpp"
+#include "clampai/kernel.hpp"
+#include "clampai/ledger/ledger.hpp"
+#include "clampai/report.hpp"
+#include "output.hpp"
+
+namespace clampai::cli {
+
+namespace ck = clampai::kernel;
+namespace cl = clampai::ledger;
+
+int run_on_ledger(const LedgerRun& args) {
+  const auto model = ck::load_spec_file(args.spec);
+  const auto ledger = cl::open_ledger(args.ledger, model->name);
+  ck::SharedKernel shared(model, ledger);
+  driver::FirstApprovableDriver chooser;
+  driver::RunOptions options;
+  options.max_steps = args.max_steps;
+  report::Progress progress(report::Progress::for_stderr("run", quiet()));
+  progress.phase("running on " + ledger->describe());
+  progress.status([&shared] { return std::to_string(shared.length()) + " entries"; });
+  const driver::RunResult r = driver::run(shared, chooser, options);
+  progress.stop();
+  const ck::SafetyKernel& local = shared.local();
+  const auto budget = local.budget();
+  const ck::SharedStats stats = shared.stats();
+
+  report::RunReport rep;
+  rep.spec = args.spec;
+  rep.model = model.get();
+  rep.result = &r;
+  rep.steps = local.steps();
+  rep.emergency_steps = local.emergency_steps();
+  rep.step_limit = local.step_limit();
+  rep.total = budget.total();
+  rep.net = budget.net();
+  rep.gross = budget.gross();
+  rep.trace_entries = shared.length();
+  rep.trace_head = shared.head();
+  // Every entry, this process's and the others', was replayed to its recorded hash.
+  rep.trace_verified = local.verify_trace().ok;
+  rep.trace_file = ledger->describe();
+  std::ostringstream out;
+  report::write_run(out, format_of(args.format), rep);
+  if (args.format == "json") {
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    j["ledger"] = {{"url", ledger->describe()},
+                   {"commits", stats.commits},
+                   {"conflicts", stats.conflicts},
+                   {"replayed", stats.applied},
+                   {"reconnects", stats.reconnects}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << out.str() << "ledger: " << ledger->describe() << ": " << stats.commits
+              << " commits by this process, " << stats.conflicts << " conflicts retried, "
+              << stats.applied << " entries of other processes replayed\n";
+  }
+  return r.goal_reached ? 0 : 1;
+}
+
+bool names_ledger(const std::string& target) { return cl::is_postgres_url(target); }
+
+int verify_ledger_trace(const std::string& url,
+                        const std::string& spec,
+                        const std::string& format) {
+  cl::PostgresUrl parts = cl::split_postgres_url(url);
+  std::shared_ptr<const ck::TaskModel> model;
+  if (!spec.empty()) model = ck::load_spec_file(spec);
+  if (parts.task.empty() && model) parts.task = model->name;
+  if (parts.task.empty())
+    throw InvalidArgument("name the task to verify: `" + cl::redact_url(url) + "#TASK`");
+  cl::PostgresLedger ledger(parts.conninfo, parts.task, cl::Access::read_only);
+  if (!ledger.has_task())
+    throw TraceError("no task `" + parts.task + "` in the ledger " +
+                     cl::redact_url(parts.conninfo));
+  const std::vector<std::string> lines = ledger.read(0);
+  ck::TraceCheck check = ck::verify_trace_lines(lines, ledger.describe(), /*allow_unsealed=*/true);
+  std::string replay = "not requested";
+  if (check.ok && model) {
+    if (auto mismatch = ck::replay_trace(model, ck::parse_trace_lines(lines, ledger.describe()))) {
+      check.ok = false;
+      check.first_bad = mismatch->first;
+      check.message = "entry " + std::to_string(mismatch->first) + ": replay: " + mismatch->second;
+      replay = "failed";
+    } else {
+      replay = "ok";
+    }
+  }
+  report::write_trace_check(std::cout, format_of(format), {ledger.describe(), spec, replay, check});
+  return check.ok ? 0 : 1;
+}
+
+}  // namespace clampai::cli

@@ -1,0 +1,32 @@
+// `run --ledger URL` and `trace verify URL#TASK`: the CLI on shared ledgers (private to the CLI;
+// docs/LEDGER.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace clampai::cli {
+
+/// What `run` passes to a run on a shared ledger.
+struct LedgerRun {
+  std::string spec;
+  std::string ledger;  // --ledger
+  std::string format;
+  std::optional<std::uint64_t> max_steps;
+};
+
+/// Runs `args.spec` with the deterministic driver on the shared ledger `args.ledger` (the task
+/// is the URL's fragment, else the spec's `name`); prints the run report, whose `actions` are
+/// what this process committed. Returns 0 if the goal is reached, else 1.
+int run_on_ledger(const LedgerRun& args);
+
+/// True iff `target` of `trace verify` names a database ledger rather than a file.
+bool names_ledger(const std::string& target);
+
+/// `trace verify URL#TASK`: verifies the task's chain in the database as a trace file is
+/// verified (each line canonical, byte for byte, then the chain; a shared ledger is open, so
+/// no seal is required) and, with `spec`, replays it. Returns 0 if it verifies, else 1.
+int verify_ledger_trace(const std::string& url, const std::string& spec, const std::string& format);
+
+}  // namespace clampai::cli

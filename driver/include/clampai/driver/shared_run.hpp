@@ -1,0 +1,16 @@
+// `run` over a shared ledger: the run loop of driver.hpp for a `SharedKernel` (docs/LEDGER.md).
+#pragma once
+
+#include "clampai/driver/driver.hpp"
+#include "clampai/kernel/ledger.hpp"
+
+namespace clampai::driver {
+
+/// Drives `kernel` with `driver` as `run` does a `SafetyKernel`: the driver chooses on the local
+/// replica (the latest head this process knows), each choice is decided afresh and committed on
+/// the ledger's latest head, and the run ends (goal, nothing approvable, budget, steps) only on a
+/// head with nothing newer. `RunResult::actions` lists what this process committed, in order.
+/// `options.recover` is not supported here (it is ignored).
+RunResult run(kernel::SharedKernel& kernel, Driver& driver, const RunOptions& options = {});
+
+}  // namespace clampai::driver

@@ -1,0 +1,249 @@
+// Ledgers: where a task's committed history (the hash-chained trace) lives, and the protocol by
+// which several kernels, in one process or many, share one (docs/LEDGER.md).
+//
+// A `Ledger` is an append-only log of canonical trace lines with one operation that changes it:
+// a compare-and-set on its head. `SharedKernel` runs the protocol over any ledger: it decides
+// locally on the latest committed head it knows, commits the entry only if that head is still
+// the ledger's head, and on a conflict catches up and decides afresh. In-memory and file ledgers
+// live here; the PostgreSQL ledger is in `ledger/` (clampai/ledger/postgres.hpp), and
+// `clampai::ledger::open_ledger` opens any of them from a URL.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+
+namespace clampai {
+
+/// A ledger cannot be reached (a lost connection, a server restarting): whether the operation
+/// in flight took effect is unknown. `SharedKernel` reconnects and finds out by reading.
+class LedgerUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace clampai
+
+namespace clampai::kernel {
+
+/// One commit: the entry's canonical line and the head it produces, for the ledger to store
+/// atomically with it.
+struct LedgerRecord {
+  std::uint64_t sequence = 0;  // the entry's sequence: the ledger must hold exactly this many
+  std::string prev;            // the hash of the ledger's last entry (all zeros for the genesis)
+  std::string hash;            // the entry's hash: the new head
+  std::string kind;            // `genesis`, `executed`, `rejected`, `rolled_back`, `sealed`
+  std::string line;            // the entry's canonical JSON line (no newline)
+  std::string spec;            // the model's digest
+  std::string state;           // the state after the entry, as a canonical JSON object
+  std::string total;           // the budget (decimal text at the budget's scale)
+  std::string gross;           // gross and net spend after the entry
+  std::string net;
+  std::uint64_t steps = 0;  // counters after the entry
+  std::uint64_t emergency_steps = 0;
+};
+
+/// What a compare-and-set did.
+enum class CommitStatus : std::uint8_t {
+  committed,  // the entry is the ledger's new head
+  conflict,   // the ledger's head was not `prev` (another kernel committed first): nothing changed
+};
+
+/// An append-only, hash-chained log of one task's trace entries, with a compare-and-set head.
+/// Implementations: `MemoryLedger`, `FileLedger` (here), `ledger::PostgresLedger`.
+class Ledger {
+ public:
+  virtual ~Ledger() = default;
+  /// What the ledger is, for messages (a URL without its password).
+  [[nodiscard]] virtual std::string describe() const = 0;
+  /// The canonical lines of the committed entries `from`, `from` + 1, ..., in order.
+  /// @throws LedgerUnavailable if the ledger cannot be reached.
+  virtual std::vector<std::string> read(std::uint64_t from) = 0;
+  /// Appends `record.line` iff the ledger holds exactly `record.sequence` entries, the last of
+  /// which has hash `record.prev`; atomically with the head it describes.
+  /// @throws LedgerUnavailable if the ledger cannot be reached: the commit may or may not have
+  /// happened (read to find out).
+  virtual CommitStatus commit(const LedgerRecord& record) = 0;
+};
+
+/// A ledger in this process's memory. Copies made with `share()` see one log, so that several
+/// `SharedKernel`s (threads) can share it: the protocol's model, and today's in-process kernel.
+class MemoryLedger final : public Ledger {
+ public:
+  MemoryLedger();
+  /// Another handle on the same log.
+  [[nodiscard]] std::shared_ptr<MemoryLedger> share() const;
+  [[nodiscard]] std::string describe() const override { return "memory:"; }
+  std::vector<std::string> read(std::uint64_t from) override;
+  CommitStatus commit(const LedgerRecord& record) override;
+
+ private:
+  struct Log;
+  explicit MemoryLedger(std::shared_ptr<Log> log) : log_(std::move(log)) {}
+  std::shared_ptr<Log> log_;
+};
+
+/// A ledger in a JSON Lines trace file (the format of `run --trace`, verified by `clampai trace
+/// verify FILE`). Each commit takes the file's exclusive lock (flock), checks that the file still
+/// ends where this handle last read it, appends the line and flushes it; so processes on one
+/// machine can share the file. `fsync` makes every commit durable against a machine crash.
+/// A line left without its newline by a writer that died is not an entry: the next commit
+/// truncates it. Each handle keeps the lines it has read in memory.
+class FileLedger final : public Ledger {
+ public:
+  /// Opens (creating it if missing) `path`.
+  /// @throws LedgerUnavailable naming the file and the OS's reason if it cannot be opened.
+  explicit FileLedger(std::string path, bool fsync = false);
+  ~FileLedger() override;
+  FileLedger(const FileLedger&) = delete;
+  FileLedger& operator=(const FileLedger&) = delete;
+  [[nodiscard]] std::string describe() const override { return path_; }
+  std::vector<std::string> read(std::uint64_t from) override;
+  CommitStatus commit(const LedgerRecord& record) override;
+
+ private:
+  std::string path_;
+  bool fsync_;
+  int fd_ = -1;
+  std::mutex mutex_;
+  // Lines known from the start of the file and where each one ends.
+  std::vector<std::uint64_t> ends_;
+  std::vector<std::string> lines_;
+  void catch_up_locked();  // under the flock
+};
+
+/// Opens a ledger of this library by URL: `memory:` (a fresh in-process log) or `file:PATH` /
+/// a path (a `FileLedger`). Returns null for any other scheme (`postgresql://...` is opened by
+/// `clampai::ledger::open_ledger`).
+std::shared_ptr<Ledger> open_local_ledger(const std::string& url);
+
+/// Verifies canonical trace lines exactly as `verify_trace_file` verifies a file's lines: each
+/// line must be the canonical JSON of its entry byte for byte, then the chain (`verify_chain`).
+/// `source` names them in messages.
+TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
+                              const std::string& source,
+                              bool allow_unsealed);
+
+/// Parses canonical trace lines into entries (as `read_trace_file` does).
+/// @throws TraceError naming the line that is not an entry.
+std::vector<TraceEntry> parse_trace_lines(const std::vector<std::string>& lines,
+                                          const std::string& source);
+
+/// A state as the canonical JSON object a ledger stores (what `parse_state` reads back).
+std::string state_json(const State& state);
+
+/// Where a `SharedKernel` is in a commit, for tests that inject faults there.
+enum class SharedPhase : std::uint8_t {
+  decided,     // a proposal is approved on the local head; the commit has not started
+  committing,  // the commit is about to be sent to the ledger
+};
+
+/// Options of a `SharedKernel`.
+struct SharedOptions {
+  /// Append rejected proposals passed to `execute` to the shared trace.
+  bool record_rejections = false;
+  /// Microseconds since the epoch, for this kernel's trace entries; defaults to the system clock.
+  std::function<std::int64_t()> clock;
+  /// How many committed actions `rollback` can undo (0: all of them).
+  std::size_t undo_depth = 1024;
+  /// Conflicts one `execute` or `rollback` may meet before giving up (0: no limit). Each
+  /// conflict means another kernel committed, so the group always progresses.
+  std::uint64_t max_conflicts = 0;
+  /// How many times to reconnect after `LedgerUnavailable` before giving up, and the delay
+  /// before the first attempt (doubled each time, at most 2 s).
+  unsigned reconnect_attempts = 60;
+  unsigned reconnect_delay_ms = 50;
+  /// Called at each phase of a commit (tests inject faults there); may be empty.
+  std::function<void(SharedPhase)> hook;
+};
+
+/// Counters of a `SharedKernel`'s protocol.
+struct SharedStats {
+  std::uint64_t commits = 0;     // entries this kernel committed
+  std::uint64_t conflicts = 0;   // compare-and-sets lost to another kernel
+  std::uint64_t applied = 0;     // entries of other kernels replayed into the local replica
+  std::uint64_t reconnects = 0;  // LedgerUnavailable met (and recovered from, or rethrown)
+  std::uint64_t in_doubt = 0;    // commits whose outcome was read back after a lost connection
+};
+
+/// A kernel whose committed history is a shared `Ledger`: decides on the latest committed head
+/// it knows (a local replica: a `SafetyKernel` that replays every committed entry, byte for
+/// byte) and commits each entry with a compare-and-set on the ledger's head; on a conflict it
+/// replays what the others committed and decides afresh. Linearizable for the whole kernel:
+/// every committed entry was decided on the head it extends, so T1-T7 hold for the group of
+/// kernels as for one (docs/LEDGER.md). Thread-safe (one lock; held across a commit).
+class SharedKernel {
+ public:
+  /// Opens the task's ledger: replays its entries, or commits the genesis entry if it has none
+  /// (if another kernel commits one first, replays that one).
+  /// @throws InvalidArgument if the ledger's trace is for another spec, sealed, or does not
+  /// replay (naming the entry); TraceError if a line is not a trace entry; LedgerUnavailable
+  /// if the ledger cannot be reached after the reconnect attempts.
+  SharedKernel(std::shared_ptr<const TaskModel> model,
+               std::shared_ptr<Ledger> ledger,
+               SharedOptions options = {});
+  ~SharedKernel();
+  SharedKernel(const SharedKernel&) = delete;
+  SharedKernel& operator=(const SharedKernel&) = delete;
+
+  /// Decides `proposal` on the latest head and commits it (retrying on conflicts with a fresh
+  /// decision). A rejection is final only once decided on the ledger's latest head.
+  Outcome execute(const Proposal& proposal);
+  Outcome execute(std::string_view action_id, const ParamMap& params = {});
+  /// Undoes `receipt`'s action (T7): it must be the most recent action of the shared trace still
+  /// in effect. Refunds its cost once across all kernels (the rollback entry is committed by
+  /// compare-and-set like any other).
+  /// @throws InvalidArgument as `SafetyKernel::rollback` does.
+  Outcome rollback(const Receipt& receipt);
+  /// Replays the entries other kernels committed since. Returns how many.
+  std::uint64_t refresh();
+
+  /// The local replica at the latest head this kernel knows (for drivers: evaluate, state,
+  /// completions). Its trace window is 1 entry; the ledger holds the trace.
+  [[nodiscard]] const SafetyKernel& local() const noexcept { return *local_; }
+  [[nodiscard]] const TaskModel& model() const noexcept { return *model_; }
+  /// Entries in the ledger as far as this kernel knows, and the hash of the last one.
+  [[nodiscard]] std::uint64_t length() const;
+  [[nodiscard]] std::string head() const;
+  [[nodiscard]] SharedStats stats() const;
+  [[nodiscard]] const Ledger& ledger() const noexcept { return *ledger_; }
+
+ private:
+  struct Undo {
+    std::uint64_t sequence = 0;
+    std::size_t action = 0;
+    Amount cost = 0;
+    State before;
+    std::vector<Value> params;
+  };
+  void apply_locked(const TraceEntry& entry, std::size_t index);
+  std::uint64_t refresh_locked();
+  // Commits `entry` (complete but for prev/sequence/hash, set here) by compare-and-set,
+  // resolving a lost connection by reading back. True iff committed.
+  bool commit_locked(TraceEntry& entry, const Situation& after);
+  template <typename F>
+  auto with_reconnect(F&& f) -> decltype(f());
+
+  std::shared_ptr<const TaskModel> model_;
+  std::shared_ptr<Ledger> ledger_;
+  SharedOptions options_;
+  mutable std::mutex mutex_;
+  std::int64_t replay_time_ = 0;  // the local replica's clock: the entry being replayed
+  std::unique_ptr<SafetyKernel> local_;
+  std::uint64_t length_ = 0;
+  std::string head_;
+  std::deque<Undo> undo_;
+  std::uint64_t undo_dropped_ = 0;
+  SharedStats stats_;
+};
+
+}  // namespace clampai::kernel

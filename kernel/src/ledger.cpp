@@ -1,0 +1,606 @@
+// Ledgers and the shared-ledger protocol (clampai/kernel/ledger.hpp, docs/LEDGER.md).
+#include "clampai/kernel/ledger.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <variant>
+
+#include "json.hpp"
+#include "trace_codec.hpp"
+
+namespace clampai::kernel {
+
+namespace {
+
+const std::string kZeroHash(64, '0');
+
+std::int64_t system_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string os_error(const std::string& what, const std::string& path) {
+  return what + " `" + path + "`: " + std::strerror(errno);
+}
+
+// A recorded entry's parameters as a proposal names them (decimals are written as strings).
+ParamMap recorded_params(const TraceEntry& e, std::uint64_t index) {
+  ParamMap params;
+  for (const auto& [name, v] : e.params) {
+    Value value = v;
+    if (v.kind() == Value::Kind::string) {
+      auto d = Decimal::parse(v.as_string());
+      if (!d) {
+        throw InvalidArgument("cannot follow the ledger: entry " + std::to_string(index) +
+                              ": parameter `" + name + "` is not a number");
+      }
+      value = Value::number(*d);
+    }
+    params.emplace_back(name, std::move(value));
+  }
+  return params;
+}
+
+std::vector<std::pair<std::string, Value>> named_params(const Action& a,
+                                                        const std::vector<Value>& params) {
+  std::vector<std::pair<std::string, Value>> out;
+  for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i)
+    out.emplace_back(a.parameters[i].name, params[i]);
+  return out;
+}
+
+// Sets the counters, budget and time an entry records: those of `after`.
+void stamp(TraceEntry& entry, const TaskModel& m, const Situation& after, std::int64_t time) {
+  entry.step = after.steps;
+  entry.emergency_steps = after.emergency_steps;
+  entry.gross = m.format_amount(after.budget.gross());
+  entry.net = m.format_amount(after.budget.net());
+  entry.time_us = time;
+}
+
+[[noreturn]] void follow_failed(const Ledger& ledger, std::size_t index, const std::string& why) {
+  throw InvalidArgument("cannot follow the ledger " + ledger.describe() + ": entry " +
+                        std::to_string(index) + ": " + why);
+}
+
+}  // namespace
+
+// ---- lines ----
+
+std::vector<TraceEntry> parse_trace_lines(const std::vector<std::string>& lines,
+                                          const std::string& source) {
+  std::vector<TraceEntry> entries;
+  entries.reserve(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    try {
+      entries.push_back(detail::entry_from_line(lines[i], source));
+    } catch (const Error& e) {
+      throw TraceError(source + ": entry " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return entries;
+}
+
+TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
+                              const std::string& source,
+                              bool allow_unsealed) {
+  std::vector<TraceEntry> entries;
+  entries.reserve(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    try {
+      TraceEntry e = detail::entry_from_line(lines[i], source);
+      if (e.to_json_line() != lines[i])
+        throw TraceError("not in canonical form: the line was changed");
+      entries.push_back(std::move(e));
+    } catch (const Error& e) {
+      TraceCheck check;
+      check.entries = lines.size();
+      check.first_bad = i;
+      check.message = "entry " + std::to_string(i) + ": " + e.what();
+      return check;
+    }
+  }
+  return verify_chain(entries, allow_unsealed);
+}
+
+std::string state_json(const State& state) {
+  jsonio::JsonNode obj = jsonio::JsonNode::make_object();
+  for (VarId id = 0; id < state.size(); ++id)
+    obj.add(state.schema().name(id), jsonio::value_to_json(state.get(id)));
+  std::string out;
+  (void)jsonio::append_canonical(out, obj);
+  return out;
+}
+
+// ---- memory ----
+
+struct MemoryLedger::Log {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::vector<std::string> hashes;
+};
+
+MemoryLedger::MemoryLedger() : log_(std::make_shared<Log>()) {}
+
+std::shared_ptr<MemoryLedger> MemoryLedger::share() const {
+  return std::shared_ptr<MemoryLedger>(new MemoryLedger(log_));
+}
+
+std::vector<std::string> MemoryLedger::read(std::uint64_t from) {
+  std::lock_guard lock(log_->mutex);
+  if (from >= log_->lines.size()) return {};
+  return {log_->lines.begin() + static_cast<std::ptrdiff_t>(from), log_->lines.end()};
+}
+
+CommitStatus MemoryLedger::commit(const LedgerRecord& record) {
+  std::lock_guard lock(log_->mutex);
+  Log& log = *log_;
+  const std::string& head = log.hashes.empty() ? kZeroHash : log.hashes.back();
+  if (log.lines.size() != record.sequence || head != record.prev) return CommitStatus::conflict;
+  log.lines.push_back(record.line);
+  log.hashes.push_back(record.hash);
+  return CommitStatus::committed;
+}
+
+// ---- file ----
+
+FileLedger::FileLedger(std::string path, bool fsync) : path_(std::move(path)), fsync_(fsync) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd_ < 0) throw LedgerUnavailable(os_error("cannot open the ledger file", path_));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw LedgerUnavailable("the ledger `" + path_ + "` is not a regular file");
+  }
+}
+
+FileLedger::~FileLedger() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+// Holds flock(2) on a descriptor for a scope.
+class FileLock {
+ public:
+  FileLock(int fd, int how, const std::string& path) : fd_(fd) {
+    while (::flock(fd_, how) != 0) {
+      if (errno != EINTR) throw LedgerUnavailable(os_error("cannot lock the ledger file", path));
+    }
+  }
+  ~FileLock() { (void)::flock(fd_, LOCK_UN); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+}  // namespace
+
+namespace {
+// Transfers all `size` bytes at `offset` with `op` (pread or pwrite), through short transfers
+// and interruptions. @throws LedgerUnavailable naming `what` and `path`.
+template <typename Op>
+void transfer_all(
+    Op op, std::size_t size, std::uint64_t offset, const char* what, const std::string& path) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = op(done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw LedgerUnavailable(os_error(what, path));
+    done += static_cast<std::size_t>(n);
+  }
+}
+}  // namespace
+
+void FileLedger::catch_up_locked() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw LedgerUnavailable(os_error("cannot stat", path_));
+  const std::uint64_t known = ends_.empty() ? 0 : ends_.back();
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < known) throw TraceError("the ledger file `" + path_ + "` shrank: it was truncated");
+  if (size == known) return;
+  std::string tail(size - known, '\0');
+  transfer_all(
+      [&](std::size_t at, std::size_t n, off_t off) {
+        return ::pread(fd_, tail.data() + at, n, off);
+      },
+      tail.size(),
+      known,
+      "cannot read",
+      path_);
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t nl = tail.find('\n', at);
+    if (nl == std::string::npos) break;  // a line without its newline: a write cut short
+    lines_.emplace_back(tail, at, nl - at);
+    ends_.push_back(known + nl + 1);
+    at = nl + 1;
+  }
+}
+
+std::vector<std::string> FileLedger::read(std::uint64_t from) {
+  std::lock_guard guard(mutex_);
+  {
+    FileLock lock(fd_, LOCK_SH, path_);
+    catch_up_locked();
+  }
+  if (from >= lines_.size()) return {};
+  return {lines_.begin() + static_cast<std::ptrdiff_t>(from), lines_.end()};
+}
+
+CommitStatus FileLedger::commit(const LedgerRecord& record) {
+  std::lock_guard guard(mutex_);
+  FileLock lock(fd_, LOCK_EX, path_);
+  catch_up_locked();
+  if (lines_.size() != record.sequence) return CommitStatus::conflict;
+  if (!lines_.empty() && detail::entry_from_line(lines_.back(), path_).hash != record.prev)
+    return CommitStatus::conflict;
+  if (lines_.empty() && record.prev != kZeroHash) return CommitStatus::conflict;
+  // A line without its newline is a commit that never completed (its writer died before it
+  // returned): it is not part of the ledger, and goes.
+  const std::uint64_t end = ends_.empty() ? 0 : ends_.back();
+  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
+    throw LedgerUnavailable(os_error("cannot truncate the torn tail of", path_));
+  std::string text = record.line;
+  text += '\n';
+  transfer_all(
+      [&](std::size_t at, std::size_t n, off_t off) {
+        return ::pwrite(fd_, text.data() + at, n, off);
+      },
+      text.size(),
+      end,
+      "cannot write",
+      path_);
+  if (fsync_ && ::fdatasync(fd_) != 0) throw LedgerUnavailable(os_error("cannot sync", path_));
+  lines_.push_back(record.line);
+  ends_.push_back(end + text.size());
+  return CommitStatus::committed;
+}
+
+std::shared_ptr<Ledger> open_local_ledger(const std::string& url) {
+  if (url == "memory:") return std::make_shared<MemoryLedger>();
+  if (url.rfind("file://", 0) == 0) return std::make_shared<FileLedger>(url.substr(7));
+  if (url.rfind("file:", 0) == 0) return std::make_shared<FileLedger>(url.substr(5));
+  if (url.find("://") != std::string::npos || url.rfind("memory:", 0) == 0) return nullptr;
+  if (url.empty()) throw InvalidArgument("an empty ledger URL");
+  return std::make_shared<FileLedger>(url);
+}
+
+// ---- the shared kernel ----
+
+SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
+                           std::shared_ptr<Ledger> ledger,
+                           SharedOptions options)
+    : model_(std::move(model)), ledger_(std::move(ledger)), options_(std::move(options)) {
+  if (!ledger_) throw InvalidArgument("SharedKernel: no ledger");
+  if (!options_.clock) options_.clock = system_clock_us;
+  std::lock_guard lock(mutex_);
+  auto fresh_local = [this](std::vector<TraceEntry> resume) {
+    KernelOptions k;
+    k.record_rejections = true;  // replays recorded rejections
+    k.clock = [this] { return replay_time_; };
+    k.trace_window = 1;
+    k.undo_depth = options_.undo_depth;
+    k.resume = std::move(resume);
+    return std::make_unique<SafetyKernel>(model_, std::move(k));
+  };
+  std::vector<std::string> lines = with_reconnect([&] { return ledger_->read(0); });
+  if (lines.empty()) {
+    // A fresh kernel writes the genesis entry; commit it unless another kernel was first.
+    replay_time_ = options_.clock();
+    auto genesis_kernel = fresh_local({});
+    TraceEntry genesis = genesis_kernel->trace().back();
+    LedgerRecord r;
+    r.sequence = 0;
+    r.prev = kZeroHash;
+    r.hash = genesis.hash;
+    r.kind = "genesis";
+    r.line = genesis.to_json_line();
+    r.spec = model_->digest;
+    r.state = state_json(genesis_kernel->state());
+    r.total = model_->format_amount(model_->budget.total);
+    r.gross = genesis.gross;
+    r.net = genesis.net;
+    CommitStatus status = CommitStatus::conflict;
+    try {
+      status = ledger_->commit(r);
+    } catch (const LedgerUnavailable&) {
+      ++stats_.in_doubt;
+    }
+    if (status == CommitStatus::committed) ++stats_.commits;
+    lines = with_reconnect([&] { return ledger_->read(0); });
+    if (lines.empty())
+      throw LedgerUnavailable("the ledger " + ledger_->describe() + " lost its genesis entry");
+  }
+  const std::string source = "the ledger " + ledger_->describe();
+  std::vector<TraceEntry> entries = parse_trace_lines(lines, source);
+  // KernelOptions::resume checks the genesis (spec, initial state, hash); the rest is applied
+  // entry by entry, as later ones will be.
+  local_ = fresh_local({entries.front()});
+  length_ = 1;
+  head_ = entries.front().hash;
+  for (std::size_t i = 1; i < entries.size(); ++i) apply_locked(entries[i], i);
+  stats_.applied = 0;
+}
+
+SharedKernel::~SharedKernel() = default;
+
+template <typename F>
+auto SharedKernel::with_reconnect(F&& f) -> decltype(f()) {
+  unsigned delay = options_.reconnect_delay_ms;
+  for (unsigned attempt = 0;; ++attempt) {
+    try {
+      return f();
+    } catch (const LedgerUnavailable&) {
+      if (attempt >= options_.reconnect_attempts) throw;
+      ++stats_.reconnects;
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      delay = std::min(2000U, delay * 2 + 1);
+    }
+  }
+}
+
+void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
+  const auto fail = [&](const std::string& why) { follow_failed(*ledger_, index, why); };
+  if (e.sequence != length_ || e.prev != head_ || e.compute_hash() != e.hash)
+    fail("does not link to the entry before");
+  replay_time_ = e.time_us;
+  const ParamMap params = recorded_params(e, index);
+  switch (e.kind) {
+    case EntryKind::genesis:
+      follow_failed(*ledger_, index, "a second genesis entry");
+    case EntryKind::sealed:
+      (void)local_->seal();
+      break;
+    case EntryKind::executed: {
+      auto resolved = local_->resolve(e.action, params);
+      if (std::holds_alternative<Reason>(resolved))
+        fail("`" + e.action + "`: " + std::get<Reason>(resolved).message);
+      const Proposal& p = std::get<Proposal>(resolved);
+      Undo u{e.sequence, p.action, 0, local_->state(), p.params};
+      const Outcome o = local_->execute(p);
+      if (!o.receipt) fail("`" + e.action + "` is rejected on replay");
+      u.cost = o.receipt->cost;
+      undo_.push_back(std::move(u));
+      if (options_.undo_depth > 0 && undo_.size() > options_.undo_depth) {
+        undo_.pop_front();
+        ++undo_dropped_;
+      }
+      break;
+    }
+    case EntryKind::rejected: {
+      auto resolved = local_->resolve(e.action, params);
+      if (std::holds_alternative<Reason>(resolved)) {
+        (void)local_->execute(e.action, params);  // traces the unknown action or bad parameter
+      } else if (local_->record_rejection(std::get<Proposal>(resolved)).approved) {
+        fail("`" + e.action + "` was recorded as rejected but is approved on replay");
+      }
+      break;
+    }
+    case EntryKind::rolled_back: {
+      if (undo_.empty()) fail("a rollback with nothing to roll back");
+      const Undo& u = undo_.back();
+      try {
+        (void)local_->rollback(Receipt{u.sequence, u.action, u.cost});
+      } catch (const InvalidArgument& err) {
+        fail(err.what());
+      }
+      undo_.pop_back();
+      break;
+    }
+  }
+  if (local_->trace().back().hash != e.hash) fail("does not replay to the recorded entry");
+  ++length_;
+  head_ = e.hash;
+}
+
+std::uint64_t SharedKernel::refresh_locked() {
+  const std::vector<std::string> lines = with_reconnect([&] { return ledger_->read(length_); });
+  const std::vector<TraceEntry> entries =
+      parse_trace_lines(lines, "the ledger " + ledger_->describe());
+  for (const TraceEntry& e : entries) {
+    apply_locked(e, length_);
+    ++stats_.applied;
+  }
+  return entries.size();
+}
+
+std::uint64_t SharedKernel::refresh() {
+  std::lock_guard lock(mutex_);
+  return refresh_locked();
+}
+
+bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
+  entry.sequence = length_;
+  entry.prev = head_;
+  entry.hash = entry.compute_hash();
+  LedgerRecord r;
+  r.sequence = entry.sequence;
+  r.prev = entry.prev;
+  r.hash = entry.hash;
+  r.kind = std::string(to_string(entry.kind));
+  r.line = entry.to_json_line();
+  r.spec = model_->digest;
+  r.state = state_json(after.state);
+  r.total = model_->format_amount(after.budget.total());
+  r.gross = model_->format_amount(after.budget.gross());
+  r.net = model_->format_amount(after.budget.net());
+  r.steps = after.steps;
+  r.emergency_steps = after.emergency_steps;
+  if (options_.hook) options_.hook(SharedPhase::committing);
+  CommitStatus status = CommitStatus::conflict;
+  try {
+    status = ledger_->commit(r);
+  } catch (const LedgerUnavailable&) {
+    // The connection went while the commit was in flight: it happened iff the ledger now holds
+    // this very line at this sequence (the line's hash covers its time and content).
+    ++stats_.in_doubt;
+    ++stats_.reconnects;
+    const std::vector<std::string> lines =
+        with_reconnect([&] { return ledger_->read(entry.sequence); });
+    status = !lines.empty() && lines.front() == r.line ? CommitStatus::committed
+                                                       : CommitStatus::conflict;
+  }
+  if (status == CommitStatus::committed) {
+    apply_locked(entry, entry.sequence);
+    ++stats_.commits;
+    return true;
+  }
+  ++stats_.conflicts;
+  refresh_locked();
+  return false;
+}
+
+Outcome SharedKernel::execute(const Proposal& proposal) {
+  std::lock_guard lock(mutex_);
+  std::uint64_t conflicts = 0;
+  auto lost = [&] {
+    if (options_.max_conflicts > 0 && ++conflicts >= options_.max_conflicts)
+      throw Error("gave up after " + std::to_string(conflicts) +
+                  " conflicts on the ledger (SharedOptions::max_conflicts)");
+  };
+  while (true) {
+    if (local_->is_sealed())
+      throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+    const Decision d = local_->evaluate(proposal);
+    const Situation now = local_->situation();
+    if (!d.approved) {
+      // A rejection is final only on the ledger's latest head.
+      if (refresh_locked() > 0) continue;
+      if (options_.record_rejections) {
+        TraceEntry entry;
+        entry.kind = EntryKind::rejected;
+        if (proposal.action < model_->actions.size()) {
+          const Action& a = model_->actions[proposal.action];
+          entry.action = a.id;
+          entry.params = named_params(a, proposal.params);
+        }
+        entry.cost = model_->format_amount(d.cost);
+        entry.emergency = d.emergency;
+        entry.reasons = d.reasons;
+        entry.warnings = d.warnings;
+        stamp(entry, *model_, now, options_.clock());
+        if (!commit_locked(entry, now)) {
+          lost();
+          continue;
+        }
+      }
+      return Outcome{d, std::nullopt, local_->state()};
+    }
+    if (options_.hook) options_.hook(SharedPhase::decided);
+    const Situation after = advance(*model_, now, d);
+    const Action& a = model_->actions[proposal.action];
+    TraceEntry entry;
+    entry.kind = EntryKind::executed;
+    entry.action = a.id;
+    entry.params = named_params(a, proposal.params);
+    for (const auto& [id, v] : d.changes) entry.changes.emplace_back(model_->variables[id].name, v);
+    entry.cost = model_->format_amount(d.cost);
+    entry.emergency = a.emergency;
+    entry.warnings = d.warnings;
+    stamp(entry, *model_, after, options_.clock());
+    if (commit_locked(entry, after)) {
+      return Outcome{d, Receipt{entry.sequence, proposal.action, d.cost}, local_->state()};
+    }
+    lost();
+  }
+}
+
+Outcome SharedKernel::execute(std::string_view action_id, const ParamMap& params) {
+  std::variant<Proposal, Reason> resolved = local_->resolve(action_id, params);
+  if (auto* p = std::get_if<Proposal>(&resolved)) return execute(*p);
+  Decision d;
+  d.reasons.push_back(std::move(std::get<Reason>(resolved)));
+  std::lock_guard lock(mutex_);
+  while (options_.record_rejections) {
+    const Situation now = local_->situation();
+    TraceEntry entry;
+    entry.kind = EntryKind::rejected;
+    entry.action = std::string(action_id);
+    entry.params = params;
+    entry.cost = model_->format_amount(0);
+    entry.reasons = d.reasons;
+    stamp(entry, *model_, now, options_.clock());
+    if (commit_locked(entry, now)) break;
+  }
+  return Outcome{std::move(d), std::nullopt, local_->state()};
+}
+
+Outcome SharedKernel::rollback(const Receipt& receipt) {
+  std::lock_guard lock(mutex_);
+  while (true) {
+    if (local_->is_sealed())
+      throw InvalidArgument("the kernel is sealed: nothing can be rolled back after the seal");
+    if (undo_.empty() || undo_.back().sequence != receipt.sequence) {
+      // Perhaps the replica is behind; the answer must come from the latest head.
+      if (refresh_locked() > 0) continue;
+      if (undo_.empty()) {
+        throw InvalidArgument(
+            undo_dropped_ > 0 ? "cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                                    ": its undo record was dropped (SharedOptions::undo_depth)"
+                              : "nothing to roll back: no committed action is in effect");
+      }
+      throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                            ": the state is not the one it produced (the most recent action "
+                            "still in effect is entry " +
+                            std::to_string(undo_.back().sequence) +
+                            "; roll back in reverse order)");
+    }
+    const Undo u = undo_.back();
+    const Action& a = model_->actions[u.action];
+    if (!a.reversible)
+      throw InvalidArgument("action `" + a.id +
+                            "` is declared irreversible and cannot be rolled back");
+    Situation after = local_->situation();
+    TraceEntry entry;
+    entry.kind = EntryKind::rolled_back;
+    entry.action = a.id;
+    entry.params = named_params(a, u.params);
+    std::vector<std::pair<VarId, Value>> restored;
+    for (const Effect& eff : a.effects) {
+      restored.emplace_back(eff.variable, u.before.get(eff.variable));
+      entry.changes.emplace_back(model_->variables[eff.variable].name, u.before.get(eff.variable));
+    }
+    entry.cost = model_->format_amount(u.cost);
+    entry.emergency = a.emergency;
+    after.budget.refund(u.cost);
+    after.state = u.before;
+    stamp(entry, *model_, after, options_.clock());
+    if (commit_locked(entry, after)) {
+      Decision undone;
+      undone.approved = true;
+      undone.action = u.action;
+      undone.cost = u.cost;
+      undone.emergency = a.emergency;
+      undone.changes = std::move(restored);
+      return Outcome{std::move(undone), std::nullopt, local_->state()};
+    }
+  }
+}
+
+std::uint64_t SharedKernel::length() const {
+  std::lock_guard lock(mutex_);
+  return length_;
+}
+
+std::string SharedKernel::head() const {
+  std::lock_guard lock(mutex_);
+  return head_;
+}
+
+SharedStats SharedKernel::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace clampai::kernel

@@ -1,0 +1,77 @@
+// Shared ledgers by URL (docs/LEDGER.md): PostgreSQL (`postgresql://...#TASK`), a trace file
+// (`file:PATH`) or memory (`memory:`), behind the kernel's `Ledger` interface.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "clampai/kernel/ledger.hpp"
+
+namespace clampai::ledger {
+
+/// True iff `url` names a PostgreSQL ledger (`postgresql://` or `postgres://`).
+bool is_postgres_url(const std::string& url);
+
+/// A PostgreSQL URL split into the libpq connection URI and the task its fragment names
+/// (empty when it has no fragment).
+struct PostgresUrl {
+  std::string conninfo;
+  std::string task;
+};
+/// @throws InvalidArgument if `url` is not a PostgreSQL URL, or its fragment is empty.
+PostgresUrl split_postgres_url(const std::string& url);
+
+/// `url` without the password it may carry, for messages.
+std::string redact_url(const std::string& url);
+
+/// How a PostgreSQL ledger is opened.
+enum class Access : std::uint8_t {
+  read_write,  // creates or upgrades the schema (its versioned migrations) and the task
+  read_only,   // reads an existing ledger; changes nothing in the database
+};
+
+/// The ledger of one task in a PostgreSQL database (libpqxx). Two tables, created by versioned
+/// migrations: `clampai_ledger_tasks` (one row per task: the head, the state and the budget
+/// after it) and `clampai_ledger_entries` (the canonical trace lines). A commit updates the
+/// task's row where its length and head are the expected ones and inserts the entry, in one
+/// transaction; no row updated is a conflict. Not thread-safe (one connection): give each
+/// `SharedKernel` its own.
+class PostgresLedger final : public kernel::Ledger {
+ public:
+  /// Connects to `conninfo` (a libpq URI or keyword string) for `task` (a spec's name).
+  /// @throws LedgerUnavailable if the server cannot be reached; InvalidArgument if `task` is
+  /// empty; clampai::Error if the database's schema is newer than this program's, or (read
+  /// only) there is no ledger in the database.
+  PostgresLedger(const std::string& conninfo, std::string task, Access access = Access::read_write);
+  ~PostgresLedger() override;
+  PostgresLedger(const PostgresLedger&) = delete;
+  PostgresLedger& operator=(const PostgresLedger&) = delete;
+
+  [[nodiscard]] std::string describe() const override;
+  std::vector<std::string> read(std::uint64_t from) override;
+  kernel::CommitStatus commit(const kernel::LedgerRecord& record) override;
+
+  /// True iff the task has a genesis entry in the database.
+  bool has_task();
+  /// Called inside every commit's transaction, after the head's update and before COMMIT
+  /// (tests kill the process there).
+  void set_transaction_hook(std::function<void()> hook);
+
+  /// The schema version this program migrates to.
+  static int schema_version() noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Opens the ledger `url` names for the task `task`: `postgresql://...` (the URL's fragment, if
+/// any, names the task instead), `file:PATH` or a path, `memory:`.
+/// @throws InvalidArgument naming the URL if it is none of these, or no task is named;
+/// LedgerUnavailable if it cannot be reached.
+std::shared_ptr<kernel::Ledger> open_ledger(const std::string& url,
+                                            const std::string& task,
+                                            Access access = Access::read_write);
+
+}  // namespace clampai::ledger

@@ -1,0 +1,255 @@
+// The PostgreSQL ledger (libpqxx 6): versioned schema, compare-and-set commits.
+#include <pqxx/pqxx>
+#include <string>
+#include <utility>
+
+#include "clampai/ledger/ledger.hpp"
+
+namespace clampai::ledger {
+
+using kernel::CommitStatus;
+using kernel::LedgerRecord;
+
+namespace {
+
+// The schema, one migration per version; applied in order, each once, in one transaction
+// under an advisory lock (so that processes starting together do not race).
+const char* const kMigrations[] = {
+    // 1: tasks (the head of each task's chain, with the state and budget after it) and entries.
+    R"SQL(
+CREATE TABLE clampai_ledger_tasks (
+  task text PRIMARY KEY,
+  spec text NOT NULL,
+  length bigint NOT NULL CHECK (length >= 1),
+  head text NOT NULL,
+  state text NOT NULL,
+  total numeric NOT NULL,
+  gross numeric NOT NULL,
+  net numeric NOT NULL,
+  steps bigint NOT NULL,
+  emergency_steps bigint NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT clampai_budget_safe CHECK (net >= 0 AND net <= total AND net <= gross)
+);
+CREATE TABLE clampai_ledger_entries (
+  task text NOT NULL REFERENCES clampai_ledger_tasks (task),
+  seq bigint NOT NULL CHECK (seq >= 0),
+  kind text NOT NULL,
+  hash text NOT NULL,
+  prev text NOT NULL,
+  line text NOT NULL,
+  committed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (task, seq),
+  CONSTRAINT clampai_no_fork UNIQUE (task, prev)
+);
+)SQL",
+};
+constexpr int kVersion = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
+constexpr long long kMigrationLock = 0x636c616d70616931;  // "clampai1"
+
+// An SQLSTATE that means the server or the connection went away (or is going): the outcome of
+// what was in flight is unknown, and a new connection may succeed.
+bool transient(const std::string& sqlstate) {
+  const std::string cls = sqlstate.substr(0, 2);
+  return cls == "08" || cls == "57" || cls == "53";
+}
+
+}  // namespace
+
+struct PostgresLedger::Impl {
+  std::string conninfo;
+  std::string task;
+  Access access;
+  std::unique_ptr<pqxx::connection> conn;
+  std::function<void()> hook;
+
+  pqxx::connection& connection() {
+    if (conn && conn->is_open()) return *conn;
+    conn.reset();
+    try {
+      auto c = std::make_unique<pqxx::connection>(conninfo);
+      pqxx::nontransaction n(*c);
+      n.exec("SET application_name = 'clampai-ledger'");
+      conn = std::move(c);
+    } catch (const pqxx::broken_connection& e) {
+      throw LedgerUnavailable("cannot connect to the ledger " + redact_url(conninfo) + ": " +
+                              e.what());
+    }
+    return *conn;
+  }
+
+  // Runs `f`, turning the ways a connection fails into LedgerUnavailable (and dropping the
+  // connection, so that the next call reconnects).
+  template <typename F>
+  auto guarded(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const LedgerUnavailable&) {
+      conn.reset();
+      throw;
+    } catch (const pqxx::broken_connection& e) {
+      conn.reset();
+      throw LedgerUnavailable("lost the connection to the ledger " + redact_url(conninfo) + ": " +
+                              e.what());
+    } catch (const pqxx::in_doubt_error& e) {
+      conn.reset();
+      throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
+                              " did not confirm a commit: " + e.what());
+    } catch (const pqxx::sql_error& e) {
+      if (!transient(e.sqlstate())) {
+        throw Error("the ledger " + redact_url(conninfo) + ": " + e.what() + " (SQLSTATE " +
+                    e.sqlstate() + ")");
+      }
+      conn.reset();
+      throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
+                              " is unavailable: " + e.what());
+    }
+  }
+
+  void migrate() {
+    guarded([&] {
+      pqxx::work w(connection());
+      w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLock);
+      w.exec(
+          "CREATE TABLE IF NOT EXISTS clampai_ledger_schema ("
+          "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+      const int have =
+          w.exec("SELECT coalesce(max(version), 0) FROM clampai_ledger_schema")[0][0].as<int>();
+      if (have > kVersion) {
+        throw Error("the ledger " + redact_url(conninfo) + " has schema version " +
+                    std::to_string(have) + ", newer than this program's (" +
+                    std::to_string(kVersion) + "): upgrade clampai");
+      }
+      for (int v = have + 1; v <= kVersion; ++v) {
+        w.exec(kMigrations[v - 1]);
+        w.exec_params("INSERT INTO clampai_ledger_schema (version) VALUES ($1)", v);
+      }
+      w.commit();
+    });
+  }
+
+  void check_schema() {
+    guarded([&] {
+      pqxx::read_transaction r(connection());
+      const bool present =
+          r.exec("SELECT to_regclass('clampai_ledger_schema') IS NOT NULL")[0][0].as<bool>();
+      if (!present)
+        throw Error("no ClampAI ledger in " + redact_url(conninfo) +
+                    " (no clampai_ledger_schema table)");
+      const int have =
+          r.exec("SELECT coalesce(max(version), 0) FROM clampai_ledger_schema")[0][0].as<int>();
+      if (have != kVersion) {
+        throw Error("the ledger " + redact_url(conninfo) + " has schema version " +
+                    std::to_string(have) + "; this program reads version " +
+                    std::to_string(kVersion));
+      }
+    });
+  }
+};
+
+PostgresLedger::PostgresLedger(const std::string& conninfo, std::string task, Access access)
+    : impl_(std::make_unique<Impl>()) {
+  if (task.empty()) throw InvalidArgument("a PostgreSQL ledger needs a task name");
+  impl_->conninfo = conninfo;
+  impl_->task = std::move(task);
+  impl_->access = access;
+  if (access == Access::read_write) {
+    impl_->migrate();
+  } else {
+    impl_->check_schema();
+  }
+}
+
+PostgresLedger::~PostgresLedger() = default;
+
+std::string PostgresLedger::describe() const {
+  return redact_url(impl_->conninfo) + "#" + impl_->task;
+}
+
+int PostgresLedger::schema_version() noexcept { return kVersion; }
+
+void PostgresLedger::set_transaction_hook(std::function<void()> hook) {
+  impl_->hook = std::move(hook);
+}
+
+bool PostgresLedger::has_task() {
+  return impl_->guarded([&] {
+    pqxx::read_transaction r(impl_->connection());
+    return !r.exec_params("SELECT 1 FROM clampai_ledger_tasks WHERE task = $1", impl_->task)
+                .empty();
+  });
+}
+
+std::vector<std::string> PostgresLedger::read(std::uint64_t from) {
+  return impl_->guarded([&] {
+    pqxx::read_transaction r(impl_->connection());
+    const pqxx::result rows = r.exec_params(
+        "SELECT seq, line FROM clampai_ledger_entries WHERE task = $1 AND seq >= $2 ORDER BY seq",
+        impl_->task,
+        static_cast<long long>(from));
+    std::vector<std::string> lines;
+    lines.reserve(rows.size());
+    for (const auto& row : rows) {
+      if (row[0].as<long long>() != static_cast<long long>(from + lines.size()))
+        throw TraceError("the ledger " + describe() + " misses entry " +
+                         std::to_string(from + lines.size()));
+      lines.push_back(row[1].as<std::string>());
+    }
+    return lines;
+  });
+}
+
+CommitStatus PostgresLedger::commit(const LedgerRecord& rec) {
+  if (impl_->access == Access::read_only)
+    throw InvalidArgument("the ledger " + describe() + " is open read-only");
+  return impl_->guarded([&] {
+    pqxx::work w(impl_->connection());
+    const auto seq = static_cast<long long>(rec.sequence);
+    if (rec.sequence == 0) {
+      const pqxx::result r = w.exec_params(
+          "INSERT INTO clampai_ledger_tasks (task, spec, length, head, state, total, gross, net, "
+          "steps, emergency_steps) VALUES ($1, $2, 1, $3, $4, $5::numeric, $6::numeric, "
+          "$7::numeric, $8, $9) ON CONFLICT (task) DO NOTHING",
+          impl_->task,
+          rec.spec,
+          rec.hash,
+          rec.state,
+          rec.total,
+          rec.gross,
+          rec.net,
+          static_cast<long long>(rec.steps),
+          static_cast<long long>(rec.emergency_steps));
+      if (r.affected_rows() == 0) return CommitStatus::conflict;  // another process created it
+    } else {
+      // The compare-and-set: only the head this entry was decided on may be replaced.
+      const pqxx::result r = w.exec_params(
+          "UPDATE clampai_ledger_tasks SET length = length + 1, head = $3, state = $4, "
+          "gross = $5::numeric, net = $6::numeric, steps = $7, emergency_steps = $8, "
+          "updated_at = now() WHERE task = $1 AND length = $9 AND head = $2",
+          impl_->task,
+          rec.prev,
+          rec.hash,
+          rec.state,
+          rec.gross,
+          rec.net,
+          static_cast<long long>(rec.steps),
+          static_cast<long long>(rec.emergency_steps),
+          seq);
+      if (r.affected_rows() == 0) return CommitStatus::conflict;  // `w` rolls back
+    }
+    w.exec_params(
+        "INSERT INTO clampai_ledger_entries (task, seq, kind, hash, prev, line) VALUES ($1, $2, "
+        "$3, $4, $5, $6)",
+        impl_->task,
+        seq,
+        rec.kind,
+        rec.hash,
+        rec.prev,
+        rec.line);
+    if (impl_->hook) impl_->hook();
+    w.commit();
+    return CommitStatus::committed;
+  });
+}
+
+}  // namespace clampai::ledger

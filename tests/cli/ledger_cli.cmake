@@ -1,0 +1,32 @@
+# `clampai run --ledger` and `trace verify` of a ledger without a database (issue 21): memory and
+# file ledgers, and the errors of bad ledger URLs. The PostgreSQL side: tests/ledger/faults.sh.
+# Invoked by ctest with -DCLAMPAI=<binary> -DSOURCE_DIR=<repo> -DWORK_DIR=<scratch dir>.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
+set(ex "${SOURCE_DIR}/examples")
+
+expect("run on a memory ledger" 0 "\"actions\": \\[[^]]*\"process_batch\".*\"commits\": 3,.*\"conflicts\": 0"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger memory: --format json)
+# A file ledger is a trace file: the first run commits, the second finds the goal reached on the
+# shared head and commits nothing; the file verifies and replays as any trace.
+expect("run on a file ledger" 0 "goal reached.*ledger: .*: 3 commits by this process"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger file:${WORK_DIR}/shared.jsonl)
+expect("a second run on the file ledger" 0 "\"actions\": \\[\\]"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger ${WORK_DIR}/shared.jsonl --format json)
+expect("the file ledger verifies" 0 "ok: .*3 entries.*replays"
+       ${CLAMPAI} trace verify ${WORK_DIR}/shared.jsonl --allow-unsealed --spec ${ex}/quickstart.json)
+expect("a file ledger of another spec" 2 "another spec"
+       ${CLAMPAI} run ${ex}/payments.json --ledger file:${WORK_DIR}/shared.jsonl)
+
+expect("an unknown ledger" 2 "unknown ledger `bogus://x`"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger bogus://x)
+expect("--ledger excludes --trace" 2 "excludes"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger memory: --trace ${WORK_DIR}/t.jsonl)
+expect("an empty task fragment" 2 "empty fragment"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x#")
+expect("no server" 2 "cannot connect to the ledger postgresql:///x\\?host=${WORK_DIR}/none"
+       ${CLAMPAI} trace verify "postgresql:///x?host=${WORK_DIR}/none#quickstart")
+expect("a password is not shown" 2 "postgresql://u:\\*\\*\\*@"
+       ${CLAMPAI} trace verify "postgresql://u:secret@/x?host=${WORK_DIR}/none#t")
+

@@ -1,0 +1,87 @@
+// A test agent for the fault tests of the shared ledger (tests/ledger/faults.sh): executes one
+// action repeatedly on a ledger, records each commit it is told of, and can stop at a phase of
+// a commit until told to go on (so that the test can kill it, restart the server or drop its
+// connection there, deterministically).
+//   fault_agent URL SPEC ACTION STEPS [PHASE:K DIR]
+// PHASE: decided | committing | transaction (inside the commit's transaction, before COMMIT).
+// At the K-th time it reaches PHASE it creates DIR/paused, waits for DIR/go, and goes on.
+// Prints one line per commit (`committed SEQ`) as it happens and, at the end, a JSON summary.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "clampai/kernel.hpp"
+#include "clampai/ledger/ledger.hpp"
+
+namespace ck = clampai::kernel;
+
+namespace {
+
+void pause_here(const std::string& dir) {
+  std::ofstream(dir + "/paused") << "paused\n";
+  while (!std::filesystem::exists(dir + "/go"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5 && argc != 7) {
+    std::cerr << "usage: fault_agent URL SPEC ACTION STEPS [PHASE:K DIR]\n";
+    return 2;
+  }
+  try {
+    const std::string url = argv[1];
+    const auto model = ck::load_spec_file(argv[2]);
+    const std::string action = argv[3];
+    const long steps = std::stol(argv[4]);
+    std::string phase;
+    long at = 0;
+    std::string dir;
+    if (argc == 7) {
+      const std::string p = argv[5];
+      phase = p.substr(0, p.find(':'));
+      at = std::stol(p.substr(p.find(':') + 1));
+      dir = argv[6];
+    }
+    long seen = 0;
+    auto reached = [&](const std::string& name) {
+      if (name == phase && ++seen == at) pause_here(dir);
+    };
+    auto ledger = clampai::ledger::open_ledger(url, model->name);
+    if (auto* pg = dynamic_cast<clampai::ledger::PostgresLedger*>(ledger.get()))
+      pg->set_transaction_hook([&] { reached("transaction"); });
+    ck::SharedOptions options;
+    options.hook = [&](ck::SharedPhase p) {
+      reached(p == ck::SharedPhase::decided ? "decided" : "committing");
+    };
+    options.reconnect_delay_ms = 20;
+    ck::SharedKernel kernel(model, ledger, options);
+    long committed = 0;
+    std::string refused;
+    for (long i = 0; i < steps; ++i) {
+      const ck::Outcome o = kernel.execute(action);
+      if (!o.receipt) {
+        refused = o.decision.reasons.empty()
+                      ? "?"
+                      : std::string(ck::to_string(o.decision.reasons.front().code));
+        break;
+      }
+      ++committed;
+      std::cout << "committed " << o.receipt->sequence << std::endl;
+    }
+    const ck::SharedStats s = kernel.stats();
+    std::cout << "{\"committed\": " << committed << ", \"refused\": \"" << refused
+              << "\", \"conflicts\": " << s.conflicts << ", \"reconnects\": " << s.reconnects
+              << ", \"in_doubt\": " << s.in_doubt << ", \"length\": " << kernel.length() << "}"
+              << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fault_agent: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,268 @@
+// The shared-ledger protocol over in-process ledgers (issue 21): the entries a SharedKernel
+// commits are byte for byte those of a SafetyKernel; several kernels on one ledger keep T1, T2,
+// T4, T6 and T7 for the group; conflicts are retried with fresh decisions.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "../kernel/support.hpp"
+#include "clampai/kernel/ledger.hpp"
+#include "clampai/kernel/spec_loader.hpp"
+
+using namespace clampai::kernel;
+
+namespace {
+
+const char* kSpec = R"J({"name": "shared",
+  "variables": {"n": {"type": "int", "initial": 0, "min": 0, "max": 400},
+                "m": {"type": "int", "initial": 0},
+                "d": {"type": "decimal", "scale": 2, "initial": "1.50"}},
+  "actions": [{"id": "inc", "cost": 1.5, "effects": [{"variable": "n", "mode": "increment", "value": 3}]},
+              {"id": "dec", "cost": 1, "effects": [{"variable": "n", "mode": "decrement", "value": 2}]},
+              {"id": "pay", "cost": "amount", "parameters": {"amount": {"type": "decimal", "scale": 2, "min": "0.5", "max": "3"}},
+               "effects": [{"variable": "d", "mode": "increment", "value": "amount"}, {"variable": "m", "mode": "increment", "value": 1}]}],
+  "invariants": [{"name": "cap", "check": "n + m <= 300"}],
+  "budget": {"total": 300, "min_action_cost": 0.5}})J";
+
+std::int64_t fixed_clock() { return 1700000000000000; }
+
+// Every proposal of `ids` in turn, with `amount` for pay.
+Outcome step(SharedKernel& k, std::mt19937& rng) {
+  const char* ids[] = {"inc", "dec", "pay"};
+  const char* id = ids[rng() % 3];
+  ParamMap params;
+  if (std::string(id) == "pay")
+    params.emplace_back("amount", Value::number(*Decimal::parse("1.25")));
+  return k.execute(id, params);
+}
+
+}  // namespace
+
+TEST_CASE("SharedKernel: one kernel on a memory ledger writes the SafetyKernel's entries",
+          "[ledger]") {
+  const auto model = load_spec(kSpec);
+  KernelOptions ko;
+  ko.clock = fixed_clock;
+  SafetyKernel plain(model, ko);
+  SharedOptions so;
+  so.clock = fixed_clock;
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedKernel shared(model, ledger, so);
+  std::mt19937 a(7), b(7);
+  std::vector<Receipt> receipts;
+  for (int i = 0; i < 60; ++i) {
+    const char* ids[] = {"inc", "dec", "pay"};
+    const char* id = ids[a() % 3];
+    (void)b();
+    ParamMap params;
+    if (std::string(id) == "pay")
+      params.emplace_back("amount", Value::number(*Decimal::parse("1.25")));
+    Outcome x = plain.execute(id, params);
+    Outcome y = shared.execute(id, params);
+    REQUIRE(x.decision.approved == y.decision.approved);
+    if (x.receipt) {
+      REQUIRE(y.receipt);
+      REQUIRE(x.receipt->sequence == y.receipt->sequence);
+      receipts.push_back(*x.receipt);
+    }
+    if (i % 9 == 8 && !receipts.empty()) {  // roll back the latest, as both allow
+      plain.rollback(receipts.back());
+      shared.rollback(receipts.back());
+      receipts.pop_back();
+    }
+  }
+  const std::vector<TraceEntry> expected = plain.trace();
+  const std::vector<std::string> lines = ledger->read(0);
+  REQUIRE(lines.size() == expected.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) REQUIRE(lines[i] == expected[i].to_json_line());
+  REQUIRE(verify_trace_lines(lines, "memory", true).ok);
+  REQUIRE(shared.local().state() == plain.state());
+  REQUIRE(shared.stats().conflicts == 0);
+}
+
+TEST_CASE("SharedKernel: kernels sharing a ledger never break T1 and keep one chain", "[ledger]") {
+  const auto model = load_spec(kSpec);
+  auto ledger = std::make_shared<MemoryLedger>();
+  constexpr int kKernels = 4;
+  std::vector<std::unique_ptr<SharedKernel>> kernels;
+  for (int t = 0; t < kKernels; ++t)
+    kernels.push_back(std::make_unique<SharedKernel>(model, ledger->share()));
+  std::vector<std::uint64_t> committed(kKernels, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kKernels; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int i = 0; i < 300; ++i) {
+        Outcome o = step(*kernels[t], rng);
+        if (o.receipt) ++committed[t];
+        if (o.receipt && rng() % 7 == 0) {
+          try {
+            kernels[t]->rollback(*o.receipt);  // fails if another kernel committed since
+          } catch (const clampai::InvalidArgument&) {
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& k : kernels) k->refresh();
+  const std::vector<std::string> lines = ledger->read(0);
+  const TraceCheck check = verify_trace_lines(lines, "memory", true);
+  REQUIRE(check.ok);
+  const std::vector<TraceEntry> entries = parse_trace_lines(lines, "memory");
+  REQUIRE_FALSE(replay_trace(model, entries).has_value());  // every decision stands on its head
+  std::uint64_t executed = 0;
+  for (const auto& e : entries) executed += e.kind == EntryKind::executed ? 1 : 0;
+  std::uint64_t sum = 0;
+  for (auto c : committed) sum += c;
+  REQUIRE(executed == sum);  // nothing committed is lost, nothing counted twice
+  std::uint64_t stats_commits = 0;
+  for (auto& k : kernels) {
+    REQUIRE(k->length() == lines.size());
+    REQUIRE(k->local().state() == kernels[0]->local().state());
+    const auto b = k->local().budget();
+    REQUIRE(b.net() <= b.total());
+    stats_commits += k->stats().commits;
+  }
+  REQUIRE(stats_commits + 0 >= sum);
+}
+
+TEST_CASE("SharedKernel: two kernels race for the last unit of budget; exactly one wins",
+          "[ledger]") {
+  const auto model = load_spec(R"J({"name": "last",
+    "variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "a", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 3, "min_action_cost": 1}})J");
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedKernel x(model, ledger->share());
+  SharedKernel y(model, ledger->share());
+  REQUIRE(x.execute("a").receipt);
+  REQUIRE(y.execute("a").receipt);
+  x.refresh();
+  // Both decide on the same head (one unit left); x commits first, y's compare-and-set fails,
+  // y decides afresh and is refused.
+  bool y_inside = false;
+  SharedOptions so;
+  so.hook = [&](SharedPhase p) {
+    if (p == SharedPhase::committing && !y_inside) {
+      y_inside = true;
+      REQUIRE(x.execute("a").receipt);
+    }
+  };
+  SharedKernel z(model, ledger->share(), so);
+  const Outcome o = z.execute("a");
+  REQUIRE_FALSE(o.decision.approved);
+  REQUIRE(o.decision.has(ReasonCode::budget_exceeded));
+  REQUIRE(z.stats().conflicts == 1);
+  REQUIRE(z.local().budget().net() == z.local().budget().total());
+  REQUIRE(ledger->read(0).size() == 4);
+}
+
+TEST_CASE("SharedKernel: a rollback is refunded once across kernels", "[ledger]") {
+  const auto model = load_spec(kSpec);
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedKernel x(model, ledger->share());
+  SharedKernel y(model, ledger->share());
+  const Outcome o = x.execute("inc");
+  REQUIRE(o.receipt);
+  y.refresh();
+  (void)y.rollback(*o.receipt);
+  REQUIRE_THROWS_AS(x.rollback(*o.receipt), clampai::InvalidArgument);  // already undone
+  REQUIRE(x.local().budget().net() == 0);
+  REQUIRE(x.local().budget().gross() == y.local().budget().gross());
+}
+
+TEST_CASE("SharedKernel: a file ledger is a trace file, shared by its handles", "[ledger]") {
+  const auto model = load_spec(kSpec);
+  const std::string path = clampai::test::temp_file("shared_ledger.jsonl");
+  std::filesystem::remove(path);
+  SharedKernel x(model, std::make_shared<FileLedger>(path));
+  SharedKernel y(model, open_local_ledger("file:" + path));
+  std::mt19937 rng(3);
+  for (int i = 0; i < 40; ++i) (void)step(i % 2 == 0 ? x : y, rng);
+  REQUIRE(verify_trace_file(path, /*allow_unsealed=*/true).ok);
+  REQUIRE_FALSE(replay_trace(model, read_trace_file(path)).has_value());
+  x.refresh();
+  y.refresh();
+  REQUIRE(x.length() == read_trace_file(path).size());
+  REQUIRE(x.local().state() == y.local().state());
+  REQUIRE(x.stats().conflicts + y.stats().conflicts > 0);  // each lagged behind the other
+}
+
+TEST_CASE("SharedKernel: a ledger of another spec is refused", "[ledger]") {
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedKernel x(load_spec(kSpec), ledger->share());
+  const auto other = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "a", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 3, "min_action_cost": 1}})J");
+  REQUIRE_THROWS_WITH(SharedKernel(other, ledger->share()),
+                      Catch::Contains("written for another spec"));
+}
+
+namespace {
+// A ledger whose connection fails at chosen commits, after (or before) the commit took effect.
+class FlakyLedger final : public Ledger {
+ public:
+  explicit FlakyLedger(std::shared_ptr<MemoryLedger> inner) : inner_(std::move(inner)) {}
+  std::string describe() const override { return "flaky"; }
+  std::vector<std::string> read(std::uint64_t from) override {
+    if (reads_down > 0) {
+      --reads_down;
+      throw clampai::LedgerUnavailable("down");
+    }
+    return inner_->read(from);
+  }
+  CommitStatus commit(const LedgerRecord& record) override {
+    if (fail_after_commit) {
+      fail_after_commit = false;
+      (void)inner_->commit(record);
+      throw clampai::LedgerUnavailable("the acknowledgement was lost");
+    }
+    if (fail_before_commit) {
+      fail_before_commit = false;
+      throw clampai::LedgerUnavailable("the connection was lost");
+    }
+    return inner_->commit(record);
+  }
+  bool fail_after_commit = false;
+  bool fail_before_commit = false;
+  int reads_down = 0;
+
+ private:
+  std::shared_ptr<MemoryLedger> inner_;
+};
+}  // namespace
+
+TEST_CASE("SharedKernel: a commit whose acknowledgement is lost is read back, never repeated",
+          "[ledger]") {
+  const auto model = load_spec(kSpec);
+  auto memory = std::make_shared<MemoryLedger>();
+  auto flaky = std::make_shared<FlakyLedger>(memory->share());
+  SharedOptions so;
+  so.reconnect_delay_ms = 0;
+  SharedKernel k(model, flaky, so);
+  flaky->fail_after_commit = true;
+  flaky->reads_down = 2;  // and the first reconnections fail too
+  const Outcome a = k.execute("inc");
+  REQUIRE(a.receipt);
+  REQUIRE(memory->read(0).size() == 2);  // committed once
+  flaky->fail_before_commit = true;
+  const Outcome b = k.execute("inc");
+  REQUIRE(b.receipt);
+  REQUIRE(b.receipt->sequence == 2);
+  REQUIRE(memory->read(0).size() == 3);
+  REQUIRE(k.stats().in_doubt == 2);
+  REQUIRE(k.stats().conflicts == 1);  // the lost one counts as lost, and is decided afresh
+  REQUIRE(k.local().budget().gross() == 3000);
+  REQUIRE(verify_trace_lines(memory->read(0), "memory", true).ok);
+  // Beyond the reconnect attempts the error surfaces (and nothing was committed).
+  so.reconnect_attempts = 3;
+  SharedKernel impatient(model, flaky, so);
+  REQUIRE(impatient.length() == 3);
+  flaky->fail_before_commit = true;
+  flaky->reads_down = 100;
+  REQUIRE_THROWS_AS(impatient.execute("inc"), clampai::LedgerUnavailable);
+  flaky->reads_down = 0;
+  REQUIRE(memory->read(0).size() == 3);
+}
