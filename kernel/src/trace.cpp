@@ -130,7 +130,7 @@ std::vector<Reason> reasons(const JsonNode& obj, const char* key) {
     Reason reason;
     const std::string& code = member(r, "code", JsonNode::Kind::string).text;
     bool known = false;
-    for (int c = 0; c <= static_cast<int>(ReasonCode::lookahead_trap); ++c) {
+    for (int c = 0; c <= static_cast<int>(ReasonCode::invariant_error); ++c) {
       if (to_string(static_cast<ReasonCode>(c)) == code) {
         reason.code = static_cast<ReasonCode>(c);
         known = true;

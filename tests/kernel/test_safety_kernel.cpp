@@ -304,8 +304,8 @@ TEST_CASE("SafetyKernel: native predicates are enforced, and a throwing one fail
   REQUIRE(k.execute("inc").decision.approved);
   REQUIRE(k.evaluate("inc").has(ReasonCode::invariant_violated, "not_three"));
   const Decision d = k.evaluate("jump");
-  REQUIRE(d.has(ReasonCode::invariant_violated, "no_seven"));
-  REQUIRE_THAT(d.reasons[0].message, Catch::Matchers::Contains("threw"));
+  REQUIRE(d.has(ReasonCode::invariant_error, "no_seven"));
+  REQUIRE_THAT(d.reasons[0].message, Catch::Matchers::Contains("threw: boom"));
 }
 
 TEST_CASE("SafetyKernel: nothing executes after the seal", "[kernel][safety_kernel]") {

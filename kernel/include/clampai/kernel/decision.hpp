@@ -29,6 +29,7 @@ enum class ReasonCode : std::uint8_t {
   invariant_violated,   // a blocking invariant would be false after the action (T3)
   monitoring_violated,  // a monitoring invariant would be false (a warning; never blocks)
   lookahead_trap,       // a kernel guard (the lookahead) found the post-state to be a trap
+  invariant_error,      // a native invariant predicate threw (fails closed; blocks if blocking)
 };
 /// The stable spelling of a code: `budget_exceeded`, ...
 std::string_view to_string(ReasonCode code);
