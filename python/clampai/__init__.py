@@ -91,9 +91,10 @@ class VerifyReport(Result):
     __slots__ = ()
 
     @property
-    def proved(self) -> bool:
-        """True iff nothing was refuted or unknown (the CLI's exit code 0)."""
-        return self._data.get("exit_code") == 0
+    def all_proved(self) -> bool:
+        """True iff no obligation is refuted or unknown (`clampai verify` exits 0)."""
+        summary = self._data["summary"]
+        return summary["refuted"] == 0 and summary["unknown"] == 0
 
 
 class LookaheadReport(Result):

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "clampai/kernel/number.hpp"
+#include "clampai/report/format.hpp"
 
 namespace clampai::python {
 
@@ -144,8 +145,14 @@ void set_python_error(const Error& e, const std::string& file) {
     exc.attr("path") = spec->path();
     exc.attr("problems") = problems;
     exc.attr("file") = file.empty() ? py::object(py::none()) : py::object(py::str(file));
-    exc.attr("line") = spec->problems().front().line;
-    exc.attr("column") = spec->problems().front().column;
+    // Where the first problem is: its element's position, else the one its message starts
+    // with (`1:14: malformed JSON`), as the SARIF and JSON reports locate it.
+    const SpecProblem& first = spec->problems().front();
+    const report::Location at = first.line > 0
+                                    ? report::Location{file, first.line, first.column}
+                                    : report::locate(file, message.substr(0, message.find('\n')));
+    exc.attr("line") = at.line;
+    exc.attr("column") = at.column;
   } else {
     const bool names_file = dynamic_cast<const FileError*>(&e) != nullptr ||
                             dynamic_cast<const TraceError*>(&e) != nullptr;

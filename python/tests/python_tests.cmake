@@ -10,7 +10,8 @@ endif()
 set(_clampai_py_env
   PYTHONPATH=${CLAMPAI_PYTHON_DIR}
   CLAMPAI_SOURCE_DIR=${PROJECT_SOURCE_DIR}
-  PYTHONDONTWRITEBYTECODE=1)
+  PYTHONDONTWRITEBYTECODE=1
+  CLAMPAI_CLI=$<TARGET_FILE:clampai>)
 add_test(NAME python_tests
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}
           --ignore=${CMAKE_CURRENT_LIST_DIR}/test_pip_install.py)
