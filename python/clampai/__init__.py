@@ -116,7 +116,7 @@ class ComposeReport(Result):
 
 
 class TraceEntry(Result):
-    """One hash-chained trace entry (T6): sequence, kind, action, params, changes, cost, step,
+    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params, changes, cost, step,
     gross, net, prev, hash, ..."""
 
     __slots__ = ()

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -506,23 +507,27 @@ void bind_all(py::module_& m) {
           },
           "key"_a,
           "default"_a = py::none())
-      .def("__getitem__",
-           [](const ck::State& s, const std::string& key) {
-             const auto id = s.schema().find(key);
-             if (!id) throw py::key_error(key);
-             return from_value(s.get(*id));
-           })
+      .def(
+          "__getitem__",
+          [](const ck::State& s, const std::string& key) {
+            const auto id = s.schema().find(key);
+            if (!id) throw py::key_error(key);
+            return from_value(s.get(*id));
+          },
+          "key"_a)
       .def(
           "has",
           [](const ck::State& s, const std::string& key) {
             return s.schema().find(key).has_value();
           },
           "key"_a)
-      .def("__contains__",
-           [](const ck::State& s, py::handle key) {
-             return PyUnicode_Check(key.ptr()) &&
-                    s.schema().find(key.cast<std::string>()).has_value();
-           })
+      .def(
+          "__contains__",
+          [](const ck::State& s, py::handle key) {
+            return PyUnicode_Check(key.ptr()) &&
+                   s.schema().find(key.cast<std::string>()).has_value();
+          },
+          "key"_a)
       .def("keys", [](const ck::State& s) { return s.schema().names(); })
       .def("__len__", &ck::State::size)
       .def("__iter__", [](const ck::State& s) { return py::iter(py::cast(s.schema().names())); })
@@ -547,18 +552,20 @@ void bind_all(py::module_& m) {
       .def_property_readonly("digest", [](const ck::State& s) { return ck::state_digest(s); })
       .def_property_readonly("fingerprint",
                              [](const ck::State& s) { return ck::state_digest(s).substr(0, 16); })
-      .def("__eq__",
-           [](const ck::State& a, py::handle b) {
-             if (py::isinstance<ck::State>(b)) {
-               const ck::State& other = b.cast<const ck::State&>();
-               if (a.schema().names() != other.schema().names()) return false;
-               for (std::size_t i = 0; i < a.size(); ++i)
-                 if (!(a.get(static_cast<ck::VarId>(i)) == other.get(static_cast<ck::VarId>(i))))
-                   return false;
-               return true;
-             }
-             return false;
-           })
+      .def(
+          "__eq__",
+          [](const ck::State& a, py::handle b) {
+            if (py::isinstance<ck::State>(b)) {
+              const ck::State& other = b.cast<const ck::State&>();
+              if (a.schema().names() != other.schema().names()) return false;
+              for (std::size_t i = 0; i < a.size(); ++i)
+                if (!(a.get(static_cast<ck::VarId>(i)) == other.get(static_cast<ck::VarId>(i))))
+                  return false;
+              return true;
+            }
+            return false;
+          },
+          "other"_a)
       .def("__hash__",
            [](const ck::State& s) { return py::hash(py::str(ck::state_digest(s).substr(0, 16))); })
       .def("__repr__", &state_repr);
@@ -770,6 +777,29 @@ void bind_all(py::module_& m) {
         return py::make_tuple(c.ok, c.message);
       });
 
+  // For benchmarks/bench_python.py: the C++ call itself, timed in a C++ loop in this process
+  // (nanoseconds per call), to compare with the same call made through the bindings.
+  m.def(
+      "_time_cpp",
+      [](PyKernel& k, const std::string& what, const std::string& action, std::size_t iterations) {
+        if (what != "evaluate" && what != "execute")
+          throw py::value_error("what must be `evaluate` or `execute`");
+        py::gil_scoped_release nogil;
+        std::size_t approved = 0;
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t i = 0; i < iterations; ++i) {
+          approved += what == "evaluate" ? k.kernel().evaluate(action).approved
+                                         : k.kernel().execute(action).decision.approved;
+        }
+        const std::chrono::duration<double, std::nano> took =
+            std::chrono::steady_clock::now() - start;
+        if (approved != iterations) throw py::value_error("a timed call was rejected");
+        return took.count() / static_cast<double>(iterations);
+      },
+      "kernel"_a,
+      "what"_a,
+      "action"_a,
+      "iterations"_a);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
   m.def("_build_model", &build_model, "spec_json"_a, "natives"_a);
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);

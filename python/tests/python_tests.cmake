@@ -19,8 +19,9 @@ set_tests_properties(python_tests PROPERTIES ENVIRONMENT "${_clampai_py_env}" TI
 
 # `pip install --no-build-isolation --no-index ./python` into a fresh venv (with the system's
 # site-packages), from the source tree: the setuptools backend configures and builds the
-# extension with CMake. The CMake build directory is kept between runs (and ccache is used
-# when present) so a re-run only relinks what changed.
+# extension with CMake. Its CMake build directory, <build>-pip, is kept between runs, and sits
+# beside this build directory (at the same depth) so that ccache, when present, finds this
+# build's objects under the same relative paths: then even a first run mostly links.
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import venv, ensurepip, setuptools"
                 RESULT_VARIABLE _clampai_venv_missing OUTPUT_QUIET ERROR_QUIET)
 if(_clampai_venv_missing)
@@ -33,5 +34,5 @@ add_test(NAME python_pip_install
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider
           ${CMAKE_CURRENT_LIST_DIR}/test_pip_install.py)
 set_tests_properties(python_pip_install PROPERTIES
-  ENVIRONMENT "${_clampai_py_env};CLAMPAI_PIP_WORK_DIR=${CMAKE_BINARY_DIR}/python-pip;CLAMPAI_CCACHE=${CLAMPAI_CCACHE};CLAMPAI_PIP_CMAKE_ARGS=-DCLAMPAI_WERROR=${CLAMPAI_WERROR}"
+  ENVIRONMENT "${_clampai_py_env};CLAMPAI_PIP_BUILD_DIR=${CMAKE_BINARY_DIR}-pip;CLAMPAI_PIP_VENV=${CMAKE_BINARY_DIR}/python-venv;CLAMPAI_CCACHE=${CLAMPAI_CCACHE};CLAMPAI_PIP_CMAKE_ARGS=-DCLAMPAI_WERROR=${CLAMPAI_WERROR}"
   TIMEOUT 1800)
