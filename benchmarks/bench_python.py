@@ -45,6 +45,14 @@ def load_reference(root: Path):
     return module
 
 
+def find_reference() -> Path:
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "shared" / "reference" / "clampai-1.0.1"
+        if (candidate / "clampai" / "formal.py").is_file():
+            return candidate
+    return Path("../shared/reference/clampai-1.0.1")
+
+
 def per_call_ns(fn, iterations: int, repeats: int) -> float:
     """The median over `repeats` of the mean time per call of `iterations` calls."""
     runs = []
@@ -57,9 +65,9 @@ def per_call_ns(fn, iterations: int, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reference", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "shared" / "reference" /
-                        "clampai-1.0.1")
+    parser.add_argument("--reference", type=Path, default=find_reference(),
+                        help="the reference's directory (default: shared/reference/"
+                        "clampai-1.0.1 in a directory above this one)")
     parser.add_argument("--iterations", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")

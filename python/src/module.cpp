@@ -126,11 +126,30 @@ auto maybe_released(bool release, F&& f) {
   return f();
 }
 
-std::string action_id(py::handle action) {
-  if (PyUnicode_Check(action.ptr())) return action.cast<std::string>();
-  if (py::hasattr(action, "id")) return action.attr("id").cast<std::string>();
-  throw py::type_error("an action is an id (str) or an object with an `id` (ActionSpec)");
-}
+// The id of an action given as a str or as an object with an `id` (an ActionSpec), without a
+// copy: valid while `action` lives.
+class ActionId {
+ public:
+  explicit ActionId(py::handle action) {
+    if (!PyUnicode_Check(action.ptr())) {
+      if (!py::hasattr(action, "id"))
+        throw py::type_error("an action is an id (str) or an object with an `id` (ActionSpec)");
+      holder_ = action.attr("id");
+      if (!PyUnicode_Check(holder_.ptr())) throw py::type_error("an action's `id` must be a str");
+      action = holder_;
+    }
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(action.ptr(), &size);
+    if (text == nullptr) throw py::error_already_set();
+    view_ = std::string_view(text, static_cast<std::size_t>(size));
+  }
+  [[nodiscard]] std::string_view view() const { return view_; }
+  [[nodiscard]] std::string str() const { return std::string(view_); }
+
+ private:
+  py::object holder_;
+  std::string_view view_;
+};
 
 ck::ParamMap to_params(py::handle params) {
   ck::ParamMap out;
@@ -208,9 +227,11 @@ class PyKernel {
     });
   }
 
-  PyDecision evaluate(const std::string& action, py::handle params) const {
+  PyDecision evaluate(py::handle action_obj, py::handle params) const {
+    const ActionId action(action_obj);
     const ck::ParamMap p = to_params(params);
-    return {maybe_released(model_.python_predicates, [&] { return kernel_->evaluate(action, p); }),
+    return {maybe_released(model_.python_predicates,
+                           [&] { return kernel_->evaluate(action.view(), p); }),
             model_.model};
   }
 
@@ -232,10 +253,11 @@ class PyKernel {
             model_.model};
   }
 
-  PyOutcome execute(const std::string& action, py::handle params) {
+  PyOutcome execute(py::handle action_obj, py::handle params) {
+    const ActionId action(action_obj);
     const ck::ParamMap p = to_params(params);
-    return wrap(
-        maybe_released(model_.python_predicates, [&] { return kernel_->execute(action, p); }));
+    return wrap(maybe_released(model_.python_predicates,
+                               [&] { return kernel_->execute(action.view(), p); }));
   }
 
   PyOutcome rollback(const PyReceipt& receipt) {
@@ -707,28 +729,14 @@ void bind_all(py::module_& m) {
            "trace_file"_a = "")
       .def("evaluate", &PyKernel::evaluate, "action"_a, "params"_a = py::none())
       .def(
-          "evaluate",
-          [](const PyKernel& k, py::handle action, py::handle params) {
-            return k.evaluate(action_id(action), params);
-          },
-          "action"_a,
-          "params"_a = py::none())
-      .def(
           "evaluate_in",
           [](const PyKernel& k, const ck::State& state, py::handle action, py::handle params) {
-            return k.evaluate_in(state, action_id(action), params);
+            return k.evaluate_in(state, ActionId(action).str(), params);
           },
           "state"_a,
           "action"_a,
           "params"_a = py::none())
       .def("execute", &PyKernel::execute, "action"_a, "params"_a = py::none())
-      .def(
-          "execute",
-          [](PyKernel& k, py::handle action, py::handle params) {
-            return k.execute(action_id(action), params);
-          },
-          "action"_a,
-          "params"_a = py::none())
       .def("rollback", &PyKernel::rollback, "receipt"_a)
       .def("seal",
            [](PyKernel& k) {
