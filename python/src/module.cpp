@@ -37,6 +37,7 @@
 #include "clampai/verifier/lookahead.hpp"
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
+#include "decision.hpp"
 #include "values.hpp"
 
 namespace clampai::python {
@@ -87,11 +88,6 @@ class PythonPredicate {
 struct Model {
   std::shared_ptr<const ck::TaskModel> model;
   bool python_predicates = false;  // some invariant calls Python
-};
-
-struct PyDecision {
-  ck::Decision decision;
-  std::shared_ptr<const ck::TaskModel> model;
 };
 
 struct PyReceipt {
@@ -162,38 +158,6 @@ ck::ParamMap to_params(py::handle params) {
     out.emplace_back(name, to_value(item.second, "params." + name));
   }
   return out;
-}
-
-py::dict reason_dict(const ck::Reason& r) {
-  return py::dict("code"_a = std::string(ck::to_string(r.code)),
-                  "subject"_a = r.subject,
-                  "message"_a = r.message);
-}
-
-py::dict changes_dict(const ck::TaskModel& m, const ck::Decision& d) {
-  py::dict out;
-  for (const auto& [var, value] : d.changes)
-    out[py::str(m.variables[var].name)] = from_value(value);
-  return out;
-}
-
-std::string action_name(const ck::TaskModel& m, const ck::Decision& d) {
-  if (d.action < m.actions.size() && !d.has(ck::ReasonCode::unknown_action))
-    return m.actions[d.action].id;
-  return "";
-}
-
-py::dict decision_dict(const PyDecision& pd) {
-  py::list reasons, warnings;
-  for (const auto& r : pd.decision.reasons) reasons.append(reason_dict(r));
-  for (const auto& r : pd.decision.warnings) warnings.append(reason_dict(r));
-  return py::dict("approved"_a = pd.decision.approved,
-                  "action"_a = action_name(*pd.model, pd.decision),
-                  "cost"_a = make_decimal(pd.model->format_amount(pd.decision.cost)),
-                  "emergency"_a = pd.decision.emergency,
-                  "reasons"_a = reasons,
-                  "warnings"_a = warnings,
-                  "changes"_a = changes_dict(*pd.model, pd.decision));
 }
 
 // A state of the model's schema equal (by variable name) to `state`.
@@ -656,34 +620,7 @@ void bind_all(py::module_& m) {
                py::repr(py::str(r.subject)).cast<std::string>() + ")";
       });
 
-  py::class_<PyDecision>(m, "Decision")
-      .def_property_readonly("approved", [](const PyDecision& d) { return d.decision.approved; })
-      .def_property_readonly("reasons", [](const PyDecision& d) { return d.decision.reasons; })
-      .def_property_readonly("warnings", [](const PyDecision& d) { return d.decision.warnings; })
-      .def_property_readonly("reason_codes",
-                             [](const PyDecision& d) {
-                               std::vector<std::string> out;
-                               for (const auto& r : d.decision.reasons)
-                                 out.emplace_back(ck::to_string(r.code));
-                               return out;
-                             })
-      .def_property_readonly("action",
-                             [](const PyDecision& d) { return action_name(*d.model, d.decision); })
-      .def_property_readonly(
-          "cost",
-          [](const PyDecision& d) { return make_decimal(d.model->format_amount(d.decision.cost)); })
-      .def_property_readonly("emergency", [](const PyDecision& d) { return d.decision.emergency; })
-      .def_property_readonly("changes",
-                             [](const PyDecision& d) { return changes_dict(*d.model, d.decision); })
-      .def("__bool__", [](const PyDecision& d) { return d.decision.approved; })
-      .def("to_dict", &decision_dict)
-      .def("__repr__", [](const PyDecision& d) {
-        std::string out = "Decision(" + std::string(d.decision.approved ? "approved" : "rejected");
-        out +=
-            ", action=" + py::repr(py::str(action_name(*d.model, d.decision))).cast<std::string>();
-        for (const auto& r : d.decision.reasons) out += ", " + std::string(ck::to_string(r.code));
-        return out + ")";
-      });
+  add_decision_type(m);
 
   py::class_<PyReceipt>(m, "Receipt")
       .def_property_readonly("sequence", [](const PyReceipt& r) { return r.receipt.sequence; })

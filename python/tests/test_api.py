@@ -173,6 +173,8 @@ def test_evaluate_execute_rollback_and_the_trace(quickstart):
     assert d.approved and bool(d) and d.action == "process_batch" and d.cost == Decimal("2.000")
     assert d.changes == {"processed": 5} and d.reasons == [] and d.reason_codes == []
     assert d.to_dict()["changes"] == {"processed": 5} and "approved" in repr(d)
+    with pytest.raises(TypeError):
+        clampai.Decision()  # made by the kernel only
     assert k.step_count == 0  # evaluate commits nothing
     spec_action = quickstart.available_actions[0]
     out = k.execute(spec_action)  # an ActionSpec is accepted for its id

@@ -5,6 +5,7 @@ overload too). Debian has no stubtest; this is the part of it this module needs.
 import ast
 import inspect
 import re
+import types
 from pathlib import Path
 
 import clampai
@@ -96,9 +97,14 @@ def test_the_stub_describes_every_member_with_its_parameters():
         for name, (kind, sigs) in members.items():
             value = runtime[name]
             if kind == "property":
-                assert isinstance(value, property), f"{cls_name}.{name} is not a property"
+                # A pybind11 property, or a getter of a CPython type (Decision).
+                assert isinstance(value, (property, types.GetSetDescriptorType)), \
+                    f"{cls_name}.{name} is not a property"
                 continue
             assert callable(value), f"{cls_name}.{name}"
+            if isinstance(value, types.WrapperDescriptorType):  # a CPython slot (__bool__)
+                assert sigs == {(("self", False),)}, f"{cls_name}.{name}"
+                continue
             assert sigs == runtime_signatures(value, name), f"{cls_name}.{name}"
 
 

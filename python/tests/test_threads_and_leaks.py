@@ -164,7 +164,8 @@ def test_no_leak_over_100000_calls():
         k.execute("inc")  # the budget is spent: further executes are rejections (no trace)
     action, params, state = "inc", {}, State({"n": 1, "m": 0})
     predicate = task.invariants[1].predicate
-    refs = [sys.getrefcount(x) for x in (action, params, state, predicate)]
+    tracked = (action, params, state, predicate, clampai.Decision, clampai.Outcome)
+    refs = [sys.getrefcount(x) for x in tracked]
 
     def calls(n):
         for i in range(n):
@@ -184,5 +185,5 @@ def test_no_leak_over_100000_calls():
     gc.collect()
     grown = rss_kib() - before
     assert grown < 4096, f"RSS grew by {grown} KiB over 100,000 calls"
-    assert [sys.getrefcount(x) for x in (action, params, state, predicate)] == refs
+    assert [sys.getrefcount(x) for x in tracked] == refs
     assert k.trace_length == 6  # rejections were not traced
