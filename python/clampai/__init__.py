@@ -169,7 +169,6 @@ class SafetyKernel(_clampai.SafetyKernel):
     def __init__(self, task: Task, *, record_rejections: bool = False,
                  trace_file: Optional[str] = None) -> None:
         model, _, _ = _model_of(task)
-        self._task = task if isinstance(task, TaskDefinition) else None
         super().__init__(model, record_rejections, str(trace_file) if trace_file else "")
 
     @property
@@ -187,13 +186,6 @@ class SafetyKernel(_clampai.SafetyKernel):
         """Re-checks the in-memory hash chain (T6)."""
         ok, message = self._verify_trace()
         return TraceCheck({"ok": ok, "message": message})
-
-    def goal_reached(self) -> bool:  # type: ignore[override]
-        """Whether the current state satisfies the goal: the spec's goal expression, or the
-        TaskDefinition's callable goal_predicate."""
-        if self._task is not None and callable(self._task.goal_predicate):
-            return bool(self._task.goal_predicate(self.state))
-        return super().goal_reached()
 
     def status(self) -> str:
         b = self.budget

@@ -212,8 +212,9 @@ def _json_value(value: Any) -> Any:
 class TaskDefinition:
     """A task, as in the reference: goal text, initial state, actions, invariants, budget and
     goal predicate. Differences (docs/PYTHON.md): variables' types are inferred from the initial
-    values (override with `variables`); `goal_predicate` is an expression string, or a callable
-    that only Python code (the kernel wrapper's `goal_reached`) evaluates; `dependencies` maps
+    values (override with `variables`); `goal_predicate` is an expression string (which the
+    verifier and the lookahead can use) or a callable (the kernel's native goal, opaque to the
+    verifier); `dependencies` maps
     an action to the actions (ids, or (id, reason) pairs) that must have completed first."""
 
     goal: str
@@ -314,16 +315,13 @@ class TaskDefinition:
                         inv.suggestion)
                        for i, inv in enumerate(self.invariants)
                        if not isinstance(inv.predicate, str)]
-            self._model = _clampai._build_model(json.dumps(self.to_spec()), natives)
+            goal = self.goal_predicate if callable(self.goal_predicate) else None
+            self._model = _clampai._build_model(json.dumps(self.to_spec()), natives, goal)
         return self._model
 
     def goal_achieved(self, state: Any) -> bool:
         """Whether `state` satisfies the goal predicate (expression or callable)."""
-        if self.goal_predicate is None:
-            return False
-        if isinstance(self.goal_predicate, str):
-            return self.build().goal_holds(state)
-        return bool(self.goal_predicate(state))
+        return self.build().goal_holds(state)
 
 
 def build_model(task: Union[TaskDefinition, "_clampai.TaskModel", Mapping[str, Any]]

@@ -102,6 +102,7 @@ struct PyOutcome {
 };
 
 bool has_predicates(const ck::TaskModel& m) {
+  if (m.goal_predicate) return true;
   for (const ck::Invariant& inv : m.invariants)
     if (!inv.expr) return true;
   return false;
@@ -277,10 +278,15 @@ ck::Enforcement parse_enforcement(const std::string& text, const std::string& wh
 }
 
 // A spec (JSON text, as in a file) plus native invariants: (index among all invariants, name,
-// callable, enforcement, description, suggestion).
-Model build_model(const std::string& spec_json, const py::list& natives) {
+// callable, enforcement, description, suggestion), and a callable goal (or None).
+Model build_model(const std::string& spec_json, const py::list& natives, py::handle goal) {
   return translating("", [&] {
     ck::TaskDecl decl = ck::parse_spec(spec_json);
+    if (!goal.is_none()) {
+      if (!decl.goal.empty())
+        throw py::value_error("a task has one goal: an expression or a callable");
+      decl.goal_predicate = PythonPredicate(py::reinterpret_borrow<py::object>(goal));
+    }
     for (py::handle item : natives) {
       py::tuple t = py::reinterpret_borrow<py::tuple>(item);
       const auto index = t[0].cast<std::size_t>();
@@ -581,7 +587,8 @@ void bind_all(py::module_& m) {
                                  if (!i.expr) names.push_back(i.name);
                                return names;
                              })
-      .def_property_readonly("has_goal", [](const Model& x) { return x.model->goal != nullptr; })
+      .def_property_readonly(
+          "has_goal", [](const Model& x) { return x.model->goal || x.model->goal_predicate; })
       .def_property_readonly("step_limit",
                              [](const Model& x) { return x.model->budget.step_limit; })
       .def_property_readonly("budget",
@@ -753,7 +760,7 @@ void bind_all(py::module_& m) {
       "action"_a,
       "iterations"_a);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
-  m.def("_build_model", &build_model, "spec_json"_a, "natives"_a);
+  m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);
   m.def(
       "_lookahead",

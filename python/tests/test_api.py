@@ -70,7 +70,7 @@ def test_task_definition_becomes_a_spec_with_inferred_types(quickstart):
     assert model.variables == ["errors", "processed"] and model.actions == ["process_batch", "fail"]
     assert model.opaque_invariants == ["max_errors"] and model.step_limit == 20000
     assert model.budget == Decimal("20.000") and model.min_action_cost == Decimal("0.001")
-    assert not model.has_goal  # a callable goal is Python's, not the model's
+    assert model.has_goal  # a callable: the kernel's native goal
     assert len(model.digest) == 64 and "TaskModel(" in repr(model)
 
 
@@ -299,8 +299,16 @@ def test_goal_expression_and_callable(quickstart, examples):
     assert not k.goal_reached()
     k2 = SafetyKernel(quickstart)
     k2.execute("process_batch")
+    assert not k2.goal_reached()
     k2.execute("process_batch")
     assert k2.goal_reached() and quickstart.goal_achieved(k2.state)
+    raising = quickstart_task(goal_predicate=lambda s: 1 / 0)
+    assert not SafetyKernel(raising).goal_reached()  # fails closed
+    # The explicit lookahead checks a native goal too.
+    assert clampai.lookahead(quickstart, "process_batch", depth=1).goal_reachable
+    spec = json.dumps(json.loads((EXAMPLES / "quickstart.json").read_text()))
+    with pytest.raises(ValueError, match="one goal"):
+        clampai._clampai._build_model(spec, [], lambda s: True)
 
 
 # --- verify, lookahead, repair, compose -------------------------------------------------------
