@@ -427,7 +427,8 @@ std::string compose_json(const std::string& manifest,
                          const std::string& cache_dir,
                          unsigned jobs,
                          unsigned timeout_ms) {
-  return translating(manifest, [&] {
+  // Manifest errors name their files themselves (as `clampai compose` prints them).
+  return translating("", [&] {
     py::gil_scoped_release nogil;
     const composition::Manifest m = composition::load_manifest(manifest);
     composition::ComposeOptions options;

@@ -72,6 +72,12 @@ def test_task_definition_becomes_a_spec_with_inferred_types(quickstart):
     assert model.budget == Decimal("20.000") and model.min_action_cost == Decimal("0.001")
     assert model.has_goal  # a callable: the kernel's native goal
     assert len(model.digest) == 64 and "TaskModel(" in repr(model)
+    assert model.initial_state == State({"processed": 0, "errors": 0})
+    assert model.invariants == ["max_errors"] and not quickstart.invariants[0].is_expression
+    assert Invariant("i", "x > 0").is_expression
+    assert Effect("x", "delete").to_spec() == {"variable": "x", "mode": "delete"}
+    assert ActionSpec(id="a", cost=Expr("n"), requires="x > 0").to_spec(0) == {
+        "id": "a", "cost": "n", "reversible": True, "effects": [], "requires": "x > 0"}
 
 
 def test_literals_and_expressions_in_effects():
@@ -365,6 +371,14 @@ def test_compose(examples, tmp_path):
     assert clampai.compose(examples / "compose" / "broken.json").summary.refuted >= 1
     with pytest.raises((SpecError, clampai.FileError)):
         clampai.compose(tmp_path / "missing.json")
+    bad = tmp_path / "manifest.json"
+    bad.write_text('{"tasks": {"a": "nope.json"}, "compose": 3}')
+    with pytest.raises(SpecError) as err:
+        clampai.compose(bad)
+    if "CLAMPAI_CLI" in os.environ:
+        result = cli("compose", str(bad))
+        assert result.returncode == 2
+        assert f"clampai: error: {err.value}" == result.stderr.strip()
 
 
 def test_result_objects_are_dataclass_like():
