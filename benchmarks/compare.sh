@@ -16,29 +16,10 @@
 # per second of wall time on both sides (ours hashes on every core).
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-default_reference="$repo/../shared/reference/clampai-1.0.1"
-# A git worktree under wt/ sits one level deeper than the main checkout.
-[[ -d "$default_reference" ]] || default_reference="$repo/../../shared/reference/clampai-1.0.1"
-reference="${1:-${CLAMPAI_REFERENCE:-$default_reference}}"
-build="${BUILD_DIR:-$repo/build/rel}"
-python="${PYTHON:-/usr/bin/python3}"
+script=compare.sh
+target=bench_kernel
+source "$(dirname "${BASH_SOURCE[0]}")/reference_setup.sh"
 seconds="${SECONDS_PER_CASE:-0.5}"
-bench="$build/benchmarks/bench_kernel"
-
-if [[ ! -d "$reference/clampai" ]]; then
-  echo "compare.sh: no Python reference at \`$reference\` (expected a clampai/ package there);" \
-    "pass its directory as the argument or set CLAMPAI_REFERENCE" >&2
-  exit 2
-fi
-if [[ ! -x "$bench" ]]; then
-  echo "compare.sh: \`$bench\` is missing: build it first (cmake --build $build --target bench_kernel)," \
-    "or set BUILD_DIR" >&2
-  exit 2
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
 
 echo "reference: $reference" >&2
 "$python" "$repo/benchmarks/reference_bench.py" "$reference" --seconds "$seconds" >"$tmp/ref.json"

@@ -72,3 +72,46 @@ else
     fail "tla: BudgetSafetyBroken.cfg failed, but not on invariant BudgetSafe"
   echo "tla: BudgetSafetyBroken fails as it must (BudgetSafe is violated)"
 fi
+
+# 4. Coq (coq/README.md): always, the forbidden words; with coqc, the build of coq/ by
+#    coq_makefile in a temporary copy, then `Print Assumptions` of every theorem below must say
+#    "Closed under the global context" (no axiom at all, not even the standard library's).
+coq_theorems=(reachable_net_le_total reachable_steps_le_bound reachable_invariants_hold
+  steps_gross_monotone rejected_step_unchanged rollback_restores broken_reachable_net_gt_total)
+# Text files only (-I): a stray build product is not a source.
+if grep -rnIE 'Admitted|admit|Axiom|Parameter|Hypothesis' "$root/coq"; then
+  fail "the coq/ lines above contain Admitted, admit, Axiom, Parameter or Hypothesis"
+fi
+echo "coq honesty: ok (no Admitted, admit, Axiom, Parameter or Hypothesis in coq/)"
+if ! command -v coqc >/dev/null 2>&1 || ! command -v coq_makefile >/dev/null 2>&1; then
+  echo "coq: skipped (coqc or coq_makefile not installed; scripts/setup.sh installs Debian's coq)"
+else
+  coq_work="$(mktemp -d)"
+  trap 'rm -rf "$coq_work"' EXIT
+  cp -r "$root/coq/." "$coq_work/"
+  start=$SECONDS
+  (cd "$coq_work" && coq_makefile -f _CoqProject -o Makefile.coq &&
+    make -f Makefile.coq -j "${CLAMPAI_COQ_JOBS:-2}") || fail "coq: the build of coq/ failed"
+  {
+    echo 'From ClampAI Require Import Theorems.'
+    for name in "${coq_theorems[@]}"; do
+      grep -qE "^(Theorem|Lemma) $name " "$coq_work"/theories/*.v ||
+        fail "coq: no Theorem named $name in coq/theories"
+      echo "Print Assumptions $name."
+    done
+  } >"$coq_work/Assumptions.v"
+  output="$(cd "$coq_work" && coqc -Q theories ClampAI Assumptions.v)" ||
+    fail "coq: Print Assumptions failed"
+  echo "$output"
+  closed="$(grep -c '^Closed under the global context$' <<<"$output" || true)"
+  [[ $closed -eq ${#coq_theorems[@]} ]] ||
+    fail "coq: $closed of ${#coq_theorems[@]} theorems are closed under the global context"
+  # Each theorem ends in Qed: the proof after its statement reaches Qed before any Defined.
+  for name in "${coq_theorems[@]}"; do
+    ending="$(awk -v n="$name" '$0 ~ "^(Theorem|Lemma) " n " " {on=1}
+      on && /^(Qed|Defined)\./ {print $1; exit}' "$coq_work"/theories/*.v)"
+    [[ $ending == "Qed." ]] || fail "coq: $name does not end in Qed"
+  done
+  echo "coq: ok (${#coq_theorems[@]} theorems end in Qed, closed under the global context;" \
+    "$((SECONDS - start)) s)"
+fi

@@ -32,19 +32,20 @@ _clampai() {
       return
       ;;
     --flush) COMPREPLY=($(compgen -W "buffered flush fsync" -- "$cur")); return ;;
+    --llm) COMPREPLY=($(compgen -W "mock anthropic openai" -- "$cur")); return ;;
     --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --trace | --state | --spec | --cache-key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --trace | --transcript | --state | --spec | --cache-key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
-      --action | --params | --weights)
+      --action | --params | --weights | --model | --base-url)
       return
       ;;
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair agent --help --version" -- "$cur"))
     return
   fi
   local opts
@@ -63,6 +64,7 @@ _clampai() {
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --format --quiet --help" ;;
     *) return ;;
   esac
   if [[ $cur == -* ]]; then

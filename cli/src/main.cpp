@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "agent_cmd.hpp"
 #include "bench.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/driver.hpp"
@@ -376,6 +377,7 @@ int main(int argc, char** argv) {
   auto* compose = clampai::cli::add_compose_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
+  auto* agent = clampai::cli::add_agent_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -430,6 +432,7 @@ int main(int argc, char** argv) {
     if (compose->parsed()) return clampai::cli::run_compose_command();
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
+    if (agent->parsed()) return clampai::cli::run_agent_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));

@@ -24,8 +24,16 @@ void BudgetController::charge(Amount cost) {
                           std::to_string(remaining()));
   }
 
+  // Refunds let gross spend grow past the total: after enough charges and rollbacks near the
+  // int64 limit it would leave the range. Refuse with nothing changed (the exact Coq model has
+  // no limit; the model_differential test checks this refusal).
+  Amount new_gross = 0;
+  if (__builtin_add_overflow(gross_, cost, &new_gross)) {
+    throw InvalidArgument("cannot charge " + std::to_string(cost) + ": gross spend " +
+                          std::to_string(gross_) + " would leave the int64 range of amounts");
+  }
   const Amount old_gross = gross_;
-  gross_ += cost;
+  gross_ = new_gross;
   CLAMPAI_ALWAYS_ASSERT(gross_ >= old_gross);  // T4
   CLAMPAI_ALWAYS_ASSERT(net() <= total_);      // T1
 }

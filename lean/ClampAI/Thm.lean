@@ -1,2 +1,3 @@
 -- Every proof file. A new `ClampAI/Thm/<Concept>.lean` must be imported here.
 import ClampAI.Thm.Budget
+import ClampAI.Thm.Kernel

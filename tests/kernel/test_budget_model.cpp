@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -289,4 +291,29 @@ TEST_CASE("BudgetController: without the charge guard T1 fails, as in BudgetSafe
   const Amount last = trace.back().gross - trace[trace.size() - 2].gross;
   CHECK_FALSE(budget.can_afford(last));
   CHECK(charge_is_rejected(budget, last));
+}
+
+TEST_CASE(
+    "BudgetController: a charge whose gross spend would leave int64 throws and changes "
+    "nothing",
+    "[kernel][budget]") {
+  // Refunds let gross spend grow past the total; near the int64 limit a second charge of the
+  // whole budget after a full refund would overflow (tests/formal/model_differential.cpp
+  // found that this aborted the process).
+  constexpr Amount max = std::numeric_limits<Amount>::max();
+  BudgetController budget(max);
+  budget.charge(max);
+  budget.refund(max);
+  CHECK(budget.can_afford(max));  // affordable: net spend is 0
+  try {
+    budget.charge(max);
+    FAIL("the charge should have thrown");
+  } catch (const clampai::InvalidArgument& e) {
+    CHECK(std::string(e.what()).find("int64") != std::string::npos);
+  }
+  CHECK(budget.gross() == max);
+  CHECK(budget.refunded() == max);
+  CHECK(budget.net() == 0);
+  budget.charge(0);  // what still fits is still charged
+  CHECK(budget.gross() == max);
 }

@@ -1,6 +1,7 @@
 // The report library: every encoder and the progress reporter.
 #pragma once
 
+#include "clampai/report/agent.hpp"
 #include "clampai/report/compose.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/lookahead.hpp"

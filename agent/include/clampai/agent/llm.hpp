@@ -29,6 +29,9 @@ struct LlmRequest {
   std::string prompt;           ///< this step's situation: state, offered actions, last outcome
   std::vector<ToolSpec> tools;  ///< the offered actions (the LLM answers with a call to one)
   std::int64_t max_tokens = 1024;
+  /// true: the model must call one of `tools` (anthropic tool_choice `any`, openai `required`);
+  /// false: it may answer in text instead (`auto`), e.g. to stop.
+  bool require_tool_call = false;
 };
 
 /// The action the LLM chose, as the API's tool call (or parsed from plain JSON text).

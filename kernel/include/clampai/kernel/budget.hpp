@@ -25,7 +25,9 @@ class BudgetController {
 
   /// Adds `cost` to gross spend.
   /// Requires `can_afford(cost)`; otherwise throws and nothing changes.
-  /// @throws InvalidArgument if `cost` is negative or not affordable.
+  /// @throws InvalidArgument if `cost` is negative or not affordable, or if gross spend would
+  /// leave the int64 range (possible only after refunds of more than the total: charges and
+  /// rollbacks near the int64 limit); nothing changes then.
   /// Lean: `charge` (T1: `charge_preserves_budgetSafe`, T4: `step_gross_monotone`).
   /// TLA+: `Charge`.
   void charge(Amount cost);

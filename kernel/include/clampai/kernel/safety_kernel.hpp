@@ -147,6 +147,8 @@ class SafetyKernel {
   /// the step, appends the trace entry and moves to the new state (T5). A rejection changes
   /// nothing (it is traced when `record_rejections`).
   /// @throws TraceError if the trace file cannot be written (the commit has happened).
+  /// @throws InvalidArgument, with nothing changed, if the approved cost would take gross spend
+  /// out of the int64 range (`BudgetController::charge`; only after rollbacks near the limit).
   Outcome execute(const Proposal& proposal);
   /// The same, by id.
   Outcome execute(std::string_view action_id, const ParamMap& params = {});

@@ -1,0 +1,188 @@
+#include "agent_cmd.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "clampai/agent.hpp"
+#include "clampai/driver/lookahead.hpp"
+#include "clampai/kernel.hpp"
+#include "clampai/report/agent.hpp"
+#include "output.hpp"
+
+namespace clampai::cli {
+
+namespace ca = clampai::agent;
+namespace ck = clampai::kernel;
+
+namespace {
+
+struct Args {
+  std::string spec, llm, model, base_url, trace, transcript, format = "text";
+  std::optional<std::uint64_t> max_steps;
+  std::optional<unsigned> lookahead;
+} args;
+
+// The vendor's client. The key comes from the environment and goes only to the adapter.
+std::unique_ptr<ca::LlmClient> make_client() {
+  if (args.llm == "mock") {
+    if (!args.model.empty() || !args.base_url.empty())
+      throw SpecError("--llm", "--model and --base-url name a vendor's API; `mock` has none");
+    auto client = std::make_unique<ca::MockLlm>();
+    if (args.transcript.empty()) return client;
+    return ca::with_transcript(std::move(client), args.transcript);
+  }
+  ca::HttpLlmOptions options;
+  options.vendor = args.llm == "anthropic" ? ca::Vendor::anthropic : ca::Vendor::openai;
+  const char* variable = args.llm == "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+  const char* key = std::getenv(variable);
+  if (key == nullptr || *key == '\0')
+    throw SpecError(
+        "--llm",
+        std::string(variable) + " is not set: `--llm " + args.llm + "` reads its API key from it");
+  options.api_key = key;
+  options.model = args.model;
+  options.base_url = args.base_url;
+  if (!args.transcript.empty()) options.transcript = args.transcript;
+  try {
+    return ca::make_http_llm(options);
+  } catch (const std::invalid_argument& e) {
+    throw SpecError("--llm", e.what());
+  }
+}
+
+int agent_command() {
+  const auto model = ck::load_spec_file(args.spec);
+  std::unique_ptr<ca::LlmClient> client = make_client();
+
+  ck::KernelOptions options;
+  options.record_rejections = true;
+  if (!args.trace.empty())
+    options.writer = std::make_shared<ck::TraceWriter>(
+        args.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
+  if (args.lookahead) {
+    driver::LookaheadOptions lookahead;
+    lookahead.depth = *args.lookahead;
+    lookahead.timeout_ms = 1000;
+    options.guard = driver::lookahead_guard(model, lookahead);
+  }
+  ck::SafetyKernel kernel(model, options);
+
+  const auto to_step = [&](const ca::StepRecord& s) {
+    report::AgentStep step;
+    step.index = s.index;
+    step.source = std::string(ca::to_string(s.source));
+    if (s.failure) step.failure = std::string(ca::to_string(*s.failure));
+    step.action = s.action;
+    step.params = s.params;
+    step.approved = s.approved;
+    step.reasons = s.reasons;
+    step.repair = s.repair;
+    step.cost = s.cost;
+    step.spent = s.spent;
+    return step;
+  };
+  ca::OrchestratorOptions orchestrator_options;
+  orchestrator_options.max_steps = args.max_steps;
+  const bool live = !quiet() && isatty(STDERR_FILENO) == 1;
+  if (live) {
+    orchestrator_options.on_step = [&](const ca::StepRecord& s) {
+      std::cerr << report::agent_step_line(*model, to_step(s)) << "\n";
+    };
+  }
+  ca::Orchestrator orchestrator(kernel, *client, orchestrator_options);
+  const ca::OrchestratorResult r = orchestrator.run();
+  const ck::TraceEntry seal = kernel.seal();
+  const ck::TraceCheck check = kernel.verify_trace();
+  const auto budget = kernel.budget();
+
+  report::AgentReport out;
+  out.spec = args.spec;
+  out.model = model.get();
+  out.llm = args.llm;
+  out.llm_model = args.model;
+  out.termination = std::string(ca::to_string(r.termination));
+  out.goal_reached = r.goal_reached;
+  out.message = r.message;
+  out.steps = r.steps;
+  out.executed = r.executed;
+  out.rejected = r.rejected;
+  out.llm_calls = r.llm_calls;
+  out.dominant = r.dominant_choices;
+  out.fallbacks = r.fallbacks;
+  for (std::size_t k = 0; k < ca::kFailureKinds; ++k)
+    out.failures.emplace_back(std::string(ca::to_string(static_cast<ca::FailureKind>(k))),
+                              r.failures[k]);
+  out.rejections_by_reason = r.rejections_by_reason;
+  out.input_tokens = r.tokens.input_tokens;
+  out.output_tokens = r.tokens.output_tokens;
+  out.total = budget.total();
+  out.net = budget.net();
+  out.gross = budget.gross();
+  out.step_limit = model->budget.step_limit;
+  out.progress = r.progress;
+  for (const auto& s : r.log) out.log.push_back(to_step(s));
+  out.trace_entries = seal.sequence + 1;
+  out.trace_head = seal.hash;
+  out.trace_verified = check.ok;
+  out.trace_file = args.trace;
+  out.transcript_file = args.transcript;
+  out.lookahead = args.lookahead;
+  report::write_agent(std::cout, format_of(args.format), out);
+  return r.goal_reached ? 0 : 1;
+}
+
+}  // namespace
+
+CLI::App* add_agent_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "agent",
+      "Let an LLM drive a task spec: it chooses among the ready actions, the safety kernel "
+      "decides each one");
+  cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
+  cmd->add_option("--llm",
+                  args.llm,
+                  "Who chooses: mock (no network), anthropic (ANTHROPIC_API_KEY) or openai "
+                  "(OPENAI_API_KEY; also OpenAI-compatible local servers with --base-url)")
+      ->required()
+      ->check(CLI::IsMember({"mock", "anthropic", "openai"}));
+  cmd->add_option("--model", args.model, "The vendor's model; default: the adapter's");
+  cmd->add_option("--base-url",
+                  args.base_url,
+                  "The API's root: for anthropic without /v1, for openai with /v1 (e.g. "
+                  "http://127.0.0.1:8080/v1); default: the vendor's public endpoint");
+  cmd->add_option(
+         "--max-steps", args.max_steps, "Stop after this many steps (besides the T2 bound)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));
+  cmd->add_option("--trace",
+                  args.trace,
+                  "Write the hash-chained trace (with the rejected proposals) to this new JSON "
+                  "Lines file");
+  cmd->add_option("--transcript",
+                  args.transcript,
+                  "Write every prompt and answer to this JSON Lines file (never the API key)");
+  cmd->add_option("--lookahead",
+                  args.lookahead,
+                  "Reject actions after which a capture basin is reachable within K more steps")
+      ->option_text("K")
+      ->check(CLI::Range(0U, 64U));
+  cmd->add_option("--format", args.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  add_quiet_flag(cmd);
+  return cmd;
+}
+
+int run_agent_command() {
+  try {
+    return agent_command();
+  } catch (const Error& e) {
+    if (dynamic_cast<const SpecError*>(&e) != nullptr)
+      return fail(args.format, "agent", args.spec, describe(args.spec, e));
+    return fail(args.format, "agent", args.spec, e.what());
+  }
+}
+
+}  // namespace clampai::cli
