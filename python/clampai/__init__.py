@@ -26,6 +26,7 @@ __all__ = [
     "Result", "VerifyReport", "LookaheadReport", "RepairReport", "ComposeReport", "TraceCheck",
     "load_spec", "build_model", "verify", "lookahead", "repair", "compose", "verify_trace_file",
     "ClampAIError", "SpecError", "FileError", "TraceError", "InvalidArgument", "InternalError",
+    "Orchestrator", "ExecutionResult", "LLMAdapter",
 ]
 
 
@@ -243,3 +244,6 @@ def _action_id(action: Any) -> str:
     if isinstance(action, str):
         return action
     return str(getattr(action, "id"))
+
+
+from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "agent.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/driver/driver.hpp"
 #include "clampai/driver/lookahead.hpp"
@@ -760,6 +761,14 @@ void bind_all(py::module_& m) {
       "what"_a,
       "action"_a,
       "iterations"_a);
+  m.def(
+      "_run_orchestrator",
+      [](PyKernel& k, py::object llm, const py::dict& options) {
+        return run_orchestrator(k.kernel(), std::move(llm), options);
+      },
+      "kernel"_a,
+      "llm"_a,
+      "options"_a);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
   m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);
