@@ -233,6 +233,13 @@ class PyKernel {
                                [&] { return kernel_->rollback(receipt.receipt); }));
   }
 
+  // Runs `f`, which takes the kernel's lock, with the GIL released if the model calls Python:
+  // a thread in the kernel may be waiting for the GIL in a predicate while holding the lock.
+  template <typename F>
+  auto locked(F&& f) const {
+    return maybe_released(model_.python_predicates, std::forward<F>(f));
+  }
+
   ck::SafetyKernel& kernel() { return *kernel_; }
   const ck::SafetyKernel& kernel() const { return *kernel_; }
   const Model& model() const { return model_; }
@@ -353,8 +360,8 @@ ck::Proposal resolve(const std::shared_ptr<const ck::TaskModel>& m,
 }
 
 ck::Situation situation_of(const PyKernel* kernel, const Model& model, py::handle state) {
-  ck::Situation s =
-      kernel != nullptr ? kernel->kernel().situation() : ck::Situation::initial(*model.model);
+  ck::Situation s = kernel != nullptr ? kernel->locked([&] { return kernel->kernel().situation(); })
+                                      : ck::Situation::initial(*model.model);
   if (!state.is_none()) s.state = in_schema(*model.model, state.cast<const ck::State&>());
   return s;
 }
@@ -692,15 +699,21 @@ void bind_all(py::module_& m) {
                                    [&] { return k.kernel().seal().to_json_line(); });
            })
       .def_property_readonly("model", &PyKernel::model)
-      .def_property_readonly("state", [](const PyKernel& k) { return k.kernel().state(); })
-      .def_property_readonly("step_count", [](const PyKernel& k) { return k.kernel().steps(); })
-      .def_property_readonly("emergency_steps",
-                             [](const PyKernel& k) { return k.kernel().emergency_steps(); })
+      .def_property_readonly(
+          "state", [](const PyKernel& k) { return k.locked([&] { return k.kernel().state(); }); })
+      .def_property_readonly(
+          "step_count",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().steps(); }); })
+      .def_property_readonly(
+          "emergency_steps",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().emergency_steps(); }); })
       .def_property_readonly("max_steps", [](const PyKernel& k) { return k.kernel().step_limit(); })
-      .def_property_readonly("is_sealed", [](const PyKernel& k) { return k.kernel().is_sealed(); })
+      .def_property_readonly(
+          "is_sealed",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().is_sealed(); }); })
       .def("_budget",
            [](const PyKernel& k) {
-             const ck::BudgetController b = k.kernel().budget();
+             const ck::BudgetController b = k.locked([&] { return k.kernel().budget(); });
              const ck::TaskModel& tm = k.kernel().model();
              return py::make_tuple(make_decimal(tm.format_amount(b.total())),
                                    make_decimal(tm.format_amount(b.gross())),
@@ -717,19 +730,21 @@ void bind_all(py::module_& m) {
           [](const PyKernel& k, const std::string& action) {
             const auto index = k.kernel().model().find_action(action);
             if (!index) throw py::value_error("unknown action `" + action + "`");
-            return k.kernel().completions(*index);
+            return k.locked([&] { return k.kernel().completions(*index); });
           },
           "action"_a)
       .def("_trace_lines",
            [](const PyKernel& k) {
              std::vector<std::string> lines;
-             for (const ck::TraceEntry& e : k.kernel().trace()) lines.push_back(e.to_json_line());
+             for (const ck::TraceEntry& e : k.locked([&] { return k.kernel().trace(); }))
+               lines.push_back(e.to_json_line());
              return lines;
            })
-      .def_property_readonly("trace_length",
-                             [](const PyKernel& k) { return k.kernel().trace_length(); })
+      .def_property_readonly(
+          "trace_length",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().trace_length(); }); })
       .def("_verify_trace", [](const PyKernel& k) {
-        const ck::TraceCheck c = k.kernel().verify_trace();
+        const ck::TraceCheck c = k.locked([&] { return k.kernel().verify_trace(); });
         return py::make_tuple(c.ok, c.message);
       });
 
