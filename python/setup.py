@@ -65,4 +65,13 @@ class CMakeBuild(build_ext):
         shutil.copyfile(built[0], target)
 
 
-setup(ext_modules=[CMakeExtension("clampai._clampai")], cmdclass={"build_ext": CMakeBuild})
+# With CLAMPAI_BUILD_DIR, setuptools' own build and egg-info directories go there too, so that a
+# build leaves nothing in the source tree.
+options = {}
+if os.environ.get("CLAMPAI_BUILD_DIR"):
+    base = Path(os.environ["CLAMPAI_BUILD_DIR"]) / "setuptools"
+    base.mkdir(parents=True, exist_ok=True)
+    options = {"build": {"build_base": str(base)}, "egg_info": {"egg_base": str(base)}}
+
+setup(ext_modules=[CMakeExtension("clampai._clampai")], cmdclass={"build_ext": CMakeBuild},
+      options=options)
