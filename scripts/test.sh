@@ -27,6 +27,7 @@ echo "== benchmarks run once, at a minimal duration (they must keep working; not
 for b in build/ci-release/benchmarks/bench_*; do
   [[ -x $b ]] && "$b" --benchmark_min_time=0.001 >/dev/null
 done
+PYTHONPATH=build/ci-release/python /usr/bin/python3 benchmarks/bench_python.py --iterations 200 --repeats 1 >/dev/null
 
 echo "== address + undefined behaviour sanitizers"
 cmake -S . -B build/ci-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
