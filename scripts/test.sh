@@ -17,7 +17,9 @@ mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find kernel c
 clang-format --dry-run --Werror "${sources[@]}"
 
 echo "== release build, warnings as errors"
-cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAMPAI_WERROR=ON >/dev/null
+# With the Python bindings; ccache lets the pip install test reuse this build's objects.
+cmake -S . -B build/ci-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAMPAI_WERROR=ON \
+  -DCLAMPAI_BUILD_PYTHON=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build/ci-release -j "$jobs"
 ctest --test-dir build/ci-release --output-on-failure -j "$jobs"
 
@@ -25,6 +27,7 @@ echo "== benchmarks run once, at a minimal duration (they must keep working; not
 for b in build/ci-release/benchmarks/bench_*; do
   [[ -x $b ]] && "$b" --benchmark_min_time=0.001 >/dev/null
 done
+PYTHONPATH=build/ci-release/python /usr/bin/python3 benchmarks/bench_python.py --iterations 200 --repeats 1 >/dev/null
 
 echo "== address + undefined behaviour sanitizers"
 cmake -S . -B build/ci-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \

@@ -160,7 +160,10 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   };
   JsonNode root = JsonNode::make_object();
   root.add("name", JsonNode::make_string(m.name));
-  root.add("goal", JsonNode::make_string(m.goal ? to_source(*m.goal) : ""));
+  root.add("goal",
+           JsonNode::make_string(m.goal             ? to_source(*m.goal)
+                                 : m.goal_predicate ? "(native predicate)"
+                                                    : ""));
   JsonNode& vars = root.add("variables", JsonNode::make_array());
   for (const auto& v : m.variables) {
     JsonNode& o = vars.push(JsonNode::make_object());
@@ -342,7 +345,14 @@ bool holds_in(const Invariant& inv, const State& state) {
 }
 
 bool TaskModel::goal_holds(const State& state) const {
-  if (!goal) return false;
+  if (!goal) {
+    if (!goal_predicate) return false;
+    try {
+      return goal_predicate(state);
+    } catch (...) {
+      return false;  // fails closed: a goal that cannot be checked is not reached
+    }
+  }
   const EvalResult r = evaluate(*goal, EvalEnv{&state, nullptr, &state, nullptr});
   return r.ok() && r.value.as_bool();
 }
@@ -855,6 +865,8 @@ std::shared_ptr<const TaskModel> build_model(const TaskDecl& decl) {
   if (!decl.goal.empty()) {
     problems.attempt(
         [&] { m->goal = parse_bool(decl.goal, m->scope(), decl.goal_path, "the goal"); });
+  } else {
+    m->goal_predicate = decl.goal_predicate;
   }
   problems.attempt([&] { build_interface(*m, decl.interface); });
   build_basins(m, decl, problems);

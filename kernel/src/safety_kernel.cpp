@@ -101,6 +101,7 @@ std::string_view to_string(ReasonCode code) {
                                                 "bound_violated",
                                                 "invariant_violated",
                                                 "monitoring_violated",
+                                                "invariant_error",
                                                 "lookahead_trap",
                                                 "information_flow",
                                                 "attestation_failed",
@@ -870,6 +871,7 @@ void decide_at(const TaskModel& model,
     std::optional<State> post_state;
     for (const Invariant& inv : model_->invariants) {
       bool holds = false;
+      bool raised = false;  // a native predicate threw: `invariant_error`
       std::string why;
       if (inv.expr) {
         bool value = false;
@@ -880,8 +882,11 @@ void decide_at(const TaskModel& model,
         if (!post_state) post_state = state.with(d.changes);
         try {
           holds = inv.predicate(*post_state);
+        } catch (const std::exception& e) {
+          raised = true;
+          why = std::string(" (the predicate threw: ") + e.what() + ")";
         } catch (...) {
-          holds = false;
+          raised = true;
           why = " (the predicate threw)";
         }
       }
@@ -890,9 +895,15 @@ void decide_at(const TaskModel& model,
       if (!inv.description.empty()) message += ": " + inv.description;
       if (!inv.suggestion.empty()) message += " (suggestion: " + inv.suggestion + ")";
       if (inv.enforcement == Enforcement::blocking) {
-        d.reasons.push_back(reason(ReasonCode::invariant_violated, inv.name, std::move(message)));
+        d.reasons.push_back(
+            reason(raised ? ReasonCode::invariant_error : ReasonCode::invariant_violated,
+                   inv.name,
+                   std::move(message)));
       } else {
-        d.warnings.push_back(reason(ReasonCode::monitoring_violated, inv.name, std::move(message)));
+        d.warnings.push_back(
+            reason(raised ? ReasonCode::invariant_error : ReasonCode::monitoring_violated,
+                   inv.name,
+                   std::move(message)));
       }
     }
   }

@@ -304,8 +304,32 @@ TEST_CASE("SafetyKernel: native predicates are enforced, and a throwing one fail
   REQUIRE(k.execute("inc").decision.approved);
   REQUIRE(k.evaluate("inc").has(ReasonCode::invariant_violated, "not_three"));
   const Decision d = k.evaluate("jump");
-  REQUIRE(d.has(ReasonCode::invariant_violated, "no_seven"));
-  REQUIRE_THAT(d.reasons[0].message, Catch::Matchers::Contains("threw"));
+  REQUIRE(d.has(ReasonCode::invariant_error, "no_seven"));
+  REQUIRE_THAT(d.reasons[0].message, Catch::Matchers::Contains("threw: boom"));
+}
+
+TEST_CASE("SafetyKernel: a native goal is checked by goal_reached, and a throwing one fails closed",
+          "[kernel][safety_kernel]") {
+  TaskDecl t;
+  t.variables.push_back(VariableDecl{"n", Type::integer(), Value::integer(0)});
+  t.actions.push_back(
+      ActionDecl{"inc", "", "", "1", true, {}, "", {EffectDecl{"n", EffectMode::increment, "1"}}});
+  t.goal_predicate = [](const State& s) {
+    if (s.get("n") == Value::integer(3)) throw std::runtime_error("boom");
+    return s.get("n") == Value::integer(2);
+  };
+  t.budget = BudgetDecl{Decimal{10, 0}, Decimal{1, 0}};
+  const auto model = build_model(t);
+  REQUIRE(model->goal == nullptr);
+  SafetyKernel k(model);
+  REQUIRE_FALSE(k.goal_reached());
+  k.execute("inc");
+  k.execute("inc");
+  REQUIRE(k.goal_reached());
+  k.execute("inc");
+  REQUIRE_FALSE(k.goal_reached());  // it threw
+  t.goal_predicate = nullptr;
+  REQUIRE(build_model(t)->digest != model->digest);
 }
 
 TEST_CASE("SafetyKernel: nothing executes after the seal", "[kernel][safety_kernel]") {

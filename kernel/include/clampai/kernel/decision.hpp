@@ -28,6 +28,7 @@ enum class ReasonCode : std::uint8_t {
   bound_violated,       // a variable would leave its declared min/max/max_length
   invariant_violated,   // a blocking invariant would be false after the action (T3)
   monitoring_violated,  // a monitoring invariant would be false (a warning; never blocks)
+  invariant_error,      // a native invariant predicate threw (fails closed; blocks if blocking)
   lookahead_trap,       // a kernel guard (the lookahead) found the post-state to be a trap
   // Given by the reference monitor's guard (clampai::hardening), never by the model's decision:
   information_flow,      // the action moves labelled data to a lower label

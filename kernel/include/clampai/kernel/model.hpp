@@ -154,7 +154,9 @@ struct BasinDecl {
 struct TaskDecl {
   std::string name{};
   std::string goal_description{};
-  std::string goal{};              // expression; empty means the task has no goal
+  std::string goal{};  // expression; empty means the task has no goal
+  /// A native goal (C++ or Python callers), used iff `goal` is empty; opaque to the verifier.
+  NativePredicate goal_predicate{};
   std::string goal_path = "goal";  // where errors in `goal` are reported (`goal.check` in files)
   std::vector<VariableDecl> variables{};
   std::vector<ActionDecl> actions{};
@@ -275,7 +277,10 @@ class TaskModel {
  public:
   std::string name{};
   std::string goal_description{};
-  ExprPtr goal{};  // null: no goal
+  ExprPtr goal{};  // null: no goal expression
+  /// A native goal, set only when `goal` is null: `goal_holds` calls it (a throw: not reached);
+  /// searches that need the goal symbolically (the verifier) see no goal.
+  NativePredicate goal_predicate{};
   std::vector<Variable> variables{};
   std::vector<Action> actions{};
   std::vector<Invariant> invariants{};
@@ -294,7 +299,8 @@ class TaskModel {
   [[nodiscard]] const State& initial_state() const { return *initial_; }
   /// The index of action `id`, or nullopt.
   [[nodiscard]] std::optional<std::size_t> find_action(std::string_view id) const;
-  /// True iff the model has a goal and `state` satisfies it (an evaluation error: no).
+  /// True iff the model has a goal (an expression or a native predicate) and `state` satisfies
+  /// it (an evaluation error or a throwing predicate: no).
   [[nodiscard]] bool goal_holds(const State& state) const;
   /// The first capture basin `state` lies in, or null; an evaluation error counts as inside
   /// (a trap check fails closed).

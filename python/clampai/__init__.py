@@ -1,0 +1,249 @@
+"""ClampAI for Python: the C++ safety kernel, verifier, lookahead, repair and composition,
+with the seed's vocabulary (docs/PYTHON.md).
+
+    from clampai import TaskDefinition, State, ActionSpec, Effect, Invariant, SafetyKernel
+
+A rejected action is a value (`Decision.approved` is False, with reasons); exceptions mean bad
+input (`SpecError`, `FileError`, ...), with the command line's messages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from . import _clampai
+from ._clampai import Decision, Outcome, Reason, Receipt, State, TaskModel
+from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, SpecError,
+                      TraceError)
+from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "State", "Effect", "Expr", "ActionSpec", "Invariant", "TaskDefinition", "TaskModel",
+    "SafetyKernel", "Decision", "Outcome", "Receipt", "Reason", "BudgetStatus", "TraceEntry",
+    "Result", "VerifyReport", "LookaheadReport", "RepairReport", "ComposeReport", "TraceCheck",
+    "load_spec", "build_model", "verify", "lookahead", "repair", "compose", "verify_trace_file",
+    "ClampAIError", "SpecError", "FileError", "TraceError", "InvalidArgument", "InternalError",
+    "Orchestrator", "ExecutionResult", "LLMAdapter",
+]
+
+
+class Result:
+    """A dataclass-like view of a JSON report (the command line's schema): its keys are
+    attributes (nested objects are Results too), `to_dict()` returns the plain data."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "_data", dict(data))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _wrap(self._data[name])
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no field `{name}`") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __getitem__(self, name: str) -> Any:
+        return _wrap(self._data[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._data == self._data  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self._data, sort_keys=True, default=str))
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(self._data) | {"to_dict", "to_json"})
+
+    def keys(self) -> List[str]:
+        return list(self._data)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(json.dumps(self._data, default=str))
+
+    def to_json(self) -> str:
+        return json.dumps(self._data, default=str)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in list(self._data.items())[:6])
+        more = ", ..." if len(self._data) > 6 else ""
+        return f"{type(self).__name__}({fields}{more})"
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Result(value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+class VerifyReport(Result):
+    """`verify`: the obligations (base case, preservation, budget facts, lints) with verdicts."""
+
+    __slots__ = ()
+
+    @property
+    def all_proved(self) -> bool:
+        """True iff no obligation is refuted or unknown (`clampai verify` exits 0)."""
+        summary = self._data["summary"]
+        return summary["refuted"] == 0 and summary["unknown"] == 0
+
+
+class LookaheadReport(Result):
+    """`lookahead`: traps, dead ends and the cheapest plan ahead of a proposal."""
+
+    __slots__ = ()
+
+
+class RepairReport(Result):
+    """`repair`: the closest approvable parameters, with a certificate, or the conflict."""
+
+    __slots__ = ()
+
+
+class ComposeReport(Result):
+    """`compose`: the tasks' certificates and the composition obligations."""
+
+    __slots__ = ()
+
+
+class TraceEntry(Result):
+    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params, changes, cost, step,
+    gross, net, prev, hash, ..."""
+
+    __slots__ = ()
+
+
+class TraceCheck(Result):
+    """The result of verifying a trace: ok, message (and entries, sealed for a file)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return bool(self._data.get("ok"))
+
+
+class BudgetStatus(Result):
+    """The kernel's budget: budget (total), spent_gross, spent_net, remaining (Decimals)."""
+
+    __slots__ = ()
+
+
+def load_spec(path: str) -> TaskModel:
+    """Loads and checks a JSON task spec file (docs/SPEC.md).
+    Raises SpecError (`FILE:LINE:COLUMN: json.path: message`, as `clampai check` prints it) or
+    FileError."""
+    return _clampai._load_spec_file(str(path))
+
+
+Task = Union[TaskDefinition, TaskModel, Mapping[str, Any], str]
+
+
+def _model_of(task: Any) -> Tuple[TaskModel, Optional["SafetyKernel"], str]:
+    if isinstance(task, SafetyKernel):
+        return task.model, task, task.model.name
+    if isinstance(task, str):
+        return load_spec(task), None, task
+    if hasattr(task, "__fspath__"):
+        return load_spec(str(task)), None, str(task)
+    model = build_model(task)
+    return model, None, model.name
+
+
+class SafetyKernel(_clampai.SafetyKernel):
+    """The runtime safety kernel for one task: decides each proposed action (budget, steps,
+    dependencies, requires, effects, bounds, invariants) and commits approved ones atomically
+    with a SHA-256 chained trace. Thread-safe; one kernel may be shared by Python threads.
+
+    `evaluate(action, params=None)` -> Decision, `execute(action, params=None)` -> Outcome,
+    `rollback(receipt)` -> Outcome. `action` is an id or an ActionSpec."""
+
+    def __init__(self, task: Task, *, record_rejections: bool = False,
+                 trace_file: Optional[str] = None) -> None:
+        model, _, _ = _model_of(task)
+        super().__init__(model, record_rejections, str(trace_file) if trace_file else "")
+
+    @property
+    def budget(self) -> BudgetStatus:
+        total, gross, net, remaining = self._budget()
+        return BudgetStatus({"budget": total, "spent_gross": gross, "spent_net": net,
+                             "remaining": remaining})
+
+    @property
+    def trace(self) -> List[TraceEntry]:
+        """The trace so far (genesis first), as entries."""
+        return [TraceEntry(json.loads(line)) for line in self._trace_lines()]
+
+    def verify_trace(self) -> TraceCheck:
+        """Re-checks the in-memory hash chain (T6)."""
+        ok, message = self._verify_trace()
+        return TraceCheck({"ok": ok, "message": message})
+
+    def status(self) -> str:
+        b = self.budget
+        return (f"steps {self.step_count}/{self.max_steps}, budget {b.spent_net} of {b.budget} "
+                f"spent, trace {self.trace_length} entries")
+
+
+def verify(task: Task, *, depth: int = 0, timeout_ms: int = 10000, jobs: int = 1) -> VerifyReport:
+    """Proves (with Z3) that every action preserves every blocking invariant, the base case,
+    the budget facts and the lints, as `clampai verify --format json` does. Python-callable
+    invariants are opaque: their obligations are `unknown`, never proved. The GIL is released
+    while Z3 runs."""
+    model, _, name = _model_of(task)
+    return VerifyReport(json.loads(_clampai._verify(model, name, timeout_ms, jobs, depth)))
+
+
+def lookahead(task: Task, action: Any, params: Optional[Mapping[str, Any]] = None, *,
+              depth: int = 3, engine: str = "explicit", state: Optional[State] = None,
+              timeout_ms: int = 1000) -> LookaheadReport:
+    """What lies `depth` steps ahead of a proposal: capture basins entered or reachable, dead
+    ends, the cheapest plan to the goal (`clampai lookahead --format json`). From a kernel's
+    current situation when `task` is a SafetyKernel, else from the initial one (or `state`)."""
+    model, kernel, _ = _model_of(task)
+    return LookaheadReport(json.loads(_clampai._lookahead(
+        model, kernel, _action_id(action), dict(params or {}), state, depth, engine, timeout_ms)))
+
+
+def repair(task: Task, action: Any, params: Mapping[str, Any], *, norm: Optional[str] = None,
+           weights: Optional[Mapping[str, Any]] = None, state: Optional[State] = None,
+           timeout_ms: int = 10000) -> RepairReport:
+    """The parameter values closest to `params` that the kernel approves, with a certificate,
+    or the constraints that conflict (`clampai repair --format json`)."""
+    model, kernel, _ = _model_of(task)
+    return RepairReport(json.loads(_clampai._repair(
+        model, kernel, _action_id(action), dict(params), state, norm or "", dict(weights or {}),
+        timeout_ms)))
+
+
+def compose(manifest: str, *, cache: Optional[str] = None, jobs: int = 1,
+            timeout_ms: int = 10000) -> ComposeReport:
+    """Checks a composition manifest of task specs through their interface contracts
+    (`clampai compose --format json`)."""
+    return ComposeReport(json.loads(_clampai._compose(str(manifest), cache or "", jobs,
+                                                      timeout_ms)))
+
+
+def verify_trace_file(path: str) -> TraceCheck:
+    """Verifies a JSON Lines trace file's hash chain (`clampai trace verify`); an unsealed
+    trace is accepted."""
+    ok, entries, sealed, message = _clampai._verify_trace_file(str(path))
+    return TraceCheck({"ok": ok, "entries": entries, "sealed": sealed, "message": message})
+
+
+def _action_id(action: Any) -> str:
+    if isinstance(action, str):
+        return action
+    return str(getattr(action, "id"))
+
+
+from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)

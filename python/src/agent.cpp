@@ -1,0 +1,138 @@
+// The agent loop (clampai::agent::Orchestrator) for Python: the seed's `llm=` protocol (any
+// object with `complete(prompt, system_prompt="", temperature=0.3, max_tokens=2000) -> str`),
+// or the C++ mock when none is given. The loop runs with the GIL released; the adapter (and any
+// Python invariant or goal) takes it back for its call.
+#include "agent.hpp"
+
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "clampai/agent/llm.hpp"
+#include "clampai/agent/mock.hpp"
+#include "clampai/agent/orchestrator.hpp"
+
+namespace clampai::python {
+namespace {
+
+namespace ag = clampai::agent;
+namespace ck = clampai::kernel;
+using namespace pybind11::literals;
+
+// A Python object with the seed's `complete(prompt, ...)`, as an LLM client. It answers in text;
+// the orchestrator parses it (`{"action": ID, "params": {...}}` or `{"stop": true}`). A Python
+// exception is an LLM failure (TimeoutError: timeout; PermissionError: auth; anything else:
+// http), which the orchestrator counts and falls back from; a non-str answer is unparsable.
+class PythonLlm final : public ag::LlmClient {
+ public:
+  explicit PythonLlm(py::object adapter) : adapter_(std::move(adapter)) {}
+  ~PythonLlm() override {
+    py::gil_scoped_acquire gil;
+    adapter_ = py::object();
+  }
+  PythonLlm(const PythonLlm&) = delete;
+  PythonLlm& operator=(const PythonLlm&) = delete;
+
+  ag::LlmResponse complete(const ag::LlmRequest& request) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object answer = adapter_.attr("complete")(request.prompt,
+                                                    "system_prompt"_a = request.system,
+                                                    "temperature"_a = 0.3,
+                                                    "max_tokens"_a = request.max_tokens);
+      if (!PyUnicode_Check(answer.ptr()))
+        throw ag::LlmError(
+            ag::LlmErrorKind::unparsable,
+            std::string("complete() returned ") + Py_TYPE(answer.ptr())->tp_name + ", not str");
+      ag::LlmResponse response;
+      response.text = answer.cast<std::string>();
+      return response;
+    } catch (py::error_already_set& e) {
+      ag::LlmErrorKind kind = ag::LlmErrorKind::http;
+      if (e.matches(PyExc_TimeoutError)) kind = ag::LlmErrorKind::timeout;
+      if (e.matches(PyExc_PermissionError)) kind = ag::LlmErrorKind::auth;
+      std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
+      const std::string detail = py::str(e.value()).cast<std::string>();
+      if (!detail.empty()) text += ": " + detail;
+      throw ag::LlmError(kind, text);
+    }
+  }
+  [[nodiscard]] std::string_view name() const noexcept override { return "python"; }
+
+ private:
+  py::object adapter_;
+};
+
+}  // namespace
+
+py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::dict& options) {
+  ag::OrchestratorOptions o;
+  if (options.contains("max_steps") && !options["max_steps"].is_none())
+    o.max_steps = options["max_steps"].cast<std::uint64_t>();
+  if (options.contains("stuck_patience"))
+    o.stuck_patience = options["stuck_patience"].cast<unsigned>();
+  if (options.contains("max_consecutive_failures"))
+    o.max_consecutive_failures = options["max_consecutive_failures"].cast<unsigned>();
+  std::unique_ptr<ag::LlmClient> client;
+  if (llm.is_none()) {
+    client = std::make_unique<ag::MockLlm>();
+  } else {
+    if (!py::hasattr(llm, "complete"))
+      throw py::type_error("llm must have a complete(prompt, ...) method");
+    client = std::make_unique<PythonLlm>(std::move(llm));
+  }
+  ag::OrchestratorResult r;
+  {
+    py::gil_scoped_release nogil;
+    ag::Orchestrator orchestrator(kernel, *client, o);
+    r = orchestrator.run();
+    client.reset();  // takes the GIL itself to drop the adapter
+  }
+  const ck::TaskModel& m = kernel.model();
+  py::dict failures;
+  for (std::size_t k = 0; k < ag::kFailureKinds; ++k)
+    if (r.failures[k] > 0)
+      failures[py::str(std::string(ag::to_string(static_cast<ag::FailureKind>(k))))] =
+          r.failures[k];
+  py::list log;
+  for (const ag::StepRecord& s : r.log) {
+    py::list reasons;
+    for (const ck::Reason& reason : s.reasons)
+      reasons.append(py::dict("code"_a = std::string(ck::to_string(reason.code)),
+                              "subject"_a = reason.subject,
+                              "message"_a = reason.message));
+    log.append(py::dict(
+        "index"_a = s.index,
+        "source"_a = std::string(ag::to_string(s.source)),
+        "failure"_a = s.failure ? py::object(py::str(std::string(ag::to_string(*s.failure))))
+                                : py::object(py::none()),
+        "failure_message"_a = s.failure_message,
+        "action"_a = s.action,
+        "params"_a = s.params,
+        "approved"_a = s.approved,
+        "reasons"_a = reasons,
+        "repair"_a = s.repair,
+        "cost"_a = m.format_amount(s.cost),
+        "spent"_a = m.format_amount(s.spent),
+        "progress"_a = s.progress));
+  }
+  return py::dict("termination"_a = std::string(ag::to_string(r.termination)),
+                  "goal_reached"_a = r.goal_reached,
+                  "message"_a = r.message,
+                  "steps"_a = r.steps,
+                  "executed"_a = r.executed,
+                  "rejected"_a = r.rejected,
+                  "llm_calls"_a = r.llm_calls,
+                  "dominant_choices"_a = r.dominant_choices,
+                  "fallbacks"_a = r.fallbacks,
+                  "failures"_a = failures,
+                  "rejections_by_reason"_a = r.rejections_by_reason,
+                  "spent"_a = m.format_amount(r.spent),
+                  "total"_a = m.format_amount(r.total),
+                  "progress"_a = r.progress,
+                  "log"_a = log);
+}
+
+}  // namespace clampai::python

@@ -1,0 +1,17 @@
+// The agent loop for Python (agent.cpp).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "clampai/kernel/safety_kernel.hpp"
+
+namespace clampai::python {
+
+namespace py = pybind11;
+
+/// Runs clampai::agent::Orchestrator on `kernel` with `llm` (an object with the seed's
+/// `complete(prompt, ...)`, or None for the mock) and `options` (max_steps, stuck_patience,
+/// max_consecutive_failures), with the GIL released. Returns the result as a dict.
+py::dict run_orchestrator(kernel::SafetyKernel& kernel, py::object llm, const py::dict& options);
+
+}  // namespace clampai::python

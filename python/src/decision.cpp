@@ -1,0 +1,173 @@
+#include "decision.hpp"
+
+#include <pybind11/stl.h>
+
+#include <new>
+#include <string>
+#include <vector>
+
+#include "values.hpp"
+
+namespace clampai::python {
+namespace {
+
+namespace ck = clampai::kernel;
+using namespace pybind11::literals;
+
+struct DecisionObject {
+  PyObject_HEAD PyDecision value;
+};
+
+PyTypeObject* decision_type = nullptr;  // owned by the module (a heap type)
+
+const PyDecision& get(PyObject* self) { return reinterpret_cast<DecisionObject*>(self)->value; }
+
+// Runs `f` (returning a py::object) for a CPython slot: C++ and pybind11 errors become the
+// pending Python error and nullptr.
+template <typename F>
+PyObject* guarded(F&& f) {
+  try {
+    return f().release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+py::dict changes_dict(const ck::TaskModel& m, const ck::Decision& d) {
+  py::dict out;
+  for (const auto& [var, value] : d.changes)
+    out[py::str(m.variables[var].name)] = from_value(value);
+  return out;
+}
+
+std::string action_name(const ck::TaskModel& m, const ck::Decision& d) {
+  if (d.action < m.actions.size() && !d.has(ck::ReasonCode::unknown_action))
+    return m.actions[d.action].id;
+  return "";
+}
+
+void dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<DecisionObject*>(self)->value.~PyDecision();
+  type->tp_free(self);
+  Py_DECREF(type);  // heap types are referenced by their instances
+}
+
+PyObject* get_approved(PyObject* self, void*) {
+  return PyBool_FromLong(get(self).decision.approved);
+}
+PyObject* get_emergency(PyObject* self, void*) {
+  return PyBool_FromLong(get(self).decision.emergency);
+}
+PyObject* get_reasons(PyObject* self, void*) {
+  return guarded([&] { return py::cast(get(self).decision.reasons); });
+}
+PyObject* get_warnings(PyObject* self, void*) {
+  return guarded([&] { return py::cast(get(self).decision.warnings); });
+}
+PyObject* get_reason_codes(PyObject* self, void*) {
+  return guarded([&] {
+    py::list out;
+    for (const auto& r : get(self).decision.reasons)
+      out.append(py::str(std::string(ck::to_string(r.code))));
+    return py::object(std::move(out));
+  });
+}
+PyObject* get_action(PyObject* self, void*) {
+  return guarded(
+      [&] { return py::object(py::str(action_name(*get(self).model, get(self).decision))); });
+}
+PyObject* get_cost(PyObject* self, void*) {
+  return guarded(
+      [&] { return make_decimal(get(self).model->format_amount(get(self).decision.cost)); });
+}
+PyObject* get_changes(PyObject* self, void*) {
+  return guarded([&] { return py::object(changes_dict(*get(self).model, get(self).decision)); });
+}
+
+PyObject* to_dict(PyObject* self, PyObject*) {
+  return guarded([&] { return py::object(decision_dict(get(self))); });
+}
+
+PyObject* repr(PyObject* self) {
+  return guarded([&] {
+    const PyDecision& d = get(self);
+    std::string out = "Decision(" + std::string(d.decision.approved ? "approved" : "rejected");
+    out += ", action=" + py::repr(py::str(action_name(*d.model, d.decision))).cast<std::string>();
+    for (const auto& r : d.decision.reasons) out += ", " + std::string(ck::to_string(r.code));
+    return py::object(py::str(out + ")"));
+  });
+}
+
+int as_bool(PyObject* self) { return get(self).decision.approved ? 1 : 0; }
+
+// Docstrings in pybind11's form, which tests/test_stubs.py reads.
+PyGetSetDef getset[] = {
+    {"approved", get_approved, nullptr, "True iff the action may execute", nullptr},
+    {"reasons", get_reasons, nullptr, "Every failing check, in check order", nullptr},
+    {"warnings", get_warnings, nullptr, "Monitoring invariants that would be violated", nullptr},
+    {"reason_codes", get_reason_codes, nullptr, "The reasons' codes", nullptr},
+    {"action", get_action, nullptr, "The action's id ('' for an unknown action)", nullptr},
+    {"cost", get_cost, nullptr, "The evaluated cost (a Decimal at the budget's scale)", nullptr},
+    {"emergency", get_emergency, nullptr, "True for an emergency action (T8)", nullptr},
+    {"changes", get_changes, nullptr, "The post-action values of the variables written", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyMethodDef methods[] = {
+    {"to_dict", to_dict, METH_NOARGS, "to_dict(self: clampai._clampai.Decision) -> dict"},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+py::dict reason_dict(const ck::Reason& r) {
+  return py::dict("code"_a = std::string(ck::to_string(r.code)),
+                  "subject"_a = r.subject,
+                  "message"_a = r.message);
+}
+
+py::dict decision_dict(const PyDecision& pd) {
+  py::list reasons, warnings;
+  for (const auto& r : pd.decision.reasons) reasons.append(reason_dict(r));
+  for (const auto& r : pd.decision.warnings) warnings.append(reason_dict(r));
+  return py::dict("approved"_a = pd.decision.approved,
+                  "action"_a = action_name(*pd.model, pd.decision),
+                  "cost"_a = make_decimal(pd.model->format_amount(pd.decision.cost)),
+                  "emergency"_a = pd.decision.emergency,
+                  "reasons"_a = reasons,
+                  "warnings"_a = warnings,
+                  "changes"_a = changes_dict(*pd.model, pd.decision));
+}
+
+void add_decision_type(py::module_& m) {
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
+      {Py_tp_repr, reinterpret_cast<void*>(repr)},
+      {Py_tp_getset, getset},
+      {Py_tp_methods, methods},
+      {Py_nb_bool, reinterpret_cast<void*>(as_bool)},
+      {Py_tp_doc,
+       const_cast<char*>("The kernel's verdict on a proposed action: approved, or rejected with "
+                         "every reason. Made by SafetyKernel.evaluate; a rejection is a value.")},
+      {0, nullptr}};
+  static PyType_Spec spec = {"clampai._clampai.Decision",
+                             static_cast<int>(sizeof(DecisionObject)),
+                             0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                             slots};
+  PyObject* type = PyType_FromSpec(&spec);
+  if (type == nullptr) throw py::error_already_set();
+  decision_type = reinterpret_cast<PyTypeObject*>(type);
+  m.add_object("Decision", py::reinterpret_steal<py::object>(type));
+}
+
+py::object wrap_decision(PyDecision d) {
+  PyObject* obj = decision_type->tp_alloc(decision_type, 0);
+  if (obj == nullptr) throw py::error_already_set();
+  new (&reinterpret_cast<DecisionObject*>(obj)->value) PyDecision(std::move(d));
+  return py::reinterpret_steal<py::object>(obj);
+}
+
+}  // namespace clampai::python

@@ -1,0 +1,848 @@
+// The `clampai._clampai` extension: the kernel, the verifier, the lookahead, repair and
+// composition for Python. The pure-Python package `clampai` (python/clampai) builds on it.
+//
+// The GIL: every call into the library that can take long (Z3, searches, compositions) runs
+// with the GIL released. A kernel whose model has a Python predicate releases it around every
+// decision too: the kernel calls the predicate under its own lock, and the predicate takes the
+// GIL, so a thread must never wait for the kernel's lock while holding the GIL. A kernel
+// without Python predicates never touches Python and keeps the GIL (cheaper for short calls).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "agent.hpp"
+#include "clampai/composition/compose.hpp"
+#include "clampai/driver/driver.hpp"
+#include "clampai/driver/lookahead.hpp"
+#include "clampai/kernel/digest.hpp"
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/model.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/spec_loader.hpp"
+#include "clampai/kernel/suggest.hpp"
+#include "clampai/kernel/trace.hpp"
+#include "clampai/report/compose.hpp"
+#include "clampai/report/lookahead.hpp"
+#include "clampai/report/repair.hpp"
+#include "clampai/report/verify.hpp"
+#include "clampai/verifier/lookahead.hpp"
+#include "clampai/verifier/repair.hpp"
+#include "clampai/verifier/verify.hpp"
+#include "decision.hpp"
+#include "values.hpp"
+
+namespace clampai::python {
+namespace {
+
+namespace ck = clampai::kernel;
+namespace cv = clampai::verifier;
+namespace cd = clampai::driver;
+using namespace pybind11::literals;
+
+// ---------------------------------------------------------------------------------------------
+// Python predicates as native invariants.
+
+// A Python callable the kernel calls as a native predicate. It takes the GIL for the call; an
+// exception becomes a C++ exception whose text is the Python one (`ValueError: bad`), which the
+// kernel reports as `invariant_error`. The callable is released with the GIL held.
+class PythonPredicate {
+ public:
+  explicit PythonPredicate(py::object fn)
+      : fn_(new py::object(std::move(fn)), [](py::object* p) {
+          if (Py_IsInitialized() == 0) return;  // at exit: leak rather than crash
+          py::gil_scoped_acquire gil;
+          delete p;
+        }) {}
+
+  bool operator()(const ck::State& state) const {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object result = (*fn_)(py::cast(state));
+      const int truth = PyObject_IsTrue(result.ptr());
+      if (truth < 0) throw py::error_already_set();
+      return truth == 1;
+    } catch (py::error_already_set& e) {
+      std::string text = py::str(e.type().attr("__name__")).cast<std::string>();
+      const std::string detail = py::str(e.value()).cast<std::string>();
+      if (!detail.empty()) text += ": " + detail;
+      throw std::runtime_error(text);
+    }
+  }
+
+ private:
+  std::shared_ptr<py::object> fn_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Bound types.
+
+struct Model {
+  std::shared_ptr<const ck::TaskModel> model;
+  bool python_predicates = false;  // some invariant calls Python
+};
+
+struct PyReceipt {
+  ck::Receipt receipt;
+  std::shared_ptr<const ck::TaskModel> model;
+};
+
+struct PyOutcome {
+  PyDecision decision;
+  std::optional<PyReceipt> receipt;
+  ck::State state;
+};
+
+bool has_predicates(const ck::TaskModel& m) {
+  if (m.goal_predicate) return true;
+  for (const ck::Invariant& inv : m.invariants)
+    if (!inv.expr) return true;
+  return false;
+}
+
+Model make_model(std::shared_ptr<const ck::TaskModel> m) {
+  Model out;
+  out.python_predicates = has_predicates(*m);
+  out.model = std::move(m);
+  return out;
+}
+
+// Runs `f` with the GIL released iff `release`.
+template <typename F>
+auto maybe_released(bool release, F&& f) {
+  if (release) {
+    py::gil_scoped_release nogil;
+    return f();
+  }
+  return f();
+}
+
+// The id of an action given as a str or as an object with an `id` (an ActionSpec), without a
+// copy: valid while `action` lives.
+class ActionId {
+ public:
+  explicit ActionId(py::handle action) {
+    if (!PyUnicode_Check(action.ptr())) {
+      if (!py::hasattr(action, "id"))
+        throw py::type_error("an action is an id (str) or an object with an `id` (ActionSpec)");
+      holder_ = action.attr("id");
+      if (!PyUnicode_Check(holder_.ptr())) throw py::type_error("an action's `id` must be a str");
+      action = holder_;
+    }
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(action.ptr(), &size);
+    if (text == nullptr) throw py::error_already_set();
+    view_ = std::string_view(text, static_cast<std::size_t>(size));
+  }
+  [[nodiscard]] std::string_view view() const { return view_; }
+  [[nodiscard]] std::string str() const { return std::string(view_); }
+
+ private:
+  py::object holder_;
+  std::string_view view_;
+};
+
+ck::ParamMap to_params(py::handle params) {
+  ck::ParamMap out;
+  if (params.is_none()) return out;
+  if (!PyDict_Check(params.ptr())) throw py::type_error("params must be a dict of name to number");
+  for (auto item : py::reinterpret_borrow<py::dict>(params)) {
+    const std::string name = py::str(item.first).cast<std::string>();
+    out.emplace_back(name, to_value(item.second, "params." + name));
+  }
+  return out;
+}
+
+// A state of the model's schema equal (by variable name) to `state`.
+ck::State in_schema(const ck::TaskModel& m, const ck::State& state) {
+  if (state.schema_ptr() == m.initial_state().schema_ptr()) return state;
+  std::vector<ck::Value> values;
+  const ck::Schema& schema = *m.schema;
+  for (std::size_t i = 0; i < schema.size(); ++i) {
+    const auto id = state.schema().find(schema.name(static_cast<ck::VarId>(i)));
+    if (!id) throw py::value_error("the state has no variable `" + schema.name(i) + "`");
+    values.push_back(
+        ck::fit_value(state.get(*id), m.variable_types[i], schema.name(static_cast<ck::VarId>(i))));
+  }
+  for (const std::string& name : state.schema().names())
+    if (!schema.find(name)) throw py::value_error("the task has no variable `" + name + "`");
+  return ck::State(m.schema, std::move(values));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel.
+
+class PyKernel {
+ public:
+  PyKernel(const Model& model, bool record_rejections, const std::string& trace_file)
+      : model_(model) {
+    ck::KernelOptions options;
+    options.record_rejections = record_rejections;
+    if (!trace_file.empty())
+      options.writer = std::make_shared<ck::TraceWriter>(
+          trace_file, ck::FlushPolicy::buffered, ck::TraceOpen::create);
+    kernel_ = maybe_released(model_.python_predicates, [&] {
+      return std::make_unique<ck::SafetyKernel>(model_.model, std::move(options));
+    });
+  }
+
+  PyDecision evaluate(py::handle action_obj, py::handle params) const {
+    const ActionId action(action_obj);
+    const ck::ParamMap p = to_params(params);
+    return {maybe_released(model_.python_predicates,
+                           [&] { return kernel_->evaluate(action.view(), p); }),
+            model_.model};
+  }
+
+  PyDecision evaluate_in(const ck::State& state,
+                         const std::string& action,
+                         py::handle params) const {
+    const ck::ParamMap p = to_params(params);
+    const ck::State s = in_schema(*model_.model, state);
+    return {maybe_released(model_.python_predicates,
+                           [&] {
+                             auto resolved = kernel_->resolve(action, p);
+                             if (auto* r = std::get_if<ck::Reason>(&resolved)) {
+                               ck::Decision d;
+                               d.reasons.push_back(*r);
+                               return d;
+                             }
+                             return kernel_->evaluate_in(s, std::get<ck::Proposal>(resolved));
+                           }),
+            model_.model};
+  }
+
+  PyOutcome execute(py::handle action_obj, py::handle params) {
+    const ActionId action(action_obj);
+    const ck::ParamMap p = to_params(params);
+    return wrap(maybe_released(model_.python_predicates,
+                               [&] { return kernel_->execute(action.view(), p); }));
+  }
+
+  PyOutcome rollback(const PyReceipt& receipt) {
+    return wrap(maybe_released(model_.python_predicates,
+                               [&] { return kernel_->rollback(receipt.receipt); }));
+  }
+
+  // Runs `f`, which takes the kernel's lock, with the GIL released if the model calls Python:
+  // a thread in the kernel may be waiting for the GIL in a predicate while holding the lock.
+  template <typename F>
+  auto locked(F&& f) const {
+    return maybe_released(model_.python_predicates, std::forward<F>(f));
+  }
+
+  ck::SafetyKernel& kernel() { return *kernel_; }
+  const ck::SafetyKernel& kernel() const { return *kernel_; }
+  const Model& model() const { return model_; }
+
+ private:
+  PyOutcome wrap(ck::Outcome o) const {
+    PyOutcome out{{std::move(o.decision), model_.model}, std::nullopt, std::move(o.state)};
+    if (o.receipt) out.receipt = PyReceipt{*o.receipt, model_.model};
+    return out;
+  }
+
+  Model model_;
+  std::unique_ptr<ck::SafetyKernel> kernel_;
+};
+
+// Translates the library's errors raised by `f` into Python exceptions naming `file`.
+template <typename F>
+auto translating(const std::string& file, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    rethrow_as_python(e, file);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building models.
+
+Model load_spec_file(const std::string& path) {
+  return translating(path, [&] {
+    std::shared_ptr<const ck::TaskModel> m;
+    {
+      py::gil_scoped_release nogil;
+      m = ck::load_spec_file(path);
+    }
+    return make_model(std::move(m));
+  });
+}
+
+ck::Enforcement parse_enforcement(const std::string& text, const std::string& where) {
+  if (text == "blocking") return ck::Enforcement::blocking;
+  if (text == "monitoring") return ck::Enforcement::monitoring;
+  throw SpecError(where + ".enforcement", "must be `blocking` or `monitoring`, not `" + text + "`");
+}
+
+// A spec (JSON text, as in a file) plus native invariants: (index among all invariants, name,
+// callable, enforcement, description, suggestion), and a callable goal (or None).
+Model build_model(const std::string& spec_json, const py::list& natives, py::handle goal) {
+  return translating("", [&] {
+    ck::TaskDecl decl = ck::parse_spec(spec_json);
+    if (!goal.is_none()) {
+      if (!decl.goal.empty())
+        throw py::value_error("a task has one goal: an expression or a callable");
+      decl.goal_predicate = PythonPredicate(py::reinterpret_borrow<py::object>(goal));
+    }
+    for (py::handle item : natives) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+      const auto index = t[0].cast<std::size_t>();
+      ck::InvariantDecl inv;
+      inv.name = t[1].cast<std::string>();
+      inv.predicate = PythonPredicate(py::reinterpret_borrow<py::object>(t[2]));
+      inv.enforcement =
+          parse_enforcement(t[3].cast<std::string>(), "invariants[" + std::to_string(index) + "]");
+      inv.description = t[4].cast<std::string>();
+      inv.suggestion = t[5].cast<std::string>();
+      const std::size_t at = std::min(index, decl.invariants.size());
+      decl.invariants.insert(decl.invariants.begin() + static_cast<std::ptrdiff_t>(at),
+                             std::move(inv));
+    }
+    return make_model(ck::build_model(decl));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification and search: JSON reports (the CLI's schemas), which the package wraps.
+
+std::string verify_json(const Model& model,
+                        const std::string& spec_name,
+                        unsigned timeout_ms,
+                        unsigned jobs,
+                        unsigned depth) {
+  return translating(spec_name, [&] {
+    py::gil_scoped_release nogil;
+    cv::VerifyOptions options;
+    options.timeout_ms = timeout_ms;
+    options.jobs = jobs;
+    options.depth = depth;
+    const cv::Report report = cv::verify(model.model, options);
+    report::VerifyReport out;
+    out.spec = spec_name;
+    out.model = model.model.get();
+    out.report = &report;
+    out.seconds = report.seconds;
+    std::ostringstream text;
+    report::write_verify(text, report::Format::json, out);
+    return text.str();
+  });
+}
+
+ck::Proposal resolve(const std::shared_ptr<const ck::TaskModel>& m,
+                     const std::string& action,
+                     const ck::ParamMap& params) {
+  // A throwaway kernel only resolves names; its state does not matter.
+  ck::KernelOptions options;
+  options.check_initial_state = false;
+  const ck::SafetyKernel resolver(m, options);
+  auto r = resolver.resolve(action, params);
+  if (auto* reason = std::get_if<ck::Reason>(&r)) {
+    std::string message = reason->message;
+    if (reason->code == ck::ReasonCode::unknown_action) {
+      std::vector<std::string> ids;
+      for (const auto& a : m->actions) ids.push_back(a.id);
+      message += ck::did_you_mean(action, ids);
+    }
+    throw InvalidArgument(message);
+  }
+  return std::get<ck::Proposal>(r);
+}
+
+ck::Situation situation_of(const PyKernel* kernel, const Model& model, py::handle state) {
+  ck::Situation s = kernel != nullptr ? kernel->locked([&] { return kernel->kernel().situation(); })
+                                      : ck::Situation::initial(*model.model);
+  if (!state.is_none()) s.state = in_schema(*model.model, state.cast<const ck::State&>());
+  return s;
+}
+
+std::string lookahead_json(const Model& model,
+                           const PyKernel* kernel,
+                           const std::string& action,
+                           py::handle params,
+                           py::handle state,
+                           unsigned depth,
+                           const std::string& engine,
+                           unsigned timeout_ms) {
+  if (engine != "explicit" && engine != "symbolic")
+    throw py::value_error("engine must be `explicit` or `symbolic`, not `" + engine + "`");
+  const ck::ParamMap p = to_params(params);
+  const ck::Situation situation = situation_of(kernel, model, state);
+  return translating("", [&] {
+    py::gil_scoped_release nogil;
+    const ck::Proposal proposal = resolve(model.model, action, p);
+    cd::LookaheadOptions options;
+    options.depth = depth;
+    options.timeout_ms = timeout_ms;
+    const cd::LookaheadResult result =
+        engine == "symbolic"
+            ? cv::symbolic_lookahead(*model.model, situation, proposal, options, timeout_ms)
+            : cd::lookahead(*model.model, situation, proposal, options);
+    std::ostringstream text;
+    report::write_lookahead(text,
+                            report::Format::json,
+                            {model.model->name, action, depth, engine, model.model.get(), &result});
+    return text.str();
+  });
+}
+
+std::string repair_json(const Model& model,
+                        const PyKernel* kernel,
+                        const std::string& action,
+                        py::handle params,
+                        py::handle state,
+                        const std::string& norm,
+                        py::handle weights,
+                        unsigned timeout_ms) {
+  const ck::ParamMap p = to_params(params);
+  const ck::Situation situation = situation_of(kernel, model, state);
+  cv::RepairOptions options;
+  options.timeout_ms = timeout_ms;
+  if (norm == "l1") {
+    options.norm = cv::RepairNorm::l1;
+  } else if (norm == "l2") {
+    options.norm = cv::RepairNorm::l2;
+  } else if (!norm.empty()) {
+    throw py::value_error("norm must be `l1` or `l2`, not `" + norm + "`");
+  }
+  for (const auto& [name, w] : to_params(weights)) {
+    if (w.kind() != ck::Value::Kind::number || w.as_number().units <= 0)
+      throw py::value_error("weights." + name + ": a weight must be a positive number");
+    options.weights[name] = w.as_number();
+  }
+  return translating("", [&] {
+    py::gil_scoped_release nogil;
+    const ck::Proposal proposal = resolve(model.model, action, p);
+    const cv::RepairResult r = cv::repair(*model.model, situation, proposal, options);
+    std::ostringstream text;
+    report::write_repair(
+        text, report::Format::json, {model.model->name, model.model.get(), &proposal, &r});
+    return text.str();
+  });
+}
+
+std::string compose_json(const std::string& manifest,
+                         const std::string& cache_dir,
+                         unsigned jobs,
+                         unsigned timeout_ms) {
+  // Manifest errors name their files themselves (as `clampai compose` prints them).
+  return translating("", [&] {
+    py::gil_scoped_release nogil;
+    const composition::Manifest m = composition::load_manifest(manifest);
+    composition::ComposeOptions options;
+    options.cache_dir = cache_dir;
+    options.jobs = jobs;
+    options.timeout_ms = timeout_ms;
+    const composition::ComposeReport r = composition::compose(m, options);
+    report::ComposeReport out;
+    out.manifest = manifest;
+    out.report = &r;
+    out.seconds = r.seconds;
+    std::ostringstream text;
+    report::write_compose(text, report::Format::json, out);
+    return text.str();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+py::dict state_dict(const ck::State& s) {
+  py::dict out;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    out[py::str(s.schema().name(static_cast<ck::VarId>(i)))] =
+        from_value(s.get(static_cast<ck::VarId>(i)));
+  return out;
+}
+
+std::string state_repr(const ck::State& s) {
+  return "State(" + py::repr(state_dict(s)).cast<std::string>() + ")";
+}
+
+ck::State with_updates(const ck::State& s, py::handle updates) {
+  py::dict merged = state_dict(s);
+  for (auto item : py::reinterpret_borrow<py::dict>(updates)) merged[item.first] = item.second;
+  ck::State fresh = state_from_mapping(merged);
+  // Same variables: keep the schema (so the kernel sees its own states).
+  if (fresh.schema().names() == s.schema().names()) {
+    std::vector<std::pair<ck::VarId, ck::Value>> changes;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      changes.emplace_back(static_cast<ck::VarId>(i), fresh.get(static_cast<ck::VarId>(i)));
+    return s.with(changes);
+  }
+  return fresh;
+}
+
+}  // namespace
+
+void bind_all(py::module_& m) {
+  m.doc() =
+      "ClampAI's safety kernel, verifier and search, from C++ (the `clampai` package "
+      "wraps this module)";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      set_python_error(e, "");
+    } catch (const cv::InternalError& e) {
+      PyErr_SetString(error_class("InternalError").ptr(), e.what());
+    }
+  });
+
+  py::class_<ck::State>(m, "State")
+      .def(py::init([](py::handle mapping) { return state_from_mapping(mapping); }), "variables"_a)
+      .def(
+          "get",
+          [](const ck::State& s, const std::string& key, py::object fallback) -> py::object {
+            const auto id = s.schema().find(key);
+            if (!id) return fallback;
+            return from_value(s.get(*id));
+          },
+          "key"_a,
+          "default"_a = py::none())
+      .def(
+          "__getitem__",
+          [](const ck::State& s, const std::string& key) {
+            const auto id = s.schema().find(key);
+            if (!id) throw py::key_error(key);
+            return from_value(s.get(*id));
+          },
+          "key"_a)
+      .def(
+          "has",
+          [](const ck::State& s, const std::string& key) {
+            return s.schema().find(key).has_value();
+          },
+          "key"_a)
+      .def(
+          "__contains__",
+          [](const ck::State& s, py::handle key) {
+            return PyUnicode_Check(key.ptr()) &&
+                   s.schema().find(key.cast<std::string>()).has_value();
+          },
+          "key"_a)
+      .def("keys", [](const ck::State& s) { return s.schema().names(); })
+      .def("__len__", &ck::State::size)
+      .def("__iter__", [](const ck::State& s) { return py::iter(py::cast(s.schema().names())); })
+      .def("to_dict", &state_dict)
+      .def("with_updates", &with_updates, "updates"_a)
+      .def(
+          "diff",
+          [](const ck::State& a, const ck::State& b) {
+            py::dict out;
+            py::dict da = state_dict(a), db = state_dict(b);
+            for (auto item : da) {
+              py::object other = db.contains(item.first) ? py::object(db[item.first]) : py::none();
+              if (!db.contains(item.first) || !item.second.equal(other))
+                out[item.first] = py::make_tuple(item.second, other);
+            }
+            for (auto item : db)
+              if (!da.contains(item.first))
+                out[item.first] = py::make_tuple(py::none(), item.second);
+            return out;
+          },
+          "other"_a)
+      .def_property_readonly("digest", [](const ck::State& s) { return ck::state_digest(s); })
+      .def_property_readonly("fingerprint",
+                             [](const ck::State& s) { return ck::state_digest(s).substr(0, 16); })
+      .def(
+          "__eq__",
+          [](const ck::State& a, py::handle b) {
+            if (py::isinstance<ck::State>(b)) {
+              const ck::State& other = b.cast<const ck::State&>();
+              if (a.schema().names() != other.schema().names()) return false;
+              for (std::size_t i = 0; i < a.size(); ++i)
+                if (!(a.get(static_cast<ck::VarId>(i)) == other.get(static_cast<ck::VarId>(i))))
+                  return false;
+              return true;
+            }
+            return false;
+          },
+          "other"_a)
+      .def("__hash__",
+           [](const ck::State& s) { return py::hash(py::str(ck::state_digest(s).substr(0, 16))); })
+      .def("__repr__", &state_repr);
+
+  py::class_<Model>(m, "TaskModel")
+      .def_property_readonly("name", [](const Model& x) { return x.model->name; })
+      .def_property_readonly("digest", [](const Model& x) { return x.model->digest; })
+      .def_property_readonly("variables", [](const Model& x) { return x.model->schema->names(); })
+      .def_property_readonly("actions",
+                             [](const Model& x) {
+                               std::vector<std::string> ids;
+                               for (const auto& a : x.model->actions) ids.push_back(a.id);
+                               return ids;
+                             })
+      .def_property_readonly("invariants",
+                             [](const Model& x) {
+                               std::vector<std::string> names;
+                               for (const auto& i : x.model->invariants) names.push_back(i.name);
+                               return names;
+                             })
+      .def_property_readonly("opaque_invariants",
+                             [](const Model& x) {
+                               std::vector<std::string> names;
+                               for (const auto& i : x.model->invariants)
+                                 if (!i.expr) names.push_back(i.name);
+                               return names;
+                             })
+      .def_property_readonly(
+          "has_goal", [](const Model& x) { return x.model->goal || x.model->goal_predicate; })
+      .def_property_readonly("step_limit",
+                             [](const Model& x) { return x.model->budget.step_limit; })
+      .def_property_readonly("budget",
+                             [](const Model& x) {
+                               return make_decimal(x.model->format_amount(x.model->budget.total));
+                             })
+      .def_property_readonly(
+          "min_action_cost",
+          [](const Model& x) {
+            return make_decimal(x.model->format_amount(x.model->budget.min_action_cost));
+          })
+      .def_property_readonly("initial_state",
+                             [](const Model& x) { return x.model->initial_state(); })
+      .def(
+          "goal_holds",
+          [](const Model& x, const ck::State& s) {
+            const ck::State st = in_schema(*x.model, s);
+            return maybe_released(x.python_predicates, [&] { return x.model->goal_holds(st); });
+          },
+          "state"_a)
+      .def("__repr__", [](const Model& x) {
+        return "TaskModel(name=" + py::repr(py::str(x.model->name)).cast<std::string>() + ", " +
+               std::to_string(x.model->variables.size()) + " variables, " +
+               std::to_string(x.model->actions.size()) + " actions, " +
+               std::to_string(x.model->invariants.size()) + " invariants)";
+      });
+
+  py::class_<ck::Reason>(m, "Reason")
+      .def_property_readonly("code",
+                             [](const ck::Reason& r) { return std::string(ck::to_string(r.code)); })
+      .def_readonly("subject", &ck::Reason::subject)
+      .def_readonly("message", &ck::Reason::message)
+      .def("to_dict", &reason_dict)
+      .def("__repr__", [](const ck::Reason& r) {
+        return "Reason(" + std::string(ck::to_string(r.code)) + ", " +
+               py::repr(py::str(r.subject)).cast<std::string>() + ")";
+      });
+
+  add_decision_type(m);
+
+  py::class_<PyReceipt>(m, "Receipt")
+      .def_property_readonly("sequence", [](const PyReceipt& r) { return r.receipt.sequence; })
+      .def_property_readonly(
+          "action", [](const PyReceipt& r) { return r.model->actions[r.receipt.action].id; })
+      .def_property_readonly(
+          "cost",
+          [](const PyReceipt& r) { return make_decimal(r.model->format_amount(r.receipt.cost)); })
+      .def("to_dict",
+           [](const PyReceipt& r) {
+             return py::dict("sequence"_a = r.receipt.sequence,
+                             "action"_a = r.model->actions[r.receipt.action].id,
+                             "cost"_a = make_decimal(r.model->format_amount(r.receipt.cost)));
+           })
+      .def("__repr__", [](const PyReceipt& r) {
+        return "Receipt(sequence=" + std::to_string(r.receipt.sequence) + ", action=" +
+               py::repr(py::str(r.model->actions[r.receipt.action].id)).cast<std::string>() + ")";
+      });
+
+  py::class_<PyOutcome>(m, "Outcome")
+      .def_property_readonly("approved",
+                             [](const PyOutcome& o) { return o.decision.decision.approved; })
+      .def_readonly("decision", &PyOutcome::decision)
+      .def_readonly("receipt", &PyOutcome::receipt)
+      .def_readonly("state", &PyOutcome::state)
+      .def("__bool__", [](const PyOutcome& o) { return o.decision.decision.approved; })
+      .def("to_dict",
+           [](const PyOutcome& o) {
+             return py::dict("approved"_a = o.decision.decision.approved,
+                             "decision"_a = decision_dict(o.decision),
+                             "receipt"_a = o.receipt
+                                               ? py::object(py::cast(*o.receipt).attr("to_dict")())
+                                               : py::object(py::none()),
+                             "state"_a = state_dict(o.state));
+           })
+      .def("__repr__", [](const PyOutcome& o) {
+        return "Outcome(" + std::string(o.decision.decision.approved ? "approved" : "rejected") +
+               ", state=" + state_repr(o.state) + ")";
+      });
+
+  py::class_<PyKernel>(m, "SafetyKernel")
+      .def(py::init<const Model&, bool, const std::string&>(),
+           "model"_a,
+           "record_rejections"_a = false,
+           "trace_file"_a = "")
+      .def("evaluate", &PyKernel::evaluate, "action"_a, "params"_a = py::none())
+      .def(
+          "evaluate_in",
+          [](const PyKernel& k, const ck::State& state, py::handle action, py::handle params) {
+            return k.evaluate_in(state, ActionId(action).str(), params);
+          },
+          "state"_a,
+          "action"_a,
+          "params"_a = py::none())
+      .def("execute", &PyKernel::execute, "action"_a, "params"_a = py::none())
+      .def("rollback", &PyKernel::rollback, "receipt"_a)
+      .def("seal",
+           [](PyKernel& k) {
+             return maybe_released(k.model().python_predicates,
+                                   [&] { return k.kernel().seal().to_json_line(); });
+           })
+      .def_property_readonly("model", &PyKernel::model)
+      .def_property_readonly(
+          "state", [](const PyKernel& k) { return k.locked([&] { return k.kernel().state(); }); })
+      .def_property_readonly(
+          "step_count",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().steps(); }); })
+      .def_property_readonly(
+          "emergency_steps",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().emergency_steps(); }); })
+      .def_property_readonly("max_steps", [](const PyKernel& k) { return k.kernel().step_limit(); })
+      .def_property_readonly(
+          "is_sealed",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().is_sealed(); }); })
+      .def("_budget",
+           [](const PyKernel& k) {
+             const ck::BudgetController b = k.locked([&] { return k.kernel().budget(); });
+             const ck::TaskModel& tm = k.kernel().model();
+             return py::make_tuple(make_decimal(tm.format_amount(b.total())),
+                                   make_decimal(tm.format_amount(b.gross())),
+                                   make_decimal(tm.format_amount(b.net())),
+                                   make_decimal(tm.format_amount(b.remaining())));
+           })
+      .def("goal_reached",
+           [](const PyKernel& k) {
+             return maybe_released(k.model().python_predicates,
+                                   [&] { return k.kernel().goal_reached(); });
+           })
+      .def(
+          "completions",
+          [](const PyKernel& k, const std::string& action) {
+            const auto index = k.kernel().model().find_action(action);
+            if (!index) throw py::value_error("unknown action `" + action + "`");
+            return k.locked([&] { return k.kernel().completions(*index); });
+          },
+          "action"_a)
+      .def("_trace_lines",
+           [](const PyKernel& k) {
+             std::vector<std::string> lines;
+             for (const ck::TraceEntry& e : k.locked([&] { return k.kernel().trace(); }))
+               lines.push_back(e.to_json_line());
+             return lines;
+           })
+      .def_property_readonly(
+          "trace_length",
+          [](const PyKernel& k) { return k.locked([&] { return k.kernel().trace_length(); }); })
+      .def("_verify_trace", [](const PyKernel& k) {
+        const ck::TraceCheck c = k.locked([&] { return k.kernel().verify_trace(); });
+        return py::make_tuple(c.ok, c.message);
+      });
+
+  // For benchmarks/bench_python.py: the C++ call itself, timed in a C++ loop in this process
+  // (this thread's CPU nanoseconds per call), to compare with the same call made through the
+  // bindings.
+  m.def(
+      "_time_cpp",
+      [](PyKernel& k, const std::string& what, const std::string& action, std::size_t iterations) {
+        if (what != "evaluate" && what != "execute")
+          throw py::value_error("what must be `evaluate` or `execute`");
+        const auto cpu_ns = [] {
+          timespec t{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+          return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+        };
+        py::gil_scoped_release nogil;
+        std::size_t approved = 0;
+        const double start = cpu_ns();
+        for (std::size_t i = 0; i < iterations; ++i) {
+          approved += what == "evaluate" ? k.kernel().evaluate(action).approved
+                                         : k.kernel().execute(action).decision.approved;
+        }
+        const double took = cpu_ns() - start;
+        if (approved != iterations) throw py::value_error("a timed call was rejected");
+        return took / static_cast<double>(iterations);
+      },
+      "kernel"_a,
+      "what"_a,
+      "action"_a,
+      "iterations"_a);
+  m.def(
+      "_run_orchestrator",
+      [](PyKernel& k, py::object llm, const py::dict& options) {
+        return run_orchestrator(k.kernel(), std::move(llm), options);
+      },
+      "kernel"_a,
+      "llm"_a,
+      "options"_a);
+  m.def("_load_spec_file", &load_spec_file, "path"_a);
+  m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
+  m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);
+  m.def(
+      "_lookahead",
+      [](const Model& model,
+         const PyKernel* kernel,
+         const std::string& action,
+         py::handle params,
+         py::handle state,
+         unsigned depth,
+         const std::string& engine,
+         unsigned timeout_ms) {
+        return lookahead_json(model, kernel, action, params, state, depth, engine, timeout_ms);
+      },
+      "model"_a,
+      "kernel"_a,
+      "action"_a,
+      "params"_a,
+      "state"_a,
+      "depth"_a,
+      "engine"_a,
+      "timeout_ms"_a);
+  m.def(
+      "_repair",
+      [](const Model& model,
+         const PyKernel* kernel,
+         const std::string& action,
+         py::handle params,
+         py::handle state,
+         const std::string& norm,
+         py::handle weights,
+         unsigned timeout_ms) {
+        return repair_json(model, kernel, action, params, state, norm, weights, timeout_ms);
+      },
+      "model"_a,
+      "kernel"_a,
+      "action"_a,
+      "params"_a,
+      "state"_a,
+      "norm"_a,
+      "weights"_a,
+      "timeout_ms"_a);
+  m.def("_compose", &compose_json, "manifest"_a, "cache_dir"_a, "jobs"_a, "timeout_ms"_a);
+  m.def(
+      "_verify_trace_file",
+      [](const std::string& path) {
+        return translating(path, [&] {
+          ck::TraceCheck c;
+          {
+            py::gil_scoped_release nogil;
+            c = ck::verify_trace_file(path, true);
+          }
+          return py::make_tuple(c.ok, c.entries, c.sealed, c.message);
+        });
+      },
+      "path"_a);
+}
+
+}  // namespace clampai::python
+
+PYBIND11_MODULE(_clampai, m) { clampai::python::bind_all(m); }

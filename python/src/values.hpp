@@ -1,0 +1,42 @@
+// Conversions between Python objects and the kernel's values, and the Python exceptions the
+// library's errors become.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/state.hpp"
+#include "clampai/kernel/value.hpp"
+
+namespace clampai::python {
+
+namespace py = pybind11;
+
+/// A Python value as a kernel value: None (undefined), bool, int (int64), float (its shortest
+/// repr, read exactly), decimal.Decimal, str, list or tuple of those.
+/// @throws py::value_error / py::type_error naming `where`.
+kernel::Value to_value(py::handle h, const std::string& where);
+
+/// A kernel value as a Python object: None, bool, int (numbers of scale 0), decimal.Decimal
+/// (other numbers), str, list.
+py::object from_value(const kernel::Value& v);
+
+/// decimal.Decimal(text).
+py::object make_decimal(const std::string& text);
+
+/// A state from a mapping of names to values (keys sorted, as the reference does).
+kernel::State state_from_mapping(py::handle mapping);
+
+/// The Python exception class `name` of `clampai._errors`.
+py::object error_class(const char* name);
+
+/// Raises (as the pending Python error) the exception for `e`, with `file` (a spec file, or "")
+/// naming the input as the CLI does: `FILE:LINE:COLUMN: json.path: message` per problem.
+void set_python_error(const Error& e, const std::string& file);
+
+/// Throws py::error_already_set carrying the translation of `e`.
+[[noreturn]] void rethrow_as_python(const Error& e, const std::string& file);
+
+}  // namespace clampai::python
