@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Checks the formal models of the budget ledger (T1, T4); see lean/README.md and tla/README.md.
+# Checks the formal models; see coq/README.md, lean/README.md and tla/README.md.
 #   1. Always: no .lean file contains `sorry`, `admit` or `axiom`.
 #   2. `lake build` in lean/, when `lake` is on PATH.
 #   3. TLC, when TLA2TOOLS_JAR names an existing jar: every tla/*.cfg (see below); says plainly
 #      when it skips. tla/BudgetSafety.cfg must pass with the expected number of distinct states.
+#   4. Coq, when coqc and coq_makefile exist: no Admitted, admit, Axiom, Parameter or Hypothesis
+#      in coq/; coq/ builds; every named theorem ends in Qed and is closed under the global
+#      context. Says plainly when it skips.
 # Exits non-zero on the first failed check.
 set -euo pipefail
 

@@ -1164,7 +1164,8 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       // Everything that can fail (allocation) happens before the first mutation (T5).
       State next = state_.with(d.changes);
       BudgetController budget_after = budget_;
-      budget_after.charge(d.cost);  // cannot throw: can_afford held on this head
+      budget_after.charge(d.cost);  // can_afford held on this head; throws InvalidArgument
+      // only if gross spend (which refunds never lower) would pass int64: nothing changed yet
       sequence = k.next_sequence();
       // The entry's canonical line, built once from the decision into the reused buffer, with
       // the counters after the commit; its `prev` and `hash` are written by the hasher.
