@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, then
 #   1. a format check (clang-format 14, the project's .clang-format);
-#   2. a Release build with warnings as errors, and every test (ctest);
+#   2. a Release build with warnings as errors and the Python bindings, and every test (ctest:
+#      the C++ tests, the CLI, the server end to end and with the MCP SDK's client, the pytest
+#      suites and the pip install, the shared ledger's faults on throwaway PostgreSQL clusters,
+#      the C++ kernel against the model extracted from the Coq proofs); every benchmark once;
 #   3. an AddressSanitizer + UndefinedBehaviorSanitizer Debug build, and every test;
-#   4. a ThreadSanitizer build of the concurrency tests (kernel, composition), and those tests;
-#   5. the Lean and TLA+ checks where those tools exist (they say plainly when they skip);
+#   4. a ThreadSanitizer build of the concurrency tests (kernel, ledger, composition), and those;
+#   5. the Coq proofs, and the Lean and TLA+ checks where those tools exist (each says plainly
+#      when it skips);
 #   6. every libFuzzer target for 20 s (clang; scripts/fuzz.sh runs longer on demand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
