@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then check an example task spec, verify it
 # statically with Z3, run it under the safety kernel writing a hash-chained trace, and verify
-# the trace; then check the example composition of six tasks (examples/compose/pipeline.json).
+# the trace; then check the example composition of six tasks (examples/compose/pipeline.json),
+# and let the mock LLM drive examples/agent_release.json through the agent loop (no network).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,4 +20,5 @@ set -x
 "$clampai" verify "$spec" --depth 6; [[ $? -le 1 ]] || exit
 "$clampai" run "$spec" --trace "$trace" --force; [[ $? -le 1 ]] || exit  # the demo rewrites its own trace
 "$clampai" trace verify "$trace" --spec "$spec" || exit
-"$clampai" compose examples/compose/pipeline.json --cache out/certificates
+"$clampai" compose examples/compose/pipeline.json --cache out/certificates || exit
+"$clampai" agent examples/agent_release.json --llm mock
