@@ -19,15 +19,10 @@
 
 namespace clampai::kernel {
 
+using detail::kZeroHash;
+using detail::system_clock_us;
+
 namespace {
-
-const std::string kZeroHash(64, '0');
-
-std::int64_t system_clock_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string os_error(const std::string& what, const std::string& path) {
   return what + " `" + path + "`: " + std::strerror(errno);
@@ -35,20 +30,13 @@ std::string os_error(const std::string& what, const std::string& path) {
 
 // A recorded entry's parameters as a proposal names them (decimals are written as strings).
 ParamMap recorded_params(const TraceEntry& e, std::uint64_t index) {
-  ParamMap params;
-  for (const auto& [name, v] : e.params) {
-    Value value = v;
-    if (v.kind() == Value::Kind::string) {
-      auto d = Decimal::parse(v.as_string());
-      if (!d) {
-        throw InvalidArgument("cannot follow the ledger: entry " + std::to_string(index) +
-                              ": parameter `" + name + "` is not a number");
-      }
-      value = Value::number(*d);
-    }
-    params.emplace_back(name, std::move(value));
+  std::string bad;
+  std::optional<ParamMap> params = detail::recorded_params(e, bad);
+  if (!params) {
+    throw InvalidArgument("cannot follow the ledger: entry " + std::to_string(index) +
+                          ": parameter `" + bad + "` is not a number");
   }
-  return params;
+  return std::move(*params);
 }
 
 std::vector<std::pair<std::string, Value>> named_params(const Action& a,

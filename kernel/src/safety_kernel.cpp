@@ -20,15 +20,11 @@
 
 namespace clampai::kernel {
 
+using detail::kZeroHash;
+using detail::recorded_params;
+using detail::system_clock_us;
+
 namespace {
-
-const std::string kZeroHash(64, '0');
-
-std::int64_t system_clock_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Reason reason(ReasonCode code, std::string subject, std::string message) {
   return Reason{code, std::move(subject), std::move(message)};
@@ -1062,9 +1058,11 @@ TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const De
   entry.warnings = d.warnings;
   return entry;
 }
+}  // namespace
+
 // A recorded entry's parameters as a proposal names them (decimals are written as strings);
 // nullopt names the one that is not a number in `bad`.
-std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad) {
+std::optional<ParamMap> detail::recorded_params(const TraceEntry& e, std::string& bad) {
   ParamMap params;
   for (const auto& [name, v] : e.params) {
     Value value = v;
@@ -1080,7 +1078,6 @@ std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad) {
   }
   return params;
 }
-}  // namespace
 
 SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
   return Snapshot{state_, budget_, steps_, impl_->next_sequence()};

@@ -28,10 +28,10 @@ using detail::append_json_string;
 using detail::append_reasons;
 using detail::append_value;
 using detail::JsonNode;
+using detail::kZeroHash;
 
 constexpr std::string_view kKindNames[] = {
     "genesis", "executed", "rejected", "rolled_back", "sealed"};
-const std::string kZeroHash(64, '0');
 
 void append_named_values(std::string& out,
                          const std::vector<std::pair<std::string, Value>>& values) {

@@ -2,15 +2,32 @@
 // code (internal to the kernel library).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/trace.hpp"
 
 namespace clampai::kernel::detail {
+
+/// The `prev` of a trace's first entry.
+inline const std::string kZeroHash(64, '0');
+
+/// The kernel's default clock: microseconds since the epoch.
+inline std::int64_t system_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A recorded entry's parameters as a proposal names them (decimals are written as strings);
+/// nullopt names the one that is not a number in `bad`.
+std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad);
 
 /// The `,"hash":"` member that sits between `gross` and `kind`: its length with the 64 digits
 /// and the closing quote.
