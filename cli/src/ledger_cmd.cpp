@@ -6,8 +6,10 @@
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/ledger/escrow.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/report.hpp"
+#include "escrow_run.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
@@ -16,6 +18,7 @@ namespace ck = clampai::kernel;
 namespace cl = clampai::ledger;
 
 int run_on_ledger(const LedgerRun& args) {
+  if (cl::is_escrow_url(args.ledger)) return run_on_escrow(args);
   const auto model = ck::load_spec_file(args.spec);
   const auto ledger = cl::open_ledger(args.ledger, model->name);
   ck::SharedKernel shared(model, ledger);

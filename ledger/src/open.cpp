@@ -1,6 +1,7 @@
 // Ledgers by URL.
 #include <string>
 
+#include "clampai/ledger/escrow.hpp"
 #include "clampai/ledger/ledger.hpp"
 
 namespace clampai::ledger {
@@ -36,6 +37,11 @@ std::string redact_url(const std::string& url) {
 std::shared_ptr<kernel::Ledger> open_ledger(const std::string& url,
                                             const std::string& task,
                                             Access access) {
+  if (is_escrow_url(url))
+    throw InvalidArgument("the ledger `" + redact_url(url) +
+                          "` selects escrow mode (escrow=SLICE), which only `clampai run` and "
+                          "clampai::ledger::EscrowKernel support: drop escrow= for the shared "
+                          "mode");
   if (is_postgres_url(url)) {
     PostgresUrl parts = split_postgres_url(url);
     if (parts.task.empty()) parts.task = task;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "clampai/ledger/ledger.hpp"
+#include "escrow_schema.hpp"
 
 namespace clampai::ledger {
 
@@ -43,6 +44,8 @@ CREATE TABLE clampai_ledger_entries (
   CONSTRAINT clampai_no_fork UNIQUE (task, prev)
 );
 )SQL",
+    // 2: escrow mode's pools and leases (escrow.cpp).
+    detail::kEscrowMigration,
 };
 constexpr int kVersion = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
 constexpr long long kMigrationLock = 0x636c616d70616931;  // "clampai1"
