@@ -4,6 +4,8 @@
 #   2. `lake build` in lean/, when `lake` is on PATH.
 #   3. TLC, when TLA2TOOLS_JAR names an existing jar: every tla/*.cfg (see below); says plainly
 #      when it skips. tla/BudgetSafety.cfg must pass with the expected number of distinct states.
+#      (SharedLedger and Escrow, the shared ledger's protocols, each with a *Broken.cfg TLC must
+#      reject, run this way too.)
 #   4. Coq, when coqc and coq_makefile exist: no Admitted, admit, Axiom, Parameter or Hypothesis
 #      in coq/; coq/ builds; every named theorem ends in Qed and is closed under the global
 #      context. Says plainly when it skips.

@@ -30,3 +30,14 @@ expect("no server" 2 "cannot connect to the ledger postgresql:///x\\?host=${WORK
 expect("a password is not shown" 2 "postgresql://u:\\*\\*\\*@"
        ${CLAMPAI} trace verify "postgresql://u:secret@/x?host=${WORK_DIR}/none#t")
 
+
+# Escrow mode: its URL parameters and the specs it refuses are checked before any connection.
+expect("escrow mode refuses a spec whose decisions read the state" 2
+       "cannot run `[a-z_]+` in escrow mode: escrow mode shares only the budget"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?host=${WORK_DIR}/none&escrow=3")
+expect("a bad escrow slice" 2 "escrow=ten is not a slice of budget > 0"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=ten")
+expect("a bad escrow lifetime" 2 "escrow_lease=-1 is not a lifetime in seconds > 0"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=1&escrow_lease=-1")
+expect("a bad escrow batch" 2 "escrow_batch=0 is not a whole number"
+       ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=1&escrow_batch=0")
