@@ -578,9 +578,21 @@ Outcome EscrowKernel::execute(const Proposal& proposal) {
   check_usable();
   bool leased_anew = false;
   while (true) {
+    const bool alone = pending_.empty();
     Outcome o = local_->execute(proposal);
     if (o.receipt) {
-      note_entry();
+      try {
+        note_entry();
+      } catch (const LeaseExpired&) {
+        // The lease expired (this process was idle or slow for longer than its lifetime). If
+        // the only decision lost is this one, never returned to the caller, decide it again on
+        // a new lease; decisions returned before and lost with it cannot be taken back.
+        if (!alone) throw;
+        broken_ = false;
+        lease_ = 0;
+        open_lease(options_.slice);
+        continue;
+      }
       return o;
     }
     const bool only_budget =

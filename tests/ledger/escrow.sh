@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Escrow mode's tests (issue 21, docs/LEDGER.md "Escrow mode"), each run by ctest through
 # scripts/with-postgres.sh:   escrow.sh CLAMPAI ESCROW_AGENT SCENARIO
-# Scenarios: race, cli-race, return-on-exit, kill, kill-in-flush, kill-batched, refusals.
+# Scenarios: race, cli-race, return-on-exit, kill, kill-in-flush, kill-batched, expire-alive,
+# refusals.
 # After each: every lease's chain verifies and replays (`clampai trace verify URL#TASK/lease-ID
 # --spec`), the leases' durable spend is the chains' executed entries, the pool's accounting
 # adds up (reserved = active leases' slices + ended leases' spend, within the total: T1), and
@@ -178,6 +179,21 @@ case "$scenario" in
     [[ "$(field b expired)" == 1 ]] || fail "agent b did not expire the killed agent's lease"
     [[ "$(sql "SELECT string_agg(status || ' ' || spent::int, ',' ORDER BY id) FROM clampai_escrow_leases")" == "expired $durable,closed $((10 - durable))" ]] ||
       fail "the leases are not (expired $durable, closed $((10 - durable)))"
+    check 10
+    ;;
+  expire-alive)
+    # A live agent whose lease expires while it waits (after 2 commits, lease of 1 s): its next
+    # decision finds the lease gone, so it decides again on a new lease (expiring its old one,
+    # which gives back the 8 it did not spend) and ends with the whole budget spent.
+    spec 10
+    agent a 100 "escrow=10&escrow_lease=1" after:2
+    wait_for "$work/a/paused"
+    wait_expired
+    touch "$work/a/go"
+    wait "$pid_a" || fail "agent a failed: $(cat "$work/a.out")"
+    [[ "$(field a committed)" == 10 ]] || fail "agent a committed $(field a committed), not 10"
+    [[ "$(sql "SELECT string_agg(status || ' ' || spent::int, ',' ORDER BY id) FROM clampai_escrow_leases")" == "expired 2,closed 8" ]] ||
+      fail "the leases are not (expired 2, closed 8)"
     check 10
     ;;
   refusals)
