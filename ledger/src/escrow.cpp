@@ -14,6 +14,7 @@
 #include "clampai/kernel/number.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "escrow_schema.hpp"
+#include "session.hpp"
 
 namespace clampai::ledger {
 
@@ -227,53 +228,7 @@ std::optional<std::string> escrow_refusal(const TaskModel& m) {
 
 // ---- the database ----
 
-struct EscrowKernel::Db {
-  std::string conninfo;
-  std::unique_ptr<pqxx::connection> conn;
-
-  pqxx::connection& connection() {
-    if (conn && conn->is_open()) return *conn;
-    conn.reset();
-    try {
-      auto c = std::make_unique<pqxx::connection>(conninfo);
-      pqxx::nontransaction n(*c);
-      n.exec("SET application_name = 'clampai-escrow'");
-      conn = std::move(c);
-    } catch (const pqxx::broken_connection& e) {
-      throw LedgerUnavailable("cannot connect to the ledger " + redact_url(conninfo) + ": " +
-                              e.what());
-    }
-    return *conn;
-  }
-
-  // As PostgresLedger's: connection failures become LedgerUnavailable; other SQL errors Error.
-  template <typename F>
-  auto guarded(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const LedgerUnavailable&) {
-      conn.reset();
-      throw;
-    } catch (const pqxx::broken_connection& e) {
-      conn.reset();
-      throw LedgerUnavailable("lost the connection to the ledger " + redact_url(conninfo) + ": " +
-                              e.what());
-    } catch (const pqxx::in_doubt_error& e) {
-      conn.reset();
-      throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
-                              " did not confirm a commit: " + e.what());
-    } catch (const pqxx::sql_error& e) {
-      const std::string cls = e.sqlstate().substr(0, 2);
-      if (cls == "08" || cls == "57" || cls == "53") {
-        conn.reset();
-        throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
-                                " is unavailable: " + e.what());
-      }
-      throw Error("the ledger " + redact_url(conninfo) + ": " + e.what() + " (SQLSTATE " +
-                  e.sqlstate() + ")");
-    }
-  }
-
+struct EscrowKernel::Db : detail::Session {
   // Runs `f` again after LedgerUnavailable (a dropped connection, a restart), with backoff.
   template <typename F>
   auto retrying(F&& f) -> decltype(f()) {
@@ -335,6 +290,7 @@ EscrowKernel::EscrowKernel(std::shared_ptr<const TaskModel> model,
   if (!options_.clock) options_.clock = now_us;
   if (options_.owner.empty()) options_.owner = default_owner();
   db_->conninfo = conninfo;
+  db_->application_name = "clampai-escrow";
   // The schema (PostgresLedger migrates it, escrow tables included), then the pool.
   { PostgresLedger schema(conninfo, task_); }
   db_->retrying([&] {
@@ -474,6 +430,8 @@ void EscrowKernel::flush() {
   const std::uint64_t new_length = durable_length_ + pending_.size();
   enum class Done : std::uint8_t { committed, expired, retry };
   bool in_doubt = false;
+  unsigned attempts = 0;
+  unsigned delay = 20;
   while (true) {
     Done done = Done::retry;
     try {
@@ -525,10 +483,11 @@ void EscrowKernel::flush() {
         return Done::committed;
       });
     } catch (const LedgerUnavailable&) {
-      // Outcome unknown: reconnect (with backoff) and read the head back.
-      if (in_doubt) throw;
+      // Outcome unknown: reconnect (with backoff) and read the head back before sending again.
+      if (++attempts > 30) throw;
       in_doubt = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      delay = std::min(2000U, delay * 2);
       continue;
     }
     if (done == Done::expired) {
@@ -638,6 +597,7 @@ std::optional<EscrowPool> EscrowKernel::pool(const std::string& conninfo,
                                              bool do_sweep) {
   Db db;
   db.conninfo = conninfo;
+  db.application_name = "clampai-escrow";
   return db.retrying([&]() -> std::optional<EscrowPool> {
     pqxx::work w(db.connection());
     const pqxx::result r =

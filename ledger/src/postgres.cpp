@@ -5,6 +5,7 @@
 
 #include "clampai/ledger/ledger.hpp"
 #include "escrow_schema.hpp"
+#include "session.hpp"
 
 namespace clampai::ledger {
 
@@ -50,64 +51,12 @@ CREATE TABLE clampai_ledger_entries (
 constexpr int kVersion = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
 constexpr long long kMigrationLock = 0x636c616d70616931;  // "clampai1"
 
-// An SQLSTATE that means the server or the connection went away (or is going): the outcome of
-// what was in flight is unknown, and a new connection may succeed.
-bool transient(const std::string& sqlstate) {
-  const std::string cls = sqlstate.substr(0, 2);
-  return cls == "08" || cls == "57" || cls == "53";
-}
-
 }  // namespace
 
-struct PostgresLedger::Impl {
-  std::string conninfo;
+struct PostgresLedger::Impl : detail::Session {
   std::string task;
   Access access;
-  std::unique_ptr<pqxx::connection> conn;
   std::function<void()> hook;
-
-  pqxx::connection& connection() {
-    if (conn && conn->is_open()) return *conn;
-    conn.reset();
-    try {
-      auto c = std::make_unique<pqxx::connection>(conninfo);
-      pqxx::nontransaction n(*c);
-      n.exec("SET application_name = 'clampai-ledger'");
-      conn = std::move(c);
-    } catch (const pqxx::broken_connection& e) {
-      throw LedgerUnavailable("cannot connect to the ledger " + redact_url(conninfo) + ": " +
-                              e.what());
-    }
-    return *conn;
-  }
-
-  // Runs `f`, turning the ways a connection fails into LedgerUnavailable (and dropping the
-  // connection, so that the next call reconnects).
-  template <typename F>
-  auto guarded(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const LedgerUnavailable&) {
-      conn.reset();
-      throw;
-    } catch (const pqxx::broken_connection& e) {
-      conn.reset();
-      throw LedgerUnavailable("lost the connection to the ledger " + redact_url(conninfo) + ": " +
-                              e.what());
-    } catch (const pqxx::in_doubt_error& e) {
-      conn.reset();
-      throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
-                              " did not confirm a commit: " + e.what());
-    } catch (const pqxx::sql_error& e) {
-      if (!transient(e.sqlstate())) {
-        throw Error("the ledger " + redact_url(conninfo) + ": " + e.what() + " (SQLSTATE " +
-                    e.sqlstate() + ")");
-      }
-      conn.reset();
-      throw LedgerUnavailable("the ledger " + redact_url(conninfo) +
-                              " is unavailable: " + e.what());
-    }
-  }
 
   void migrate() {
     guarded([&] {
@@ -154,6 +103,7 @@ PostgresLedger::PostgresLedger(const std::string& conninfo, std::string task, Ac
     : impl_(std::make_unique<Impl>()) {
   if (task.empty()) throw InvalidArgument("a PostgreSQL ledger needs a task name");
   impl_->conninfo = conninfo;
+  impl_->application_name = "clampai-ledger";
   impl_->task = std::move(task);
   impl_->access = access;
   if (access == Access::read_write) {

@@ -1,32 +1,15 @@
 #!/usr/bin/env bash
 # Escrow mode's tests (issue 21, docs/LEDGER.md "Escrow mode"), each run by ctest through
 # scripts/with-postgres.sh:   escrow.sh CLAMPAI ESCROW_AGENT SCENARIO
-# Scenarios: race, cli-race, return-on-exit, kill, kill-in-flush, kill-batched, expire-alive,
-# refusals.
+# Scenarios: race, cli-race, return-on-exit, kill, kill-in-flush, kill-batched, refunds,
+# expire-alive, refusals.
 # After each: every lease's chain verifies and replays (`clampai trace verify URL#TASK/lease-ID
 # --spec`), the leases' durable spend is the chains' executed entries, the pool's accounting
 # adds up (reserved = active leases' slices + ended leases' spend, within the total: T1), and
 # every commit an agent was told of is in its chain. Waits are for files the agents create or
 # for the database's clock to pass a lease's expiry, never for a fixed duration.
-set -euo pipefail
-
-clampai="$1"
-agent="$2"
-scenario="$3"
-: "${DATABASE_URL:?run me through scripts/with-postgres.sh}"
-
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL ($scenario): $*" >&2
-  exit 1
-}
+# shellcheck source=tests/ledger/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # A task whose decisions read no state: only the budget (BUDGET units, one per call) is shared.
 spec() {
@@ -37,20 +20,14 @@ spec() {
 JSON
 }
 
-wait_for() {
-  until [[ -e "$1" ]]; do sleep 0.01; done
-}
-
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
-
 # agent NAME STEPS URL_PARAMS [POINT:K]: an escrow agent in the background.
 agent() {
   local name="$1" steps="$2" params="$3"
   mkdir -p "$work/$name"
   if [[ $# -ge 4 ]]; then
-    "$agent" "$DATABASE_URL&$params" "$work/spec.json" call "$steps" "$4" "$work/$name" >"$work/$name.out" &
+    "$agent" "$DATABASE_URL&$params" "$work/spec.json" "${action:-call}" "$steps" "$4" "$work/$name" >"$work/$name.out" &
   else
-    "$agent" "$DATABASE_URL&$params" "$work/spec.json" call "$steps" >"$work/$name.out" &
+    "$agent" "$DATABASE_URL&$params" "$work/spec.json" "${action:-call}" "$steps" >"$work/$name.out" &
   fi
   pids+=($!)
   eval "pid_$name=$!"
@@ -66,19 +43,21 @@ wait_expired() {
   done
 }
 
-# The invariants. SPENT: the units durably spent in all, expected.
+# The invariants. SPENT: the units durably spent in all (executed minus rolled back), expected.
 check() {
   local spent="$1" chain executed=0 n
   for chain in $(sql "SELECT 'escrow/lease-' || id FROM clampai_escrow_leases WHERE task = 'escrow' ORDER BY id"); do
     "$clampai" trace verify "$DATABASE_URL#$chain" --spec "$work/spec.json" >/dev/null ||
       fail "the chain $chain does not verify"
-    n="$(sql "SELECT count(*) FROM clampai_ledger_entries WHERE task = '$chain' AND kind = 'executed'")"
+    n="$(sql "SELECT count(*) FILTER (WHERE kind = 'executed') - count(*) FILTER (WHERE kind = 'rolled_back')
+              FROM clampai_ledger_entries WHERE task = '$chain'")"
     [[ "$(sql "SELECT spent = $n AND (status <> 'active' OR spent <= slice) FROM clampai_escrow_leases
                WHERE task = 'escrow' AND 'escrow/lease-' || id = '$chain'")" == t ]] ||
-      fail "the lease of $chain does not record its $n durable executions"
+      fail "the lease of $chain does not record its $n durable executions (net of rollbacks)"
     executed=$((executed + n))
   done
-  [[ "$executed" == "$spent" ]] || fail "$executed executed entries in the leases' chains, expected $spent"
+  [[ "$executed" == "$spent" ]] ||
+    fail "$executed executed entries (net of rollbacks) in the leases' chains, expected $spent"
   [[ "$(sql "SELECT p.reserved = (SELECT coalesce(sum(CASE status WHEN 'active' THEN slice ELSE spent END), 0)
                                   FROM clampai_escrow_leases l WHERE l.task = p.task)
                     AND p.reserved <= p.total
@@ -129,16 +108,10 @@ case "$scenario" in
   cli-race)
     # Four `clampai run` processes in escrow mode: their `actions` add up to the budget.
     spec 40
+    total="$(four_runs "$DATABASE_URL&escrow=5")"
     for i in 1 2 3 4; do
-      "$clampai" run "$work/spec.json" --ledger "$DATABASE_URL&escrow=5" --format json -q >"$work/run$i.json" &
-      pids+=($!)
-    done
-    for p in "${pids[@]}"; do wait "$p" || [[ $? -eq 1 ]] || fail "a run failed"; done
-    pids=()
-    total=0
-    for i in 1 2 3 4; do
-      n="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ledger"]["mode"] == "escrow"; print(len(d["actions"]))' "$work/run$i.json")"
-      total=$((total + n))
+      python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["ledger"]["mode"] == "escrow"' "$work/run$i.json" ||
+        fail "run $i did not run in escrow mode"
     done
     [[ "$total" == 40 ]] || fail "the runs' actions add up to $total, not 40"
     check 40
@@ -179,6 +152,24 @@ case "$scenario" in
     [[ "$(field b expired)" == 1 ]] || fail "agent b did not expire the killed agent's lease"
     [[ "$(sql "SELECT string_agg(status || ' ' || spent::int, ',' ORDER BY id) FROM clampai_escrow_leases")" == "expired $durable,closed $((10 - durable))" ]] ||
       fail "the leases are not (expired $durable, closed $((10 - durable)))"
+    check 10
+    ;;
+  refunds)
+    # Two agents with slices of 3 roll back every second action right after committing it:
+    # each refund returns to its lease and, through the lease's end, to the pool once; the 10
+    # units end up spent exactly, net of the rollbacks.
+    spec 10
+    action='call!undo'
+    agent a 1000 escrow=3
+    agent b 1000 escrow=3
+    wait "$pid_a" || fail "agent a failed: $(cat "$work/a.out")"
+    wait "$pid_b" || fail "agent b failed: $(cat "$work/b.out")"
+    [[ $(($(field a committed) + $(field b committed))) == 10 ]] ||
+      fail "the agents' net commits add up to $(($(field a committed) + $(field b committed))), not 10"
+    rolled=$(($(field a rolled_back) + $(field b rolled_back)))
+    [[ "$rolled" -ge 8 ]] || fail "only $rolled rollbacks"  # one per two executions of each agent
+    [[ "$(sql "SELECT count(*) FROM clampai_ledger_entries WHERE task LIKE 'escrow/lease-%' AND kind = 'rolled_back'")" == "$rolled" ]] ||
+      fail "the chains do not hold the $rolled rollbacks"
     check 10
     ;;
   expire-alive)

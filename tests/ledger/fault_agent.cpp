@@ -6,28 +6,15 @@
 // PHASE: decided | committing | transaction (inside the commit's transaction, before COMMIT).
 // At the K-th time it reaches PHASE it creates DIR/paused, waits for DIR/go, and goes on.
 // Prints one line per commit (`committed SEQ`) as it happens and, at the end, a JSON summary.
-#include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include "clampai/kernel.hpp"
 #include "clampai/ledger/ledger.hpp"
+#include "pause_point.hpp"
 
 namespace ck = clampai::kernel;
-
-namespace {
-
-void pause_here(const std::string& dir) {
-  std::ofstream(dir + "/paused") << "paused\n";
-  while (!std::filesystem::exists(dir + "/go"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 5 && argc != 7) {
@@ -39,19 +26,8 @@ int main(int argc, char** argv) {
     const auto model = ck::load_spec_file(argv[2]);
     const std::string action = argv[3];
     const long steps = std::stol(argv[4]);
-    std::string phase;
-    long at = 0;
-    std::string dir;
-    if (argc == 7) {
-      const std::string p = argv[5];
-      phase = p.substr(0, p.find(':'));
-      at = std::stol(p.substr(p.find(':') + 1));
-      dir = argv[6];
-    }
-    long seen = 0;
-    auto reached = [&](const std::string& name) {
-      if (name == phase && ++seen == at) pause_here(dir);
-    };
+    PausePoint pause(argc, argv, 5);
+    auto reached = [&](const std::string& name) { pause.reached(name); };
     auto ledger = clampai::ledger::open_ledger(url, model->name);
     if (auto* pg = dynamic_cast<clampai::ledger::PostgresLedger*>(ledger.get()))
       pg->set_transaction_hook([&] { reached("transaction"); });

@@ -6,25 +6,8 @@
 # budget adds up (the entries' costs, the head row and the last entry agree, within the total),
 # and every commit an agent was told of is in the ledger. Waits are for files the agents create
 # at the fault point, never for a duration.
-set -euo pipefail
-
-clampai="$1"
-agent="$2"
-scenario="$3"
-: "${DATABASE_URL:?run me through scripts/with-postgres.sh}"
-
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL ($scenario): $*" >&2
-  exit 1
-}
+# shellcheck source=tests/ledger/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # A counter with a budget of BUDGET units, one unit per step.
 spec() {
@@ -33,13 +16,6 @@ spec() {
  "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
  "budget": {"total": $1, "min_action_cost": 1}}
 JSON
-}
-
-# Waits (without a time limit of its own: ctest's TIMEOUT bounds the test) for FILE.
-wait_for() {
-  until [[ -e "$1" ]]; do
-    sleep 0.01
-  done
 }
 
 # agent NAME STEPS [PHASE:K]: starts a fault agent in the background; its output goes to
@@ -55,8 +31,6 @@ agent() {
   pids+=($!)
   eval "pid_$name=$!"
 }
-
-sql() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 
 # The invariants after every fault. EXECUTED: the number of executed entries expected.
 check() {
@@ -163,17 +137,7 @@ case "$scenario" in
   cli-race)
     # Four `clampai run --ledger` processes on one budget: their `actions` add up to the trace.
     spec 40
-    for i in 1 2 3 4; do
-      "$clampai" run "$work/spec.json" --ledger "$DATABASE_URL" --format json -q >"$work/run$i.json" &
-      pids+=($!)
-    done
-    for p in "${pids[@]}"; do wait "$p" || [[ $? -eq 1 ]] || fail "a run failed"; done
-    pids=()
-    total=0
-    for i in 1 2 3 4; do
-      n="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["actions"]))' "$work/run$i.json")"
-      total=$((total + n))
-    done
+    total="$(four_runs "$DATABASE_URL")"
     [[ "$total" == 40 ]] || fail "the runs' actions add up to $total, not 40"
     check 40
     ;;
