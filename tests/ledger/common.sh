@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The tests of the shared ledger (tests/ledger/faults.sh, tests/ledger/escrow.sh) source this:
 #   SCRIPT CLAMPAI AGENT SCENARIO
 # sets `clampai`, `agent` and `scenario`; a work folder `$work`, removed at exit with every
@@ -7,6 +8,7 @@
 set -euo pipefail
 
 clampai="$1"
+# shellcheck disable=SC2034  # used by the scripts that source this
 agent="$2"
 scenario="$3"
 : "${DATABASE_URL:?run me through scripts/with-postgres.sh}"
