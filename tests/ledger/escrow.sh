@@ -98,6 +98,8 @@ case "$scenario" in
     for n in a b c d; do
       wait "$(eval echo "\$pid_$n")" || fail "agent $n failed: $(cat "$work/$n.out")"
       [[ "$(field "$n" refused)" == budget_exceeded ]] || fail "agent $n stopped with $(field "$n" refused)"
+      # EscrowKernel::pool: once the budget is exhausted nothing is free (a unit of scale 3: 0).
+      [[ "$(field "$n" pool_free)" == 0 ]] || fail "agent $n saw $(field "$n" pool_free) free in the pool at its end"
       total=$((total + $(field "$n" committed)))
     done
     [[ "$total" == 40 ]] || fail "the agents committed $total, not 40"
@@ -150,6 +152,7 @@ case "$scenario" in
     [[ "$(field b committed)" == $((10 - durable)) ]] ||
       fail "agent b committed $(field b committed), expected the $((10 - durable)) units not durably spent"
     [[ "$(field b expired)" == 1 ]] || fail "agent b did not expire the killed agent's lease"
+    [[ "$(field b pool_active)" == 0 ]] || fail "agent b saw $(field b pool_active) active leases after its close"
     [[ "$(sql "SELECT string_agg(status || ' ' || spent::int, ',' ORDER BY id) FROM clampai_escrow_leases")" == "expired $durable,closed $((10 - durable))" ]] ||
       fail "the leases are not (expired $durable, closed $((10 - durable)))"
     check 10

@@ -61,10 +61,13 @@ int main(int argc, char** argv) {
     }
     kernel.close();
     const cl::EscrowStats s = kernel.stats();
+    const std::string task = url.task.empty() ? model->name : url.task;
+    const auto pool = cl::EscrowKernel::pool(url.conninfo, *model, task);
     std::cout << "{\"committed\": " << committed << ", \"refused\": \"" << refused
               << "\", \"rolled_back\": " << rolled_back << ", \"leases\": " << s.leases
-              << ", \"flushes\": " << s.flushes << ", \"expired\": " << s.expired << "}"
-              << std::endl;
+              << ", \"flushes\": " << s.flushes << ", \"expired\": " << s.expired
+              << ", \"pool_free\": " << (pool->total - pool->reserved)
+              << ", \"pool_active\": " << pool->active << "}" << std::endl;
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "escrow_agent: " << e.what() << "\n";
