@@ -974,7 +974,8 @@ class Evaluation {
       case Symbol::Kind::steps:
         return Rational(pr_.s.steps);
       case Symbol::Kind::done:
-        return Rational(pr_.s.completions.at(s.index));
+        if (s.index >= pr_.s.completions.size()) return std::nullopt;
+        return Rational(pr_.s.completions[s.index]);
       case Symbol::Kind::floor: {
         const auto f = barrier_floor(pr_, pr_.m.invariants[s.index]);
         if (!f) return std::nullopt;
