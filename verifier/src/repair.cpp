@@ -10,6 +10,7 @@
 #include <z3++.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <mutex>
 #include <numeric>
@@ -509,30 +510,38 @@ class Linear {
   }
 };
 
-// Drops the inequalities every point of the parameters' declared box satisfies (the int64 range
-// of an intermediate result, mostly): the polyhedron stays the same, the projection gets
-// smaller. The parameters' own bounds stay.
-void drop_redundant(const Problem& pr, std::vector<Atom>& atoms) {
+// The parameters' declared box, if every parameter has both bounds.
+struct Box {
   std::vector<Rational> lo, hi;
+};
+std::optional<Box> box_of(const Problem& pr) {
+  Box box;
   for (const kernel::Parameter& par : pr.a.parameters) {
-    if (!par.min || !par.max) return;  // an unbounded box: nothing is implied by it
-    lo.push_back(q(*par.min));
-    hi.push_back(q(*par.max));
+    if (!par.min || !par.max) return std::nullopt;
+    box.lo.push_back(q(*par.min));
+    box.hi.push_back(q(*par.max));
   }
-  std::vector<Atom> kept;
-  for (Atom& at : atoms) {
-    bool redundant = at.rel != Rel::eq && at.name.rfind("parameter `", 0) != 0;
-    if (redundant) {
-      Rational top = 0;  // max of a·x over the box
-      for (std::size_t i = 0; i < at.a.size(); ++i) {
-        if (at.a[i].is_zero()) continue;
-        top += at.a[i] * (at.a[i] < 0 ? lo[i] : hi[i]);
-      }
-      redundant = at.rel == Rel::lt ? top < at.b : top <= at.b;
-    }
-    if (!redundant) kept.push_back(std::move(at));
+  return box;
+}
+
+// True iff every point of `box` satisfies the inequality `at` (the int64 range of an
+// intermediate result, mostly). A parameter's own bounds are never implied.
+bool implied(const Box& box, const Atom& at) {
+  if (at.rel == Rel::eq || at.name.rfind("parameter `", 0) == 0) return false;
+  Rational top = 0;  // max of a·x over the box
+  for (std::size_t i = 0; i < at.a.size(); ++i) {
+    if (at.a[i].is_zero()) continue;
+    top += at.a[i] * (at.a[i] < 0 ? box.lo[i] : box.hi[i]);
   }
-  atoms = std::move(kept);
+  return at.rel == Rel::lt ? top < at.b : top <= at.b;
+}
+
+// Drops the inequalities every point of the parameters' declared box satisfies: the polyhedron
+// stays the same, the projection gets smaller. The parameters' own bounds stay.
+void drop_redundant(const Problem& pr, std::vector<Atom>& atoms) {
+  const auto box = box_of(pr);
+  if (!box) return;  // an unbounded box: nothing is implied by it
+  std::erase_if(atoms, [&](const Atom& at) { return implied(*box, at); });
 }
 
 // The constraints as atoms over the parameters (natural units). @throws NotLinear
@@ -627,6 +636,9 @@ struct Formula {
   std::uint32_t term = 0;             // constant: its node; ite: the condition's; atom: c
   Z3_decl_kind op = Z3_OP_LE;         // atom: c + Σ coef_i·X_i op 0
   std::vector<std::int64_t> coef{};   // atom: each parameter's coefficient node (-1: none)
+  /// atom (itself, negated): reads no symbol and is implied by the parameters' box, so that
+  /// `drop_redundant` would drop it in every situation.
+  std::array<bool, 2> implied{};
 };
 
 struct ActionTemplate {
@@ -852,6 +864,11 @@ class Compiler {
   }
 };
 
+void mark_implied(ActionTemplate& t,
+                  const TaskModel& m,
+                  std::size_t action,
+                  const std::vector<bool>& keep);
+
 // The template of `model.actions[action]`; `compiled` false if it does not compile.
 ActionTemplate compile_template(const TaskModel& m, std::size_t action) {
   ActionTemplate t;
@@ -894,7 +911,13 @@ ActionTemplate compile_template(const TaskModel& m, std::size_t action) {
     }
     Compiler c(t, sc.x, std::move(symbols));
     for (const auto& [name, e] : sc.ranges) t.ranges.emplace_back(name, c.formula(e.simplify()));
-    for (const Labelled& l : sc.items) t.items.emplace_back(l.label, c.formula(l.e.simplify()));
+    std::vector<bool> bounds;  // formulas of a parameter's bounds
+    for (const Labelled& l : sc.items) {
+      t.items.emplace_back(l.label, c.formula(l.e.simplify()));
+      bounds.resize(t.formulas.size(), l.label.fixed.rfind("parameter `", 0) == 0);
+    }
+    bounds.resize(t.formulas.size(), false);
+    mark_implied(t, m, action, bounds);
     t.compiled = true;
   } catch (const Uncompiled&) {
     t = ActionTemplate{};
@@ -939,7 +962,7 @@ class Evaluation {
   // The atoms of the problem's constraints (as `linearise`), or nullopt: leave it to
   // `linearise`.
   std::optional<std::vector<Atom>> atoms() {
-    if (!values()) return std::nullopt;
+    values();
     std::vector<std::pair<std::string, std::vector<Atom>>> named;
     for (const auto& [name, f] : t_.ranges) {
       named.emplace_back(name, std::vector<Atom>{});
@@ -1004,7 +1027,9 @@ class Evaluation {
     }
   }
 
-  bool values() {
+ public:
+  // The value of every node (nullopt: none).
+  const std::vector<std::optional<Rational>>& values() {
     v_.assign(t_.nodes.size(), std::nullopt);
     for (std::size_t i = 0; i < t_.nodes.size(); ++i) {
       const Node& n = t_.nodes[i];
@@ -1033,9 +1058,10 @@ class Evaluation {
       if (!ok || a.empty()) continue;
       v_[i] = apply(n.op, a);
     }
-    return true;
+    return v_;
   }
 
+ private:
   static Rational truth(bool b) { return b ? 1 : 0; }
 
   static std::optional<Rational> apply(Op op, const std::vector<Rational>& a) {
@@ -1129,6 +1155,7 @@ class Evaluation {
         return open && walk(*open, negate, name, out);
       }
       case Formula::Kind::atom: {
+        if (fm.implied[negate ? 1 : 0]) return true;
         if (negate && fm.op == Z3_OP_EQ) return false;
         const Z3_decl_kind op = negate ? negated(fm.op) : fm.op;
         if (!v_[fm.term]) return false;
@@ -1156,6 +1183,47 @@ class Evaluation {
     return false;
   }
 };
+
+// Marks the atoms that read no symbol and are implied by the parameters' box (the int64 ranges
+// of intermediate results, mostly), so that no repair evaluates them. `keep[f]`: formula `f` is
+// part of a parameter's bound (never dropped).
+void mark_implied(ActionTemplate& t,
+                  const TaskModel& m,
+                  std::size_t action,
+                  const std::vector<bool>& keep) {
+  const Situation s0 = Situation::initial(m);
+  Problem pr{m, m.actions[action], s0, {}, {}, {}, Proposal{action, {}}, {}};
+  for (const kernel::Parameter& par : pr.a.parameters) pr.scale.push_back(par.type.scale());
+  const auto box = box_of(pr);
+  if (!box) return;
+  std::vector<bool> ground(t.nodes.size());
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    const Node& n = t.nodes[i];
+    ground[i] =
+        n.op != Op::symbol &&
+        std::all_of(n.args.begin(), n.args.end(), [&](std::uint32_t a) { return ground[a]; });
+  }
+  Evaluation evaluation(t, pr);
+  const auto& v = evaluation.values();
+  for (std::size_t f = 0; f < t.formulas.size(); ++f) {
+    Formula& fm = t.formulas[f];
+    if (fm.kind != Formula::Kind::atom || keep[f] || !ground[fm.term] || !v[fm.term]) continue;
+    Affine d{*v[fm.term], std::vector<Rational>(fm.coef.size())};
+    bool varies = false, known = true;
+    for (std::size_t i = 0; i < fm.coef.size() && known; ++i) {
+      if (fm.coef[i] < 0) continue;
+      const auto c = static_cast<std::size_t>(fm.coef[i]);
+      known = ground[c] && v[c];
+      if (known) {
+        d.a[i] = *v[c];
+        varies = varies || !d.a[i].is_zero();
+      }
+    }
+    if (!known || !varies) continue;
+    fm.implied[0] = implied(*box, make_atom(pr, "", d, fm.op));
+    if (fm.op != Z3_OP_EQ) fm.implied[1] = implied(*box, make_atom(pr, "", d, negated(fm.op)));
+  }
+}
 
 // The atoms of `linearise` from the action's template, or nullopt (then `linearise`).
 std::optional<std::vector<Atom>> linearise_cached(const Problem& pr) {
