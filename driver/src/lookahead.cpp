@@ -306,7 +306,8 @@ class Search {
       for (std::size_t k = 0; k < pt.count[a]; ++k) {
         if (out_of_time()) return true;  // the rest was not looked at: no dead end claimed
         const Value* params = pt.at(a, k);
-        proposal.params.assign(params, params + pt.arity[a]);
+        if (pt.arity[a] > 0 || !proposal.params.empty())
+          proposal.params.assign(params, params + pt.arity[a]);
         {
           const Node& here = nodes[i];
           decide_into(m_, *here.state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
@@ -352,17 +353,10 @@ class Search {
   // True once the deadline has passed (then the search is marked incomplete). The clock is
   // read every 64 calls: a decision costs well under a microsecond.
   bool out_of_time() {
-    if (!complete && timed_out_) return true;
+    if (timed_out_) return true;
     if (deadline_ == std::chrono::steady_clock::time_point::max() || (++polls_ & 63) != 1)
       return false;
-    if (std::chrono::steady_clock::now() < deadline_) return false;
-    timed_out_ = true;
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started_)
-                        .count();
-    mark_incomplete("search budget exhausted: the time limit was reached after " +
-                    std::to_string(ms) + " ms and " + std::to_string(nodes.size()) + " situations");
-    return true;
+    return past_deadline();
   }
 
   [[nodiscard]] Plan plan_to(std::size_t i) const {
@@ -389,6 +383,19 @@ class Search {
   std::uint64_t polls_ = 0;
   bool timed_out_ = false;
 
+  // The clock read (every 64 calls of out_of_time): past the deadline, the search is marked
+  // incomplete.
+  bool past_deadline() {
+    if (std::chrono::steady_clock::now() < deadline_) return false;
+    timed_out_ = true;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started_)
+                        .count();
+    mark_incomplete("search budget exhausted: the time limit was reached after " +
+                    std::to_string(ms) + " ms and " + std::to_string(nodes.size()) + " situations");
+    return true;
+  }
+
   const std::uint64_t* done_of(std::size_t i) const { return ws_.done.data() + i * actions_; }
 
   void mark_incomplete(std::string why) {
@@ -406,7 +413,8 @@ class Search {
                  std::uint64_t steps,
                  std::uint64_t emergency_steps,
                  std::size_t same_key) {
-    Node child;
+    nodes.emplace_back();  // within the capacity kept from earlier searches, once warm
+    Node& child = nodes.back();
     {
       const Node& here = nodes[i];
       child.budget = here.budget;
@@ -443,7 +451,6 @@ class Search {
     ws_.done.resize(ws_.done.size() + actions_);
     std::copy_n(done_of(i), actions_, ws_.done.end() - static_cast<std::ptrdiff_t>(actions_));
     ++ws_.done[ws_.done.size() - actions_ + a];
-    nodes.push_back(std::move(child));
   }
 
   // Builds node `j`'s state, which its parent's pass did not: its decision made again (the
