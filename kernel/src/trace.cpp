@@ -894,11 +894,14 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   const std::size_t last_newline = text.rfind('\n');
   const std::size_t intact = last_newline == std::string_view::npos ? 0 : last_newline + 1;
   const bool torn = intact != text.size();
-  // The whole lines in pieces of about 256 KiB, cut at line starts, read and hashed on every
-  // core (one digest context per thread, reused); then the first problem in line order is
-  // reported, or the chain checked in order, as a sequential reading would.
-  constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
-  const std::size_t n_pieces = std::max<std::size_t>(1, intact / kPieceBytes);
+  // The whole lines in pieces cut at line starts (about 8 per core, each from 32 KiB to
+  // 1 MiB), read and hashed on every core (one digest context per thread, reused); then the
+  // first problem in line order is reported, or the chain checked in order, as a sequential
+  // reading would.
+  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  const std::size_t piece_bytes =
+      std::clamp<std::size_t>(intact / (cores * 8), std::size_t{32} << 10, std::size_t{1} << 20);
+  const std::size_t n_pieces = std::max<std::size_t>(1, intact / piece_bytes);
   std::vector<FilePiece> pieces(n_pieces);
   for (std::size_t k = 1; k < n_pieces; ++k) {
     std::size_t at = std::max(pieces[k - 1].begin, k * (intact / n_pieces));
@@ -907,7 +910,6 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
     pieces[k - 1].end = at;
   }
   pieces.back().end = intact;
-  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
   parallel_for(n_pieces, cores, [&](std::size_t k, unsigned) {
     thread_local Sha256 sha;
     read_piece(text, pieces[k], sha, path);

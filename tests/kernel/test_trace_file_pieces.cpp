@@ -17,7 +17,7 @@ using clampai::test::write_lines;
 
 namespace {
 
-// A sealed trace of about 1.3 MB (several pieces of the reader's 256 KiB).
+// A sealed trace of about 1.3 MB (several of the reader's pieces, at most 1 MiB each).
 std::vector<std::string> long_trace(const std::string& path) {
   const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
     "actions": [{"id": "add", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
@@ -69,26 +69,10 @@ TEST_CASE("Trace file in pieces: intact, and every kind of change at many positi
   CHECK(intact.entries == 3502);
   CHECK(intact.message == "3502 entries, chain intact, sealed");
 
-  // Positions all over the file (seeded), and the lines around every k/m of its bytes for
-  // m up to 8: where the reader cuts its pieces (the first line of a piece links to the last
-  // line of the piece before).
+  // Positions all over the file (seeded): every kind of change.
   std::mt19937_64 rng(16);
   std::vector<std::size_t> at{1, 2, 3500, 3501};
   for (int k = 0; k < 12; ++k) at.push_back(1 + rng() % 3500);
-  std::vector<std::size_t> starts;  // of each line, in bytes
-  std::size_t bytes = 0;
-  for (const auto& l : lines) {
-    starts.push_back(bytes);
-    bytes += l.size() + 1;
-  }
-  for (std::size_t m = 2; m <= 8; ++m) {
-    for (std::size_t k = 1; k < m; ++k) {
-      const auto next = std::lower_bound(starts.begin(), starts.end(), k * (bytes / m));
-      const auto line = static_cast<std::size_t>(next - starts.begin());
-      for (const std::size_t near : {line - 1, line, line + 1})
-        if (near > 0 && near < lines.size()) at.push_back(near);
-    }
-  }
   for (const std::size_t k : at) {
     INFO("line index " << k);
     std::vector<std::string> changed = lines;
@@ -112,6 +96,33 @@ TEST_CASE("Trace file in pieces: intact, and every kind of change at many positi
     changed.erase(changed.begin() + static_cast<std::ptrdiff_t>(k));
     write_lines(path, changed);
     same_verdict(path);
+  }
+  // A wrong link at the lines around every k/m of the file's bytes for m up to 16: where the
+  // reader cuts its pieces on a machine of up to two cores (the first line of a piece is
+  // checked against the last line of the piece before).
+  std::vector<std::size_t> starts;  // of each line, in bytes
+  std::size_t bytes = 0;
+  for (const auto& l : lines) {
+    starts.push_back(bytes);
+    bytes += l.size() + 1;
+  }
+  std::vector<std::size_t> cuts;
+  for (std::size_t m = 2; m <= 16; ++m) {
+    for (std::size_t k = 1; k < m; ++k) {
+      const auto next = std::lower_bound(starts.begin(), starts.end(), k * (bytes / m));
+      const auto line = static_cast<std::size_t>(next - starts.begin());
+      for (const std::size_t near : {line - 1, line, line + 1})
+        if (near > 0 && near < lines.size()) cuts.push_back(near);
+    }
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  for (const std::size_t k : cuts) {
+    std::vector<std::string> changed = lines;
+    changed[k] = rewritten(lines[k], [&](TraceEntry& e) { e.prev = std::string(64, 'a'); });
+    write_lines(path, changed);
+    CHECK(verify_trace_file(path).message ==
+          "entry " + std::to_string(k) + ": does not link to the previous entry's hash");
   }
   // A seal in the middle; a second genesis.
   std::vector<std::string> changed = lines;
