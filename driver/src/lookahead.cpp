@@ -4,16 +4,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string_view>
 
 namespace clampai::driver {
 
 using kernel::Action;
+using kernel::BudgetController;
 using kernel::CaptureBasin;
 using kernel::Decimal;
 using kernel::EvalEnv;
+using kernel::EvalError;
 using kernel::EvalResult;
 using kernel::Parameter;
 using kernel::ReasonCode;
@@ -23,11 +26,22 @@ namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
-std::uint64_t mix(std::uint64_t x) {
+inline std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
+}
+
+std::uint64_t hash_value(const Value& v);
+
+// A number's hash inline (the usual value), any other kind's out of line.
+inline std::uint64_t hash_of(const Value& v) {
+  if (v.kind() == Value::Kind::number) {
+    const Decimal& d = v.as_number();
+    return mix(static_cast<std::uint64_t>(d.units) * 31 + d.scale);
+  }
+  return hash_value(v);
 }
 
 std::uint64_t hash_value(const Value& v) {
@@ -54,8 +68,8 @@ std::uint64_t hash_value(const Value& v) {
 }
 
 // A state's hash is the xor of one term per variable, so a step updates it in O(changes).
-std::uint64_t var_term(VarId id, const Value& v) {
-  return mix(hash_value(v) ^ (static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL));
+inline std::uint64_t var_term(VarId id, const Value& v) {
+  return mix(hash_of(v) ^ (static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL));
 }
 
 // A term per action of the completions' hash, so a step updates it in O(1).
@@ -64,58 +78,181 @@ std::uint64_t done_term(std::size_t action, std::uint64_t count) {
 }
 
 // The newest node of each key: open addressing in one array (no allocation per situation, as
-// a node-based map has).
+// a node-based map has). The array is kept from one search to the next and never cleared: a
+// slot is free unless it carries the current search's generation.
 class KeyIndex {
  public:
-  // The slot of `key`'s node (kNone if none), to read or set.
-  std::size_t& at(std::uint64_t key) {
+  static constexpr std::uint32_t kFree = 0xFFFFFFFFU;  // no node
+  struct Slot {
+    std::uint64_t key = 0;
+    std::uint32_t node = kFree;
+    std::uint32_t generation = 0;
+  };
+
+  // Starts a search with every slot free.
+  void reset() {
+    if (++generation_ == 0) {  // after 2^32 searches: clear once, start again
+      std::fill(slots_.begin(), slots_.end(), Slot{});
+      generation_ = 1;
+    }
+    if (slots_.empty()) slots_.resize(kInitial);
+    count_ = 0;
+  }
+  // The slot of `key` (its node kFree if none), claimed for it; valid until the next call.
+  Slot& at(std::uint64_t key) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
-    std::size_t i = static_cast<std::size_t>(key) & (slots_.size() - 1);
-    while (slots_[i].second != kNone && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
-    if (slots_[i].second == kNone) {
-      slots_[i].first = key;
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = static_cast<std::size_t>(key) & mask;
+    while (slots_[i].generation == generation_ && slots_[i].key != key) i = (i + 1) & mask;
+    Slot& slot = slots_[i];
+    if (slot.generation != generation_) {
+      slot = Slot{key, kFree, generation_};
       ++count_;  // claimed (an upper bound of the keys stored: it only makes growth earlier)
     }
-    return slots_[i].second;
+    return slot;
   }
+  [[nodiscard]] std::size_t capacity() const { return slots_.capacity() + spare_.capacity(); }
 
  private:
+  static constexpr std::size_t kInitial = 256;
   void grow() {
-    std::vector<std::pair<std::uint64_t, std::size_t>> old(
-        std::max<std::size_t>(64, slots_.size() * 2), {0, kNone});
-    old.swap(slots_);
-    for (const auto& [k, v] : old) {
-      if (v == kNone) continue;
-      std::size_t i = static_cast<std::size_t>(k) & (slots_.size() - 1);
-      while (slots_[i].second != kNone) i = (i + 1) & (slots_.size() - 1);
-      slots_[i] = {k, v};
+    spare_.assign(std::max(kInitial, slots_.size() * 2), Slot{});
+    const std::size_t mask = spare_.size() - 1;
+    for (const Slot& s : slots_) {
+      if (s.generation != generation_ || s.node == kFree) continue;
+      std::size_t i = static_cast<std::size_t>(s.key) & mask;
+      while (spare_[i].generation == generation_) i = (i + 1) & mask;
+      spare_[i] = s;
     }
+    slots_.swap(spare_);
+    count_ = 0;
+    for (const Slot& s : slots_) count_ += s.generation == generation_ ? 1 : 0;
   }
-  std::vector<std::pair<std::uint64_t, std::size_t>> slots_;
+  std::vector<Slot> slots_;
+  std::vector<Slot> spare_;  // the next table while growing
   std::size_t count_ = 0;
+  std::uint32_t generation_ = 0;
 };
 
+// Every parameter vector of every action, in one array: action a's k-th vector is the
+// `arity[a]` values from `values[offset[a] + k * arity[a]]`, the last parameter varying
+// fastest.
+struct ParamTable {
+  std::vector<Value> values;
+  std::vector<std::size_t> offset, count, arity;
+  std::vector<char> enumerable;
+
+  void clear() {
+    values.clear();
+    offset.clear();
+    count.clear();
+    arity.clear();
+    enumerable.clear();
+  }
+  [[nodiscard]] const Value* at(std::size_t a, std::size_t k) const {
+    return values.data() + offset[a] + k * arity[a];
+  }
+};
+
+// A situation of the search. Its completion counts are in the workspace's `done` array (one
+// row per node); its state is built when it will be expanded (a child the decision's pass
+// found to be the goal or a basin stops the search there and needs none, unless a later
+// duplicate check asks for it).
 struct Node {
-  explicit Node(Situation s) : situation(std::move(s)) {}
-  Situation situation;
+  std::optional<State> state{};
+  BudgetController budget{0};
+  std::uint64_t steps = 0;
+  std::uint64_t emergency_steps = 0;
   std::uint64_t state_hash = 0;
   std::uint64_t done_hash = 0;
   std::size_t parent = kNone;
   std::size_t same_key = kNone;  // the previous node with the same key (a hash collision)
-  PlannedStep step{};
+  std::size_t action = 0;        // the step from the parent: action, parameter vector, cost
+  std::size_t param_set = 0;
+  Amount cost = 0;
   unsigned depth = 0;
+  bool checked = false;  // `goal` and `basin` were evaluated (in the parent's pass)
+  bool goal = false;
+  const CaptureBasin* basin = nullptr;
+};
+
+// What a search allocates, kept from one search to the next on the same thread (capacity
+// only: every search starts empty), so that a search allocates nothing per decision and
+// almost nothing per situation once the thread has searched before.
+struct Workspace {
+  std::vector<Node> nodes;
+  std::vector<std::uint64_t> done;  // completion counts, `actions` per node
+  KeyIndex index;
+  ParamTable params;
+  Proposal proposal;
+  Decision decision;
+  Proposal scratch_proposal;  // to rebuild a state not built (see Node)
+  Decision scratch_decision;
+  bool busy = false;  // a search on this thread uses it (a progress callback may search)
+
+  // Drops what a very large search left behind, so a thread does not keep it for ever.
+  void trim() {
+    constexpr std::size_t kKeepNodes = std::size_t{1} << 14;
+    if (nodes.capacity() > kKeepNodes) std::vector<Node>().swap(nodes);
+    if (done.capacity() > kKeepNodes * 16) std::vector<std::uint64_t>().swap(done);
+    if (index.capacity() > kKeepNodes * 8) index = KeyIndex();
+    if (params.values.capacity() > 4096) params = ParamTable();
+  }
+};
+
+// The thread's workspace while a search uses it, released (and trimmed) when it ends.
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    thread_local Workspace mine;
+    if (!mine.busy) {
+      ws_ = &mine;
+    } else {
+      own_ = std::make_unique<Workspace>();  // a search within a search's callback
+      ws_ = own_.get();
+    }
+    ws_->busy = true;
+  }
+  ~WorkspaceLease() {
+    ws_->nodes.clear();  // the states, now: a workspace keeps capacity, not situations
+    ws_->done.clear();
+    ws_->trim();
+    ws_->busy = false;
+  }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace& operator*() { return *ws_; }
+
+ private:
+  std::unique_ptr<Workspace> own_;
+  Workspace* ws_ = nullptr;
 };
 
 class Search {
  public:
-  Search(const TaskModel& m, const LookaheadOptions& o)
-      : m_(m), o_(o), started_(std::chrono::steady_clock::now()), deadline_(o.deadline) {
+  Search(const TaskModel& m, const LookaheadOptions& o, Workspace& ws, bool basins)
+      : nodes(ws.nodes),
+        m_(m),
+        o_(o),
+        started_(std::chrono::steady_clock::now()),
+        deadline_(o.deadline),
+        ws_(ws),
+        actions_(m.actions.size()),
+        basins_(basins) {
     if (o.timeout_ms > 0)
       deadline_ = std::min(deadline_, started_ + std::chrono::milliseconds(o.timeout_ms));
+    nodes.clear();
+    ws_.done.clear();
+    ws_.index.reset();
+    // Goal and basins are evaluated in the decision's pass (on the parent's state patched by
+    // the decision's changes) when they are expressions; `old(x)` is for invariants only,
+    // but an expression that used it would read the parent there, so it is checked.
+    fold_ = (m.goal ? !uses_old(*m.goal) : !m.goal_predicate);
+    for (const CaptureBasin& b : m.basins) fold_ = fold_ && b.expr && !uses_old(*b.expr);
     enumerate_params();
   }
 
-  std::deque<Node> nodes;  // references stay valid as it grows
+  std::vector<Node>& nodes;
   bool complete = true;
   std::string incomplete_reason;
 
@@ -124,74 +261,87 @@ class Search {
     for (VarId id = 0; id < s.state.size(); ++id) h ^= var_term(id, s.state.get(id));
     std::uint64_t dh = 0;
     for (std::size_t a = 0; a < s.completions.size(); ++a) dh ^= done_term(a, s.completions[a]);
-    Node n(std::move(s));
+    Node& n = nodes.emplace_back();
     n.state_hash = h;
     n.done_hash = dh;
-    const std::uint64_t key = key_of(n.state_hash,
-                                     n.done_hash,
-                                     n.situation.budget.net(),
-                                     n.situation.steps,
-                                     n.situation.emergency_steps);
-    index_.at(key) = nodes.size();
-    nodes.push_back(std::move(n));
+    n.budget = s.budget;
+    n.steps = s.steps;
+    n.emergency_steps = s.emergency_steps;
+    ws_.done.insert(ws_.done.end(), s.completions.begin(), s.completions.end());
+    ws_.done.resize(actions_);  // a situation counts every action of the model
+    n.state = std::move(s.state);
+    const std::uint64_t key =
+        key_of(n.state_hash, n.done_hash, n.budget.net(), n.steps, n.emergency_steps);
+    ws_.index.at(key).node = 0;
+  }
+
+  // The goal, and (when the search looks for them) the basin, at node `i`.
+  void stops_at(std::size_t i, bool& goal, const CaptureBasin*& basin) {
+    Node& n = nodes[i];
+    if (!n.checked) {
+      n.goal = m_.goal_holds(*n.state);
+      n.basin = !n.goal && basins_ ? m_.basin_of(*n.state) : nullptr;
+      n.checked = true;
+    }
+    goal = n.goal;
+    basin = n.basin;
   }
 
   // Expands node `i`: adds its unseen children (when `add` is set) and says whether any
   // non-emergency action is (or, where the search cannot tell, may be) approvable there: an
   // incomplete search never reports a dead end it has not seen.
   bool expand(std::size_t i, bool add) {
+    if (!nodes[i].state) build_state(i);
     bool progress = false;
-    for (std::size_t a = 0; a < m_.actions.size(); ++a) {
-      if (!enumerable_[a]) {
-        if (!m_.actions[a].emergency) progress = true;  // unknown: not enumerated
+    const ParamTable& pt = ws_.params;
+    Proposal& proposal = ws_.proposal;
+    const Decision& d = ws_.decision;
+    for (std::size_t a = 0; a < actions_; ++a) {
+      const bool emergency = m_.actions[a].emergency;
+      if (!pt.enumerable[a]) {
+        if (!emergency) progress = true;  // unknown: not enumerated
         continue;
       }
-      for (const auto& params : params_[a]) {
+      proposal.action = a;
+      for (std::size_t k = 0; k < pt.count[a]; ++k) {
         if (out_of_time()) return true;  // the rest was not looked at: no dead end claimed
-        const Situation& s = nodes[i].situation;
-        // One decision and one proposal reused for every decision of the search.
-        proposal_.action = a;
-        proposal_.params = params;
-        decide_into(m_, s, proposal_, decision_);
-        const Decision& d = decision_;
+        const Value* params = pt.at(a, k);
+        if (pt.arity[a] > 0 || !proposal.params.empty())
+          proposal.params.assign(params, params + pt.arity[a]);
+        {
+          const Node& here = nodes[i];
+          decide_into(m_, *here.state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
+        }
         if (!d.approved) continue;
-        if (!m_.actions[a].emergency) progress = true;
+        if (!emergency) progress = true;
         if (!add) {
           if (progress) return true;
           continue;
         }
         // The child's key from the parent's, and a known equal situation is not built again
         // (breadth-first: the known one is no deeper).
-        const Node& parent = nodes[i];
-        std::uint64_t state_hash = parent.state_hash;
+        const Node& here = nodes[i];
+        std::uint64_t state_hash = here.state_hash;
         for (const auto& [id, v] : d.changes)
-          state_hash ^= var_term(id, s.state.get(id)) ^ var_term(id, v);
-        const std::uint64_t c = s.completions[a];
-        const std::uint64_t done_hash = parent.done_hash ^ done_term(a, c) ^ done_term(a, c + 1);
-        const bool emergency = m_.actions[a].emergency;
-        const std::uint64_t key = key_of(state_hash,
-                                         done_hash,
-                                         s.budget.net() + d.cost,
-                                         s.steps + (emergency ? 0 : 1),
-                                         s.emergency_steps + (emergency ? 1 : 0));
-        const std::size_t newest = index_.at(key);
+          state_hash ^= var_term(id, here.state->get(id)) ^ var_term(id, v);
+        const std::uint64_t c = done_of(i)[a];
+        const std::uint64_t done_hash = here.done_hash ^ done_term(a, c) ^ done_term(a, c + 1);
+        const std::uint64_t steps = here.steps + (emergency ? 0 : 1);
+        const std::uint64_t emergency_steps = here.emergency_steps + (emergency ? 1 : 0);
+        const std::uint64_t key =
+            key_of(state_hash, done_hash, here.budget.net() + d.cost, steps, emergency_steps);
+        KeyIndex::Slot& slot = ws_.index.at(key);
+        const std::size_t newest = slot.node == KeyIndex::kFree ? kNone : slot.node;
         std::size_t j = newest;
-        while (j != kNone && !is_child(nodes[j].situation, s, a, d)) j = nodes[j].same_key;
+        while (j != kNone && !is_child(j, i, a, d)) j = nodes[j].same_key;
         if (j != kNone) continue;
-        if (nodes.size() >= o_.max_situations) {
+        if (nodes.size() >= max_situations_) {
           mark_incomplete("search budget exhausted: the search stopped after " +
                           std::to_string(o_.max_situations) + " situations");
           return true;  // the rest of this situation's actions were not looked at
         }
-        Node child(advance(m_, s, d));
-        child.state_hash = state_hash;
-        child.done_hash = done_hash;
-        child.parent = i;
-        child.step = PlannedStep{a, params, d.cost};
-        child.depth = nodes[i].depth + 1;
-        child.same_key = newest;
-        nodes.push_back(std::move(child));
-        index_.at(key) = nodes.size() - 1;
+        add_child(i, a, k, d, state_hash, done_hash, steps, emergency_steps, newest);
+        slot.node = static_cast<std::uint32_t>(nodes.size() - 1);
       }
     }
     return progress;
@@ -203,9 +353,39 @@ class Search {
   // True once the deadline has passed (then the search is marked incomplete). The clock is
   // read every 64 calls: a decision costs well under a microsecond.
   bool out_of_time() {
-    if (!complete && timed_out_) return true;
+    if (timed_out_) return true;
     if (deadline_ == std::chrono::steady_clock::time_point::max() || (++polls_ & 63) != 1)
       return false;
+    return past_deadline();
+  }
+
+  [[nodiscard]] Plan plan_to(std::size_t i) const {
+    Plan p;
+    for (; nodes[i].parent != kNone; i = nodes[i].parent) {
+      const Node& n = nodes[i];
+      const Value* params = ws_.params.at(n.action, n.param_set);
+      p.push_back(PlannedStep{
+          n.action, std::vector<Value>(params, params + ws_.params.arity[n.action]), n.cost});
+    }
+    return {p.rbegin(), p.rend()};
+  }
+
+ private:
+  const TaskModel& m_;
+  const LookaheadOptions& o_;
+  std::chrono::steady_clock::time_point started_, deadline_;
+  Workspace& ws_;
+  std::size_t actions_;
+  bool basins_;  // the search stops at basins (lookahead), or only at the goal
+  // The situation limit; nodes are numbered in 32 bits (far beyond any memory).
+  std::size_t max_situations_ = std::min<std::size_t>(o_.max_situations, KeyIndex::kFree - 1);
+  bool fold_ = false;  // goal and basins evaluated in the decision's pass
+  std::uint64_t polls_ = 0;
+  bool timed_out_ = false;
+
+  // The clock read (every 64 calls of out_of_time): past the deadline, the search is marked
+  // incomplete.
+  bool past_deadline() {
     if (std::chrono::steady_clock::now() < deadline_) return false;
     timed_out_ = true;
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -216,33 +396,87 @@ class Search {
     return true;
   }
 
-  [[nodiscard]] Plan plan_to(std::size_t i) const {
-    Plan p;
-    for (; nodes[i].parent != kNone; i = nodes[i].parent) p.push_back(nodes[i].step);
-    return {p.rbegin(), p.rend()};
-  }
-
- private:
-  const TaskModel& m_;
-  const LookaheadOptions& o_;
-  std::chrono::steady_clock::time_point started_, deadline_;
-  std::uint64_t polls_ = 0;
-  bool timed_out_ = false;
-  Proposal proposal_;
-  Decision decision_;
-  std::vector<bool> enumerable_;
-  std::vector<std::vector<std::vector<Value>>> params_;
-  // The newest node of each key; older ones with the same key follow `Node::same_key`.
-  KeyIndex index_;
+  const std::uint64_t* done_of(std::size_t i) const { return ws_.done.data() + i * actions_; }
 
   void mark_incomplete(std::string why) {
     if (complete) incomplete_reason = std::move(why);
     complete = false;
   }
 
+  // The child of node `i` by the approved decision `d` (action `a`, parameter vector `k`).
+  void add_child(std::size_t i,
+                 std::size_t a,
+                 std::size_t k,
+                 const Decision& d,
+                 std::uint64_t state_hash,
+                 std::uint64_t done_hash,
+                 std::uint64_t steps,
+                 std::uint64_t emergency_steps,
+                 std::size_t same_key) {
+    nodes.emplace_back();  // within the capacity kept from earlier searches, once warm
+    Node& child = nodes.back();
+    {
+      const Node& here = nodes[i];
+      child.budget = here.budget;
+      child.depth = here.depth + 1;
+      if (fold_) {
+        // The goal and the basins on the parent's state patched by the changes: what
+        // `goal_holds` and `basin_of` say of the child's state, without building it.
+        const EvalEnv post{&*here.state, &d.changes, nullptr, nullptr};
+        bool value = false;
+        child.goal = m_.goal && evaluate_bool(*m_.goal, post, value) == EvalError::none && value;
+        if (!child.goal && basins_) {
+          for (const CaptureBasin& b : m_.basins) {
+            if (evaluate_bool(*b.expr, post, value) != EvalError::none || value) {
+              child.basin = &b;
+              break;
+            }
+          }
+        }
+        child.checked = true;
+      }
+      // A goal or a basin (the child is deeper than the root) stops the search: no state.
+      if (!child.goal && child.basin == nullptr) child.state = here.state->with(d.changes);
+    }
+    child.budget.charge(d.cost);
+    child.steps = steps;
+    child.emergency_steps = emergency_steps;
+    child.state_hash = state_hash;
+    child.done_hash = done_hash;
+    child.parent = i;
+    child.same_key = same_key;
+    child.action = a;
+    child.param_set = k;
+    child.cost = d.cost;
+    ws_.done.resize(ws_.done.size() + actions_);
+    std::copy_n(done_of(i), actions_, ws_.done.end() - static_cast<std::ptrdiff_t>(actions_));
+    ++ws_.done[ws_.done.size() - actions_ + a];
+  }
+
+  // Builds node `j`'s state, which its parent's pass did not: its decision made again (the
+  // same: a decision depends only on the situation and the proposal).
+  bool build_state(std::size_t j) {
+    const std::size_t p = nodes[j].parent;
+    Proposal& proposal = ws_.scratch_proposal;
+    proposal.action = nodes[j].action;
+    const Value* params = ws_.params.at(proposal.action, nodes[j].param_set);
+    proposal.params.assign(params, params + ws_.params.arity[proposal.action]);
+    const Node& parent = nodes[p];
+    decide_into(
+        m_, *parent.state, parent.budget, parent.steps, done_of(p), proposal, ws_.scratch_decision);
+    if (!ws_.scratch_decision.approved) return false;  // a native check that is not a function
+    nodes[j].state = parent.state->with(ws_.scratch_decision.changes);
+    return true;
+  }
+
   void enumerate_params() {
+    ParamTable& pt = ws_.params;
+    pt.clear();
     for (const Action& a : m_.actions) {
-      std::vector<std::vector<Value>> sets{{}};
+      pt.offset.push_back(pt.values.size());
+      pt.arity.push_back(a.parameters.size());
+      // The number of vectors, and each parameter's lowest value and count.
+      std::size_t vectors = 1;
       bool ok = true;
       for (const Parameter& p : a.parameters) {
         if (!p.min || !p.max) {
@@ -254,29 +488,38 @@ class Search {
         const auto lo = p.min->rescaled(p.type.scale());
         const auto hi = p.max->rescaled(p.type.scale());
         // In 128 bits: a range as wide as int64 must not wrap around.
-        const __int128 count = static_cast<__int128>(hi->units) - lo->units + 1;
+        const __int128 count =
+            lo && hi ? static_cast<__int128>(hi->units) - lo->units + 1 : __int128{0};
         if (count <= 0 || count > static_cast<__int128>(o_.max_param_values /
-                                                        std::max<std::size_t>(1, sets.size()))) {
+                                                        std::max<std::size_t>(1, vectors))) {
           ok = false;
           mark_incomplete("the parameters of `" + a.id + "` span more than " +
                           std::to_string(o_.max_param_values) + " values");
           break;
         }
-        // By count, never by a value that is stepped past the bound: with `max` = 2^63 - 1 an
-        // induction variable `u <= max; ++u` would wrap around and never stop.
-        std::vector<std::vector<Value>> next;
-        for (const auto& prefix : sets) {
-          for (__int128 k = 0; k < count; ++k) {
-            const auto u = static_cast<std::int64_t>(lo->units + k);
-            auto v = prefix;
-            v.push_back(Value::number(Decimal{u, static_cast<std::uint8_t>(p.type.scale())}));
-            next.push_back(std::move(v));
-          }
-        }
-        sets = std::move(next);
+        vectors *= static_cast<std::size_t>(count);
       }
-      enumerable_.push_back(ok);
-      params_.push_back(ok ? std::move(sets) : std::vector<std::vector<Value>>{});
+      pt.enumerable.push_back(ok ? 1 : 0);
+      pt.count.push_back(ok ? vectors : 0);
+      if (!ok) continue;
+      // Vector k: its digits in the mixed radix of the counts, the last parameter the lowest
+      // digit. By count, never by a value stepped past the bound (`max` may be 2^63 - 1).
+      const std::size_t arity = a.parameters.size();
+      pt.values.resize(pt.values.size() + vectors * arity);
+      Value* out = pt.values.data() + pt.offset.back();
+      for (std::size_t k = 0; k < vectors; ++k) {
+        std::size_t rest = k;
+        for (std::size_t q = arity; q-- > 0;) {
+          const Parameter& p = a.parameters[q];
+          const auto lo = p.min->rescaled(p.type.scale());
+          const auto hi = p.max->rescaled(p.type.scale());
+          const auto count = static_cast<std::size_t>(hi->units - lo->units) + 1;
+          const auto u = static_cast<std::int64_t>(static_cast<__int128>(lo->units) +
+                                                   static_cast<__int128>(rest % count));
+          rest /= count;
+          out[k * arity + q] = Value::number(Decimal{u, static_cast<std::uint8_t>(p.type.scale())});
+        }
+      }
     }
   }
 
@@ -289,28 +532,42 @@ class Search {
     return mix(h ^ done_hash ^ steps ^ (emergency_steps << 32));
   }
 
-  // True iff `known` is the situation `decision` (approved, of action `a`) leads to from `s`,
-  // without building that situation.
-  bool is_child(const Situation& known,
-                const Situation& s,
-                std::size_t a,
-                const Decision& d) const {
+  // True iff node `j` is the situation the decision `d` (approved, of action `a`) leads to
+  // from node `i`, without building that situation.
+  bool is_child(std::size_t j, std::size_t i, std::size_t a, const Decision& d) {
     const bool emergency = m_.actions[a].emergency;
-    if (known.budget.net() != s.budget.net() + d.cost ||
-        known.budget.gross() != s.budget.gross() + d.cost ||
-        known.steps != s.steps + (emergency ? 0 : 1) ||
-        known.emergency_steps != s.emergency_steps + (emergency ? 1 : 0))
-      return false;
-    for (std::size_t b = 0; b < s.completions.size(); ++b)
-      if (known.completions[b] != s.completions[b] + (a == b ? 1 : 0)) return false;
-    for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
-      if (!(known.state.get(id) == v)) return false;
-    // Every other variable as in `s` (without building the child's state).
-    for (const VarId id : known.state.diff(s.state)) {
-      const bool changed = std::any_of(
-          d.changes.begin(), d.changes.end(), [&](const auto& c) { return c.first == id; });
-      if (!changed) return false;
+    {
+      const Node& known = nodes[j];
+      const Node& s = nodes[i];
+      if (known.budget.net() != s.budget.net() + d.cost ||
+          known.budget.gross() != s.budget.gross() + d.cost ||
+          known.steps != s.steps + (emergency ? 0 : 1) ||
+          known.emergency_steps != s.emergency_steps + (emergency ? 1 : 0))
+        return false;
+      const std::uint64_t* kd = done_of(j);
+      const std::uint64_t* sd = done_of(i);
+      for (std::size_t b = 0; b < actions_; ++b)
+        if (kd[b] != sd[b] + (a == b ? 1 : 0)) return false;
     }
+    if (!nodes[j].state && !build_state(j)) return false;
+    const State& known = *nodes[j].state;
+    const State& s = *nodes[i].state;
+    for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
+      if (!(known.get(id) == v)) return false;
+    auto changed = [&](VarId id) {
+      return std::any_of(
+          d.changes.begin(), d.changes.end(), [&](const auto& c) { return c.first == id; });
+    };
+    // Every other variable as in `s`: compared one by one in a small state; in a large one,
+    // only where the two states do not share their storage.
+    constexpr std::size_t kSmall = 32;
+    if (s.size() <= kSmall) {
+      for (VarId id = 0; id < s.size(); ++id)
+        if (!changed(id) && !(known.get(id) == s.get(id))) return false;
+      return true;
+    }
+    for (const VarId id : known.diff(s))
+      if (!changed(id)) return false;
     return true;
   }
 };
@@ -318,28 +575,27 @@ class Search {
 // Breadth-first from the root: fills the goal, basin and dead-end parts of `out`.
 void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dead_ends) {
   std::optional<std::size_t> best_goal;
-  const Amount base = s.nodes.front().situation.budget.net();
+  const Amount base = s.nodes.front().budget.net();
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     if (s.out_of_time()) break;
     if ((i & 1023) == 1023 && s.options().progress) s.options().progress(s.nodes.size());
-    const Situation& here = s.nodes[i].situation;
     const unsigned d = s.nodes[i].depth;
-    if (s.model().goal_holds(here.state)) {  // a task ends at its goal
-      if (!best_goal || here.budget.net() < s.nodes[*best_goal].situation.budget.net())
-        best_goal = i;
+    bool goal = false;
+    const CaptureBasin* basin = nullptr;
+    s.stops_at(i, goal, basin);
+    if (goal) {  // a task ends at its goal
+      if (!best_goal || s.nodes[i].budget.net() < s.nodes[*best_goal].budget.net()) best_goal = i;
       continue;
     }
-    if (basins_and_dead_ends) {
-      if (const CaptureBasin* b = s.model().basin_of(here.state)) {
-        if (d > 0) {
-          if (!out.reachable_basin) {
-            out.reachable_basin = b->name;
-            out.basin_witness = s.plan_to(i);
-          }
-          continue;  // a plan through a basin is no plan: the agent would be trapped
-        }
+    if (basins_and_dead_ends && basin != nullptr && d > 0) {
+      if (!out.reachable_basin) {
+        out.reachable_basin = basin->name;
+        out.basin_witness = s.plan_to(i);
       }
+      continue;  // a plan through a basin is no plan: the agent would be trapped
     }
+    // At the depth limit only a dead end is looked for: without that, nothing to decide.
+    if (!basins_and_dead_ends && d >= depth) continue;
     const bool progress = s.expand(i, d < depth);
     if (basins_and_dead_ends && !progress && !out.dead_end) {
       out.dead_end = true;
@@ -349,7 +605,7 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
   if (best_goal) {
     out.goal_reachable = true;
     out.cheapest_plan = s.plan_to(*best_goal);
-    out.cheapest_cost = s.nodes[*best_goal].situation.budget.net() - base;
+    out.cheapest_cost = s.nodes[*best_goal].budget.net() - base;
   }
   out.complete = s.complete;
   out.incomplete_reason = s.incomplete_reason;
@@ -367,7 +623,8 @@ LookaheadResult lookahead(const TaskModel& model,
   if (!out.decision.approved) return out;
   Situation after = advance(model, situation, out.decision);
   out.entered = basins_entered(model, after.state);
-  Search s(model, options);
+  WorkspaceLease ws;
+  Search s(model, options, *ws, true);
   s.set_root(std::move(after));
   search(s, options.depth, out, true);
   return out;
@@ -377,7 +634,8 @@ LookaheadResult plan_to_goal(const TaskModel& model,
                              const Situation& situation,
                              const LookaheadOptions& options) {
   LookaheadResult out;
-  Search s(model, options);
+  WorkspaceLease ws;
+  Search s(model, options, *ws, false);
   s.set_root(situation);
   search(s, options.depth, out, false);
   return out;

@@ -2,6 +2,7 @@
 #include "clampai/kernel/file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,10 +91,14 @@ std::string describe_file(const std::string& path) {
   return "a symbolic link to " + kind_of(target.st_mode);
 }
 
-std::string read_file(const std::string& path, std::size_t limit, bool allow_stdin) {
+namespace {
+
+// Opens an input file for reading (blocking) with every check of `read_file`: `fd` gets it,
+// `st` its status.
+void open_input(
+    const std::string& path, std::size_t limit, bool allow_stdin, Fd& fd, struct stat& st) {
   if (path.empty()) throw FileError("an empty file name");
 
-  Fd fd;
   const bool from_stdin = allow_stdin && path == "-";
   if (from_stdin) {
     fd.fd = STDIN_FILENO;
@@ -109,7 +114,6 @@ std::string read_file(const std::string& path, std::size_t limit, bool allow_std
       throw FileError("cannot read `" + path + "`: " + std::strerror(err));
     }
   }
-  struct stat st {};
   if (::fstat(fd.fd, &st) != 0)
     throw FileError("cannot read `" + path + "`: " + std::strerror(errno));
   const bool regular = S_ISREG(st.st_mode);
@@ -124,12 +128,15 @@ std::string read_file(const std::string& path, std::size_t limit, bool allow_std
     const int flags = ::fcntl(fd.fd, F_GETFL);
     if (flags >= 0) (void)::fcntl(fd.fd, F_SETFL, flags & ~O_NONBLOCK);
   }
+}
 
+// Reads what is left of `fd`, within `limit` bytes.
+std::string read_rest(int fd, const std::string& path, std::size_t limit, std::size_t expected) {
   std::string out;
-  if (regular) out.reserve(static_cast<std::size_t>(st.st_size));
+  out.reserve(expected);
   char buffer[64 * 1024];
   for (;;) {
-    const ssize_t n = ::read(fd.fd, buffer, sizeof buffer);
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw FileError("cannot read `" + path + "`: " + std::strerror(errno));
@@ -139,6 +146,44 @@ std::string read_file(const std::string& path, std::size_t limit, bool allow_std
     out.append(buffer, static_cast<std::size_t>(n));
   }
   return out;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path, std::size_t limit, bool allow_stdin) {
+  Fd fd;
+  struct stat st {};
+  open_input(path, limit, allow_stdin, fd, st);
+  return read_rest(
+      fd.fd, path, limit, S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
+}
+
+InputBytes::InputBytes(const std::string& path, std::size_t limit) {
+  Fd fd;
+  struct stat st {};
+  open_input(path, limit, /*allow_stdin=*/false, fd, st);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size > 0) {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+    if (map != MAP_FAILED) {
+      (void)::madvise(map, size, MADV_WILLNEED);
+      map_ = map;
+      size_ = size;
+      return;
+    }
+  }
+  copy_ = read_rest(fd.fd, path, limit, size);  // a file system that cannot map: read it
+}
+
+InputBytes::InputBytes(const std::string& path) : InputBytes(path, max_input_bytes()) {}
+
+InputBytes::~InputBytes() {
+  if (map_ != nullptr) ::munmap(map_, size_);
+}
+
+std::string_view InputBytes::view() const noexcept {
+  return map_ != nullptr ? std::string_view(static_cast<const char*>(map_), size_)
+                         : std::string_view(copy_);
 }
 
 std::string read_file(const std::string& path) { return read_file(path, max_input_bytes()); }

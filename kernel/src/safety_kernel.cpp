@@ -957,6 +957,16 @@ void decide_into(const TaskModel& model,
   decide_at(model, s.state, s.budget, s.steps, {s.completions.data(), nullptr}, proposal, out);
 }
 
+void decide_into(const TaskModel& model,
+                 const State& state,
+                 const BudgetController& budget,
+                 std::uint64_t steps,
+                 const std::uint64_t* completions,
+                 const Proposal& proposal,
+                 Decision& out) {
+  decide_at(model, state, budget, steps, {completions, nullptr}, proposal, out);
+}
+
 Situation advance(const TaskModel& model, const Situation& s, const Decision& d) {
   if (!d.approved) throw InvalidArgument("advance: the decision is a rejection");
   Situation next{s.state.with(d.changes), s.budget, s.steps, s.emergency_steps, s.completions};

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "clampai/kernel.hpp"
 
@@ -28,6 +30,23 @@ inline std::string temp_file(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           ("clampai-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + name))
       .string();
+}
+
+/// The lines of a file, without their newlines.
+inline std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+/// Writes `lines`, each followed by a newline, then `tail` (a last line without its newline).
+inline void write_lines(const std::string& path,
+                        const std::vector<std::string>& lines,
+                        const std::string& tail = "") {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const auto& l : lines) out << l << '\n';
+  out << tail;
 }
 
 /// A fixed clock, so that traces are reproducible.

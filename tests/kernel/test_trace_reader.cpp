@@ -9,22 +9,8 @@
 #include "support.hpp"
 
 using namespace clampai::kernel;
-
-namespace {
-
-std::vector<std::string> lines_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-void write_lines(const std::string& path, const std::vector<std::string>& lines) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  for (const auto& l : lines) out << l << '\n';
-}
-
-}  // namespace
+using clampai::test::lines_of;
+using clampai::test::write_lines;
 
 TEST_CASE("Trace reader: canonical lines read directly give the entries they are the form of",
           "[kernel][trace]") {

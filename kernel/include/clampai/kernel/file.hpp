@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace clampai::kernel {
 
@@ -35,6 +36,29 @@ void set_max_input_bytes(std::size_t bytes);
                                     bool allow_stdin = false);
 /// The same with the limit `max_input_bytes()`.
 [[nodiscard]] std::string read_file(const std::string& path);
+
+/// An input file's bytes without a copy: mapped into memory (a regular file), with the checks
+/// and errors of `read_file` (no standard input). For large inputs read once (trace files): no
+/// buffer is allocated and filled. The file must not be truncated by another process while the
+/// bytes are in use (the system would stop the process with SIGBUS); files that only grow, as
+/// traces do, are safe (the bytes are those present when it was opened).
+class InputBytes {
+ public:
+  /// @throws FileError as `read_file`.
+  InputBytes(const std::string& path, std::size_t limit);
+  /// The same with the limit `max_input_bytes()`.
+  explicit InputBytes(const std::string& path);
+  ~InputBytes();
+  InputBytes(const InputBytes&) = delete;
+  InputBytes& operator=(const InputBytes&) = delete;
+
+  [[nodiscard]] std::string_view view() const noexcept;
+
+ private:
+  void* map_ = nullptr;
+  std::size_t size_ = 0;
+  std::string copy_;  // the bytes when the file could not be mapped
+};
 
 /// What a file system entry is, for messages: `a directory`, `a FIFO (named pipe)`, `a
 /// character device`..., with `a symbolic link to ` in front when `path` is a link; empty if

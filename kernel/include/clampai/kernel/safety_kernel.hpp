@@ -100,6 +100,15 @@ void decide_into(const TaskModel& model,
                  const Situation& situation,
                  const Proposal& proposal,
                  Decision& out);
+/// The same decision on a situation given by its parts (`completions`: one count per action of
+/// the model), for searches that keep their situations in their own storage.
+void decide_into(const TaskModel& model,
+                 const State& state,
+                 const BudgetController& budget,
+                 std::uint64_t steps,
+                 const std::uint64_t* completions,
+                 const Proposal& proposal,
+                 Decision& out);
 
 /// The situation after committing an approved decision: its changes applied, its cost charged,
 /// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
