@@ -110,6 +110,8 @@ struct GoalCheck {
   bool reached = false;   // the goal expression holds
   bool attested = false;  // and every attestation passed (vacuously true without any)
   std::vector<Attestation> attestations{};
+  /// Why the goal may not be declared reached though it holds: the first failed attestation.
+  std::optional<kernel::Reason> reason{};
   [[nodiscard]] bool success() const noexcept { return reached && attested; }
 };
 
@@ -157,7 +159,15 @@ class ReferenceMonitor {
   std::optional<kernel::Reason> gate(const kernel::Situation& s,
                                      const kernel::Proposal& p,
                                      const kernel::Decision& d);
-  std::optional<kernel::Reason> await_readiness(std::size_t action);
+  std::optional<kernel::Reason> commit_gate(const kernel::Situation& s,
+                                            const kernel::Proposal& p,
+                                            const kernel::Decision& d,
+                                            std::vector<kernel::AttestationRecord>& records);
+  std::optional<kernel::Reason> await_readiness(std::size_t action,
+                                                const std::vector<std::uint64_t>& completions,
+                                                const kernel::State& state);
+  std::vector<Drift> reconcile_on(const kernel::State& state);
+  [[nodiscard]] kernel::Reason drift_reason() const;
 
   std::shared_ptr<const kernel::TaskModel> model_;
   MonitorOptions options_;
