@@ -148,6 +148,9 @@ class ReferenceMonitor {
   [[nodiscard]] bool halted() const noexcept { return halted_.load(); }
   /// The drift that halted the monitor.
   [[nodiscard]] std::vector<Drift> drift() const;
+  /// The rejection of a halted monitor: `environment_drift`, its subject the drifted variables,
+  /// its message each one's model and world values.
+  [[nodiscard]] kernel::Reason drift_reason() const;
   /// The downward flows the monitor rejects (kernel::information_flows).
   [[nodiscard]] const std::vector<kernel::InformationFlow>& downward_flows() const noexcept {
     return flows_;
@@ -167,7 +170,6 @@ class ReferenceMonitor {
                                                 const std::vector<std::uint64_t>& completions,
                                                 const kernel::State& state);
   std::vector<Drift> reconcile_on(const kernel::State& state);
-  [[nodiscard]] kernel::Reason drift_reason() const;
 
   std::shared_ptr<const kernel::TaskModel> model_;
   MonitorOptions options_;
