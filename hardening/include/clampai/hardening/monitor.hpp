@@ -91,7 +91,10 @@ struct MonitorOptions {
   SubprocessLimits limits{};
   /// Reject actions with a downward information flow (`information_flow`).
   bool enforce_information_flow = true;
-  /// Environment reconciliation: run after every committed action.
+  /// Environment reconciliation: run after every committed action of `execute` (before every
+  /// commit when a driver commits through `kernel()`). The spec's `probes` are added after
+  /// these, and its `readiness` probes after `readiness` (their programs over
+  /// `allowed_programs`).
   std::vector<Probe> probes{};
   std::vector<ReadinessProbe> readiness{};
   MonitorClock clock{};
@@ -120,7 +123,9 @@ class ReferenceMonitor {
  public:
   struct Armed;  // implementation detail: the execution in progress on a thread
 
-  /// Builds the spec's attestors and the kernel.
+  /// Builds the spec's attestors, probes and readiness probes, and the kernel. Attestations run
+  /// in the kernel's commit gate (KernelOptions::commit_gate) and each result is an `attested`
+  /// trace entry.
   /// @throws InvalidArgument if an `external` attestor has no implementation, an implementation
   /// names no external attestor of the spec, a command attestor's program is refused by the
   /// allowlist, a probe names an unknown variable, a readiness probe an unknown action or bad
