@@ -55,6 +55,12 @@ expect("trace verify: a forged attestation breaks the chain" 1 "entry 4"
 expect("run --format json: the termination and the reason" 1
   "\"termination\": \"goal_not_attested\""
   ${CLAMPAI} run ${hd}/gated.json ${allow} --format json)
+expect("agent: the monitor gates the LLM's run too" 1
+  "goal_not_attested.*attestation_failed: the goal holds but its attestation `approved` failed"
+  ${CLAMPAI} agent ${hd}/gated.json --llm mock ${allow} --quiet)
+expect("agent: a spec's program not on the allowlist is refused" 2
+  "is not in the allowlist \\(allow a program with --allow-program PATH\\)"
+  ${CLAMPAI} agent ${hd}/gated.json --llm mock)
 expect("run --ledger: a spec the monitor must enforce is refused" 2
   "--ledger: the spec declares what the reference monitor enforces"
   ${CLAMPAI} run ${hd}/gated.json --ledger memory:)
