@@ -1,6 +1,8 @@
 // The reference monitor's attestations in the trace (`attested` entries: chained, replayed,
 // resumed, followed by a shared ledger, bounded), the goal's attestation gate, the monitor's
 // gates when a driver commits through its kernel, and the spec's `probes` and `readiness`.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -166,7 +168,8 @@ TEST_CASE("Monitor trace: every attestation is an `attested` entry before the de
 
 TEST_CASE("Monitor trace: a trace with attestations resumes, and a shared ledger follows it",
           "[hardening][monitor][trace][ledger]") {
-  const fs::path dir = fs::temp_directory_path() / "clampai_monitor_trace";
+  const fs::path dir =
+      fs::temp_directory_path() / ("clampai_monitor_trace_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string file = (dir / "trace.jsonl").string();
@@ -341,7 +344,8 @@ TEST_CASE("Monitor: the spec's probes and readiness run through the allowlist",
           "[hardening][monitor][probes]") {
   const std::string cat = fs::canonical("/usr/bin/cat").string();
   const std::string test = fs::canonical("/usr/bin/test").string();
-  const fs::path dir = fs::temp_directory_path() / "clampai_monitor_probes";
+  const fs::path dir =
+      fs::temp_directory_path() / ("clampai_monitor_probes_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string world = (dir / "replicas").string();
