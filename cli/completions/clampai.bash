@@ -38,7 +38,7 @@ _clampai() {
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --trace | --transcript | --state | --spec | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights | --model | --base-url | --host | --port)
       return
@@ -52,7 +52,7 @@ _clampai() {
   local opts
   case $cmd in
     check) opts="--format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --ledger --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
@@ -65,7 +65,7 @@ _clampai() {
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
-    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --allow-program --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --tls-cert --tls-key --help" ;;
     mcp) opts="--help" ;;
     *) return ;;

@@ -10,6 +10,7 @@
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/report/agent.hpp"
+#include "monitor_setup.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
@@ -23,6 +24,7 @@ struct Args {
   std::string spec, llm, model, base_url, trace, transcript, format = "text";
   std::optional<std::uint64_t> max_steps;
   std::optional<unsigned> lookahead;
+  std::vector<std::string> allow_programs;
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -68,7 +70,12 @@ int agent_command() {
     lookahead.timeout_ms = 1000;
     options.guard = driver::lookahead_guard(model, lookahead);
   }
-  ck::SafetyKernel kernel(model, options);
+  // A spec's hardening sections are enforced by the reference monitor around the kernel.
+  std::unique_ptr<hardening::ReferenceMonitor> monitor =
+      make_monitor(model, options, args.allow_programs);
+  std::optional<ck::SafetyKernel> own;
+  if (!monitor) own.emplace(model, options);
+  ck::SafetyKernel& kernel = monitor ? monitor->kernel() : *own;
 
   const auto to_step = [&](const ca::StepRecord& s) {
     report::AgentStep step;
@@ -96,6 +103,8 @@ int agent_command() {
   }
   ca::Orchestrator orchestrator(kernel, *client, orchestrator_options);
   const ca::OrchestratorResult r = orchestrator.run();
+  std::optional<MonitorVerdict> verdict;
+  if (monitor) verdict = finish_monitored(*monitor, r.goal_reached);
   const ck::TraceEntry seal = kernel.seal();
   const ck::TraceCheck check = kernel.verify_trace();
   const auto budget = kernel.budget();
@@ -108,6 +117,11 @@ int agent_command() {
   out.termination = std::string(ca::to_string(r.termination));
   out.goal_reached = r.goal_reached;
   out.message = r.message;
+  if (verdict) {
+    out.termination = verdict->termination;
+    out.goal_reached = false;
+    out.message = std::string(ck::to_string(verdict->reason.code)) + ": " + verdict->reason.message;
+  }
   out.steps = r.steps;
   out.executed = r.executed;
   out.rejected = r.rejected;
@@ -133,7 +147,7 @@ int agent_command() {
   out.transcript_file = args.transcript;
   out.lookahead = args.lookahead;
   report::write_agent(std::cout, format_of(args.format), out);
-  return r.goal_reached ? 0 : 1;
+  return out.goal_reached ? 0 : 1;
 }
 
 }  // namespace
@@ -170,6 +184,7 @@ CLI::App* add_agent_command(CLI::App& app) {
                   "Reject actions after which a capture basin is reachable within K more steps")
       ->option_text("K")
       ->check(CLI::Range(0U, 64U));
+  add_allow_program_option(cmd, args.allow_programs);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -24,6 +24,7 @@
 #include "ledger_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "mcp_cmd.hpp"
+#include "monitor_setup.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
 #include "serve_cmd.hpp"
@@ -79,6 +80,7 @@ struct RunArgs {
   std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
   std::string ledger;
+  std::vector<std::string> allow_programs;
 };
 
 // True iff `a` and `b` name one file (the same inode), however they are spelt.
@@ -123,6 +125,12 @@ void open_trace(const RunArgs& args,
 
 int cmd_run(const RunArgs& args, const Common& common) {
   if (!args.ledger.empty()) {
+    const auto model = ck::load_spec_file(args.spec);
+    if (clampai::cli::needs_monitor(*model))
+      throw clampai::InvalidArgument(
+          "--ledger: the spec declares what the reference monitor enforces (attestations, "
+          "probes, readiness or a downward information flow), which a shared ledger run does "
+          "not: run it without --ledger");
     return clampai::cli::run_on_ledger({args.spec, args.ledger, common.format, args.max_steps});
   }
   const auto model = ck::load_spec_file(args.spec);
@@ -139,7 +147,12 @@ int cmd_run(const RunArgs& args, const Common& common) {
     lookahead.timeout_ms = args.lookahead_timeout_ms;
     options.guard = cd::lookahead_guard(model, lookahead);
   }
-  ck::SafetyKernel kernel(model, options);
+  // A spec's hardening sections are enforced by the reference monitor around the kernel.
+  std::unique_ptr<clampai::hardening::ReferenceMonitor> monitor =
+      clampai::cli::make_monitor(model, options, args.allow_programs);
+  std::optional<ck::SafetyKernel> own;
+  if (!monitor) own.emplace(model, options);
+  ck::SafetyKernel& kernel = monitor ? monitor->kernel() : *own;
   cd::FirstApprovableDriver driver;
   cd::RunOptions run_options;
   run_options.max_steps = args.max_steps;
@@ -148,8 +161,17 @@ int cmd_run(const RunArgs& args, const Common& common) {
       clampai::report::Progress::for_stderr("run", clampai::cli::quiet()));
   progress.phase("running");
   progress.status([&kernel] { return std::to_string(kernel.steps()) + " steps"; });
-  const cd::RunResult r = cd::run(kernel, driver, run_options);
+  cd::RunResult r = cd::run(kernel, driver, run_options);
   progress.stop();
+  if (monitor) {
+    if (auto verdict = clampai::cli::finish_monitored(*monitor, r.goal_reached)) {
+      r.goal_reached = false;
+      r.termination = verdict->termination == "environment_drift"
+                          ? cd::Termination::environment_drift
+                          : cd::Termination::goal_not_attested;
+      r.last_reasons = {verdict->reason};
+    }
+  }
   const ck::TraceEntry seal = kernel.seal();
   const auto budget = kernel.budget();
   const ck::TraceCheck check = kernel.verify_trace();
@@ -348,8 +370,14 @@ int main(int argc, char** argv) {
                       "ledger: postgresql://...[#TASK] (a libpq URI; the task defaults to the "
                       "spec's name), file:PATH or memory:; `actions` lists what this process "
                       "committed");
-  for (const char* other :
-       {"--trace", "--append", "--force", "--record-rejections", "--lookahead", "--recover"})
+  clampai::cli::add_allow_program_option(run, run_args.allow_programs);
+  for (const char* other : {"--trace",
+                            "--append",
+                            "--force",
+                            "--record-rejections",
+                            "--lookahead",
+                            "--recover",
+                            "--allow-program"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 

@@ -21,7 +21,9 @@ std::string_view to_string(Termination t) {
                                                 "budget_exhausted",
                                                 "step_limit",
                                                 "max_steps",
-                                                "emergency_stop"};
+                                                "emergency_stop",
+                                                "goal_not_attested",
+                                                "environment_drift"};
   return kNames[static_cast<int>(t)];
 }
 

@@ -73,6 +73,36 @@ bool within(const ck::Value& model,
   return false;
 }
 
+// The runner of a spec's command check: the monitor's allowlist and limits, the check's own
+// timeout and output cap. @throws InvalidArgument (`what`: ...) if the program is refused.
+SubprocessRunner runner_for(const ck::AttestorDecl& d,
+                            const MonitorOptions& options,
+                            const std::string& what) {
+  SubprocessLimits limits = options.limits;
+  if (d.timeout_ms) limits.timeout = milliseconds(*d.timeout_ms);
+  if (d.max_output_bytes) limits.max_output_bytes = static_cast<std::size_t>(*d.max_output_bytes);
+  ProgramAllowlist allow(options.allowed_programs);
+  if (auto why = allow.refusal(d.argv.front())) throw InvalidArgument(what + ": " + *why);
+  return SubprocessRunner(std::move(allow), limits);
+}
+
+// The request of a spec's http check.
+HttpCheck http_check_for(const ck::AttestorDecl& d) {
+  HttpCheck check;
+  check.url = d.url;
+  check.method = d.method;
+  check.body = d.body;
+  check.expect_status = static_cast<long>(d.expect_status);
+  check.expect_body_contains = d.expect_body_contains;
+  if (d.timeout_ms) check.timeout = milliseconds(*d.timeout_ms);
+  if (d.max_output_bytes) check.max_response_bytes = static_cast<std::size_t>(*d.max_output_bytes);
+  return check;
+}
+
+// The state a readiness check of the spec reads `{name}` from: the one the gated action starts
+// from, on this thread.
+thread_local const ck::State* t_readiness_state = nullptr;
+
 std::shared_ptr<const Attestor> build_attestor(
     const ck::TaskModel& m,
     std::size_t i,
@@ -82,31 +112,13 @@ std::shared_ptr<const Attestor> build_attestor(
   const ck::AttestorDecl& d = m.attestors[i];
   std::shared_ptr<const Attestor> out;
   switch (d.kind) {
-    case ck::AttestorKind::command: {
-      SubprocessLimits limits = options.limits;
-      if (d.timeout_ms) limits.timeout = milliseconds(*d.timeout_ms);
-      if (d.max_output_bytes)
-        limits.max_output_bytes = static_cast<std::size_t>(*d.max_output_bytes);
-      ProgramAllowlist allow(options.allowed_programs);
-      if (auto why = allow.refusal(d.argv.front()))
-        throw InvalidArgument("attestor `" + d.name + "`: " + *why);
+    case ck::AttestorKind::command:
       out = std::make_shared<SubprocessAttestor>(
-          d.name, d.argv, SubprocessRunner(std::move(allow), limits));
+          d.name, d.argv, runner_for(d, options, "attestor `" + d.name + "`"));
       break;
-    }
-    case ck::AttestorKind::http: {
-      HttpCheck check;
-      check.url = d.url;
-      check.method = d.method;
-      check.body = d.body;
-      check.expect_status = static_cast<long>(d.expect_status);
-      check.expect_body_contains = d.expect_body_contains;
-      if (d.timeout_ms) check.timeout = milliseconds(*d.timeout_ms);
-      if (d.max_output_bytes)
-        check.max_response_bytes = static_cast<std::size_t>(*d.max_output_bytes);
-      out = std::make_shared<HttpAttestor>(d.name, std::move(check));
+    case ck::AttestorKind::http:
+      out = std::make_shared<HttpAttestor>(d.name, http_check_for(d));
       break;
-    }
     case ck::AttestorKind::all:
     case ck::AttestorKind::quorum: {
       std::vector<std::shared_ptr<const Attestor>> members;
@@ -212,6 +224,42 @@ ReferenceMonitor::ReferenceMonitor(std::shared_ptr<const ck::TaskModel> model,
   attestors_.resize(m.attestors.size());
   for (std::size_t i = 0; i < m.attestors.size(); ++i) build_attestor(m, i, options_, attestors_);
 
+  // The spec's probes and readiness probes, after the host's.
+  for (const ck::ProbeDecl& d : m.probes) {
+    const std::string what = "probe `" + d.check.name + "`";
+    options_.probes.push_back(
+        d.check.kind == ck::AttestorKind::command
+            ? command_probe(
+                  d.variable, d.check.argv, runner_for(d.check, options_, what), d.tolerance)
+            : http_probe(d.variable, http_check_for(d.check), d.tolerance));
+  }
+  for (const ck::ReadinessDecl& d : m.readiness) {
+    const std::string what = "readiness probe `" + d.check.name + "`";
+    std::shared_ptr<const Attestor> check;
+    if (d.check.kind == ck::AttestorKind::command) {
+      check = std::make_shared<SubprocessAttestor>(
+          d.check.name, d.check.argv, runner_for(d.check, options_, what));
+    } else {
+      check = std::make_shared<HttpAttestor>(d.check.name, http_check_for(d.check));
+    }
+    ReadinessProbe r;
+    r.dependency = d.dependency;
+    r.ready = [check, model = model_](std::string& detail) {
+      const ck::State state =
+          t_readiness_state != nullptr ? *t_readiness_state : model->initial_state();
+      const Attestation a = run_attestor(*check, AttestationContext{model.get(), &state, ""});
+      detail = a.error.empty() ? a.evidence : a.error;
+      if (detail.size() > 200) detail = detail.substr(0, 200) + "...";
+      return a.passed;
+    };
+    r.initial_delay = milliseconds(d.initial_delay_ms);
+    r.multiplier = static_cast<double>(d.multiplier.units);
+    for (int i = 0; i < d.multiplier.scale; ++i) r.multiplier /= 10.0;
+    r.max_delay = milliseconds(d.max_delay_ms);
+    r.deadline = milliseconds(d.deadline_ms);
+    options_.readiness.push_back(std::move(r));
+  }
+
   flows_ = ck::information_flows(m, /*downward_only=*/true);
   first_flow_.resize(m.actions.size());
   for (std::size_t i = 0; i < flows_.size(); ++i)
@@ -248,6 +296,12 @@ ReferenceMonitor::ReferenceMonitor(std::shared_ptr<const ck::TaskModel> model,
   kopts.guard = [this](const ck::Situation& s, const ck::Proposal& p, const ck::Decision& d) {
     return gate(s, p, d);
   };
+  kopts.commit_gate = [this](const ck::Situation& s,
+                             const ck::Proposal& p,
+                             const ck::Decision& d,
+                             std::vector<ck::AttestationRecord>& records) {
+    return commit_gate(s, p, d, records);
+  };
   kernel_ = std::make_unique<ck::SafetyKernel>(model_, std::move(kopts));
 }
 
@@ -262,13 +316,7 @@ std::optional<ck::Reason> ReferenceMonitor::gate(const ck::Situation& s,
   }
   Armed* armed = t_armed != nullptr && t_armed->monitor == this ? t_armed : nullptr;
   if (armed && armed->veto) return armed->veto;
-  if (halted_.load()) {
-    std::string vars;
-    for (const Drift& dr : drift()) vars += (vars.empty() ? "" : ", ") + dr.variable;
-    return ck::Reason{ck::ReasonCode::environment_drift,
-                      vars,
-                      "halted: the environment drifted from the model (" + vars + ")"};
-  }
+  if (halted_.load()) return drift_reason();
   if (options_.enforce_information_flow && first_flow_[p.action]) {
     const ck::InformationFlow& f = flows_[*first_flow_[p.action]];
     return ck::Reason{ck::ReasonCode::information_flow,
@@ -278,25 +326,60 @@ std::optional<ck::Reason> ReferenceMonitor::gate(const ck::Situation& s,
                           std::string(to_string(f.target_label)) + ") at " + f.path +
                           (f.expression.empty() ? "" : ": " + f.expression)};
   }
-  if (armed) {
-    const AttestationContext ctx{&m, &s.state, m.actions[p.action].id};
-    for (std::size_t i : m.actions[p.action].attestations) {
-      Attestation a = run_attestor(*attestors_[i], ctx);
-      const bool passed = a.passed;
-      std::string why = a.error.empty() ? a.evidence : a.error;
-      armed->attestations->push_back(std::move(a));
-      if (!passed)
-        return ck::Reason{ck::ReasonCode::attestation_failed,
-                          m.attestors[i].name,
-                          "attestation `" + m.attestors[i].name + "` of `" +
-                              m.actions[p.action].id + "` failed" +
-                              (why.empty() ? "" : ": " + why.substr(0, 500))};
-    }
+  return std::nullopt;
+}
+
+ck::Reason ReferenceMonitor::drift_reason() const {
+  std::string vars;
+  for (const Drift& dr : drift()) vars += (vars.empty() ? "" : ", ") + dr.variable;
+  std::string details;
+  for (const Drift& dr : drift())
+    details += (details.empty() ? "" : "; ") + dr.variable + ": model " + dr.model.to_string() +
+               ", world " + (dr.world ? dr.world->to_string() : std::string("unread")) +
+               (dr.detail.empty() ? "" : " (" + dr.detail.substr(0, 200) + ")");
+  return ck::Reason{ck::ReasonCode::environment_drift,
+                    vars,
+                    "halted: the environment drifted from the model (" + vars + "): " + details};
+}
+
+std::optional<ck::Reason> ReferenceMonitor::commit_gate(
+    const ck::Situation& s,
+    const ck::Proposal& p,
+    const ck::Decision& /*d*/,
+    std::vector<ck::AttestationRecord>& records) {
+  const ck::TaskModel& m = *model_;
+  Armed* armed = t_armed != nullptr && t_armed->monitor == this ? t_armed : nullptr;
+  if (armed == nullptr) {
+    // A driver committing through kernel() directly: the readiness wait and the
+    // reconciliation that `execute` does around the kernel happen here, before the commit.
+    if (auto r = await_readiness(p.action, s.completions, s.state)) return r;
+    if (!options_.probes.empty() && !reconcile_on(s.state).empty()) return drift_reason();
+  }
+  const AttestationContext ctx{&m, &s.state, m.actions[p.action].id};
+  for (std::size_t i : m.actions[p.action].attestations) {
+    Attestation a = run_attestor(*attestors_[i], ctx);
+    const bool passed = a.passed;
+    std::string why = a.error.empty() ? a.evidence : a.error;
+    records.push_back(ck::AttestationRecord{
+        m.attestors[i].name, m.actions[p.action].id, a.passed, a.evidence, a.error});
+    if (armed != nullptr) armed->attestations->push_back(std::move(a));
+    if (!passed)
+      return ck::Reason{ck::ReasonCode::attestation_failed,
+                        m.attestors[i].name,
+                        "attestation `" + m.attestors[i].name + "` of `" + m.actions[p.action].id +
+                            "` failed" + (why.empty() ? "" : ": " + why.substr(0, 500))};
   }
   return std::nullopt;
 }
 
-std::optional<ck::Reason> ReferenceMonitor::await_readiness(std::size_t action) {
+std::optional<ck::Reason> ReferenceMonitor::await_readiness(
+    std::size_t action, const std::vector<std::uint64_t>& completions, const ck::State& state) {
+  struct Scope {
+    explicit Scope(const ck::State* s) { t_readiness_state = s; }
+    ~Scope() { t_readiness_state = nullptr; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  } scope(&state);
   const ck::TaskModel& m = *model_;
   for (std::size_t j = 0; j < options_.readiness.size(); ++j) {
     const ReadinessProbe& r = options_.readiness[j];
@@ -304,7 +387,7 @@ std::optional<ck::Reason> ReferenceMonitor::await_readiness(std::size_t action) 
     const std::size_t dep = *m.find_action(r.dependency);
     const auto& deps = m.actions[action].dependencies;
     if (std::find(deps.begin(), deps.end(), dep) == deps.end()) continue;
-    if (kernel_->completions(dep) == 0) continue;  // the kernel rejects it: dependency_unmet
+    if (completions[dep] == 0) continue;  // the kernel rejects it: dependency_unmet
     const milliseconds start = options_.clock.now();
     milliseconds delay = r.initial_delay;
     std::size_t checks = 0;
@@ -349,7 +432,10 @@ MonitorOutcome ReferenceMonitor::execute(std::string_view action_id, const ck::P
   std::vector<Attestation> attestations;
   Armed armed{this, &attestations, std::nullopt};
   const auto resolved = kernel_->resolve(action_id, params);
-  if (const auto* p = std::get_if<ck::Proposal>(&resolved)) armed.veto = await_readiness(p->action);
+  if (const auto* p = std::get_if<ck::Proposal>(&resolved)) {
+    const ck::Situation now = kernel_->situation();
+    armed.veto = await_readiness(p->action, now.completions, now.state);
+  }
   struct Arm {
     explicit Arm(Armed* a) { t_armed = a; }
     ~Arm() { t_armed = nullptr; }
@@ -365,8 +451,9 @@ MonitorOutcome ReferenceMonitor::execute(std::string_view action_id, const ck::P
   return out;
 }
 
-std::vector<Drift> ReferenceMonitor::reconcile() {
-  const ck::State state = kernel_->state();
+std::vector<Drift> ReferenceMonitor::reconcile() { return reconcile_on(kernel_->state()); }
+
+std::vector<Drift> ReferenceMonitor::reconcile_on(const ck::State& state) {
   const AttestationContext ctx{model_.get(), &state, ""};
   std::vector<Drift> found;
   for (std::size_t i = 0; i < options_.probes.size(); ++i) {
@@ -404,8 +491,18 @@ GoalCheck ReferenceMonitor::check_goal() {
   if (!g.reached) return g;
   const AttestationContext ctx{model_.get(), &state, ""};
   for (std::size_t i : model_->goal_attestations) {
-    g.attestations.push_back(run_attestor(*attestors_[i], ctx));
-    if (!g.attestations.back().passed) g.attested = false;
+    const Attestation& a = g.attestations.emplace_back(run_attestor(*attestors_[i], ctx));
+    if (!kernel_->is_sealed())
+      (void)kernel_->record_attested(ck::attestation_entry(
+          ck::AttestationRecord{model_->attestors[i].name, "", a.passed, a.evidence, a.error}));
+    if (!a.passed && g.attested) {
+      g.attested = false;
+      const std::string why = a.error.empty() ? a.evidence : a.error;
+      g.reason = ck::Reason{ck::ReasonCode::attestation_failed,
+                            model_->attestors[i].name,
+                            "the goal holds but its attestation `" + model_->attestors[i].name +
+                                "` failed" + (why.empty() ? "" : ": " + why.substr(0, 500))};
+    }
   }
   return g;
 }

@@ -343,8 +343,15 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
   if (e.sequence != length_ || e.prev != head_ || e.compute_hash() != e.hash)
     fail("does not link to the entry before");
   replay_time_ = e.time_us;
-  const ParamMap params = recorded_params(e, index);
+  const ParamMap params = e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, index);
   switch (e.kind) {
+    case EntryKind::attested:
+      try {
+        (void)local_->record_attested(e);  // changes nothing but the trace
+      } catch (const InvalidArgument& err) {
+        fail(err.what());
+      }
+      break;
     case EntryKind::genesis:
       follow_failed(*ledger_, index, "a second genesis entry");
     case EntryKind::sealed:

@@ -1134,6 +1134,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
+  std::vector<std::pair<std::uint64_t, std::string>> attested;  // the commit gate's entries
   std::optional<Outcome> outcome;
   bool traced = false;
   {
@@ -1153,6 +1154,26 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
                            emergency_steps_,
                            copy_completions(completions_.get(), model_->actions.size())};
       if (std::optional<Reason> veto = options_.guard(here, proposal, d)) {
+        d.approved = false;
+        d.reasons.push_back(std::move(*veto));
+      }
+    }
+    if (options_.commit_gate && d.approved && !d.emergency) {
+      const Situation here{state_,
+                           budget_,
+                           steps_,
+                           emergency_steps_,
+                           copy_completions(completions_.get(), model_->actions.size())};
+      std::vector<AttestationRecord> records;
+      std::optional<Reason> veto = options_.commit_gate(here, proposal, d, records);
+      for (const AttestationRecord& r : records) {
+        TraceEntry entry = attestation_entry(r);
+        entry.cost = model_->format_amount(0);
+        std::string text;
+        append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &text : nullptr);
+        attested.emplace_back(entry.sequence, std::move(text));
+      }
+      if (veto) {
         d.approved = false;
         d.reasons.push_back(std::move(*veto));
       }
@@ -1264,6 +1285,8 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
     }
     k.trim(options_.trace_window);
   }
+  if (options_.writer)
+    for (auto& [seq, text] : attested) write_line(seq, std::move(text));
   if (!traced) return outcome;
   if (options_.writer) {
     write_line(sequence, std::move(line));
@@ -1288,6 +1311,30 @@ Decision SafetyKernel::record_rejection(const Proposal& proposal) {
   }
   if (options_.writer) write_line(sequence, std::move(line));
   return d;
+}
+
+TraceEntry SafetyKernel::record_attested(TraceEntry entry) {
+  if (entry.kind != EntryKind::attested)
+    throw InvalidArgument("record_attested: a `" + std::string(to_string(entry.kind)) +
+                          "` entry is not an attestation");
+  if (auto bad = malformed_attestation(entry)) throw InvalidArgument("record_attested: " + *bad);
+  if (!entry.action.empty() && !model_->find_action(entry.action))
+    throw InvalidArgument("record_attested: unknown action `" + entry.action + "`");
+  TraceEntry kept;
+  kept.kind = EntryKind::attested;
+  kept.action = std::move(entry.action);
+  kept.params = std::move(entry.params);
+  kept.cost = model_->format_amount(0);
+  std::string line;
+  {
+    std::lock_guard lock(mutex_);
+    if (sealed_)
+      throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
+    append_locked(kept, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
+    impl_->trim(options_.trace_window);
+  }
+  if (options_.writer) write_line(kept.sequence, std::move(line));
+  return kept;
 }
 
 Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params) {
@@ -1430,10 +1477,12 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
   // byte for byte as it was written, so the chain continues from the recorded hashes.
   std::shared_ptr<TraceWriter> writer = std::move(options_.writer);
   auto guard = std::move(options_.guard);
+  auto commit_gate = std::move(options_.commit_gate);
   auto clock = std::move(options_.clock);
   const bool record = options_.record_rejections;
   options_.writer = nullptr;
   options_.guard = nullptr;
+  options_.commit_gate = nullptr;
   options_.record_rejections = false;
   std::int64_t now = genesis.time_us;
   options_.clock = [&now] { return now; };
@@ -1448,7 +1497,9 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
     const TraceEntry& e = entries[i];
     now = e.time_us;
     std::string bad;
-    const std::optional<ParamMap> params = recorded_params(e, bad);
+    // An attestation's params are not an action's: its own shape is checked below.
+    const std::optional<ParamMap> params =
+        e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, bad);
     if (!params) resume_failed(i, "parameter `" + bad + "` is not a number");
     switch (e.kind) {
       case EntryKind::genesis:
@@ -1461,8 +1512,12 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
         receipts.push_back(*o.receipt);
         break;
       }
+      case EntryKind::attested:
+        if (auto why = malformed_attestation(e)) resume_failed(i, *why);
+        [[fallthrough]];
       case EntryKind::rejected: {
-        // A rejection changes nothing but the trace: kept as recorded once it links.
+        // A rejection (an attestation) changes nothing but the trace: kept as recorded once it
+        // links.
         std::lock_guard lock(mutex_);
         impl_->settle();
         if (e.sequence != impl_->next_sequence() || e.prev != impl_->head_hash() ||
@@ -1493,6 +1548,7 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
   }
   options_.writer = std::move(writer);
   options_.guard = std::move(guard);
+  options_.commit_gate = std::move(commit_gate);
   options_.clock = std::move(clock);
   options_.record_rejections = record;
 }
@@ -1613,7 +1669,8 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
     std::string bad;
-    const std::optional<ParamMap> recorded = recorded_params(e, bad);
+    const std::optional<ParamMap> recorded =
+        e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, bad);
     if (!recorded) return Mismatch{i, "parameter `" + bad + "` is not a number"};
     const ParamMap& params = *recorded;
     switch (e.kind) {
@@ -1657,6 +1714,13 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
         receipts.pop_back();
         break;
       }
+      case EntryKind::attested:
+        // What an attestor saw is not the model's to decide; the entry changes nothing (the
+        // counters below must not move).
+        if (auto why = malformed_attestation(e)) return Mismatch{i, *why};
+        if (!e.action.empty() && !model->find_action(e.action))
+          return Mismatch{i, "an attestation of unknown action `" + e.action + "`"};
+        break;
       case EntryKind::sealed:
         if (e.state != state_digest(kernel.state()))
           return Mismatch{i, "the final state differs from the sealed one"};

@@ -138,6 +138,37 @@ void build_security(TaskModel& m,
       m.goal_attestations.push_back(resolve(decl.goal_attestations[k], p));
     });
   }
+  for (const ProbeDecl& probe : decl.probes) {
+    attempt([&] {
+      const std::string p = "probes." + probe.variable;
+      const auto id = m.schema->find(probe.variable);
+      if (!id)
+        throw SpecError(p, "unknown variable `" + probe.variable + "` (a probe reads a variable)");
+      const Type& t = m.variables[*id].type;
+      if (probe.tolerance.units != 0 && t.kind() != Type::Kind::integer &&
+          t.kind() != Type::Kind::decimal)
+        throw SpecError(p + ".tolerance",
+                        "a tolerance applies to numbers, not `" + probe.variable + "` of type " +
+                            t.to_string());
+      m.probes.push_back(probe);
+    });
+  }
+  for (const ReadinessDecl& r : decl.readiness) {
+    attempt([&] {
+      const std::string p = "readiness." + r.dependency;
+      if (!m.find_action(r.dependency)) throw SpecError(p, "unknown action `" + r.dependency + "`");
+      const bool depended_on =
+          std::any_of(decl.dependencies.begin(), decl.dependencies.end(), [&](const auto& edge) {
+            return std::find(edge.second.begin(), edge.second.end(), r.dependency) !=
+                   edge.second.end();
+          });
+      if (!depended_on)
+        throw SpecError(p,
+                        "no action depends on `" + r.dependency +
+                            "` (a readiness probe applies on `dependencies` edges into it)");
+      m.readiness.push_back(r);
+    });
+  }
 }
 
 void build_native_invariant(const TaskModel& m,
@@ -248,6 +279,38 @@ void add_security_form(JsonNode& root, const TaskModel& m) {
   if (!m.goal_attestations.empty()) {
     JsonNode& g = root.add("goal_attestations", JsonNode::make_array());
     for (std::size_t i : m.goal_attestations) g.push(JsonNode::make_string(m.attestors[i].name));
+  }
+  auto check_form = [](JsonNode& o, const AttestorDecl& a) {
+    o.add("kind", JsonNode::make_string(std::string(to_string(a.kind))));
+    JsonNode& argv = o.add("argv", JsonNode::make_array());
+    for (const std::string& s : a.argv) argv.push(JsonNode::make_string(s));
+    o.add("url", JsonNode::make_string(a.url));
+    o.add("method", JsonNode::make_string(a.method));
+    o.add("body", JsonNode::make_string(a.body));
+    o.add("expect_status", JsonNode::make_string(std::to_string(a.expect_status)));
+    o.add("expect_body_contains", JsonNode::make_string(a.expect_body_contains.value_or("")));
+    o.add("timeout_ms", JsonNode::make_string(std::to_string(a.timeout_ms.value_or(-1))));
+    o.add("max_output_bytes",
+          JsonNode::make_string(std::to_string(a.max_output_bytes.value_or(-1))));
+  };
+  if (!m.probes.empty()) {
+    JsonNode& o = root.add("probes", JsonNode::make_object());
+    for (const ProbeDecl& p : m.probes) {
+      JsonNode& po = o.add(p.variable, JsonNode::make_object());
+      check_form(po, p.check);
+      po.add("tolerance", JsonNode::make_string(p.tolerance.to_string()));
+    }
+  }
+  if (!m.readiness.empty()) {
+    JsonNode& o = root.add("readiness", JsonNode::make_object());
+    for (const ReadinessDecl& r : m.readiness) {
+      JsonNode& ro = o.add(r.dependency, JsonNode::make_object());
+      check_form(ro, r.check);
+      ro.add("initial_delay_ms", JsonNode::make_string(std::to_string(r.initial_delay_ms)));
+      ro.add("multiplier", JsonNode::make_string(r.multiplier.to_string()));
+      ro.add("max_delay_ms", JsonNode::make_string(std::to_string(r.max_delay_ms)));
+      ro.add("deadline_ms", JsonNode::make_string(std::to_string(r.deadline_ms)));
+    }
   }
 }
 

@@ -436,7 +436,9 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
                 "interface",
                 "capture_basins",
                 "sinks",
-                "attestors"});
+                "attestors",
+                "probes",
+                "readiness"});
   });
   problems.attempt([&] { t.name = get_string(root, "", "name"); });
   problems.attempt([&] {
@@ -540,6 +542,12 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
   });
   problems.attempt([&] {
     if (const JsonNode* a = root.find("attestors")) t.attestors = detail::parse_attestors(*a);
+  });
+  problems.attempt([&] {
+    if (const JsonNode* p = root.find("probes")) t.probes = detail::parse_probes(*p);
+  });
+  problems.attempt([&] {
+    if (const JsonNode* r = root.find("readiness")) t.readiness = detail::parse_readiness(*r);
   });
   problems.throw_if_any();
   return t;

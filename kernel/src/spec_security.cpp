@@ -172,6 +172,122 @@ std::vector<SinkDecl> parse_sinks(const JsonNode& n) {
   return out;
 }
 
+// The `command` or `http` member of `a` (an attestor, a probe) into `d`; false if it has
+// neither.
+namespace {
+bool parse_check(const JsonNode& a, const std::string& p, AttestorDecl& d) {
+  if (const JsonNode* c = a.find("command")) {
+    d.kind = AttestorKind::command;
+    d.argv = strings(*c, join(p, "command"));
+    if (d.argv.empty()) throw SpecError(join(p, "command"), "empty command");
+    if (d.argv.front().front() != '/')
+      throw SpecError(at_index(join(p, "command"), 0),
+                      "`" + d.argv.front() +
+                          "` is not an absolute path (programs are never looked up in PATH)");
+  } else if (const JsonNode* h = a.find("http")) {
+    d.kind = AttestorKind::http;
+    const std::string hp = join(p, "http");
+    expect_kind(*h, Kind::object, hp);
+    allow_keys(*h, hp, {"url", "method", "body", "expect_status", "expect_body_contains"});
+    d.url = get_string(*h, hp, "url");
+    if (d.url.rfind("http://", 0) != 0 && d.url.rfind("https://", 0) != 0)
+      throw SpecError(join(hp, "url"), "expected an http:// or https:// URL");
+    d.method = get_string(*h, hp, "method", "GET");
+    if (d.method != "GET" && d.method != "HEAD" && d.method != "POST")
+      throw SpecError(join(hp, "method"),
+                      "unknown method `" + d.method + "` (expected GET, HEAD or POST)");
+    d.body = get_string(*h, hp, "body");
+    if (const JsonNode* s = h->find("expect_status"))
+      d.expect_status = get_count(*s, join(hp, "expect_status"));
+    if (h->find("expect_body_contains"))
+      d.expect_body_contains = get_string(*h, hp, "expect_body_contains");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A probe's check: exactly one of `command` and `http`, and its limits.
+AttestorDecl probe_check(const JsonNode& a, const std::string& p, const char* what) {
+  AttestorDecl d;
+  d.name = p;
+  d.description = get_string(a, p, "description");
+  d.timeout_ms = opt_count(a, p, "timeout_ms");
+  d.max_output_bytes = opt_count(a, p, "max_output_bytes");
+  if (a.find("command") && a.find("http"))
+    throw SpecError(p, std::string("a ") + what + " is either a `command` or an `http` check");
+  if (!parse_check(a, p, d))
+    throw SpecError(p,
+                    std::string("a ") + what +
+                        " needs a `command` or an `http` check (C++ callbacks are API-only: "
+                        "hardening::MonitorOptions)");
+  return d;
+}
+
+std::int64_t millis(const JsonNode& a, const std::string& p, const char* key, std::int64_t dflt) {
+  return opt_count(a, p, key).value_or(dflt);
+}
+}  // namespace
+
+std::vector<ProbeDecl> parse_probes(const JsonNode& n) {
+  expect_kind(n, Kind::object, "probes");
+  std::vector<ProbeDecl> out;
+  for (const auto& [variable, a] : n.members) {
+    const std::string p = join("probes", variable);
+    expect_kind(a, Kind::object, p);
+    allow_keys(
+        a, p, {"command", "http", "tolerance", "timeout_ms", "max_output_bytes", "description"});
+    ProbeDecl d;
+    d.variable = variable;
+    d.check = probe_check(a, p, "probe");
+    if (const JsonNode* t = a.find("tolerance")) {
+      d.tolerance = get_decimal(*t, join(p, "tolerance"));
+      if (d.tolerance.units < 0)
+        throw SpecError(join(p, "tolerance"),
+                        "must not be negative, got " + d.tolerance.to_string());
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<ReadinessDecl> parse_readiness(const JsonNode& n) {
+  expect_kind(n, Kind::object, "readiness");
+  std::vector<ReadinessDecl> out;
+  for (const auto& [dependency, a] : n.members) {
+    const std::string p = join("readiness", dependency);
+    expect_kind(a, Kind::object, p);
+    allow_keys(a,
+               p,
+               {"command",
+                "http",
+                "timeout_ms",
+                "max_output_bytes",
+                "initial_delay_ms",
+                "multiplier",
+                "max_delay_ms",
+                "deadline_ms",
+                "description"});
+    ReadinessDecl d;
+    d.dependency = dependency;
+    d.check = probe_check(a, p, "readiness probe");
+    d.initial_delay_ms = millis(a, p, "initial_delay_ms", d.initial_delay_ms);
+    d.max_delay_ms = millis(a, p, "max_delay_ms", d.max_delay_ms);
+    d.deadline_ms = millis(a, p, "deadline_ms", d.deadline_ms);
+    if (const JsonNode* m = a.find("multiplier"))
+      d.multiplier = get_decimal(*m, join(p, "multiplier"));
+    if (d.initial_delay_ms < 1) throw SpecError(join(p, "initial_delay_ms"), "must be at least 1");
+    if (d.max_delay_ms < d.initial_delay_ms)
+      throw SpecError(join(p, "max_delay_ms"),
+                      "must be at least `initial_delay_ms` (" + std::to_string(d.initial_delay_ms) +
+                          "), got " + std::to_string(d.max_delay_ms));
+    if (d.multiplier < Decimal{1, 0})
+      throw SpecError(join(p, "multiplier"), "must be at least 1, got " + d.multiplier.to_string());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::vector<AttestorDecl> parse_attestors(const JsonNode& n) {
   expect_kind(n, Kind::object, "attestors");
   std::vector<AttestorDecl> out;
@@ -203,31 +319,8 @@ std::vector<AttestorDecl> parse_attestors(const JsonNode& n) {
                       "`external`");
     if (a.find("of") && !a.find("quorum"))
       throw SpecError(join(p, "of"), "`of` goes with `quorum`");
-    if (const JsonNode* c = a.find("command")) {
-      d.kind = AttestorKind::command;
-      d.argv = strings(*c, join(p, "command"));
-      if (d.argv.empty()) throw SpecError(join(p, "command"), "empty command");
-      if (d.argv.front().front() != '/')
-        throw SpecError(at_index(join(p, "command"), 0),
-                        "`" + d.argv.front() +
-                            "` is not an absolute path (programs are never looked up in PATH)");
-    } else if (const JsonNode* h = a.find("http")) {
-      d.kind = AttestorKind::http;
-      const std::string hp = join(p, "http");
-      expect_kind(*h, Kind::object, hp);
-      allow_keys(*h, hp, {"url", "method", "body", "expect_status", "expect_body_contains"});
-      d.url = get_string(*h, hp, "url");
-      if (d.url.rfind("http://", 0) != 0 && d.url.rfind("https://", 0) != 0)
-        throw SpecError(join(hp, "url"), "expected an http:// or https:// URL");
-      d.method = get_string(*h, hp, "method", "GET");
-      if (d.method != "GET" && d.method != "HEAD" && d.method != "POST")
-        throw SpecError(join(hp, "method"),
-                        "unknown method `" + d.method + "` (expected GET, HEAD or POST)");
-      d.body = get_string(*h, hp, "body");
-      if (const JsonNode* s = h->find("expect_status"))
-        d.expect_status = get_count(*s, join(hp, "expect_status"));
-      if (h->find("expect_body_contains"))
-        d.expect_body_contains = get_string(*h, hp, "expect_body_contains");
+    if (parse_check(a, p, d)) {
+      // a command or an http check
     } else if (const JsonNode* all = a.find("all")) {
       d.kind = AttestorKind::all;
       d.members = strings(*all, join(p, "all"));

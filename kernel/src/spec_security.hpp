@@ -24,6 +24,12 @@ std::vector<SinkDecl> parse_sinks(const JsonNode& n);
 /// The top-level `attestors`: `{NAME: {"command": [...]} | {"http": {...}} | {"all": [...]} |
 /// {"quorum": K, "of": [...]} | {"external": true}}`.
 std::vector<AttestorDecl> parse_attestors(const JsonNode& n);
+/// The top-level `probes`: `{VARIABLE: {"command": [...] | "http": {...}, "tolerance": N,
+/// "timeout_ms": N, "max_output_bytes": N}}`.
+std::vector<ProbeDecl> parse_probes(const JsonNode& n);
+/// The top-level `readiness`: `{ACTION: {"command": [...] | "http": {...}, "initial_delay_ms",
+/// "multiplier", "max_delay_ms", "deadline_ms", "timeout_ms", "max_output_bytes"}}`.
+std::vector<ReadinessDecl> parse_readiness(const JsonNode& n);
 /// An invariant written as an invariant-library template (`"template": NAME` and its
 /// parameters, instead of `check`): reads the whole invariant object, filling `inv.expression`
 /// or the native-template fields.

@@ -36,7 +36,7 @@ using detail::JsonNode;
 using detail::kZeroHash;
 
 constexpr std::string_view kKindNames[] = {
-    "genesis", "executed", "rejected", "rolled_back", "sealed"};
+    "genesis", "executed", "rejected", "rolled_back", "sealed", "attested"};
 
 void append_named_values(std::string& out,
                          const std::vector<std::pair<std::string, Value>>& values) {

@@ -65,6 +65,9 @@ enum class Termination : std::uint8_t {
   step_limit,
   max_steps,       // the run's own cap (RunOptions::max_steps)
   emergency_stop,  // recovery found nothing to roll back and took an emergency action
+  // Set by a caller with a reference monitor (clampai run), never by `run` itself:
+  goal_not_attested,  // the goal holds but an attestation it requires failed
+  environment_drift,  // the monitor found the world drifted from the model and halted
 };
 std::string_view to_string(Termination t);
 

@@ -91,7 +91,10 @@ struct MonitorOptions {
   SubprocessLimits limits{};
   /// Reject actions with a downward information flow (`information_flow`).
   bool enforce_information_flow = true;
-  /// Environment reconciliation: run after every committed action.
+  /// Environment reconciliation: run after every committed action of `execute` (before every
+  /// commit when a driver commits through `kernel()`). The spec's `probes` are added after
+  /// these, and its `readiness` probes after `readiness` (their programs over
+  /// `allowed_programs`).
   std::vector<Probe> probes{};
   std::vector<ReadinessProbe> readiness{};
   MonitorClock clock{};
@@ -110,6 +113,8 @@ struct GoalCheck {
   bool reached = false;   // the goal expression holds
   bool attested = false;  // and every attestation passed (vacuously true without any)
   std::vector<Attestation> attestations{};
+  /// Why the goal may not be declared reached though it holds: the first failed attestation.
+  std::optional<kernel::Reason> reason{};
   [[nodiscard]] bool success() const noexcept { return reached && attested; }
 };
 
@@ -118,7 +123,9 @@ class ReferenceMonitor {
  public:
   struct Armed;  // implementation detail: the execution in progress on a thread
 
-  /// Builds the spec's attestors and the kernel.
+  /// Builds the spec's attestors, probes and readiness probes, and the kernel. Attestations run
+  /// in the kernel's commit gate (KernelOptions::commit_gate) and each result is an `attested`
+  /// trace entry.
   /// @throws InvalidArgument if an `external` attestor has no implementation, an implementation
   /// names no external attestor of the spec, a command attestor's program is refused by the
   /// allowlist, a probe names an unknown variable, a readiness probe an unknown action or bad
@@ -146,6 +153,9 @@ class ReferenceMonitor {
   [[nodiscard]] bool halted() const noexcept { return halted_.load(); }
   /// The drift that halted the monitor.
   [[nodiscard]] std::vector<Drift> drift() const;
+  /// The rejection of a halted monitor: `environment_drift`, its subject the drifted variables,
+  /// its message each one's model and world values.
+  [[nodiscard]] kernel::Reason drift_reason() const;
   /// The downward flows the monitor rejects (kernel::information_flows).
   [[nodiscard]] const std::vector<kernel::InformationFlow>& downward_flows() const noexcept {
     return flows_;
@@ -157,7 +167,14 @@ class ReferenceMonitor {
   std::optional<kernel::Reason> gate(const kernel::Situation& s,
                                      const kernel::Proposal& p,
                                      const kernel::Decision& d);
-  std::optional<kernel::Reason> await_readiness(std::size_t action);
+  std::optional<kernel::Reason> commit_gate(const kernel::Situation& s,
+                                            const kernel::Proposal& p,
+                                            const kernel::Decision& d,
+                                            std::vector<kernel::AttestationRecord>& records);
+  std::optional<kernel::Reason> await_readiness(std::size_t action,
+                                                const std::vector<std::uint64_t>& completions,
+                                                const kernel::State& state);
+  std::vector<Drift> reconcile_on(const kernel::State& state);
 
   std::shared_ptr<const kernel::TaskModel> model_;
   MonitorOptions options_;

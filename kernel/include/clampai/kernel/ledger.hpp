@@ -41,7 +41,8 @@ struct LedgerRecord {
   std::uint64_t sequence = 0;  // the entry's sequence: the ledger must hold exactly this many
   std::string prev;            // the hash of the ledger's last entry (all zeros for the genesis)
   std::string hash;            // the entry's hash: the new head
-  std::string kind;            // `genesis`, `executed`, `rejected`, `rolled_back`, `sealed`
+  std::string kind;            // `genesis`, `executed`, `rejected`, `rolled_back`, `sealed`,
+                               // `attested`
   std::string line;            // the entry's canonical JSON line (no newline)
   std::string spec;            // the model's digest
   std::string state;           // the state after the entry, as a canonical JSON object

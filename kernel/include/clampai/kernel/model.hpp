@@ -169,6 +169,8 @@ struct TaskDecl {
   std::vector<SinkDecl> sinks{};
   std::vector<AttestorDecl> attestors{};
   std::vector<std::string> goal_attestations{};  // must pass before the goal counts as reached
+  std::vector<ProbeDecl> probes{};               // environment reconciliation (`probes`)
+  std::vector<ReadinessDecl> readiness{};        // on `dependencies` edges (`readiness`)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -290,6 +292,8 @@ class TaskModel {
   std::vector<SinkDecl> sinks{};
   std::vector<AttestorDecl> attestors{};         // validated: members and names resolve
   std::vector<std::size_t> goal_attestations{};  // indices into `attestors`
+  std::vector<ProbeDecl> probes{};               // validated: variables exist, tolerance fits
+  std::vector<ReadinessDecl> readiness{};        // validated: each is some action's dependency
   std::shared_ptr<const Schema> schema{};
   std::vector<Type> variable_types{};  // indexed by VarId
   /// SHA-256 (hex) of the model's canonical JSON form; native predicates count by name only.

@@ -87,6 +87,16 @@ struct KernelOptions {
   /// actions are never vetoed. `driver::lookahead_guard` (clampai/driver/lookahead.hpp) is one.
   /// Must not call back into the kernel. May be empty.
   std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
+  /// Consulted only by `execute`, under the kernel's lock, when it would commit a non-emergency
+  /// action (after `guard`, on the same situation). Unlike `guard` it may act on the world: the
+  /// reference monitor runs the action's attestations here. Each record it adds to `records`
+  /// is appended to the trace as an `attested` entry (`attestation_entry`) before the
+  /// decision's own entry, whether it vetoes or not (they change nothing else). A returned
+  /// reason turns the decision into a rejection, as for `guard`. Not consulted on resume, by
+  /// `evaluate` or by a shared ledger's commit. Must not call back into the kernel. May be empty.
+  std::function<std::optional<Reason>(
+      const Situation&, const Proposal&, const Decision&, std::vector<AttestationRecord>& records)>
+      commit_gate;
 };
 
 /// The kernel's decision on `proposal` in `situation`: exactly the checks of
@@ -186,6 +196,13 @@ class SafetyKernel {
   Decision record_rejection(const Proposal& proposal);
   /// True iff rejected proposals are traced (`KernelOptions::record_rejections`).
   [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
+
+  /// Appends `entry`, an `attested` entry (`attestation_entry`), with the kernel's counters,
+  /// budget and time: an attestation's result (the goal's, or one replayed from a ledger).
+  /// Changes nothing but the trace. Returns the entry as appended.
+  /// @throws InvalidArgument if `entry` is not a well-formed attested entry (naming what is
+  /// wrong) or the kernel is sealed; TraceError if the trace file cannot be written.
+  TraceEntry record_attested(TraceEntry entry);
 
   /// Undoes the most recent committed action (T7): restores the exact pre-action state,
   /// computed both by the algebraic inverse of the declared effects and by the state

@@ -76,6 +76,27 @@ struct AttestorDecl {
   std::string description{};
 };
 
+/// An environment reconciliation probe (`probes.VARIABLE`): a command or HTTP check whose
+/// output (trimmed) is the world's value of `variable`. A number drifts when it differs from
+/// the model's by more than `tolerance`; any other value when it differs.
+struct ProbeDecl {
+  std::string variable{};
+  AttestorDecl check{};  // command or http; `name` is the spec path
+  Decimal tolerance{};
+};
+
+/// A readiness probe on the `dependencies` edges into `dependency` (`readiness.ACTION`): an
+/// action that depends on `dependency` runs only once the check passes, polled with exponential
+/// backoff until `deadline_ms` after the first check.
+struct ReadinessDecl {
+  std::string dependency{};
+  AttestorDecl check{};  // command or http; passes iff ready
+  std::int64_t initial_delay_ms = 100;
+  Decimal multiplier{2, 0};
+  std::int64_t max_delay_ms = 5000;
+  std::int64_t deadline_ms = 30000;
+};
+
 class TaskModel;
 
 /// One flow of labelled data inside one action, from what an expression reads to what the

@@ -23,6 +23,7 @@ enum class EntryKind : std::uint8_t {
   rejected,     // a rejected proposal (recorded only when KernelOptions::record_rejections)
   rolled_back,  // an executed action was undone (T7)
   sealed,       // last entry: final state digest; nothing may follow
+  attested,     // an attestation's result (the reference monitor's gates); changes nothing
 };
 std::string_view to_string(EntryKind kind);
 
@@ -53,6 +54,30 @@ struct TraceEntry {
   /// The SHA-256 this entry should have, recomputed from its fields.
   [[nodiscard]] std::string compute_hash() const;
 };
+
+/// An attestation's result as the trace records it: an `attested` entry (docs/SPEC.md, 13).
+struct AttestationRecord {
+  std::string attestor{};  // its name in the spec
+  std::string gate{};      // the id of the action it gates; empty for the goal
+  bool passed = false;
+  std::string evidence{};  // what it saw (program output, HTTP status...), whole
+  std::string error{};     // why it could not decide, if it could not
+};
+
+/// How much of an attestation's evidence (or error) an `attested` entry keeps as text.
+inline constexpr std::size_t kAttestationExcerptBytes = 240;
+
+/// The `attested` entry of `record`, with everything the kernel fills when it appends it
+/// (sequence, links, counters, budget, time, cost) left empty. The entry names the gate in
+/// `action` (empty for the goal) and keeps in `params`: `attestor`, `gate` (`action` or `goal`),
+/// `passed`, `evidence_sha256` (the SHA-256 of the whole evidence) and `detail` (the error, or
+/// else the evidence: at most kAttestationExcerptBytes bytes, printable ASCII, others as `?`,
+/// `...` when cut): its size is bounded whatever the attestor printed.
+TraceEntry attestation_entry(const AttestationRecord& record);
+
+/// Whether `entry` (of kind `attested`) has the shape `attestation_entry` gives: nullopt if so,
+/// else what is wrong.
+std::optional<std::string> malformed_attestation(const TraceEntry& entry);
 
 /// The result of verifying a chain of entries.
 struct TraceCheck {
