@@ -123,7 +123,14 @@ void open_trace(const RunArgs& args,
 
 int cmd_run(const RunArgs& args, const Common& common) {
   if (!args.ledger.empty()) {
-    return clampai::cli::run_on_ledger({args.spec, args.ledger, common.format, args.max_steps});
+    return clampai::cli::run_on_ledger({args.spec,
+                                        args.ledger,
+                                        common.format,
+                                        args.max_steps,
+                                        args.record_rejections,
+                                        args.lookahead,
+                                        args.lookahead_timeout_ms,
+                                        args.recover});
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
@@ -348,8 +355,7 @@ int main(int argc, char** argv) {
                       "ledger: postgresql://...[#TASK] (a libpq URI; the task defaults to the "
                       "spec's name), file:PATH or memory:; `actions` lists what this process "
                       "committed");
-  for (const char* other :
-       {"--trace", "--append", "--force", "--record-rejections", "--lookahead", "--recover"})
+  for (const char* other : {"--trace", "--append", "--force", "--flush"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 
