@@ -212,10 +212,11 @@ class SharedKernel {
   /// compare-and-set like any other).
   /// @throws InvalidArgument as `SafetyKernel::rollback` does.
   Outcome rollback(const Receipt& receipt);
-  /// For drivers that screen proposals on `local()`: decides `proposal` on the latest head and,
-  /// if it is rejected there and rejections are recorded (`SharedOptions::record_rejections`),
-  /// commits the rejected entry (a conflict decides again on the new head). Never commits an
-  /// action. Returns the decision.
+  /// For drivers that screen proposals on `local()`: decides `proposal` on the local replica
+  /// and, if it is rejected and rejections are recorded (`SharedOptions::record_rejections`),
+  /// commits the rejected entry, by compare-and-set like any other (on a conflict it catches
+  /// up and decides again, so a recorded rejection was decided on the head it extends). An
+  /// approval commits nothing. Returns the decision.
   Decision record_rejection(const Proposal& proposal);
   /// True iff rejected proposals are committed to the shared trace.
   [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
