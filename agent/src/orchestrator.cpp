@@ -63,11 +63,17 @@ std::string_view system_prompt() noexcept {
 }
 
 struct Orchestrator::Impl {
-  Impl(kernel::SafetyKernel& k, LlmClient& l, OrchestratorOptions o)
-      : kernel(k),
+  Impl(const kernel::SafetyKernel& view,
+       kernel::SafetyKernel* own,
+       kernel::SharedKernel* shared_kernel,
+       LlmClient& l,
+       OrchestratorOptions o)
+      : kernel(view),
+        local(own),
+        shared(shared_kernel),
         llm(l),
         options(std::move(o)),
-        model(k.model_ptr()),
+        model(view.model_ptr()),
         beliefs(*model, options.belief_decay, options.priors),
         valuator(model, options.weights),
         saliency(*model, options.saliency) {
@@ -80,7 +86,11 @@ struct Orchestrator::Impl {
     request.system = std::string(system_prompt());
   }
 
-  kernel::SafetyKernel& kernel;
+  // Where the reads come from: the kernel itself, or a shared kernel's replica of the latest
+  // head it knows. Execution goes to `local`, or through `shared` when there is one.
+  const kernel::SafetyKernel& kernel;
+  kernel::SafetyKernel* local;
+  kernel::SharedKernel* shared;
   LlmClient& llm;
   OrchestratorOptions options;
   std::shared_ptr<const kernel::TaskModel> model;
@@ -117,7 +127,9 @@ struct Orchestrator::Impl {
 };
 
 Orchestrator::Orchestrator(kernel::SafetyKernel& kernel, LlmClient& llm, OrchestratorOptions o)
-    : impl_(std::make_unique<Impl>(kernel, llm, std::move(o))) {}
+    : impl_(std::make_unique<Impl>(kernel, &kernel, nullptr, llm, std::move(o))) {}
+Orchestrator::Orchestrator(kernel::SharedKernel& kernel, LlmClient& llm, OrchestratorOptions o)
+    : impl_(std::make_unique<Impl>(kernel.local(), nullptr, &kernel, llm, std::move(o))) {}
 Orchestrator::~Orchestrator() = default;
 
 OrchestratorResult Orchestrator::run() { return impl_->run(); }
@@ -308,6 +320,14 @@ OrchestratorResult Orchestrator::Impl::run() {
     return result;
   };
   for (;;) {
+    if (shared != nullptr) {
+      // The offer and the stops are decided on the latest head the group committed.
+      try {
+        (void)shared->refresh();
+      } catch (const std::exception& e) {
+        return finish(Termination::error, e.what());
+      }
+    }
     const kernel::Situation s = kernel.situation();
     result.spent = s.budget.net();
     result.progress = valuator.goal_progress(s.state);
@@ -409,7 +429,7 @@ OrchestratorResult Orchestrator::Impl::run() {
 
     std::optional<kernel::Outcome> executed;
     try {
-      executed.emplace(kernel.execute(*chosen));
+      executed.emplace(shared != nullptr ? shared->execute(*chosen) : local->execute(*chosen));
     } catch (const std::exception& e) {
       return finish(Termination::error, e.what());
     }

@@ -65,8 +65,8 @@ _clampai() {
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
-    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --allow-program --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --tls-cert --tls-key --help" ;;
+    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
+    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --help" ;;
     mcp) opts="--help" ;;
     *) return ;;
   esac

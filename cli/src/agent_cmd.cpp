@@ -5,11 +5,14 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "clampai/agent.hpp"
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/ledger/ledger.hpp"
 #include "clampai/report/agent.hpp"
+#include "ledger_cmd.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
 
@@ -21,7 +24,7 @@ namespace ck = clampai::kernel;
 namespace {
 
 struct Args {
-  std::string spec, llm, model, base_url, trace, transcript, format = "text";
+  std::string spec, llm, model, base_url, trace, transcript, ledger, format = "text";
   std::optional<std::uint64_t> max_steps;
   std::optional<unsigned> lookahead;
   std::vector<std::string> allow_programs;
@@ -59,23 +62,49 @@ int agent_command() {
   const auto model = ck::load_spec_file(args.spec);
   std::unique_ptr<ca::LlmClient> client = make_client();
 
-  ck::KernelOptions options;
-  options.record_rejections = true;
-  if (!args.trace.empty())
-    options.writer = std::make_shared<ck::TraceWriter>(
-        args.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
+  using Guard = decltype(ck::KernelOptions::guard);
+  Guard guard;
   if (args.lookahead) {
     driver::LookaheadOptions lookahead;
     lookahead.depth = *args.lookahead;
     lookahead.timeout_ms = 1000;
-    options.guard = driver::lookahead_guard(model, lookahead);
+    guard = driver::lookahead_guard(model, lookahead);
   }
-  // A spec's hardening sections are enforced by the reference monitor around the kernel.
-  std::unique_ptr<hardening::ReferenceMonitor> monitor =
-      make_monitor(model, options, args.allow_programs);
-  std::optional<ck::SafetyKernel> own;
-  if (!monitor) own.emplace(model, options);
-  ck::SafetyKernel& kernel = monitor ? monitor->kernel() : *own;
+  // The kernel: this process's own (under the reference monitor when the spec has hardening
+  // sections), or a replica of the task's shared ledger (--ledger), which then holds the trace
+  // with the rejected proposals of every process.
+  std::unique_ptr<hardening::ReferenceMonitor> monitor;
+  std::unique_ptr<ck::SafetyKernel> own_kernel;
+  ck::SafetyKernel* own = nullptr;
+  std::shared_ptr<ck::Ledger> ledger;
+  std::unique_ptr<ck::SharedKernel> shared;
+  if (args.ledger.empty()) {
+    ck::KernelOptions options;
+    options.record_rejections = true;
+    if (!args.trace.empty())
+      options.writer = std::make_shared<ck::TraceWriter>(
+          args.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
+    options.guard = std::move(guard);
+    monitor = make_monitor(model, options, args.allow_programs);
+    if (monitor) {
+      own = &monitor->kernel();
+    } else {
+      own_kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
+      own = own_kernel.get();
+    }
+  } else {
+    if (needs_monitor(*model))
+      throw InvalidArgument(
+          "--ledger: the spec declares what the reference monitor enforces (attestations, "
+          "probes, readiness or a downward information flow), which a shared ledger run does "
+          "not: run it without --ledger");
+    ledger = clampai::ledger::open_ledger(args.ledger, model->name);
+    ck::SharedOptions options;
+    options.record_rejections = true;
+    options.guard = std::move(guard);
+    shared = std::make_unique<ck::SharedKernel>(model, ledger, std::move(options));
+  }
+  const ck::SafetyKernel& kernel = shared ? shared->local() : *own;
 
   const auto to_step = [&](const ca::StepRecord& s) {
     report::AgentStep step;
@@ -101,11 +130,12 @@ int agent_command() {
       std::cerr << report::agent_step_line(*model, to_step(s)) << "\n";
     };
   }
-  ca::Orchestrator orchestrator(kernel, *client, orchestrator_options);
-  const ca::OrchestratorResult r = orchestrator.run();
-  std::optional<MonitorVerdict> verdict;
-  if (monitor) verdict = finish_monitored(*monitor, r.goal_reached);
-  const ck::TraceEntry seal = kernel.seal();
+  const ca::OrchestratorResult r =
+      shared ? ca::Orchestrator(*shared, *client, orchestrator_options).run()
+             : ca::Orchestrator(*own, *client, orchestrator_options).run();
+  // A shared trace is never sealed by one of its processes: the others go on.
+  const std::optional<ck::TraceEntry> seal =
+      own ? std::optional<ck::TraceEntry>(own->seal()) : std::nullopt;
   const ck::TraceCheck check = kernel.verify_trace();
   const auto budget = kernel.budget();
 
@@ -140,13 +170,20 @@ int agent_command() {
   out.step_limit = model->budget.step_limit;
   out.progress = r.progress;
   for (const auto& s : r.log) out.log.push_back(to_step(s));
-  out.trace_entries = seal.sequence + 1;
-  out.trace_head = seal.hash;
+  out.trace_entries = seal ? seal->sequence + 1 : shared->length();
+  out.trace_head = seal ? seal->hash : shared->head();
+  // Every entry of a shared trace, this process's and the others', was replayed to its hash.
   out.trace_verified = check.ok;
-  out.trace_file = args.trace;
+  out.trace_file = shared ? ledger->describe() : args.trace;
   out.transcript_file = args.transcript;
   out.lookahead = args.lookahead;
-  report::write_agent(std::cout, format_of(args.format), out);
+  if (!shared) {
+    report::write_agent(std::cout, format_of(args.format), out);
+    return out.goal_reached ? 0 : 1;
+  }
+  std::ostringstream text;
+  report::write_agent(text, format_of(args.format), out);
+  print_with_ledger(text.str(), args.format, *ledger, shared->stats());
   return out.goal_reached ? 0 : 1;
 }
 
@@ -172,10 +209,10 @@ CLI::App* add_agent_command(CLI::App& app) {
   cmd->add_option(
          "--max-steps", args.max_steps, "Stop after this many steps (besides the T2 bound)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));
-  cmd->add_option("--trace",
-                  args.trace,
-                  "Write the hash-chained trace (with the rejected proposals) to this new JSON "
-                  "Lines file");
+  auto* trace = cmd->add_option("--trace",
+                                args.trace,
+                                "Write the hash-chained trace (with the rejected proposals) to "
+                                "this new JSON Lines file");
   cmd->add_option("--transcript",
                   args.transcript,
                   "Write every prompt and answer to this JSON Lines file (never the API key)");
@@ -184,6 +221,13 @@ CLI::App* add_agent_command(CLI::App& app) {
                   "Reject actions after which a capture basin is reachable within K more steps")
       ->option_text("K")
       ->check(CLI::Range(0U, 64U));
+  cmd->add_option("--ledger",
+                  args.ledger,
+                  "Share the budget, state and trace with other processes through this ledger: "
+                  "postgresql://...[#TASK] (a libpq URI; the task defaults to the spec's name), "
+                  "file:PATH or memory:; the trace, with every process's rejections, is the "
+                  "ledger's")
+      ->excludes(trace);
   add_allow_program_option(cmd, args.allow_programs);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))

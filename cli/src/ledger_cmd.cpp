@@ -21,10 +21,19 @@ int run_on_ledger(const LedgerRun& args) {
   if (cl::is_escrow_url(args.ledger)) return run_on_escrow(args);
   const auto model = ck::load_spec_file(args.spec);
   const auto ledger = cl::open_ledger(args.ledger, model->name);
-  ck::SharedKernel shared(model, ledger);
+  ck::SharedOptions shared_options;
+  shared_options.record_rejections = args.record_rejections;
+  if (args.lookahead) {
+    driver::LookaheadOptions lookahead;
+    lookahead.depth = *args.lookahead;
+    lookahead.timeout_ms = args.lookahead_timeout_ms;
+    shared_options.guard = driver::lookahead_guard(model, lookahead);
+  }
+  ck::SharedKernel shared(model, ledger, shared_options);
   driver::FirstApprovableDriver chooser;
   driver::RunOptions options;
   options.max_steps = args.max_steps;
+  options.recover = args.recover;
   report::Progress progress(report::Progress::for_stderr("run", quiet()));
   progress.phase("running on " + ledger->describe());
   progress.status([&shared] { return std::to_string(shared.length()) + " entries"; });
@@ -49,22 +58,31 @@ int run_on_ledger(const LedgerRun& args) {
   // Every entry, this process's and the others', was replayed to its recorded hash.
   rep.trace_verified = local.verify_trace().ok;
   rep.trace_file = ledger->describe();
+  rep.lookahead = args.lookahead;
+  rep.recover = args.recover;
   std::ostringstream out;
   report::write_run(out, format_of(args.format), rep);
-  if (args.format == "json") {
-    nlohmann::json j = nlohmann::json::parse(out.str());
-    j["ledger"] = {{"url", ledger->describe()},
+  print_with_ledger(out.str(), args.format, *ledger, stats);
+  return r.goal_reached ? 0 : 1;
+}
+
+void print_with_ledger(const std::string& report,
+                       const std::string& format,
+                       const ck::Ledger& ledger,
+                       const ck::SharedStats& stats) {
+  if (format == "json") {
+    nlohmann::json j = nlohmann::json::parse(report);
+    j["ledger"] = {{"url", ledger.describe()},
                    {"commits", stats.commits},
                    {"conflicts", stats.conflicts},
                    {"replayed", stats.applied},
                    {"reconnects", stats.reconnects}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << out.str() << "ledger: " << ledger->describe() << ": " << stats.commits
+    std::cout << report << "ledger: " << ledger.describe() << ": " << stats.commits
               << " commits by this process, " << stats.conflicts << " conflicts retried, "
               << stats.applied << " entries of other processes replayed\n";
   }
-  return r.goal_reached ? 0 : 1;
 }
 
 bool names_ledger(const std::string& target) { return cl::is_postgres_url(target); }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "clampai/kernel/ledger.hpp"
+
 namespace clampai::cli {
 
 /// What `run` passes to a run on a shared ledger.
@@ -14,12 +16,23 @@ struct LedgerRun {
   std::string ledger;  // --ledger
   std::string format;
   std::optional<std::uint64_t> max_steps;
+  bool record_rejections = false;  // committed to the shared trace
+  std::optional<unsigned> lookahead;
+  std::uint32_t lookahead_timeout_ms = 1000;
+  bool recover = false;
 };
 
 /// Runs `args.spec` with the deterministic driver on the shared ledger `args.ledger` (the task
 /// is the URL's fragment, else the spec's `name`); prints the run report, whose `actions` are
 /// what this process committed. Returns 0 if the goal is reached, else 1.
 int run_on_ledger(const LedgerRun& args);
+
+/// Prints `report` (a command's report in `format`) with what this process did on `ledger`:
+/// a `ledger` object in JSON (url, commits, conflicts, replayed, reconnects), else a line.
+void print_with_ledger(const std::string& report,
+                       const std::string& format,
+                       const kernel::Ledger& ledger,
+                       const kernel::SharedStats& stats);
 
 /// True iff `target` of `trace verify` names a database ledger rather than a file.
 bool names_ledger(const std::string& target);

@@ -131,7 +131,14 @@ int cmd_run(const RunArgs& args, const Common& common) {
           "--ledger: the spec declares what the reference monitor enforces (attestations, "
           "probes, readiness or a downward information flow), which a shared ledger run does "
           "not: run it without --ledger");
-    return clampai::cli::run_on_ledger({args.spec, args.ledger, common.format, args.max_steps});
+    return clampai::cli::run_on_ledger({args.spec,
+                                        args.ledger,
+                                        common.format,
+                                        args.max_steps,
+                                        args.record_rejections,
+                                        args.lookahead,
+                                        args.lookahead_timeout_ms,
+                                        args.recover});
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
@@ -371,13 +378,7 @@ int main(int argc, char** argv) {
                       "spec's name), file:PATH or memory:; `actions` lists what this process "
                       "committed");
   clampai::cli::add_allow_program_option(run, run_args.allow_programs);
-  for (const char* other : {"--trace",
-                            "--append",
-                            "--force",
-                            "--record-rejections",
-                            "--lookahead",
-                            "--recover",
-                            "--allow-program"})
+  for (const char* other : {"--trace", "--append", "--force", "--flush", "--allow-program"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 

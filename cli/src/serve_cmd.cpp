@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "clampai/kernel.hpp"
+#include "clampai/ledger/ledger.hpp"
 #include "clampai/server.hpp"
 #include "output.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 
 struct Args {
   std::vector<std::string> specs;
-  std::string host = "127.0.0.1", token_file, data_dir, tls_cert, tls_key;
+  std::string host = "127.0.0.1", token_file, data_dir, ledger, tls_cert, tls_key;
   unsigned port = 8765;
   bool insecure = false;
 } args;
@@ -54,6 +55,17 @@ int serve_command() {
         args.host + "`: give --token-file");
   cs::ServiceOptions options;
   options.data_dir = args.data_dir;
+  if (!args.ledger.empty()) {
+    // A file or memory ledger holds one task; a database holds every served task's.
+    if (!ledger::is_postgres_url(args.ledger))
+      throw InvalidArgument("--ledger `" + ledger::redact_url(args.ledger) +
+                            "`: serve keeps its tasks in a postgresql://... ledger (a libpq URI)");
+    if (!ledger::split_postgres_url(args.ledger).task.empty())
+      throw InvalidArgument("--ledger `" + ledger::redact_url(args.ledger) +
+                            "`: serve names each task's ledger by its spec's `name`; drop the "
+                            "`#TASK` fragment");
+    options.ledger = args.ledger;
+  }
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
   static std::mutex log_mutex;
   options.log = [](const std::string& line) {
@@ -106,6 +118,11 @@ CLI::App* add_serve_command(CLI::App& app) {
   cmd->add_option("--data-dir",
                   args.data_dir,
                   "Keep each task's spec and trace (TASK.jsonl) here, and resume them on restart");
+  cmd->add_option("--ledger",
+                  args.ledger,
+                  "Share each task's budget, state and trace with other processes through this "
+                  "ledger: postgresql://... (a libpq URI; each task's ledger is named by its "
+                  "spec's name); not with --data-dir");
   auto* cert = cmd->add_option("--tls-cert", args.tls_cert, "PEM certificate chain: serve HTTPS");
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);

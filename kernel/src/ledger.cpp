@@ -20,6 +20,7 @@
 namespace clampai::kernel {
 
 using detail::kZeroHash;
+using detail::named_params;
 using detail::system_clock_us;
 
 namespace {
@@ -39,14 +40,6 @@ ParamMap recorded_params(const TraceEntry& e, std::uint64_t index) {
   return std::move(*params);
 }
 
-std::vector<std::pair<std::string, Value>> named_params(const Action& a,
-                                                        const std::vector<Value>& params) {
-  std::vector<std::pair<std::string, Value>> out;
-  for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i)
-    out.emplace_back(a.parameters[i].name, params[i]);
-  return out;
-}
-
 // Sets the counters, budget and time an entry records: those of `after`.
 void stamp(TraceEntry& entry, const TaskModel& m, const Situation& after, std::int64_t time) {
   entry.step = after.steps;
@@ -54,6 +47,24 @@ void stamp(TraceEntry& entry, const TaskModel& m, const Situation& after, std::i
   entry.gross = m.format_amount(after.budget.gross());
   entry.net = m.format_amount(after.budget.net());
   entry.time_us = time;
+}
+
+// The rejected entry of `proposal` (decided `d`) in situation `now`, as `execute` records it.
+TraceEntry rejection_entry(const TaskModel& m,
+                           const Proposal& proposal,
+                           const Decision& d,
+                           const Situation& now,
+                           std::int64_t time) {
+  TraceEntry entry = detail::rejected_entry(m, proposal, d);
+  stamp(entry, m, now, time);
+  return entry;
+}
+
+// Counts a lost compare-and-set of one call; gives up at `max` of them (0: never).
+void count_conflict(std::uint64_t& conflicts, std::uint64_t max) {
+  if (max > 0 && ++conflicts >= max)
+    throw Error("gave up after " + std::to_string(conflicts) +
+                " conflicts on the ledger (SharedOptions::max_conflicts)");
 }
 
 [[noreturn]] void follow_failed(const Ledger& ledger, std::size_t index, const std::string& why) {
@@ -279,6 +290,9 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
     k.clock = [this] { return replay_time_; };
     k.trace_window = 1;
     k.undo_depth = options_.undo_depth;
+    k.guard = [this](const Situation& s, const Proposal& p, const Decision& d) {
+      return guard(s, p, d);
+    };
     k.resume = std::move(resume);
     return std::make_unique<SafetyKernel>(model_, std::move(k));
   };
@@ -338,8 +352,30 @@ auto SharedKernel::with_reconnect(F&& f) -> decltype(f()) {
   }
 }
 
+std::optional<Reason> SharedKernel::guard(const Situation& s,
+                                          const Proposal& p,
+                                          const Decision& d) const {
+  if (replayer_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return replay_veto_;
+  if (options_.guard) return options_.guard(s, p, d);
+  return std::nullopt;
+}
+
 void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
   const auto fail = [&](const std::string& why) { follow_failed(*ledger_, index, why); };
+  // The replica replays without the guard (its vetoes are replayed as recorded, below).
+  struct Replaying {
+    SharedKernel& k;
+    explicit Replaying(SharedKernel& kernel) : k(kernel) {
+      k.replay_veto_.reset();
+      k.replayer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    }
+    ~Replaying() {
+      k.replayer_.store(std::thread::id(), std::memory_order_relaxed);
+      k.replay_veto_.reset();
+    }
+    Replaying(const Replaying&) = delete;
+    Replaying& operator=(const Replaying&) = delete;
+  } replaying(*this);
   if (e.sequence != length_ || e.prev != head_ || e.compute_hash() != e.hash)
     fail("does not link to the entry before");
   replay_time_ = e.time_us;
@@ -375,6 +411,10 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
     }
     case EntryKind::rejected: {
       auto resolved = local_->resolve(e.action, params);
+      // A guard's veto (the lookahead) is not the model's verdict: the replica's guard gives
+      // the recorded one back, whatever guard (if any) this kernel has.
+      if (e.reasons.size() == 1 && is_guard_reason(e.reasons.front().code))
+        replay_veto_ = e.reasons.front();
       if (std::holds_alternative<Reason>(resolved)) {
         (void)local_->execute(e.action, params);  // traces the unknown action or bad parameter
       } else if (local_->record_rejection(std::get<Proposal>(resolved)).approved) {
@@ -413,6 +453,11 @@ std::uint64_t SharedKernel::refresh_locked() {
 std::uint64_t SharedKernel::refresh() {
   std::lock_guard lock(mutex_);
   return refresh_locked();
+}
+
+std::vector<std::string> SharedKernel::read(std::uint64_t from) {
+  std::lock_guard lock(mutex_);
+  return with_reconnect([&] { return ledger_->read(from); });
 }
 
 bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
@@ -459,11 +504,7 @@ bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
 Outcome SharedKernel::execute(const Proposal& proposal) {
   std::lock_guard lock(mutex_);
   std::uint64_t conflicts = 0;
-  auto lost = [&] {
-    if (options_.max_conflicts > 0 && ++conflicts >= options_.max_conflicts)
-      throw Error("gave up after " + std::to_string(conflicts) +
-                  " conflicts on the ledger (SharedOptions::max_conflicts)");
-  };
+  auto lost = [&] { count_conflict(conflicts, options_.max_conflicts); };
   while (true) {
     if (local_->is_sealed())
       throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
@@ -473,18 +514,7 @@ Outcome SharedKernel::execute(const Proposal& proposal) {
       // A rejection is final only on the ledger's latest head.
       if (refresh_locked() > 0) continue;
       if (options_.record_rejections) {
-        TraceEntry entry;
-        entry.kind = EntryKind::rejected;
-        if (proposal.action < model_->actions.size()) {
-          const Action& a = model_->actions[proposal.action];
-          entry.action = a.id;
-          entry.params = named_params(a, proposal.params);
-        }
-        entry.cost = model_->format_amount(d.cost);
-        entry.emergency = d.emergency;
-        entry.reasons = d.reasons;
-        entry.warnings = d.warnings;
-        stamp(entry, *model_, now, options_.clock());
+        TraceEntry entry = rejection_entry(*model_, proposal, d, now, options_.clock());
         if (!commit_locked(entry, now)) {
           lost();
           continue;
@@ -508,6 +538,20 @@ Outcome SharedKernel::execute(const Proposal& proposal) {
       return Outcome{d, Receipt{entry.sequence, proposal.action, d.cost}, local_->state()};
     }
     lost();
+  }
+}
+
+Decision SharedKernel::record_rejection(const Proposal& proposal) {
+  std::lock_guard lock(mutex_);
+  std::uint64_t conflicts = 0;
+  while (true) {
+    Decision d = local_->evaluate(proposal);
+    if (d.approved || !options_.record_rejections || local_->is_sealed()) return d;
+    const Situation now = local_->situation();
+    TraceEntry entry = rejection_entry(*model_, proposal, d, now, options_.clock());
+    // The compare-and-set checks that the rejection was decided on the latest head.
+    if (commit_locked(entry, now)) return d;
+    count_conflict(conflicts, options_.max_conflicts);
   }
 }
 

@@ -1045,16 +1045,17 @@ std::vector<std::pair<std::string, Value>> named(
   for (const auto& [id, v] : changes) out.emplace_back(m.variables[id].name, v);
   return out;
 }
-std::vector<std::pair<std::string, Value>> named_params(const Action& a,
-                                                        const std::vector<Value>& params) {
+}  // namespace
+
+std::vector<std::pair<std::string, Value>> detail::named_params(const Action& a,
+                                                                const std::vector<Value>& params) {
   std::vector<std::pair<std::string, Value>> out;
   for (std::size_t i = 0; i < params.size() && i < a.parameters.size(); ++i)
     out.emplace_back(a.parameters[i].name, params[i]);
   return out;
 }
 
-// The trace entry of a rejected proposal.
-TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d) {
+TraceEntry detail::rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d) {
   TraceEntry entry;
   entry.kind = EntryKind::rejected;
   if (proposal.action < m.actions.size()) {
@@ -1068,7 +1069,6 @@ TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const De
   entry.warnings = d.warnings;
   return entry;
 }
-}  // namespace
 
 // A recorded entry's parameters as a proposal names them (decimals are written as strings);
 // nullopt names the one that is not a number in `bad`.
@@ -1181,7 +1181,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
     traced = d.approved || options_.record_rejections;
     if (!d.approved) {
       if (traced) {
-        TraceEntry entry = rejected_entry(*model_, proposal, d);
+        TraceEntry entry = detail::rejected_entry(*model_, proposal, d);
         append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
         sequence = entry.sequence;
       }
@@ -1304,7 +1304,7 @@ Decision SafetyKernel::record_rejection(const Proposal& proposal) {
     std::lock_guard lock(mutex_);
     d = evaluate_locked(state_, proposal);
     if (d.approved || !options_.record_rejections || sealed_) return d;
-    TraceEntry entry = rejected_entry(*model_, proposal, d);
+    TraceEntry entry = detail::rejected_entry(*model_, proposal, d);
     append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &line : nullptr);
     sequence = entry.sequence;
     impl_->trim(options_.trace_window);
@@ -1430,7 +1430,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     TraceEntry entry;
     entry.kind = EntryKind::rolled_back;
     entry.action = a.id;
-    entry.params = named_params(a, u.params);
+    entry.params = detail::named_params(a, u.params);
     entry.changes = named(*model_, inverse);
     entry.cost = model_->format_amount(u.cost);
     entry.emergency = a.emergency;

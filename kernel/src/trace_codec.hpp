@@ -29,6 +29,14 @@ inline std::int64_t system_clock_us() {
 /// nullopt names the one that is not a number in `bad`.
 std::optional<ParamMap> recorded_params(const TraceEntry& e, std::string& bad);
 
+/// Parameter values named by `a`'s parameters, as a trace entry records them.
+std::vector<std::pair<std::string, Value>> named_params(const Action& a,
+                                                        const std::vector<Value>& params);
+
+/// The trace entry of a rejected proposal (kind, action, parameters, cost, reasons, warnings;
+/// the counters, time and links are the caller's).
+TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d);
+
 /// The `,"hash":"` member that sits between `gross` and `kind`: its length with the 64 digits
 /// and the closing quote.
 inline constexpr std::string_view kHashKey = ",\"hash\":\"";

@@ -47,7 +47,7 @@ std::vector<std::string> action_ids(const ck::TaskModel& model) {
 
 std::string status_json(Task& task) {
   const ck::TaskModel& m = task.model();
-  ck::SafetyKernel& k = task.kernel();
+  const ck::SafetyKernel& k = task.kernel();
   const ck::Situation s = k.situation();
   JsonOut j;
   j.begin_object().key("task").value(m.name).key("state");

@@ -256,7 +256,7 @@ struct Service::Impl {
       out.close();
       if (!out) throw TraceError("cannot write the spec `" + path + "`");
     }
-    auto task = open_task(model, TaskStorage{options.data_dir}, options.log);
+    auto task = open_task(model, TaskStorage{options.data_dir, options.ledger}, options.log);
     Task& ref = *task;
     tasks.emplace(model->name, std::move(task));
     return ref;
@@ -268,6 +268,11 @@ struct Service::Impl {
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (!impl_->options.ledger.empty() && !impl_->options.data_dir.empty())
+    throw InvalidArgument(
+        "--data-dir and --ledger cannot be combined: with --ledger each task's trace, state and "
+        "budget live in the ledger and a restarted server resumes from it (give the --spec "
+        "again), so there is nothing to keep in a data directory; give one of them");
   const std::string& dir = impl_->options.data_dir;
   if (dir.empty()) return;
   std::error_code ec;
@@ -343,6 +348,8 @@ Response Service::handle(const Request& request) noexcept {
     if (f.status == 400) impl_->note_malformed(f.status, f.code, f.message);
   } catch (const TraceError& e) {
     r = error(500, "trace_write_failed", e.what());
+  } catch (const LedgerUnavailable& e) {
+    r = error(503, "ledger_unavailable", e.what());
   } catch (const std::bad_alloc&) {
     r = error(503, "out_of_memory", "the server ran out of memory answering this request");
   } catch (const std::exception& e) {
@@ -460,8 +467,8 @@ Response Service::Impl::task_route(Task& task, std::string_view op, const Reques
   if (op == "state") return {200, "application/json", status_json(task), {}};
   if (op == "trace") {
     Response r{200, "application/jsonl", {}, {}};
-    r.next_chunk = task.trace_path().empty() ? stream_entries(task.kernel().trace())
-                                             : stream_lines(task.trace_path());
+    r.next_chunk =
+        task.trace_path().empty() ? stream_entries(task.trace()) : stream_lines(task.trace_path());
     return r;
   }
   if (op == "evaluate" || op == "execute") {

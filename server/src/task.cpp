@@ -8,6 +8,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
 #include "clampai/kernel/number.hpp"
+#include "clampai/ledger/ledger.hpp"
 
 namespace clampai::server {
 
@@ -23,10 +24,14 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       trace_path_(std::move(trace_path)),
       writer_(std::move(writer)),
       kernel_(std::move(kernel)),
+      view_(kernel_.get()),
       receipts_(std::move(receipts)) {}
 
+Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
+    : model_(std::move(model)), shared_(std::move(shared)), view_(&shared_->local()) {}
+
 ck::Outcome Task::execute(std::string_view action, const ck::ParamMap& params) {
-  ck::Outcome out = kernel_->execute(action, params);
+  ck::Outcome out = shared_ ? shared_->execute(action, params) : kernel_->execute(action, params);
   if (out.receipt) {
     // INVARIANT (receipts): kept sorted although concurrent executes may arrive out of order.
     std::lock_guard lock(mutex_);
@@ -38,6 +43,11 @@ ck::Outcome Task::execute(std::string_view action, const ck::ParamMap& params) {
     if (receipts_.size() > kUndoDepth) receipts_.pop_front();
   }
   return out;
+}
+
+std::vector<ck::TraceEntry> Task::trace() {
+  if (!shared_) return kernel_->trace();
+  return ck::parse_trace_lines(shared_->read(0), shared_->ledger().describe());
 }
 
 ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
@@ -52,7 +62,8 @@ ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
       throw InvalidArgument("trace entry " + std::to_string(*sequence) +
                             " is not a committed action that can still be rolled back");
   }
-  ck::Outcome out = kernel_->rollback(*it);  // the kernel checks it is the most recent
+  // The kernel checks it is the most recent (on a shared ledger: of every process's commits).
+  ck::Outcome out = shared_ ? shared_->rollback(*it) : kernel_->rollback(*it);
   // INVARIANT (receipts): only the last one can have been rolled back.
   receipts_.erase(it);
   return out;
@@ -60,7 +71,7 @@ ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
 
 bool Task::seal() {
   std::lock_guard lock(mutex_);
-  if (kernel_->is_sealed()) return false;
+  if (shared_ || kernel_->is_sealed()) return false;
   kernel_->seal();
   if (writer_) writer_->close();
   return true;
@@ -107,6 +118,22 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   const auto say = [&](const std::string& line) {
     if (log) log(line);
   };
+  if (!storage.ledger.empty()) {
+    if (!storage.data_dir.empty())
+      throw InvalidArgument(
+          "a data directory and a ledger cannot both keep task `" + model->name +
+          "`: with a ledger its trace, state and budget live in the ledger (and are resumed from "
+          "it); give one of them");
+    ck::SharedOptions options;
+    options.undo_depth = kUndoDepth;
+    // A request waits for a lost database at most ~10 s (then 503 ledger_unavailable).
+    options.reconnect_attempts = 8;
+    auto shared = std::make_unique<ck::SharedKernel>(
+        model, ledger::open_ledger(storage.ledger, model->name), std::move(options));
+    say("task `" + model->name + "`: on the ledger " + shared->ledger().describe() + " (" +
+        std::to_string(shared->length()) + " entries replayed)");
+    return std::make_unique<Task>(model, std::move(shared));
+  }
   ck::KernelOptions options;
   options.trace_window = kTraceWindow;
   options.undo_depth = kUndoDepth;

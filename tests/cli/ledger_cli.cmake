@@ -41,3 +41,31 @@ expect("a bad escrow lifetime" 2 "escrow_lease=-1 is not a lifetime in seconds >
        ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=1&escrow_lease=-1")
 expect("a bad escrow batch" 2 "escrow_batch=0 is not a whole number"
        ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=1&escrow_batch=0")
+
+# --record-rejections, --lookahead and --recover on a ledger: the lookahead's veto is committed
+# to the shared trace, and a second process without a lookahead follows it (a guard's veto is
+# replayed as recorded); recovery rolls back through the ledger.
+expect("run --ledger with --lookahead --record-rejections" 0
+       "\"lookahead_trap\": 1,.*\"entries\": 17"
+       ${CLAMPAI} run ${ex}/pressure_vessel.json --ledger file:${WORK_DIR}/vessel.jsonl
+       --lookahead 3 --record-rejections --recover --format json)
+expect("a second run follows the recorded veto" 0 "goal reached.*: 0 commits by this process"
+       ${CLAMPAI} run ${ex}/pressure_vessel.json --ledger file:${WORK_DIR}/vessel.jsonl)
+expect("the vessel's ledger verifies" 0 "ok: .*17 entries.*replays"
+       ${CLAMPAI} trace verify ${WORK_DIR}/vessel.jsonl --allow-unsealed --spec ${ex}/pressure_vessel.json)
+expect("run --ledger --recover rolls back" 1 "\"recovery\": \\[\n *\"rolled back `build`\""
+       ${CLAMPAI} run ${ex}/agent_release.json --ledger memory: --recover --format json)
+
+# `agent --ledger` and `serve --ledger` without a database.
+expect("agent on a file ledger" 0 "goal reached.*trace +3 entries.*chain verified.*ledger: .*: 3 commits"
+       ${CLAMPAI} agent ${ex}/quickstart.json --llm mock --ledger file:${WORK_DIR}/agent.jsonl)
+expect("a second agent finds the goal reached" 0 "\"executed\": 0,.*\"commits\": 0"
+       ${CLAMPAI} agent ${ex}/quickstart.json --llm mock --ledger file:${WORK_DIR}/agent.jsonl --format json)
+expect("agent --ledger excludes --trace" 2 "excludes"
+       ${CLAMPAI} agent ${ex}/quickstart.json --llm mock --ledger memory: --trace ${WORK_DIR}/a.jsonl)
+expect("serve --ledger takes a database" 2 "serve keeps its tasks in a postgresql://"
+       ${CLAMPAI} serve --ledger memory: --insecure-no-auth)
+expect("serve --ledger names tasks by their specs" 2 "drop the `#TASK` fragment"
+       ${CLAMPAI} serve --ledger "postgresql:///x#t" --insecure-no-auth)
+expect("serve --ledger and --data-dir" 2 "--data-dir and --ledger cannot be combined"
+       ${CLAMPAI} serve --ledger "postgresql:///x" --data-dir ${WORK_DIR} --insecure-no-auth)

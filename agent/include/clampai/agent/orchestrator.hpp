@@ -17,6 +17,7 @@
 #include "clampai/agent/llm.hpp"
 #include "clampai/agent/saliency.hpp"
 #include "clampai/agent/valuation.hpp"
+#include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
 namespace clampai::agent {
@@ -133,6 +134,13 @@ class Orchestrator {
   /// and recorded rejections are the kernel's options (KernelOptions).
   /// @throws InvalidArgument for a belief decay outside (0, 1].
   Orchestrator(kernel::SafetyKernel& kernel, LlmClient& llm, OrchestratorOptions options = {});
+  /// The same on a shared ledger (docs/LEDGER.md): each step first catches up with what the
+  /// other processes committed, offers and asks on that head (`kernel.local()`), and executes
+  /// through `kernel` (a compare-and-set commit, decided afresh on a conflict); so `executed`
+  /// counts only what this process committed. A lookahead guard and recorded rejections are
+  /// the shared kernel's options (SharedOptions). A ledger that stays unreachable ends the run
+  /// with `Termination::error`.
+  Orchestrator(kernel::SharedKernel& kernel, LlmClient& llm, OrchestratorOptions options = {});
   ~Orchestrator();
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;

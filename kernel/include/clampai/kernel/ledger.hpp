@@ -9,6 +9,7 @@
 // `clampai::ledger::open_ledger` opens any of them from a URL.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "clampai/kernel/error.hpp"
@@ -165,6 +167,12 @@ struct SharedOptions {
   unsigned reconnect_delay_ms = 50;
   /// Called at each phase of a commit (tests inject faults there); may be empty.
   std::function<void(SharedPhase)> hook;
+  /// Consulted after every decision of the local replica that approves a non-emergency action,
+  /// as `KernelOptions::guard` is (`driver::lookahead_guard` is one): `execute`, and a driver's
+  /// `local().evaluate`, see its vetoes. Never while committed entries are replayed: a veto
+  /// recorded by any kernel of the group (`record_rejections`) is replayed as recorded, so the
+  /// kernels of a task may have different guards, or none. May be empty.
+  std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
 };
 
 /// Counters of a `SharedKernel`'s protocol.
@@ -205,8 +213,20 @@ class SharedKernel {
   /// compare-and-set like any other).
   /// @throws InvalidArgument as `SafetyKernel::rollback` does.
   Outcome rollback(const Receipt& receipt);
+  /// For drivers that screen proposals on `local()`: decides `proposal` on the local replica
+  /// and, if it is rejected and rejections are recorded (`SharedOptions::record_rejections`),
+  /// commits the rejected entry, by compare-and-set like any other (on a conflict it catches
+  /// up and decides again, so a recorded rejection was decided on the head it extends). An
+  /// approval commits nothing. Returns the decision.
+  Decision record_rejection(const Proposal& proposal);
+  /// True iff rejected proposals are committed to the shared trace.
+  [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
   /// Replays the entries other kernels committed since. Returns how many.
   std::uint64_t refresh();
+  /// The canonical lines of the ledger's entries `from`, `from` + 1, ... (the whole shared
+  /// trace from 0), read under the kernel's lock (a ledger handle serves one thread at a time).
+  /// @throws LedgerUnavailable if the ledger cannot be reached after the reconnect attempts.
+  std::vector<std::string> read(std::uint64_t from = 0);
 
   /// The local replica at the latest head this kernel knows (for drivers: evaluate, state,
   /// completions). Its trace window is 1 entry; the ledger holds the trace.
@@ -233,12 +253,17 @@ class SharedKernel {
   bool commit_locked(TraceEntry& entry, const Situation& after);
   template <typename F>
   auto with_reconnect(F&& f) -> decltype(f());
+  // The local replica's guard: `options_.guard`, except on the thread replaying an entry
+  // (`replayer_`), which gets `replay_veto_` (the veto an entry recorded, or none).
+  std::optional<Reason> guard(const Situation& s, const Proposal& p, const Decision& d) const;
 
   std::shared_ptr<const TaskModel> model_;
   std::shared_ptr<Ledger> ledger_;
   SharedOptions options_;
   mutable std::mutex mutex_;
   std::int64_t replay_time_ = 0;  // the local replica's clock: the entry being replayed
+  std::atomic<std::thread::id> replayer_{};
+  std::optional<Reason> replay_veto_;  // read only by `replayer_`
   std::unique_ptr<SafetyKernel> local_;
   std::uint64_t length_ = 0;
   std::string head_;

@@ -27,6 +27,10 @@ struct ServiceOptions {
   /// Where each task's trace (`TASK.jsonl`) and spec (`TASK.spec.json`) are kept; empty: the
   /// traces live in memory only (the last 4,096 entries of each task).
   std::string data_dir{};
+  /// A shared ledger's URL (docs/LEDGER.md: postgresql://..., file:PATH, memory:): each task's
+  /// kernel shares its budget, state and trace with other processes through the task's ledger
+  /// (named by the spec's `name`). Not with `data_dir` (the constructor refuses both).
+  std::string ledger{};
   /// The bearer token every request but `GET /v1/health` must carry; empty: no authentication
   /// (the command allows that only on a loopback address, with `--insecure-no-auth`).
   std::string token{};
