@@ -1,5 +1,6 @@
 #include "serve_cmd.hpp"
 
+#include <cstdint>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -19,6 +20,7 @@ struct Args {
   std::vector<std::string> specs;
   std::string host = "127.0.0.1", token_file, data_dir, tls_cert, tls_key;
   unsigned port = 8765;
+  std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
   bool insecure = false;
 } args;
 
@@ -54,6 +56,7 @@ int serve_command() {
         args.host + "`: give --token-file");
   cs::ServiceOptions options;
   options.data_dir = args.data_dir;
+  options.limits.request_timeout_ms = args.request_timeout_ms;
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
   static std::mutex log_mutex;
   options.log = [](const std::string& line) {
@@ -110,6 +113,12 @@ CLI::App* add_serve_command(CLI::App& app) {
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);
   key->needs(cert);
+  cmd->add_option("--request-timeout-ms",
+                  args.request_timeout_ms,
+                  "Milliseconds a client has to send a whole request, and to take a whole "
+                  "answer; then the connection closes")
+      ->check(CLI::Range(1U, 3600000U))
+      ->capture_default_str();
   return cmd;
 }
 
