@@ -71,7 +71,9 @@ std::string tool_result(std::string_view text, std::string_view structured, bool
   JsonOut j;
   j.begin_object().key("content").begin_array().begin_object();
   j.key("type").value("text").key("text").value(text).end_object().end_array();
-  j.key("structuredContent").raw(structured).key("isError").value(is_error).end_object();
+  // The reports of lookahead and repair are indented: one line on the wire all the same.
+  j.key("structuredContent").raw(compact_json(structured)).key("isError").value(is_error);
+  j.end_object();
   return j.take();
 }
 

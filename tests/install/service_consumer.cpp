@@ -22,13 +22,14 @@ int main(int argc, char** argv) {
   ck::SafetyKernel kernel(ck::load_spec(text.str()));
   ca::MockLlm llm;
   const ca::OrchestratorResult r = ca::Orchestrator(kernel, llm).run();
-  std::cout << "agent: " << ca::to_string(r.termination) << " after " << r.executed
-            << " steps\n";
+  std::cout << "agent: " << ca::to_string(r.termination) << " after " << r.executed << " steps\n";
 
   cs::Service service(cs::ServiceOptions{});
   const std::string task = service.add_task(text.str(), argv[1]);
-  const cs::Response res = service.handle(
-      {"POST", "/v1/tasks/" + task + "/evaluate", "", std::string(R"({"action": ")") + argv[2] + "\"}"});
+  const cs::Response res = service.handle({"POST",
+                                           "/v1/tasks/" + task + "/evaluate",
+                                           "",
+                                           std::string(R"({"action": ")") + argv[2] + "\"}"});
   std::cout << "server: " << res.status << " " << res.body;
   return r.goal_reached && res.status == 200 ? 0 : 1;
 }

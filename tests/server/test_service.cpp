@@ -332,8 +332,10 @@ TEST_CASE("Service: the JSON depth limit is exact and configurable, and changes 
   const auto nested = [](std::size_t depth) {
     return std::string(depth, '[') + std::string(depth, ']');
   };
-  for (const std::string route : {"/v1/tasks/autoscale/evaluate", "/v1/tasks/autoscale/execute",
-                                  "/v1/tasks/autoscale/rollback", "/v1/tasks"}) {
+  for (const std::string route : {"/v1/tasks/autoscale/evaluate",
+                                  "/v1/tasks/autoscale/execute",
+                                  "/v1/tasks/autoscale/rollback",
+                                  "/v1/tasks"}) {
     CAPTURE(route);
     // Four levels are within the limit: refused for what they are, not for their depth.
     auto r = call(s, "POST", route, nested(4));
@@ -437,6 +439,26 @@ TEST_CASE("McpSession: tools from the actions, calls decided by the kernel", "[s
   CHECK(r["error"]["code"] == -32600);
   r = ask(R"({"jsonrpc":"2.0","id":10,"method":"ping"})");
   CHECK(r["result"] == json::object());
+}
+
+TEST_CASE("McpSession: the reports of lookahead and repair are answered on one line",
+          "[server][mcp]") {
+  // Found by fuzz_mcp: the reports were inserted indented, so the answer spanned many lines
+  // and broke the stdio transport (one message a line).
+  cs::McpSession m(ck::load_spec(spec_text()));
+  for (
+      const std::string msg :
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookahead","arguments":{"action":"scale_up","params":{"n":1},"depth":2}}})",
+       R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repair","arguments":{"action":"scale_up","params":{"n":50}}}})"}) {
+    const std::string answer = m.handle(msg);
+    CAPTURE(answer);
+    CHECK(answer.find('\n') == std::string::npos);
+    const json r = json::parse(answer);
+    CHECK(r["result"]["isError"] == false);
+    // The structured content is the same report as the text.
+    CHECK(r["result"]["structuredContent"] ==
+          json::parse(r["result"]["content"][0]["text"].get<std::string>()));
+  }
 }
 
 TEST_CASE("McpSession: an action named like a built-in tool is refused", "[server][mcp]") {
