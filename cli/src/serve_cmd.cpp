@@ -21,6 +21,7 @@ struct Args {
   std::string host = "127.0.0.1", token_file, data_dir, tls_cert, tls_key;
   unsigned port = 8765;
   std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
+  unsigned threads = 0;  // 0: one per core, at least 2
   bool insecure = false;
 } args;
 
@@ -74,7 +75,8 @@ int serve_command() {
   cs::HttpOptions http;
   http.host = args.host;
   http.port = static_cast<unsigned short>(args.port);
-  http.threads = std::max(2U, std::thread::hardware_concurrency());
+  http.threads =
+      args.threads != 0 ? args.threads : std::max(2U, std::thread::hardware_concurrency());
   http.tls_cert = args.tls_cert;
   http.tls_key = args.tls_key;
   http.limits = options.limits;
@@ -119,6 +121,11 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "answer; then the connection closes")
       ->check(CLI::Range(1U, 3600000U))
       ->capture_default_str();
+  cmd->add_option("--threads",
+                  args.threads,
+                  "Event loops (threads) serving the connections; default one per core, at "
+                  "least 2 (fewer when clients share the machine's cores)")
+      ->check(CLI::Range(1U, 256U));
   return cmd;
 }
 
