@@ -203,7 +203,7 @@ void service(std::string_view input) {
     must(r.status == 200, "GET state answered " + std::to_string(r.status));
     return r.body;
   };
-  std::size_t n = 0;
+  std::size_t n = 0, searches = 0;
   for (const std::string_view part : split_at_lines(input, "%%")) {
     if (++n > 16) break;  // a bounded session per input
     const std::size_t nl = std::min(part.find('\n'), part.size());
@@ -216,6 +216,12 @@ void service(std::string_view input) {
     req.target = std::string(rest.substr(0, sp2));
     req.authorization = sp2 < rest.size() ? std::string(rest.substr(sp2 + 1)) : bearer;
     req.body = std::string(part.substr(std::min(nl + 1, part.size())));
+    // Searches and proofs (each bounded by the solver's limit) at most twice an input, so that
+    // an input stays well within libFuzzer's time limit.
+    const std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+    if (path.ends_with("/lookahead") || path.ends_with("/repair") || path.ends_with("/verify")) {
+      if (++searches > 2) continue;
+    }
     const std::string before = state();
     server::Response r = svc.handle(req);
     const std::string what = req.method + " " + req.target + " (" + std::to_string(r.status) + ")";
@@ -244,13 +250,19 @@ void service(std::string_view input) {
 
 void mcp(std::string_view input) {
   server::McpSession session(kernel::load_spec(autoscale_spec()));
-  std::size_t n = 0;
+  std::size_t n = 0, searches = 0;
   for (std::size_t at = 0; at < input.size();) {
     const std::size_t nl = std::min(input.find('\n', at), input.size());
     const std::string_view line = input.substr(at, nl - at);
     at = nl + 1;
     if (line.empty()) continue;
     if (++n > 32) break;  // a bounded session per input
+    // The lookahead and repair tools (each bounded by 5 s of search) once an input at most, so
+    // that an input stays within libFuzzer's time limit.
+    if (line.find("lookahead") != std::string_view::npos ||
+        line.find("repair") != std::string_view::npos) {
+      if (++searches > 1) continue;
+    }
     const std::string answer = session.handle(line);
     if (answer.empty()) continue;  // a notification, or a response of the client
     must(answer.find('\n') == std::string::npos, "an answer of more than one line");
