@@ -181,7 +181,7 @@ struct McpSession::Impl {
     for (const auto& [name, v] : args->members) {
       const auto p = std::find_if(a.parameters.begin(),
                                   a.parameters.end(),
-                                  [&](const ck::Parameter& q) { return q.name == name; });
+                                  [&n = name](const ck::Parameter& q) { return q.name == n; });
       if (p == a.parameters.end()) {
         std::vector<std::string> names;
         for (const auto& q : a.parameters) names.push_back(q.name);
