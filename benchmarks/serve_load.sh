@@ -11,9 +11,12 @@
 #   --check    a short load (1 s of execute on 16 tasks, 16 connections) and the same untimed
 #              checks, exit 1 if one fails: what ctest runs (serve_load_invariants).
 # Environment: BUILD_DIR (default build/rel), DURATION seconds per case (default 5),
-#              PYTHON (default /usr/bin/python3), CLAMPAI_REFERENCE (the reference's folder).
-# wrk runs 2 threads (1 for one connection); the server one thread per core. Client and server
-# share the machine's cores, so the figures are a lower bound of the server's own throughput.
+#              PYTHON (default /usr/bin/python3), CLAMPAI_REFERENCE (the reference's folder),
+#              WRK_THREADS (default 2; 1 for one connection), SERVE_THREADS (the server's
+#              --threads; default: its own, one per core).
+# Client and server share the machine's cores, so the figures are a lower bound of the
+# server's own throughput. The load average is printed before and after, and the server's CPU
+# time per request (user + system, from /proc) over all its cases.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,6 +56,7 @@ SPEC
 done
 spec_args=()
 for i in $(seq 0 15); do spec_args+=(--spec "$work/specs/load$i.json"); done
+[[ -n "${SERVE_THREADS:-}" ]] && spec_args+=(--threads "$SERVE_THREADS")
 "$clampai" serve --insecure-no-auth --port 0 --data-dir "$work/data" "${spec_args[@]}" \
   > "$work/serve.out" 2> "$work/serve.err" &
 server=$!
@@ -76,20 +80,27 @@ end
 done = function(summary, latency, requests)
   local errors = summary.errors.connect + summary.errors.read + summary.errors.write +
                  summary.errors.status + summary.errors.timeout
-  io.write(string.format("RESULT %.0f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-                         latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
+  io.write(string.format("RESULT %.0f %.3f %.3f %d %d\n", summary.requests / (summary.duration / 1e6),
+                         latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors,
+                         summary.requests))
 end
 LUA
 }
 
-run_wrk() {  # url lua connections seconds -> "req/s p50 p99 errors"
-  local threads=2
+run_wrk() {  # url lua connections seconds -> "req/s p50 p99 errors requests"
+  local threads=${WRK_THREADS:-2}
   [[ "$3" -lt 2 ]] && threads=1
   wrk -t"$threads" -c"$3" -d"$4"s --timeout 5s -s "$2" "$1" 2> /dev/null | sed -n 's/^RESULT //p'
 }
 
+cpu_ticks() {  # the user + system time of process $1, in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+requests=0
 row() {  # server op tasks conns result
-  read -r rps p50 p99 errors <<< "$5"
+  read -r rps p50 p99 errors count <<< "$5"
+  requests=$((requests + count))
   printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" \
     "$(printf "%'.0f" "$rps")" "$p50" "$p99" "$errors"
 }
@@ -98,6 +109,8 @@ if [[ $check == 1 ]]; then
   write_lua "$work/execute16.lua" "/v1/tasks/load{i}/execute" '{"action": "tick"}' 16
   run_wrk "$url" "$work/execute16.lua" 16 1 > /dev/null
 else
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; wrk ${WRK_THREADS:-2} threads; serve --threads ${SERVE_THREADS:-default}"
+  echo
   echo "| server | operation | tasks | connections | requests/s | p50 (ms) | p99 (ms) | errors |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|"
   for op in evaluate execute; do
@@ -108,6 +121,9 @@ else
       done
     done
   done
+  ticks=$(cpu_ticks "$server")
+  serve_cpu="$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+    'BEGIN { printf "%.1f", t / hz / n * 1e6 }')"
 fi
 
 # Untimed: T1 on every task, then SIGTERM (sealed, flushed) and every chain replayed.
@@ -157,5 +173,7 @@ else
   echo "serve_load.sh: no Python reference at \`$reference\`: its server was not measured" >&2
 fi
 echo
+echo "clampai serve's CPU time (user + system) per request over its cases: ${serve_cpu} µs"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "after the load (untimed): T1 and the counters on 16 tasks, 16 sealed traces replayed: $([[ $status == 0 ]] && echo ok || echo FAILED)"
 exit $status

@@ -2,16 +2,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "../cli/src/output.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/trace.hpp"
+#include "clampai/server.hpp"
 
 namespace clampai::fuzz {
 
@@ -149,12 +154,137 @@ void params(std::string_view input) {
     must(v.kind() == kernel::Value::Kind::number, "parameter `" + name + "` is no number");
 }
 
+namespace {
+
+const std::string& autoscale_spec() {
+  static const std::string text =
+      kernel::read_file((fs::path(CLAMPAI_SOURCE_DIR) / "examples/autoscale.json").string());
+  return text;
+}
+
+// Splits at each line that is exactly `sep` (the separator lines are dropped).
+std::vector<std::string_view> split_at_lines(std::string_view input, std::string_view sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0, at = 0;
+  while (at <= input.size()) {
+    const std::size_t nl = std::min(input.find('\n', at), input.size());
+    if (input.substr(at, nl - at) == sep) {
+      parts.push_back(input.substr(start, at - start));
+      start = std::min(nl + 1, input.size());
+    }
+    at = nl + 1;
+  }
+  parts.push_back(input.substr(std::min(start, input.size())));
+  return parts;
+}
+
+nlohmann::json must_parse(const std::string& text, const std::string& what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Broken(what + " is not JSON (" + e.what() + "): " + text.substr(0, 200));
+  }
+}
+
+}  // namespace
+
+void service(std::string_view input) {
+  constexpr std::string_view kToken = "fuzz-token-0123456789";
+  server::ServiceOptions options;
+  options.token = std::string(kToken);
+  options.limits.max_body_bytes = 64 * 1024;
+  options.limits.max_lookahead_depth = 3;  // keep an input's searches short
+  options.limits.solver_timeout_ms = 200;
+  server::Service svc(options);
+  const std::string task = svc.add_task(autoscale_spec(), "autoscale.json");
+  const std::string bearer = "Bearer " + std::string(kToken);
+  const auto state = [&] {
+    server::Response r = svc.handle({"GET", "/v1/tasks/" + task + "/state", bearer, ""});
+    must(r.status == 200, "GET state answered " + std::to_string(r.status));
+    return r.body;
+  };
+  std::size_t n = 0, searches = 0;
+  for (const std::string_view part : split_at_lines(input, "%%")) {
+    if (++n > 16) break;  // a bounded session per input
+    const std::size_t nl = std::min(part.find('\n'), part.size());
+    const std::string_view line = part.substr(0, nl);
+    server::Request req;
+    const std::size_t sp1 = std::min(line.find(' '), line.size());
+    req.method = std::string(line.substr(0, sp1));
+    const std::string_view rest = line.substr(std::min(sp1 + 1, line.size()));
+    const std::size_t sp2 = std::min(rest.find(' '), rest.size());
+    req.target = std::string(rest.substr(0, sp2));
+    req.authorization = sp2 < rest.size() ? std::string(rest.substr(sp2 + 1)) : bearer;
+    req.body = std::string(part.substr(std::min(nl + 1, part.size())));
+    // Searches and proofs (each bounded by the solver's limit) at most twice an input, so that
+    // an input stays well within libFuzzer's time limit.
+    const std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+    if (path.ends_with("/lookahead") || path.ends_with("/repair") || path.ends_with("/verify")) {
+      if (++searches > 2) continue;
+    }
+    const std::string before = state();
+    server::Response r = svc.handle(req);
+    const std::string what = req.method + " " + req.target + " (" + std::to_string(r.status) + ")";
+    static constexpr int kStatuses[] = {200, 201, 400, 401, 404, 405, 409, 413, 431, 500, 503};
+    must(std::find(std::begin(kStatuses), std::end(kStatuses), r.status) != std::end(kStatuses),
+         what + ": a status the API does not document");
+    if (r.next_chunk) {
+      must(r.status == 200 && r.body.empty(), what + ": a stream with a body");
+      std::string chunk;
+      for (std::size_t chunks = 0; r.next_chunk(chunk); ++chunks) {
+        must(chunks < 100000, what + ": a stream that does not end");
+        must(!chunk.empty() && chunk.back() == '\n', what + ": a chunk of a partial line");
+      }
+      continue;
+    }
+    if (r.content_type != "application/json") continue;  // /metrics
+    const nlohmann::json body = must_parse(r.body, what + ": the body");
+    if (r.status < 400) continue;
+    must(body.contains("error") && body["error"]["code"].is_string() &&
+             body["error"]["message"].is_string() && !body["error"]["message"].empty(),
+         what + ": an error without a code and a message: " + r.body);
+    // An error changes no kernel (a 500 trace_write_failed is after a commit: none here).
+    must(state() == before, what + ": an error changed the task's state");
+  }
+}
+
+void mcp(std::string_view input) {
+  server::McpSession session(kernel::load_spec(autoscale_spec()));
+  std::size_t n = 0, searches = 0;
+  for (std::size_t at = 0; at < input.size();) {
+    const std::size_t nl = std::min(input.find('\n', at), input.size());
+    const std::string_view line = input.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty()) continue;
+    if (++n > 32) break;  // a bounded session per input
+    // The lookahead and repair tools (each bounded by 5 s of search) once an input at most, so
+    // that an input stays within libFuzzer's time limit.
+    if (line.find("lookahead") != std::string_view::npos ||
+        line.find("repair") != std::string_view::npos) {
+      if (++searches > 1) continue;
+    }
+    const std::string answer = session.handle(line);
+    if (answer.empty()) continue;  // a notification, or a response of the client
+    must(answer.find('\n') == std::string::npos, "an answer of more than one line");
+    const nlohmann::json r = must_parse(answer, "the answer");
+    must(r.is_object() && r.value("jsonrpc", "") == "2.0", "not a JSON-RPC 2.0 answer: " + answer);
+    must(r.contains("id"), "an answer without an id: " + answer);
+    must(r.contains("result") != r.contains("error"),
+         "an answer with both or neither of result and error: " + answer);
+    if (r.contains("error"))
+      must(r["error"]["code"].is_number_integer() && r["error"]["message"].is_string(),
+           "an error without an integer code and a message: " + answer);
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"expression", &expression},
                                           {"spec", &spec},
                                           {"trace", &trace},
                                           {"manifest", &manifest},
-                                          {"params", &params}};
+                                          {"params", &params},
+                                          {"service", &service},
+                                          {"mcp", &mcp}};
   return all;
 }
 

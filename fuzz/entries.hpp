@@ -34,6 +34,17 @@ void trace(std::string_view input);
 void manifest(std::string_view input);
 /// The CLI's `--params` parser.
 void params(std::string_view input);
+/// `clampai serve`'s routes without sockets (server::Service::handle), on a fresh service
+/// serving examples/autoscale.json: the input is requests separated by lines `%%`, each a
+/// line `METHOD TARGET [AUTHORIZATION...]` (without AUTHORIZATION: the right bearer token) and
+/// the body. Every answer has a status of the API, a JSON body (errors: `error.code` and
+/// `error.message`) or a stream that ends; an error leaves the task's state and trace as they
+/// were.
+void service(std::string_view input);
+/// `clampai mcp`'s session (server::McpSession::handle) over examples/autoscale.json: the input
+/// is JSON-RPC messages, one a line. Every answer is empty or one JSON-RPC 2.0 response (a
+/// result or an error with an integer code, never both).
+void mcp(std::string_view input);
 
 struct Target {
   const char* name;

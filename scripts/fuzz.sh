@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes every entry of fuzz/entries.hpp with libFuzzer for SECONDS each (default 60):
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: expression spec trace manifest params
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: expression spec trace manifest params service mcp
 # Builds build/fuzz with clang (-fsanitize=fuzzer,address,undefined), seeds each target from
 # examples/, tests/data and fuzz/seeds, and keeps the corpus it grows in build/fuzz/corpus.
 # A crash stops with the input saved under build/fuzz/crashes/<target>/: fix it, then keep the
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(expression spec trace manifest params)
+((${#targets[@]})) || targets=(expression spec trace manifest params service mcp)
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, not \`$seconds\`" >&2; exit 2; }
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
@@ -28,6 +28,8 @@ seeds() {
     trace) echo fuzz/seeds/trace ;;
     manifest) echo examples/compose tests/data/compose/* ;;
     params) echo fuzz/seeds/params ;;
+    service) echo fuzz/seeds/service ;;
+    mcp) echo fuzz/seeds/mcp ;;
   esac
 }
 

@@ -66,7 +66,7 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --help" ;;
+    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
     mcp) opts="--help" ;;
     *) return ;;
   esac

@@ -1,5 +1,6 @@
 #include "serve_cmd.hpp"
 
+#include <cstdint>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -20,6 +21,8 @@ struct Args {
   std::vector<std::string> specs;
   std::string host = "127.0.0.1", token_file, data_dir, ledger, tls_cert, tls_key;
   unsigned port = 8765;
+  std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
+  unsigned threads = 0;  // 0: one per core, at least 2
   bool insecure = false;
 } args;
 
@@ -66,6 +69,7 @@ int serve_command() {
                             "`#TASK` fragment");
     options.ledger = args.ledger;
   }
+  options.limits.request_timeout_ms = args.request_timeout_ms;
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
   static std::mutex log_mutex;
   options.log = [](const std::string& line) {
@@ -83,7 +87,8 @@ int serve_command() {
   cs::HttpOptions http;
   http.host = args.host;
   http.port = static_cast<unsigned short>(args.port);
-  http.threads = std::max(2U, std::thread::hardware_concurrency());
+  http.threads =
+      args.threads != 0 ? args.threads : std::max(2U, std::thread::hardware_concurrency());
   http.tls_cert = args.tls_cert;
   http.tls_key = args.tls_key;
   http.limits = options.limits;
@@ -127,6 +132,17 @@ CLI::App* add_serve_command(CLI::App& app) {
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);
   key->needs(cert);
+  cmd->add_option("--request-timeout-ms",
+                  args.request_timeout_ms,
+                  "Milliseconds a client has to send a whole request, and to take a whole "
+                  "answer; then the connection closes")
+      ->check(CLI::Range(1U, 3600000U))
+      ->capture_default_str();
+  cmd->add_option("--threads",
+                  args.threads,
+                  "Event loops (threads) serving the connections; default one per core, at "
+                  "least 2 (fewer when clients share the machine's cores)")
+      ->check(CLI::Range(1U, 256U));
   return cmd;
 }
 

@@ -217,4 +217,27 @@ void write_budget(JsonOut& j, const ck::TaskModel& model, const ck::BudgetContro
       .end_object();
 }
 
+std::string compact_json(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  bool in_string = false, escaped = false;
+  for (const char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      continue;
+    } else if (c == '"') {
+      in_string = true;
+    }
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace clampai::server

@@ -45,6 +45,10 @@ class JsonOut {
 /// Appends `s` as a JSON string literal.
 void append_json_string(std::string& out, std::string_view s);
 
+/// `json` (one valid JSON document) without the white space between its tokens: one line, as
+/// a message on MCP's stdio must be (white space inside strings is escaped, so kept as is).
+std::string compact_json(std::string_view json);
+
 /// `[{"code", "subject", "message"}...]`.
 void write_reasons(JsonOut& j, const std::vector<kernel::Reason>& reasons);
 /// The members of a decision: approved, action, cost, emergency, reasons, warnings, changes.

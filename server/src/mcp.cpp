@@ -71,7 +71,9 @@ std::string tool_result(std::string_view text, std::string_view structured, bool
   JsonOut j;
   j.begin_object().key("content").begin_array().begin_object();
   j.key("type").value("text").key("text").value(text).end_object().end_array();
-  j.key("structuredContent").raw(structured).key("isError").value(is_error).end_object();
+  // The reports of lookahead and repair are indented: one line on the wire all the same.
+  j.key("structuredContent").raw(compact_json(structured)).key("isError").value(is_error);
+  j.end_object();
   return j.take();
 }
 
@@ -179,7 +181,7 @@ struct McpSession::Impl {
     for (const auto& [name, v] : args->members) {
       const auto p = std::find_if(a.parameters.begin(),
                                   a.parameters.end(),
-                                  [&](const ck::Parameter& q) { return q.name == name; });
+                                  [&n = name](const ck::Parameter& q) { return q.name == n; });
       if (p == a.parameters.end()) {
         std::vector<std::string> names;
         for (const auto& q : a.parameters) names.push_back(q.name);

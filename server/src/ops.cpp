@@ -90,8 +90,8 @@ std::variant<ck::Proposal, std::string> raw_proposal(const ck::TaskModel& model,
                                                      const ck::ParamMap& params) {
   const ck::Action& a = model.actions[action];
   for (const auto& [name, v] : params) {
-    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&](const ck::Parameter& p) {
-          return p.name == name;
+    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&n = name](const ck::Parameter& p) {
+          return p.name == n;
         }))
       return "params." + name + ": `" + a.id + "` has no such parameter";
   }

@@ -28,6 +28,14 @@ run(${WORK_DIR}/build/report_consumer ${SOURCE_DIR}/examples/compose/pipeline.js
 if(NOT last_output MATCHES "<testsuites name=\"clampai compose\" tests=\"[0-9]+\" failures=\"0\"")
   message(FATAL_ERROR "the installed report library printed: ${last_output}")
 endif()
+run(${WORK_DIR}/build/service_consumer ${SOURCE_DIR}/examples/quickstart.json process_batch)
+if(NOT last_output MATCHES "agent: goal_reached after [0-9]+ steps\nserver: 200 [{]\"task\":\"quickstart\",\"action\":\"process_batch\",\"approved\":true")
+  message(FATAL_ERROR "the installed agent and server printed: ${last_output}")
+endif()
+run(${WORK_DIR}/build/extras_consumer)
+if(NOT last_output MATCHES "ledger: 1 postgresql://me:[^ ]*@localhost/db#task task" OR last_output MATCHES "secret")
+  message(FATAL_ERROR "the installed ledger library printed: ${last_output}")
+endif()
 
 # Installed like a tool: schemas, pkg-config file, completions, man page, release notes.
 # The install directories are the build's (GNUInstallDirs), passed in by ctest.
@@ -41,7 +49,11 @@ foreach(f
     ${CMAKE_INSTALL_DATADIR}/zsh/site-functions/_clampai
     ${CMAKE_INSTALL_MANDIR}/man1/clampai.1
     ${CMAKE_INSTALL_DOCDIR}/CHANGELOG.md
-    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/report/format.hpp)
+    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/report/format.hpp
+    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/server/service.hpp
+    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/agent/orchestrator.hpp
+    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/hardening/monitor.hpp
+    ${CMAKE_INSTALL_INCLUDEDIR}/clampai/ledger/ledger.hpp)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "not installed: ${f}")
   endif()

@@ -6,6 +6,7 @@ VALIDATE_OPENAPI in the environment."""
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -286,6 +287,60 @@ class ServeTest(unittest.TestCase):
             self.assertIn(b"Connection: close", head)
             self.assertTrue(json.loads(answer)["executed"])
             self.assertEqual(srv.proc.wait(timeout=60), 0)
+
+    def test_request_timeout_closes_slow_and_stalled_clients(self):
+        # A short configured timeout; each case asserts what happens (the connection closed,
+        # nothing answered, nothing executed), never how long it took.
+        def until_closed(s):
+            """Everything received until the server closes the connection."""
+            data = b""
+            try:
+                while True:
+                    b = s.recv(65536)
+                    if not b:
+                        return data
+                    data += b
+            except ConnectionResetError:
+                return data
+
+        execute = b"POST /v1/tasks/quickstart/execute HTTP/1.1\r\nHost: x\r\n"
+        body = b'{"action": "process_batch"}'
+        with Server("--insecure-no-auth", "--request-timeout-ms", "300", "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv:
+            # The socket's own timeout only guards the test: the server must close first.
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
+                s.sendall(execute)  # the headers never end
+                self.assertEqual(until_closed(s), b"")
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
+                s.sendall(execute + b"Content-Length: %d\r\n\r\n" % len(body) + body[:10])
+                self.assertEqual(until_closed(s), b"")  # the body never ends
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                answer = until_closed(s)  # answered, then closed once idle
+                self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer)
+            # Slow headers: one byte every 20 ms of a 4,000-byte request (80 s to send it all)
+            # is cut off once the timeout passes: a whole request never arrives.
+            slow = execute + b"X-Pad: " + b"a" * 3900 + b"\r\n\r\n"
+            sent, closed = 0, False
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
+                while sent < len(slow) and not closed:
+                    try:
+                        s.sendall(slow[sent:sent + 1])
+                    except (BrokenPipeError, ConnectionResetError):
+                        closed = True
+                        break
+                    sent += 1
+                    readable, _, _ = select.select([s], [], [], 0.02)
+                    if readable:
+                        self.assertEqual(until_closed(s), b"")
+                        closed = True
+            self.assertTrue(closed)
+            self.assertLess(sent, len(slow))
+            with srv.client() as c:
+                state = c.state("quickstart")
+                self.assertEqual(state["steps"], 0)  # no stalled request was executed
+                self.assertEqual(c.health()["status"], "ok")  # and the server goes on
+            self.assertEqual(srv.stop(), 0)
 
     def test_tls(self):
         cert = os.path.join(self.dir, "cert.pem")

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -321,6 +322,74 @@ TEST_CASE("Service: with a data directory, a restarted server resumes every task
   REQUIRE_THROWS_WITH(s.add_task(other, "other.json"), Catch::Matchers::Contains("differs"));
 }
 
+TEST_CASE("Service: the JSON depth limit is exact and configurable, and changes nothing",
+          "[server][service]") {
+  cs::ServiceOptions o;
+  o.limits.max_json_depth = 4;
+  cs::Service s(o);
+  s.add_task(spec_text(), "autoscale.json");
+  const std::string before = call(s, "GET", "/v1/tasks/autoscale/state").body;
+  const auto nested = [](std::size_t depth) {
+    return std::string(depth, '[') + std::string(depth, ']');
+  };
+  for (const std::string route : {"/v1/tasks/autoscale/evaluate",
+                                  "/v1/tasks/autoscale/execute",
+                                  "/v1/tasks/autoscale/rollback",
+                                  "/v1/tasks"}) {
+    CAPTURE(route);
+    // Four levels are within the limit: refused for what they are, not for their depth.
+    auto r = call(s, "POST", route, nested(4));
+    CHECK(r.status == 400);
+    CHECK(code_of(r) != "json_too_deep");
+    r = call(s, "POST", route, nested(5));
+    CHECK(r.status == 400);
+    CHECK(code_of(r) == "json_too_deep");
+    CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+               Catch::Matchers::Contains("request body") &&
+                   Catch::Matchers::Contains("nested more than 4"));
+    // Deep inside an otherwise valid body.
+    r = call(s, "POST", route, R"({"action":"scale_up","params":{"n":)" + nested(4) + "}}");
+    CHECK(code_of(r) == "json_too_deep");
+  }
+  CHECK(call(s, "GET", "/v1/tasks/autoscale/state").body == before);
+  // The default limit, 32 levels.
+  cs::Service d({});
+  d.add_task(spec_text(), "autoscale.json");
+  CHECK(code_of(call(d, "POST", "/v1/tasks/autoscale/evaluate", nested(32))) == "invalid_request");
+  CHECK(code_of(call(d, "POST", "/v1/tasks/autoscale/evaluate", nested(33))) == "json_too_deep");
+}
+
+TEST_CASE("Service: malformed requests are counted, and their rate logged at most every 10 s",
+          "[server][service]") {
+  std::vector<std::string> lines;
+  cs::ServiceOptions o;
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  cs::Service s(o);
+  s.add_task(spec_text(), "autoscale.json");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 30; ++i)
+    (void)call(s, "POST", "/v1/tasks/autoscale/evaluate", "{\"action\": " + std::to_string(i));
+  s.note_refused(413, "body_too_large");  // as the transport reports what it refused
+  s.note_refused(431, "headers_too_large");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The first is logged at once with its code and message; the others fall within the same
+  // 10 s (a line for each further 10 s the loop may have taken on a slow machine).
+  REQUIRE(!lines.empty());
+  CHECK(lines.size() <= 1 + static_cast<std::size_t>(seconds / 10));
+  CHECK_THAT(lines.front(),
+             Catch::Matchers::StartsWith("1 malformed request(s) (1 in all); the last: 400 "
+                                         "malformed_json: request body:"));
+  // Requests that are refused for another reason than their form are not counted.
+  (void)call(s, "POST", "/v1/tasks/nope/evaluate", "{}");
+  const std::string metrics = call(s, "GET", "/metrics").body;
+  CHECK_THAT(metrics, Catch::Matchers::Contains("clampai_malformed_requests_total 32\n"));
+  CHECK_THAT(metrics,
+             Catch::Matchers::Contains("clampai_http_responses_total{status=\"413\"} 1\n"));
+  CHECK_THAT(metrics,
+             Catch::Matchers::Contains("clampai_http_responses_total{status=\"400\"} 30\n"));
+}
+
 TEST_CASE("McpSession: tools from the actions, calls decided by the kernel", "[server][mcp]") {
   cs::McpSession m(ck::load_spec(spec_text()));
   const auto ask = [&](const std::string& msg) { return json::parse(m.handle(msg)); };
@@ -370,6 +439,26 @@ TEST_CASE("McpSession: tools from the actions, calls decided by the kernel", "[s
   CHECK(r["error"]["code"] == -32600);
   r = ask(R"({"jsonrpc":"2.0","id":10,"method":"ping"})");
   CHECK(r["result"] == json::object());
+}
+
+TEST_CASE("McpSession: the reports of lookahead and repair are answered on one line",
+          "[server][mcp]") {
+  // Found by fuzz_mcp: the reports were inserted indented, so the answer spanned many lines
+  // and broke the stdio transport (one message a line).
+  cs::McpSession m(ck::load_spec(spec_text()));
+  for (
+      const std::string msg :
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookahead","arguments":{"action":"scale_up","params":{"n":1},"depth":2}}})",
+       R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repair","arguments":{"action":"scale_up","params":{"n":50}}}})"}) {
+    const std::string answer = m.handle(msg);
+    CAPTURE(answer);
+    CHECK(answer.find('\n') == std::string::npos);
+    const json r = json::parse(answer);
+    CHECK(r["result"]["isError"] == false);
+    // The structured content is the same report as the text.
+    CHECK(r["result"]["structuredContent"] ==
+          json::parse(r["result"]["content"][0]["text"].get<std::string>()));
+  }
 }
 
 TEST_CASE("McpSession: an action named like a built-in tool is refused", "[server][mcp]") {
