@@ -102,7 +102,8 @@ std::string_view to_string(ReasonCode code) {
                                                 "information_flow",
                                                 "attestation_failed",
                                                 "environment_drift",
-                                                "dependency_not_ready"};
+                                                "dependency_not_ready",
+                                                "precondition_failed"};
   return kNames[static_cast<int>(code)];
 }
 
