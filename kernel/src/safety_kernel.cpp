@@ -918,6 +918,11 @@ std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c,
 }
 }  // namespace
 
+void SafetyKernel::set_guard(decltype(KernelOptions::guard) guard) {
+  std::lock_guard lock(mutex_);
+  options_.guard = std::move(guard);
+}
+
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
   Decision d;
   decide_at(*model_, state, budget_, steps_, {nullptr, completions_.get()}, p, d);

@@ -236,8 +236,12 @@ class PyKernel {
   // decision stand, or `(code, subject, message)` to turn it into a rejection
   // (`precondition_failed` or `invariant_error`). Called with the GIL held.
   void set_gate(py::object gate) {
+    const bool was_gated = calls_python();
     gate_ = std::move(gate);
     gated_.store(!gate_.is_none());
+    // Taking the kernel's lock: release the GIL if a thread in the kernel may be waiting for
+    // it (it may only if the kernel called Python before this call).
+    maybe_released(was_gated, [&] { install_guard(kernel()); });
   }
 
   // Replaces the kernel by one for `model` (the same options), if nothing has happened yet:
@@ -281,13 +285,21 @@ class PyKernel {
     if (!trace_file_.empty())
       options.writer = std::make_shared<ck::TraceWriter>(
           trace_file_, ck::FlushPolicy::buffered, ck::TraceOpen::create);
-    options.guard = [this](const ck::Situation& s,
-                           const ck::Proposal& p,
-                           const ck::Decision&) -> std::optional<ck::Reason> {
-      if (!gated_.load(std::memory_order_relaxed)) return std::nullopt;
+    auto k = std::make_unique<ck::SafetyKernel>(model.model, std::move(options));
+    install_guard(*k);
+    return k;
+  }
+
+  // The kernel consults the gate only once one is set: a kernel without a guard decides
+  // without building the guard's arguments.
+  void install_guard(ck::SafetyKernel& k) {
+    if (!gated_.load()) {
+      k.set_guard(nullptr);
+      return;
+    }
+    k.set_guard([this](const ck::Situation& s, const ck::Proposal& p, const ck::Decision&) {
       return consult_gate(s, p);
-    };
-    return std::make_unique<ck::SafetyKernel>(model.model, std::move(options));
+    });
   }
 
   // Under the kernel's lock, with the GIL released by the caller (`calls_python`).
