@@ -102,7 +102,8 @@ std::string_view to_string(ReasonCode code) {
                                                 "information_flow",
                                                 "attestation_failed",
                                                 "environment_drift",
-                                                "dependency_not_ready"};
+                                                "dependency_not_ready",
+                                                "precondition_failed"};
   return kNames[static_cast<int>(code)];
 }
 
@@ -916,6 +917,11 @@ std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c,
   return out;
 }
 }  // namespace
+
+void SafetyKernel::set_guard(decltype(KernelOptions::guard) guard) {
+  std::lock_guard lock(mutex_);
+  options_.guard = std::move(guard);
+}
 
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
   Decision d;

@@ -9,8 +9,9 @@ input (`SpecError`, `FileError`, ...), with the command line's messages.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import _clampai
 from ._clampai import Decision, Outcome, Reason, Receipt, State, TaskModel
@@ -171,6 +172,61 @@ class SafetyKernel(_clampai.SafetyKernel):
                  trace_file: Optional[str] = None) -> None:
         model, _, _ = _model_of(task)
         super().__init__(model, record_rejections, str(trace_file) if trace_file else "")
+        self._source = task
+        self._preconditions: List[Tuple[str, Callable[..., Any]]] = []
+
+    def evaluate_and_execute_atomic(self, action: Any, params: Optional[Mapping[str, Any]] = None,
+                                    reasoning: str = "") -> Outcome:
+        """The reference's atomic evaluate-and-commit: here every `execute` is atomic (T5), so
+        this is `execute` (`reasoning` is accepted and not recorded)."""
+        return self.execute(action, params)
+
+    def add_precondition(self, fn: Callable[..., Any], name: Optional[str] = None) -> None:
+        """Registers `fn(state, action) -> (bool, str)` (or a bool), consulted, under the
+        kernel's lock, after every decision that would approve a non-emergency action
+        (`evaluate`, `evaluate_in`, `execute`). False rejects it with `precondition_failed`
+        (the message is the string returned); a raise rejects it with `invariant_error`.
+        `action` is the task's ActionSpec (a bare one with the id when the kernel was not built
+        from a TaskDefinition). Preconditions run in the order added; the first that fails
+        decides. The GIL is then released around every call into this kernel."""
+        if not callable(fn):
+            raise TypeError("a precondition is a callable fn(state, action) -> (bool, str)")
+        label = name or getattr(fn, "__name__", "") or f"precondition_{len(self._preconditions)}"
+        if label == "<lambda>":
+            label = f"precondition_{len(self._preconditions)}"
+        self._preconditions.append((label, fn))
+        self._set_gate(self._gate)
+
+    def _gate(self, state: State, action_id: str) -> Any:
+        spec = _action_spec(self._source, action_id)
+        for label, fn in list(self._preconditions):
+            try:
+                verdict = fn(state, spec)
+                if isinstance(verdict, tuple):
+                    ok, why = bool(verdict[0]), str(verdict[1]) if len(verdict) > 1 else ""
+                else:
+                    ok, why = bool(verdict), ""
+            except Exception as err:  # noqa: BLE001 - fail closed, as invariants do
+                detail = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+                return ("invariant_error", label,
+                        f"precondition `{label}` of `{action_id}` raised {detail}")
+            if not ok:
+                return ("precondition_failed", action_id,
+                        f"precondition `{label}` of `{action_id}` failed"
+                        + (f": {why}" if why else ""))
+        return None
+
+    def register_emergency_action(self, action_id: str) -> None:
+        """Marks `action_id` as an emergency action (T8: exempt from the minimum cost, the step
+        limit and dependencies; it must cost 0). The kernel is bound to its model, whose digest
+        the trace's genesis records, so this rebuilds the kernel: only before the first action,
+        never with a trace file, and not while other threads use the kernel. Prefer declaring
+        them in the task (`emergency_actions`)."""
+        action_id = _action_id(action_id)
+        if action_id in self.model.emergency_actions:
+            return
+        self._reset(_with_emergency(self._source, action_id))
+        self._source = _with_emergency_source(self._source, action_id)
 
     @property
     def budget(self) -> BudgetStatus:
@@ -240,6 +296,34 @@ def verify_trace_file(path: str) -> TraceCheck:
     return TraceCheck({"ok": ok, "entries": entries, "sealed": sealed, "message": message})
 
 
+def _action_spec(task: Any, action_id: str) -> Any:
+    if isinstance(task, TaskDefinition):
+        for a in task.available_actions:
+            if a.id == action_id:
+                return a
+    return ActionSpec(id=action_id)
+
+
+def _with_emergency_source(task: Any, action_id: str) -> Any:
+    """`task` with `action_id` among its emergency actions (a TaskDefinition or a spec dict)."""
+    if isinstance(task, TaskDefinition):
+        return dataclasses.replace(task, emergency_actions=list(task.emergency_actions) + [action_id])
+    if isinstance(task, str) or hasattr(task, "__fspath__"):
+        with open(str(task), encoding="utf-8") as f:
+            task = json.load(f)
+    if isinstance(task, Mapping):
+        spec = dict(task)
+        spec["emergency_actions"] = list(spec.get("emergency_actions", [])) + [action_id]
+        return spec
+    raise InvalidArgument(
+        "register_emergency_action needs the task the kernel was built from (a TaskDefinition, "
+        "a spec dict or a spec file), not a TaskModel: declare the emergency actions in the task")
+
+
+def _with_emergency(task: Any, action_id: str) -> TaskModel:
+    return build_model(_with_emergency_source(task, action_id))
+
+
 def _action_id(action: Any) -> str:
     if isinstance(action, str):
         return action
@@ -247,3 +331,7 @@ def _action_id(action: Any) -> str:
 
 
 from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)
+from . import hardening, invariants  # noqa: E402
+from .invariants import *  # noqa: E402,F401,F403 (the reference exports its factories at the top)
+
+__all__ += invariants.__all__

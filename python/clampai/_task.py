@@ -129,6 +129,8 @@ class ActionSpec:
     tags: Tuple[str, ...] = ()
     parameters: Optional[Mapping[str, Mapping[str, Any]]] = None
     requires: str = ""
+    attestations: Tuple[str, ...] = ()
+    emits: Tuple[Mapping[str, str], ...] = ()
 
     def affected_variables(self) -> set:
         return {e.variable for e in self.effects}
@@ -148,18 +150,23 @@ class ActionSpec:
             out["parameters"] = {k: dict(v) for k, v in self.parameters.items()}
         if self.requires:
             out["requires"] = self.requires
+        if self.attestations:
+            out["attestations"] = list(self.attestations)
+        if self.emits:
+            out["emits"] = [dict(e) for e in self.emits]
         return out
 
 
 @dataclass(frozen=True)
 class Invariant:
-    """A safety predicate: an expression string (which the verifier reasons about) or a Python
+    """A safety predicate: an expression string (which the verifier reasons about), a Python
     callable `f(state) -> bool` (which the kernel enforces as a native predicate; the verifier
-    reports it as `unknown: opaque predicate`). A callable that raises is a failed check with
-    reason `invariant_error`."""
+    reports it as `unknown: opaque predicate`), or a template of the invariant library, the
+    spec's `{"template": T, ...parameters}` (docs/SPEC.md section 15; `clampai.invariants`
+    builds them). A callable that raises is a failed check with reason `invariant_error`."""
 
     name: str
-    predicate: Union[str, Callable[[Any], Any]]
+    predicate: Union[str, Callable[[Any], Any], Mapping[str, Any]]
     description: str = ""
     enforcement: str = "blocking"
     suggestion: str = ""
@@ -169,18 +176,38 @@ class Invariant:
             raise ValueError(
                 f"invariant `{self.name}`: enforcement must be `blocking` or `monitoring`, "
                 f"not {self.enforcement!r}")
-        if not isinstance(self.predicate, str) and not callable(self.predicate):
+        if isinstance(self.predicate, Mapping):
+            if "template" not in self.predicate:
+                raise TypeError(f"invariant `{self.name}`: a template needs its `template` key")
+        elif not isinstance(self.predicate, str) and not callable(self.predicate):
             raise TypeError(f"invariant `{self.name}`: the predicate must be an expression "
-                            "string or a callable")
+                            "string, a callable or a template")
 
     @property
     def is_expression(self) -> bool:
         return isinstance(self.predicate, str)
 
+    @property
+    def is_template(self) -> bool:
+        return isinstance(self.predicate, Mapping)
+
+    def to_spec(self) -> Dict[str, Any]:
+        """The invariant as spec JSON (an expression or a template; not a callable)."""
+        out: Dict[str, Any] = {"name": self.name, "enforcement": self.enforcement,
+                               "description": self.description, "suggestion": self.suggestion}
+        if isinstance(self.predicate, str):
+            out["check"] = self.predicate
+        elif isinstance(self.predicate, Mapping):
+            out.update({k: _template_value(v) for k, v in self.predicate.items()})
+        else:
+            raise TypeError(f"invariant `{self.name}`: a callable has no spec form")
+        return out
+
     def check(self, state: Any) -> Tuple[bool, str]:
         """(holds, message) for a callable in `state`; an exception is a violation."""
-        if isinstance(self.predicate, str):
-            raise TypeError("check() evaluates callables; evaluate expressions through a kernel")
+        if not callable(self.predicate):
+            raise TypeError("check() evaluates callables; evaluate expressions and templates "
+                            "through a kernel")
         try:
             ok = bool(self.predicate(state))
         except Exception as err:  # noqa: BLE001 - fail closed, as the kernel does
@@ -198,6 +225,18 @@ def _type_of(value: Any, scale: int, where: str) -> Dict[str, Any]:
     if isinstance(value, str):
         return {"type": "string"}
     raise TypeError(f"variables.{where}: cannot infer a type from {type(value).__name__}")
+
+
+def _template_value(value: Any) -> Any:
+    """A template parameter as JSON: numbers stay numbers (floats by their shortest repr)."""
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(_number_text(value))
+    if isinstance(value, float):
+        _number_text(value)  # refuses NaN and infinities
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_template_value(v) for v in value]
+    return value
 
 
 def _json_value(value: Any) -> Any:
@@ -242,6 +281,11 @@ class TaskDefinition:
     emergency_actions: Sequence[str] = ()
     max_steps: Optional[int] = None
     budget_scale: Optional[int] = None
+    # The reference monitor's declarations (docs/SPEC.md section 15): attestors by name (a
+    # spec attestor, or an attestor object of clampai.hardening, declared `external`), sinks.
+    attestors: Optional[Mapping[str, Any]] = None
+    sinks: Optional[Mapping[str, Mapping[str, Any]]] = None
+    goal_attestations: Sequence[str] = ()
     _model: Any = field(default=None, init=False, repr=False, compare=False)
 
     def _initial_dict(self) -> Dict[str, Any]:
@@ -284,10 +328,8 @@ class TaskDefinition:
             "name": self.name,
             "variables": variables,
             "actions": [a.to_spec(i) for i, a in enumerate(self.available_actions)],
-            "invariants": [
-                {"name": inv.name, "check": inv.predicate, "enforcement": inv.enforcement,
-                 "description": inv.description, "suggestion": inv.suggestion}
-                for inv in self.invariants if isinstance(inv.predicate, str)],
+            "invariants": [inv.to_spec() for inv in self.invariants
+                           if not callable(inv.predicate)],
             "budget": {"total": _amount(self.budget, "budget"),
                        "min_action_cost": _amount(self.min_action_cost, "min_action_cost")},
         }
@@ -297,6 +339,14 @@ class TaskDefinition:
             spec["budget"]["max_steps"] = self.max_steps
         if isinstance(self.goal_predicate, str):
             spec["goal"] = {"description": self.goal, "check": self.goal_predicate}
+            if self.goal_attestations:
+                spec["goal"]["attestations"] = list(self.goal_attestations)
+        if self.attestors:
+            spec["attestors"] = {
+                name: dict(a) if isinstance(a, Mapping) else {"external": True}
+                for name, a in self.attestors.items()}
+        if self.sinks:
+            spec["sinks"] = {name: dict(v) for name, v in self.sinks.items()}
         if self.emergency_actions:
             spec["emergency_actions"] = list(self.emergency_actions)
         if self.dependencies:
@@ -314,7 +364,7 @@ class TaskDefinition:
             natives = [(i, inv.name, inv.predicate, inv.enforcement, inv.description,
                         inv.suggestion)
                        for i, inv in enumerate(self.invariants)
-                       if not isinstance(inv.predicate, str)]
+                       if callable(inv.predicate)]
             goal = self.goal_predicate if callable(self.goal_predicate) else None
             self._model = _clampai._build_model(json.dumps(self.to_spec()), natives, goal)
         return self._model

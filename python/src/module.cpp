@@ -11,6 +11,7 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -39,6 +40,8 @@
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
 #include "decision.hpp"
+#include "hardening.hpp"
+#include "types.hpp"
 #include "values.hpp"
 
 namespace clampai::python {
@@ -85,22 +88,6 @@ class PythonPredicate {
 
 // ---------------------------------------------------------------------------------------------
 // Bound types.
-
-struct Model {
-  std::shared_ptr<const ck::TaskModel> model;
-  bool python_predicates = false;  // some invariant calls Python
-};
-
-struct PyReceipt {
-  ck::Receipt receipt;
-  std::shared_ptr<const ck::TaskModel> model;
-};
-
-struct PyOutcome {
-  PyDecision decision;
-  std::optional<PyReceipt> receipt;
-  ck::State state;
-};
 
 bool has_predicates(const ck::TaskModel& m) {
   if (m.goal_predicate) return true;
@@ -184,22 +171,34 @@ ck::State in_schema(const ck::TaskModel& m, const ck::State& state) {
 class PyKernel {
  public:
   PyKernel(const Model& model, bool record_rejections, const std::string& trace_file)
-      : model_(model) {
-    ck::KernelOptions options;
-    options.record_rejections = record_rejections;
-    if (!trace_file.empty())
-      options.writer = std::make_shared<ck::TraceWriter>(
-          trace_file, ck::FlushPolicy::buffered, ck::TraceOpen::create);
-    kernel_ = maybe_released(model_.python_predicates, [&] {
-      return std::make_unique<ck::SafetyKernel>(model_.model, std::move(options));
-    });
+      : model_(model), record_rejections_(record_rejections), trace_file_(trace_file) {
+    auto k = maybe_released(model_.python_predicates, [&] { return make_kernel(model_); });
+    kernel_.store(k.get());
+    kernels_.push_back(std::move(k));
+  }
+  PyKernel(const PyKernel&) = delete;
+  PyKernel& operator=(const PyKernel&) = delete;
+  ~PyKernel() {
+    // The gate is a Python object: drop it with the GIL held (it is, in a destructor called
+    // by Python), after the kernels that may call it.
+    kernels_.clear();
+  }
+
+  // True iff a call into the kernel may call Python (a predicate, a goal or the gate): then
+  // every call that takes the kernel's lock releases the GIL (see the file's comment).
+  [[nodiscard]] bool calls_python() const noexcept {
+    return model_.python_predicates || gated_.load(std::memory_order_relaxed);
   }
 
   PyDecision evaluate(py::handle action_obj, py::handle params) const {
     const ActionId action(action_obj);
+    if (params.is_none()) {
+      // The common call: no parameters, no ParamMap to build.
+      return {maybe_released(calls_python(), [&] { return kernel().evaluate(action.view()); }),
+              model_.model};
+    }
     const ck::ParamMap p = to_params(params);
-    return {maybe_released(model_.python_predicates,
-                           [&] { return kernel_->evaluate(action.view(), p); }),
+    return {maybe_released(calls_python(), [&] { return kernel().evaluate(action.view(), p); }),
             model_.model};
   }
 
@@ -208,51 +207,136 @@ class PyKernel {
                          py::handle params) const {
     const ck::ParamMap p = to_params(params);
     const ck::State s = in_schema(*model_.model, state);
-    return {maybe_released(model_.python_predicates,
+    return {maybe_released(calls_python(),
                            [&] {
-                             auto resolved = kernel_->resolve(action, p);
+                             auto resolved = kernel().resolve(action, p);
                              if (auto* r = std::get_if<ck::Reason>(&resolved)) {
                                ck::Decision d;
                                d.reasons.push_back(*r);
                                return d;
                              }
-                             return kernel_->evaluate_in(s, std::get<ck::Proposal>(resolved));
+                             return kernel().evaluate_in(s, std::get<ck::Proposal>(resolved));
                            }),
             model_.model};
   }
 
   PyOutcome execute(py::handle action_obj, py::handle params) {
     const ActionId action(action_obj);
+    if (params.is_none())
+      return wrap(maybe_released(calls_python(), [&] { return kernel().execute(action.view()); }));
     const ck::ParamMap p = to_params(params);
-    return wrap(maybe_released(model_.python_predicates,
-                               [&] { return kernel_->execute(action.view(), p); }));
+    return wrap(maybe_released(calls_python(), [&] { return kernel().execute(action.view(), p); }));
   }
 
   PyOutcome rollback(const PyReceipt& receipt) {
-    return wrap(maybe_released(model_.python_predicates,
-                               [&] { return kernel_->rollback(receipt.receipt); }));
+    return wrap(maybe_released(calls_python(), [&] { return kernel().rollback(receipt.receipt); }));
+  }
+
+  // Installs the gate: `gate(state, action_id)` returns None to let an approved
+  // decision stand, or `(code, subject, message)` to turn it into a rejection
+  // (`precondition_failed` or `invariant_error`). Called with the GIL held.
+  void set_gate(py::object gate) {
+    const bool was_gated = calls_python();
+    gate_ = std::move(gate);
+    gated_.store(!gate_.is_none());
+    // Taking the kernel's lock: release the GIL if a thread in the kernel may be waiting for
+    // it (it may only if the kernel called Python before this call).
+    maybe_released(was_gated, [&] { install_guard(kernel()); });
+  }
+
+  // Replaces the kernel by one for `model` (the same options), if nothing has happened yet:
+  // only the genesis entry is in the trace. Called with the GIL held, which every call into
+  // a kernel of a model without Python predicates holds too; the kernel replaced stays alive
+  // (a thread of a model with Python predicates may still be in it).
+  void reset(const Model& model) {
+    if (!trace_file_.empty())
+      throw InvalidArgument(
+          "a kernel that writes a trace file cannot change its model: declare the emergency "
+          "actions in the task (`emergency_actions`)");
+    std::unique_ptr<ck::SafetyKernel> fresh =
+        maybe_released(calls_python() || model.python_predicates, [&] {
+          if (kernel().trace_length() != 1 || kernel().is_sealed())
+            throw InvalidArgument(
+                "emergency actions can only be registered before the first action (the "
+                "trace's genesis records the model's digest): declare them in the task "
+                "(`emergency_actions`)");
+          return make_kernel(model);
+        });
+    model_.model = model.model;  // the same invariants: `python_predicates` stays
+    kernel_.store(fresh.get());
+    kernels_.push_back(std::move(fresh));
   }
 
   // Runs `f`, which takes the kernel's lock, with the GIL released if the model calls Python:
   // a thread in the kernel may be waiting for the GIL in a predicate while holding the lock.
   template <typename F>
   auto locked(F&& f) const {
-    return maybe_released(model_.python_predicates, std::forward<F>(f));
+    return maybe_released(calls_python(), std::forward<F>(f));
   }
 
-  ck::SafetyKernel& kernel() { return *kernel_; }
-  const ck::SafetyKernel& kernel() const { return *kernel_; }
+  ck::SafetyKernel& kernel() { return *kernel_.load(std::memory_order_acquire); }
+  const ck::SafetyKernel& kernel() const { return *kernel_.load(std::memory_order_acquire); }
   const Model& model() const { return model_; }
 
  private:
-  PyOutcome wrap(ck::Outcome o) const {
-    PyOutcome out{{std::move(o.decision), model_.model}, std::nullopt, std::move(o.state)};
-    if (o.receipt) out.receipt = PyReceipt{*o.receipt, model_.model};
-    return out;
+  std::unique_ptr<ck::SafetyKernel> make_kernel(const Model& model) {
+    ck::KernelOptions options;
+    options.record_rejections = record_rejections_;
+    if (!trace_file_.empty())
+      options.writer = std::make_shared<ck::TraceWriter>(
+          trace_file_, ck::FlushPolicy::buffered, ck::TraceOpen::create);
+    auto k = std::make_unique<ck::SafetyKernel>(model.model, std::move(options));
+    install_guard(*k);
+    return k;
   }
 
+  // The kernel consults the gate only once one is set: a kernel without a guard decides
+  // without building the guard's arguments.
+  void install_guard(ck::SafetyKernel& k) {
+    if (!gated_.load()) {
+      k.set_guard(nullptr);
+      return;
+    }
+    k.set_guard([this](const ck::Situation& s, const ck::Proposal& p, const ck::Decision&) {
+      return consult_gate(s, p);
+    });
+  }
+
+  // Under the kernel's lock, with the GIL released by the caller (`calls_python`).
+  std::optional<ck::Reason> consult_gate(const ck::Situation& s, const ck::Proposal& p) const {
+    py::gil_scoped_acquire gil;
+    const ck::Action& a = model_.model->actions[p.action];
+    try {
+      if (gate_.is_none()) return std::nullopt;
+      py::object verdict = gate_(py::cast(s.state), a.id);
+      if (verdict.is_none()) return std::nullopt;
+      auto t = verdict.cast<py::tuple>();
+      const auto code = t[0].cast<std::string>();
+      return ck::Reason{code == "invariant_error" ? ck::ReasonCode::invariant_error
+                                                  : ck::ReasonCode::precondition_failed,
+                        t[1].cast<std::string>(),
+                        t[2].cast<std::string>()};
+    } catch (py::error_already_set& e) {
+      // The gate itself failed (it catches what a precondition raises): fail closed.
+      return ck::Reason{ck::ReasonCode::invariant_error,
+                        a.id,
+                        "the preconditions of `" + a.id + "` could not be checked: " + e.what()};
+    } catch (const std::exception& e) {
+      return ck::Reason{ck::ReasonCode::invariant_error,
+                        a.id,
+                        "the preconditions of `" + a.id + "` could not be checked: " + e.what()};
+    }
+  }
+
+  PyOutcome wrap(ck::Outcome o) const { return wrap_outcome(std::move(o), model_.model); }
+
   Model model_;
-  std::unique_ptr<ck::SafetyKernel> kernel_;
+  bool record_rejections_;
+  std::string trace_file_;
+  py::object gate_ = py::none();
+  std::atomic<bool> gated_{false};
+  std::atomic<ck::SafetyKernel*> kernel_{nullptr};
+  std::vector<std::unique_ptr<ck::SafetyKernel>> kernels_;  // the current one last
 };
 
 // Translates the library's errors raised by `f` into Python exceptions naming `file`.
@@ -596,6 +680,13 @@ void bind_all(py::module_& m) {
                                  if (!i.expr) names.push_back(i.name);
                                return names;
                              })
+      .def_property_readonly("emergency_actions",
+                             [](const Model& x) {
+                               std::vector<std::string> ids;
+                               for (const auto& a : x.model->actions)
+                                 if (a.emergency) ids.push_back(a.id);
+                               return ids;
+                             })
       .def_property_readonly(
           "has_goal", [](const Model& x) { return x.model->goal || x.model->goal_predicate; })
       .def_property_readonly("step_limit",
@@ -693,9 +784,14 @@ void bind_all(py::module_& m) {
           "params"_a = py::none())
       .def("execute", &PyKernel::execute, "action"_a, "params"_a = py::none())
       .def("rollback", &PyKernel::rollback, "receipt"_a)
+      .def("_set_gate", &PyKernel::set_gate, "gate"_a)
+      .def(
+          "_reset",
+          [](PyKernel& k, const Model& model) { translating("", [&] { k.reset(model); }); },
+          "model"_a)
       .def("seal",
            [](PyKernel& k) {
-             return maybe_released(k.model().python_predicates,
+             return maybe_released(k.calls_python(),
                                    [&] { return k.kernel().seal().to_json_line(); });
            })
       .def_property_readonly("model", &PyKernel::model)
@@ -722,8 +818,7 @@ void bind_all(py::module_& m) {
            })
       .def("goal_reached",
            [](const PyKernel& k) {
-             return maybe_released(k.model().python_predicates,
-                                   [&] { return k.kernel().goal_reached(); });
+             return maybe_released(k.calls_python(), [&] { return k.kernel().goal_reached(); });
            })
       .def(
           "completions",
@@ -784,6 +879,7 @@ void bind_all(py::module_& m) {
       "kernel"_a,
       "llm"_a,
       "options"_a);
+  bind_hardening(m);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
   m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);

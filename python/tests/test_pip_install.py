@@ -33,6 +33,10 @@ def test_pip_installs_the_package_offline_into_a_fresh_venv(tmp_path):
         k = clampai.SafetyKernel(clampai.load_spec({str(SOURCE_DIR / "examples" / "quickstart.json")!r}))
         assert k.execute("process_batch").approved
         assert clampai.verify({str(SOURCE_DIR / "examples" / "quickstart.json")!r}).all_proved
+        from clampai.invariants import pii_guard_invariant
+        from clampai.hardening import SubprocessAttestor
+        assert pii_guard_invariant("note").predicate["template"] == "pii_pattern"
+        assert SubprocessAttestor(["/usr/bin/true"], {{"/usr/bin/true"}}).attest().passed
         print("ok", sys.prefix)
     """)
     run = subprocess.run([str(python), "-c", script], env=env, cwd=tmp_path,

@@ -35,9 +35,11 @@ enum class ReasonCode : std::uint8_t {
   attestation_failed,    // a required attestation did not pass
   environment_drift,     // the world's values differ from the model's beyond the tolerance
   dependency_not_ready,  // a dependency's readiness probe did not pass before its deadline
+  // Given by a host program's guard (the Python bindings' `add_precondition`):
+  precondition_failed,  // a precondition registered with the kernel returned false
 };
 /// The last code (for readers that enumerate them).
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::dependency_not_ready;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::precondition_failed;
 /// True iff only a kernel guard gives `code` (the lookahead, the reference monitor): a replay
 /// without the guard cannot reproduce such a rejection, and accepts it as recorded.
 constexpr bool is_guard_reason(ReasonCode code) noexcept {

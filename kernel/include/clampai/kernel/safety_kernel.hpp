@@ -194,6 +194,11 @@ class SafetyKernel {
   /// Never commits anything. Returns the decision.
   /// @throws TraceError if the trace file cannot be written.
   Decision record_rejection(const Proposal& proposal);
+  /// Replaces the guard (`KernelOptions::guard`; an empty function removes it): decisions
+  /// made after this returns consult the new one. Takes the kernel's lock. For host programs
+  /// that add checks to a running kernel (the Python bindings' `add_precondition`); a kernel
+  /// without a guard decides without building the guard's Situation.
+  void set_guard(decltype(KernelOptions::guard) guard);
   /// True iff rejected proposals are traced (`KernelOptions::record_rejections`).
   [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
 
