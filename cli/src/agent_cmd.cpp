@@ -133,6 +133,8 @@ int agent_command() {
   const ca::OrchestratorResult r =
       shared ? ca::Orchestrator(*shared, *client, orchestrator_options).run()
              : ca::Orchestrator(*own, *client, orchestrator_options).run();
+  std::optional<MonitorVerdict> verdict;
+  if (monitor) verdict = finish_monitored(*monitor, r.goal_reached);
   // A shared trace is never sealed by one of its processes: the others go on.
   const std::optional<ck::TraceEntry> seal =
       own ? std::optional<ck::TraceEntry>(own->seal()) : std::nullopt;
