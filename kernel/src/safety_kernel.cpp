@@ -642,9 +642,17 @@ std::optional<Reason> apply_effect(
   if (e.value->type.is_numeric() &&
       (e.mode == EffectMode::set || e.mode == EffectMode::increment ||
        e.mode == EffectMode::decrement || e.mode == EffectMode::multiply)) {
-    Decimal b;
-    if (const EvalError err = evaluate_number(*e.value, pre, b); err != EvalError::none)
+    // A literal operand (`+ 1`, the usual effect) is read where the parser put it: through a
+    // copy just written, the CPU would stall reading back its one-byte scale.
+    Decimal computed;
+    const Decimal* operand_value = &computed;
+    if (e.value->op == ExprOp::literal) {
+      operand_value = &e.value->literal.as_number();
+    } else if (const EvalError err = evaluate_number(*e.value, pre, computed);
+               err != EvalError::none) {
       return fail(err);
+    }
+    const Decimal& b = *operand_value;
     if (operand != nullptr) *operand = Value::number(b);
     if (e.mode == EffectMode::set) {
       out = Value::number(b);
@@ -869,11 +877,16 @@ void decide_at(const TaskModel& model,
     for (const Invariant& inv : model_->invariants) {
       bool holds = false;
       bool raised = false;  // a native predicate threw: `invariant_error`
+      EvalError err = EvalError::none;
+      if (inv.expr) {
+        // The common case first, with nothing to build: an expression that holds.
+        bool value = false;
+        err = evaluate_bool(*inv.expr, post, value);
+        if (err == EvalError::none && value) [[likely]]
+          continue;
+      }
       std::string why;
       if (inv.expr) {
-        bool value = false;
-        const EvalError err = evaluate_bool(*inv.expr, post, value);
-        holds = err == EvalError::none && value;
         if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
       } else {
         if (!post_state) post_state = state.with(d.changes);
