@@ -142,8 +142,7 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& c) {
     if (p->size == 2 && code[0].op == ExprOp::variable) {
       p->shape = NumericProgram::Shape::var_literal;
       p->x = code[0].index;
-    } else if (p->size == 4 && code[0].op == ExprOp::variable &&
-               code[1].op == ExprOp::variable &&
+    } else if (p->size == 4 && code[0].op == ExprOp::variable && code[1].op == ExprOp::variable &&
                (code[2].op == ExprOp::add || code[2].op == ExprOp::sub)) {
       p->shape = code[2].op == ExprOp::add ? NumericProgram::Shape::sum_literal
                                            : NumericProgram::Shape::difference_literal;

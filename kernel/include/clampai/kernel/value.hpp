@@ -119,34 +119,22 @@ class Value {
     if (kind_ != k) [[unlikely]]
       throw std::bad_variant_access();
   }
-  // Requires the payload to hold nothing (after construction or reset()).
+  // Requires the payload to hold nothing (after construction or reset()). Numbers and booleans
+  // inline; strings and lists out of line (so that the common path stays small enough to
+  // inline everywhere).
   void copy_from(const Value& o) noexcept {
-    switch (o.kind_) {
-      case Kind::string:
-        new (&string_) StringPtr(o.string_);
-        break;
-      case Kind::list:
-        new (&list_) ListPtr(o.list_);
-        break;
-      default:
-        copy_payload(o);
+    if (o.kind_ < Kind::string) [[likely]] {
+      copy_payload(o);
+    } else {
+      copy_shared(o);
     }
   }
   // The same, leaving `o` undefined.
   void move_from(Value& o) noexcept {
-    switch (o.kind_) {
-      case Kind::string:
-        new (&string_) StringPtr(std::move(o.string_));
-        o.string_.~StringPtr();
-        new (&o.number_) Decimal();
-        break;
-      case Kind::list:
-        new (&list_) ListPtr(std::move(o.list_));
-        o.list_.~ListPtr();
-        new (&o.number_) Decimal();
-        break;
-      default:
-        copy_payload(o);
+    if (o.kind_ < Kind::string) [[likely]] {
+      copy_payload(o);
+    } else {
+      move_shared(o);
     }
     o.kind_ = Kind::undefined;
   }
@@ -157,14 +145,34 @@ class Value {
     number_.scale = o.number_.scale;
   }
   void reset() noexcept {
+    if (kind_ >= Kind::string) [[unlikely]]
+      reset_shared();
+    kind_ = Kind::undefined;
+  }
+  [[gnu::noinline]] void copy_shared(const Value& o) noexcept {
+    if (o.kind_ == Kind::string) {
+      new (&string_) StringPtr(o.string_);
+    } else {
+      new (&list_) ListPtr(o.list_);
+    }
+  }
+  [[gnu::noinline]] void move_shared(Value& o) noexcept {
+    if (o.kind_ == Kind::string) {
+      new (&string_) StringPtr(std::move(o.string_));
+      o.string_.~StringPtr();
+    } else {
+      new (&list_) ListPtr(std::move(o.list_));
+      o.list_.~ListPtr();
+    }
+    new (&o.number_) Decimal();
+  }
+  [[gnu::noinline]] void reset_shared() noexcept {
     if (kind_ == Kind::string) {
       string_.~StringPtr();
-      new (&number_) Decimal();
-    } else if (kind_ == Kind::list) {
+    } else {
       list_.~ListPtr();
-      new (&number_) Decimal();
     }
-    kind_ = Kind::undefined;
+    new (&number_) Decimal();
   }
 
   union {
