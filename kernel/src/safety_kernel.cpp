@@ -7,13 +7,10 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
-
-#include <sys/mman.h>
 
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
@@ -265,16 +262,9 @@ class LinesView {
 // of `hashing` touches the waiting lines, `last_hash` and `sha`.
 struct SafetyKernel::Impl {
   static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
-  // Once a kernel keeps more than two chunks of lines (a long run that keeps everything), its
-  // chunks are 2 MiB huge pages where the system gives them (one page fault per 2 MiB instead of
-  // one per 4 KiB: on a virtual machine, faults were a fifth of a step).
-  static constexpr std::size_t kHugeChunk = std::size_t{1} << 21;
 
-  struct FreeBytes {
-    void operator()(char* p) const noexcept { std::free(p); }
-  };
   struct Chunk {
-    std::unique_ptr<char, FreeBytes> bytes;
+    std::unique_ptr<char[]> bytes;
     std::size_t capacity = 0;
     std::size_t used = 0;
   };
@@ -438,17 +428,8 @@ struct SafetyKernel::Impl {
         chunk = std::move(spare.back());
         spare.pop_back();
       } else {
-        void* raw = nullptr;
-        if (chunks.size() >= 2 && n <= kHugeChunk) {
-          chunk.capacity = kHugeChunk;
-          raw = std::aligned_alloc(kHugeChunk, kHugeChunk);
-          if (raw != nullptr) (void)::madvise(raw, kHugeChunk, MADV_HUGEPAGE);  // a hint only
-        } else {
-          chunk.capacity = std::max(kChunk, n);
-          raw = std::malloc(chunk.capacity);
-        }
-        if (raw == nullptr) throw std::bad_alloc();
-        chunk.bytes.reset(static_cast<char*>(raw));
+        chunk.capacity = std::max(kChunk, n);
+        chunk.bytes = std::make_unique_for_overwrite<char[]>(chunk.capacity);
       }
       chunk.used = 0;
       chunks.push_back(std::move(chunk));  // an empty chunk more changes nothing observable
