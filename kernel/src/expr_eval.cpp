@@ -136,10 +136,49 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& c) {
   if (l == 0) return nullptr;
   const std::uint32_t r = emit(*c.args[1], *p);
   if (r == 0 || std::max(l, r + 1) > NumericProgram::kMaxStack) return nullptr;
+  const auto& code = p->code;
+  if (p->size >= 2 && code[p->size - 1].op == ExprOp::literal) {
+    p->constant = code[p->size - 1].literal;
+    if (p->size == 2 && code[0].op == ExprOp::variable) {
+      p->shape = NumericProgram::Shape::var_literal;
+      p->x = code[0].index;
+    } else if (p->size == 4 && code[0].op == ExprOp::variable && code[1].op == ExprOp::variable &&
+               (code[2].op == ExprOp::add || code[2].op == ExprOp::sub)) {
+      p->shape = code[2].op == ExprOp::add ? NumericProgram::Shape::sum_literal
+                                           : NumericProgram::Shape::difference_literal;
+      p->x = code[0].index;
+      p->y = code[1].index;
+    }
+  }
   return p;
 }
 
 EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right) {
+  switch (p.shape) {
+    case NumericProgram::Shape::general:
+      break;
+    case NumericProgram::Shape::var_literal: {
+      const Value& a = lookup(env, p.x);
+      if (!a.is_defined()) return EvalError::undefined;
+      left = a.as_number();
+      right = p.constant;
+      return EvalError::none;
+    }
+    case NumericProgram::Shape::sum_literal:
+    case NumericProgram::Shape::difference_literal: {
+      const Value& a = lookup(env, p.x);
+      if (!a.is_defined()) return EvalError::undefined;
+      const Value& b = lookup(env, p.y);
+      if (!b.is_defined()) return EvalError::undefined;
+      const std::optional<Decimal> r = p.shape == NumericProgram::Shape::sum_literal
+                                           ? checked_add(a.as_number(), b.as_number())
+                                           : checked_sub(a.as_number(), b.as_number());
+      if (!r) return EvalError::overflow;
+      left = *r;
+      right = p.constant;
+      return EvalError::none;
+    }
+  }
   // The stack as plain, uninitialised integers: zeroing it on every call (a `Decimal` array is
   // value-initialised) would cost more than a typical program.
   std::int64_t units[NumericProgram::kMaxStack];

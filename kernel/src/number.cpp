@@ -179,22 +179,12 @@ std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept {
   return widen(a.units, s - a.scale) <=> widen(b.units, s - b.scale);
 }
 
-std::optional<Decimal> checked_add(Decimal a, Decimal b) noexcept {
-  if (a.scale == b.scale) {
-    std::int64_t r = 0;
-    if (__builtin_add_overflow(a.units, b.units, &r)) return std::nullopt;
-    return Decimal{r, a.scale};
-  }
+std::optional<Decimal> detail::add_rescaled(Decimal a, Decimal b) noexcept {
   const int s = a.scale > b.scale ? a.scale : b.scale;
   return make(widen(a.units, s - a.scale) + widen(b.units, s - b.scale), s);
 }
 
-std::optional<Decimal> checked_sub(Decimal a, Decimal b) noexcept {
-  if (a.scale == b.scale) {
-    std::int64_t r = 0;
-    if (__builtin_sub_overflow(a.units, b.units, &r)) return std::nullopt;
-    return Decimal{r, a.scale};
-  }
+std::optional<Decimal> detail::sub_rescaled(Decimal a, Decimal b) noexcept {
   const int s = a.scale > b.scale ? a.scale : b.scale;
   return make(widen(a.units, s - a.scale) - widen(b.units, s - b.scale), s);
 }

@@ -23,6 +23,14 @@ struct NumericProgram {
   // The left operand, then the right one, in postfix; inline, so running it follows no pointer.
   std::array<Instr, kMaxCode> code{};
   std::uint32_t size = 0;
+  // The most common shapes, run without the loop: `x OP c` (`var_literal`) and `x + y OP c`,
+  // `x - y OP c` (`sum_literal`, `difference_literal`), x and y variables, c a literal; the same
+  // values and the same first error as the code.
+  enum class Shape : std::uint8_t { general, var_literal, sum_literal, difference_literal };
+  Shape shape = Shape::general;
+  VarId x = 0;
+  VarId y = 0;
+  Decimal constant{};
 };
 
 /// The program of a comparison (`lt`, `le`, `gt`, `ge`, or `eq` / `ne` of numbers) whose

@@ -134,14 +134,15 @@ std::string state_digest(const State& state) {
   return sha256_hex(out);
 }
 
-// What rollback needs to undo one committed action.
+// What rollback needs to undo one committed action: the values it changed, not the states
+// (a state kept per action would keep its leaf, a few hundred bytes, alive for every step).
 struct SafetyKernel::Undo {
   std::uint64_t sequence = 0;
   std::size_t action = 0;
   Amount cost = 0;
-  State before;
-  State after;
-  std::vector<Value> operands;  // each effect's evaluated value (undefined for delete)
+  // For the action's n effects, in order: each one's evaluated operand (undefined for delete),
+  // then the value of the variable it writes before the action, then after it (3n values).
+  std::vector<Value> values;
   std::vector<Value> params;
 };
 
@@ -642,9 +643,17 @@ std::optional<Reason> apply_effect(
   if (e.value->type.is_numeric() &&
       (e.mode == EffectMode::set || e.mode == EffectMode::increment ||
        e.mode == EffectMode::decrement || e.mode == EffectMode::multiply)) {
-    Decimal b;
-    if (const EvalError err = evaluate_number(*e.value, pre, b); err != EvalError::none)
+    // A literal operand (`+ 1`, the usual effect) is read where the parser put it: through a
+    // copy just written, the CPU would stall reading back its one-byte scale.
+    Decimal computed;
+    const Decimal* operand_value = &computed;
+    if (e.value->op == ExprOp::literal) {
+      operand_value = &e.value->literal.as_number();
+    } else if (const EvalError err = evaluate_number(*e.value, pre, computed);
+               err != EvalError::none) {
       return fail(err);
+    }
+    const Decimal& b = *operand_value;
     if (operand != nullptr) *operand = Value::number(b);
     if (e.mode == EffectMode::set) {
       out = Value::number(b);
@@ -869,11 +878,16 @@ void decide_at(const TaskModel& model,
     for (const Invariant& inv : model_->invariants) {
       bool holds = false;
       bool raised = false;  // a native predicate threw: `invariant_error`
+      EvalError err = EvalError::none;
+      if (inv.expr) {
+        // The common case first, with nothing to build: an expression that holds.
+        bool value = false;
+        err = evaluate_bool(*inv.expr, post, value);
+        if (err == EvalError::none && value) [[likely]]
+          continue;
+      }
       std::string why;
       if (inv.expr) {
-        bool value = false;
-        const EvalError err = evaluate_bool(*inv.expr, post, value);
-        holds = err == EvalError::none && value;
         if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
       } else {
         if (!post_state) post_state = state.with(d.changes);
@@ -1251,9 +1265,11 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
         kept = std::move(k.spare_operands.back());
         k.spare_operands.pop_back();
       }
+      kept.reserve(3 * a.effects.size());
       kept.assign(operands.begin(), operands.end());
-      k.undo.push_back(
-          Undo{sequence, proposal.action, cost, state_, next, std::move(kept), proposal.params});
+      for (const Effect& e : a.effects) kept.push_back(state_.get(e.variable));
+      for (const auto& change : d.changes) kept.push_back(change.second);
+      k.undo.push_back(Undo{sequence, proposal.action, cost, std::move(kept), proposal.params});
       try {
         store_line_locked(EntryKind::executed,
                           out.view(),
@@ -1283,7 +1299,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
         k.undo.pop_front();
         ++k.undo_dropped;
         if (k.spare_operands.size() < 4) {
-          k.spare_operands.push_back(std::move(dropped->operands));  // reserved: cannot throw
+          k.spare_operands.push_back(std::move(dropped->values));  // reserved: cannot throw
           k.spare_operands.back().clear();
         }
       }
@@ -1404,34 +1420,48 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     if (!a.reversible)
       throw InvalidArgument("action `" + a.id +
                             "` is declared irreversible and cannot be rolled back");
-    CLAMPAI_ALWAYS_ASSERT(state_ == u.after);
+    const std::size_t n = a.effects.size();
+    CLAMPAI_ALWAYS_ASSERT(u.values.size() == 3 * n);
+    const Value* operands = u.values.data();
+    const Value* old = operands + n;
+    const Value* written = old + n;
+    // The state is the one the action produced (the receipt is the latest action in effect):
+    // every variable it wrote still holds what it wrote.
+    const State current = state_;
+    for (std::size_t i = 0; i < n; ++i)
+      CLAMPAI_ALWAYS_ASSERT(current.get(a.effects[i].variable) == written[i]);
 
     // Mechanism 1: the algebraic inverse of each declared effect.
     std::vector<std::pair<VarId, Value>> inverse;
-    for (std::size_t i = 0; i < a.effects.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       const Effect& e = a.effects[i];
-      const Value& now = u.after.get(e.variable);
+      const Value& now = current.get(e.variable);
       if (e.mode == EffectMode::increment || e.mode == EffectMode::decrement) {
         const auto r = e.mode == EffectMode::increment
-                           ? checked_sub(now.as_number(), u.operands[i].as_number())
-                           : checked_add(now.as_number(), u.operands[i].as_number());
+                           ? checked_sub(now.as_number(), operands[i].as_number())
+                           : checked_add(now.as_number(), operands[i].as_number());
         CLAMPAI_ALWAYS_ASSERT(r.has_value());
         Value v = Value::number(*r);
         CLAMPAI_ALWAYS_ASSERT(normalise(model_->variables[e.variable].type, v));
         inverse.emplace_back(e.variable, std::move(v));
       } else {
         // set, multiply, append, remove, delete: restore the old value (set(old)).
-        inverse.emplace_back(e.variable, u.before.get(e.variable));
+        inverse.emplace_back(e.variable, old[i]);
       }
     }
-    State restored = u.after.with(inverse);
-    // Mechanism 2: the inverse from the state difference.
+    State restored = current.with(inverse);
+    // Mechanism 2: the pre-action state from the recorded values, and the inverse from its
+    // difference with the current state.
+    std::vector<std::pair<VarId, Value>> recorded;
+    recorded.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) recorded.emplace_back(a.effects[i].variable, old[i]);
+    const State before = current.with(recorded);
     std::vector<std::pair<VarId, Value>> by_diff;
-    for (VarId id : u.before.diff(u.after)) by_diff.emplace_back(id, u.before.get(id));
-    const State restored_by_diff = u.after.with(by_diff);
+    for (VarId id : before.diff(current)) by_diff.emplace_back(id, before.get(id));
+    const State restored_by_diff = current.with(by_diff);
     // T7: both mechanisms give exactly the pre-action state.
-    CLAMPAI_ALWAYS_ASSERT(restored == u.before);
-    CLAMPAI_ALWAYS_ASSERT(restored_by_diff == u.before);
+    CLAMPAI_ALWAYS_ASSERT(restored == before);
+    CLAMPAI_ALWAYS_ASSERT(restored_by_diff == before);
 
     TraceEntry entry;
     entry.kind = EntryKind::rolled_back;
@@ -1455,7 +1485,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     budget_ = budget_after;
     completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
                                  std::memory_order_release);  // after the entry
-    state_ = u.before;
+    state_ = before;
     k.undo.pop_back();
     k.trim(options_.trace_window);
     after = state_;

@@ -45,10 +45,28 @@ struct Decimal {
   }
 };
 
+namespace detail {
+// The different-scale cases of checked_add and checked_sub (number.cpp).
+std::optional<Decimal> add_rescaled(Decimal a, Decimal b) noexcept;
+std::optional<Decimal> sub_rescaled(Decimal a, Decimal b) noexcept;
+}  // namespace detail
+
+// The same-scale case (the common one) inline: these run for every effect and invariant term
+// of every decision.
 /// a + b at scale max(a.scale, b.scale), or nullopt on overflow.
-std::optional<Decimal> checked_add(Decimal a, Decimal b) noexcept;
+inline std::optional<Decimal> checked_add(Decimal a, Decimal b) noexcept {
+  if (a.scale != b.scale) return detail::add_rescaled(a, b);
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a.units, b.units, &r)) return std::nullopt;
+  return Decimal{r, a.scale};
+}
 /// a - b at scale max(a.scale, b.scale), or nullopt on overflow.
-std::optional<Decimal> checked_sub(Decimal a, Decimal b) noexcept;
+inline std::optional<Decimal> checked_sub(Decimal a, Decimal b) noexcept {
+  if (a.scale != b.scale) return detail::sub_rescaled(a, b);
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a.units, b.units, &r)) return std::nullopt;
+  return Decimal{r, a.scale};
+}
 /// a * b at scale a.scale + b.scale, or nullopt on overflow or a scale above `max_scale`.
 std::optional<Decimal> checked_mul(Decimal a, Decimal b) noexcept;
 /// -a, or nullopt on overflow.

@@ -63,10 +63,10 @@ struct KernelOptions {
   /// runs that persist the trace through `writer`: memory then stays bounded.
   std::size_t trace_window = 0;
   /// How many committed actions `rollback` can undo, most recent first (0: all of them, the
-  /// default). What rollback needs is kept per committed action: the states before and after
-  /// it and its effects' operands; older records are dropped, and rolling back past them is an
-  /// InvalidArgument naming this limit. Bounds memory on long runs together with
-  /// `trace_window`.
+  /// default). What rollback needs is kept per committed action: the values of the variables
+  /// it wrote before and after it, and its effects' operands; older records are dropped, and
+  /// rolling back past them is an InvalidArgument naming this limit. Bounds memory on long runs
+  /// together with `trace_window`.
   std::size_t undo_depth = 0;
   /// A trace to continue instead of starting one (an unsealed trace of this model, e.g. read
   /// with `read_trace_file` and checked with `verify_chain`): the kernel replays it with its

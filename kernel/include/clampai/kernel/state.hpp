@@ -1,6 +1,7 @@
 // Immutable states with structural sharing: an update copies only the path to what changed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -36,24 +37,77 @@ class Schema {
 };
 
 namespace detail {
-struct StateNode;
-}
+/// A node of a state's persistent radix tree (branching 32), in one allocation with what it
+/// holds: a leaf's values or an inner node's children follow it in memory. Counted
+/// intrusively; never changed once shared. Only a root holds the schema.
+struct StateNode {
+  static constexpr int kBits = 5;
+  static constexpr std::uint32_t kMask = (1U << kBits) - 1;
+
+  mutable std::atomic<std::uint32_t> refs{1};
+  std::uint32_t count = 0;  // values (leaf) or children
+  bool leaf = true;
+  std::shared_ptr<const Schema> schema{};  // set in roots only
+
+  [[nodiscard]] Value* values() noexcept { return reinterpret_cast<Value*>(this + 1); }
+  [[nodiscard]] const Value* values() const noexcept {
+    return reinterpret_cast<const Value*>(this + 1);
+  }
+  [[nodiscard]] const StateNode** children() noexcept {
+    return reinterpret_cast<const StateNode**>(this + 1);
+  }
+  [[nodiscard]] const StateNode* const* children() const noexcept {
+    return reinterpret_cast<const StateNode* const*>(this + 1);
+  }
+};
+static_assert(sizeof(StateNode) % alignof(Value) == 0 && sizeof(StateNode) % alignof(void*) == 0);
+void release(const StateNode* node) noexcept;
+}  // namespace detail
 
 /// An immutable assignment of a value to every variable of a schema.
-/// Copying a State is O(1); `with` is O(log32 n) and shares everything it does not change, so
-/// the cost of a step does not depend on the variables it does not touch.
+/// Copying a State is O(1) (one reference count); `with` is O(log32 n) and shares everything it
+/// does not change, so the cost of a step does not depend on the variables it does not touch.
 class State {
  public:
   /// A state of `values.size()` variables named by `schema`.
   /// @throws InvalidArgument if the sizes differ.
   State(std::shared_ptr<const Schema> schema, std::vector<Value> values);
+  State(const State& o) noexcept : root_(o.root_), depth_(o.depth_) {
+    root_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  State(State&& o) noexcept : root_(std::exchange(o.root_, empty_root())), depth_(o.depth_) {
+    o.depth_ = 0;
+  }
+  State& operator=(const State& o) noexcept {
+    o.root_->refs.fetch_add(1, std::memory_order_relaxed);
+    detail::release(root_);
+    root_ = o.root_;
+    depth_ = o.depth_;
+    return *this;
+  }
+  State& operator=(State&& o) noexcept {
+    if (this != &o) {
+      detail::release(root_);
+      root_ = std::exchange(o.root_, empty_root());
+      depth_ = std::exchange(o.depth_, 0);
+    }
+    return *this;
+  }
+  ~State() { detail::release(root_); }
 
-  [[nodiscard]] const Schema& schema() const noexcept { return *schema_; }
-  [[nodiscard]] const std::shared_ptr<const Schema>& schema_ptr() const noexcept { return schema_; }
-  [[nodiscard]] std::size_t size() const noexcept { return schema_->size(); }
+  [[nodiscard]] const Schema& schema() const noexcept { return *root_->schema; }
+  [[nodiscard]] const std::shared_ptr<const Schema>& schema_ptr() const noexcept {
+    return root_->schema;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return root_->schema->size(); }
 
   /// The value of variable `id`. Requires `id < size()`.
-  [[nodiscard]] const Value& get(VarId id) const noexcept;
+  [[nodiscard]] const Value& get(VarId id) const noexcept {
+    const detail::StateNode* node = root_;
+    for (int d = depth_; d > 0; --d)
+      node = node->children()[(id >> (detail::StateNode::kBits * d)) & detail::StateNode::kMask];
+    return node->values()[id & detail::StateNode::kMask];
+  }
   /// The value of the variable `name`.
   /// @throws InvalidArgument naming the variable if there is none.
   [[nodiscard]] const Value& get(std::string_view name) const;
@@ -75,13 +129,12 @@ class State {
   friend bool operator==(const State& a, const State& b) noexcept;
 
  private:
-  State(std::shared_ptr<const Schema> schema,
-        std::shared_ptr<const detail::StateNode> root,
-        int depth);
+  State(const detail::StateNode* root, int depth) noexcept : root_(root), depth_(depth) {}
+  // What a moved-from state holds: a shared root of no variables (never freed).
+  static const detail::StateNode* empty_root() noexcept;
 
-  std::shared_ptr<const Schema> schema_;
-  std::shared_ptr<const detail::StateNode> root_;
-  int depth_ = 0;  // number of internal levels above the leaves
+  const detail::StateNode* root_;  // counted: one reference is this state's
+  int depth_ = 0;                  // number of internal levels above the leaves
 };
 
 /// Builds a state from (name, value) pairs, in order; a convenience for tests and examples.
