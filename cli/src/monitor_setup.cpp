@@ -10,13 +10,7 @@ namespace clampai::cli {
 namespace ck = clampai::kernel;
 namespace ch = clampai::hardening;
 
-bool needs_monitor(const ck::TaskModel& m) {
-  const bool gated = std::any_of(m.actions.begin(), m.actions.end(), [](const ck::Action& a) {
-    return !a.attestations.empty();
-  });
-  return gated || !m.goal_attestations.empty() || !m.probes.empty() || !m.readiness.empty() ||
-         !ck::information_flows(m, /*downward_only=*/true).empty();
-}
+bool needs_monitor(const ck::TaskModel& m) { return ck::needs_reference_monitor(m); }
 
 void add_allow_program_option(CLI::App* cmd, std::vector<std::string>& programs) {
   cmd->add_option("--allow-program",

@@ -455,4 +455,11 @@ std::vector<InformationFlow> information_flows(const TaskModel& m, bool downward
   return out;
 }
 
+bool needs_reference_monitor(const TaskModel& m) {
+  const bool gated = std::any_of(
+      m.actions.begin(), m.actions.end(), [](const Action& a) { return !a.attestations.empty(); });
+  return gated || !m.goal_attestations.empty() || !m.probes.empty() || !m.readiness.empty() ||
+         !information_flows(m, /*downward_only=*/true).empty();
+}
+
 }  // namespace clampai::kernel

@@ -8,6 +8,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
 #include "clampai/kernel/number.hpp"
+#include "clampai/kernel/security.hpp"
 #include "clampai/ledger/ledger.hpp"
 
 namespace clampai::server {
@@ -118,6 +119,12 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   const auto say = [&](const std::string& line) {
     if (log) log(line);
   };
+  if (ck::needs_reference_monitor(*model))
+    throw InvalidArgument(
+        "task `" + model->name +
+        "` declares what the reference monitor enforces (attestations, probes, readiness or a "
+        "downward information flow), which the service does not run: a bare kernel would "
+        "approve what the spec forbids; run it with `clampai run` or `clampai agent`");
   if (!storage.ledger.empty()) {
     if (!storage.data_dir.empty())
       throw InvalidArgument(

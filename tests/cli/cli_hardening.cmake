@@ -111,3 +111,11 @@ if(DEFINED VALIDATE_JSON)
       ${VALIDATE_JSON} ${SOURCE_DIR}/schema/task-spec.schema.json ${hd}/${spec}.json)
   endforeach()
 endif()
+
+# ---- the service does not run the monitor: it refuses such a spec instead of ignoring it ----
+expect("serve refuses a spec the reference monitor must enforce" 2
+  "task `[a-z_]+` declares what the reference monitor enforces.*which the service does not run"
+  ${CLAMPAI} serve --spec ${hd}/leaky.json --insecure-no-auth --port 0)
+expect("mcp refuses a spec the reference monitor must enforce" 2
+  "task `[a-z_]+` declares what the reference monitor enforces.*which the service does not run"
+  ${CLAMPAI} mcp ${hd}/leaky.json)

@@ -122,4 +122,10 @@ struct InformationFlow {
 /// syntactic and sound for the data it sees (docs/HARDENING.md says what it does not see).
 std::vector<InformationFlow> information_flows(const TaskModel& model, bool downward_only = false);
 
+/// True iff `model` declares a check that only the reference monitor (`hardening/`) enforces:
+/// an attestation of an action or of the goal, a reconciliation probe, a readiness probe, or a
+/// downward information flow. A bare SafetyKernel does not run these, so a front end that
+/// serves the model without the monitor must refuse it rather than approve what it forbids.
+[[nodiscard]] bool needs_reference_monitor(const TaskModel& model);
+
 }  // namespace clampai::kernel
