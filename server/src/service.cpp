@@ -18,6 +18,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
 #include "clampai/kernel/json.hpp"
+#include "clampai/kernel/security.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/suggest.hpp"
 #include "json_out.hpp"
@@ -242,6 +243,9 @@ struct Service::Impl {
                     "invalid_spec",
                     "name: `" + model->name +
                         "` cannot name a served task (letters, digits, `_` and `-`, at most 64)"};
+    // Refused before its spec is kept in the data directory (a restart would meet it again).
+    if (ck::needs_reference_monitor(*model))
+      throw Refusal{400, "invalid_spec", monitor_refusal(model->name)};
     std::unique_lock lock(mutex);
     if (const auto it = tasks.find(model->name); it != tasks.end()) {
       if (it->second->model().digest == model->digest) return *it->second;

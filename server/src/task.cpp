@@ -113,18 +113,20 @@ std::size_t last_line_start(const std::string& text) {
 
 }  // namespace
 
+std::string monitor_refusal(const std::string& task) {
+  return "task `" + task +
+         "` declares what the reference monitor enforces (attestations, probes, readiness or a "
+         "downward information flow), which the service does not run: a bare kernel would "
+         "approve what the spec forbids; run it with `clampai run` or `clampai agent`";
+}
+
 std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
                                 const TaskStorage& storage,
                                 const std::function<void(const std::string&)>& log) {
   const auto say = [&](const std::string& line) {
     if (log) log(line);
   };
-  if (ck::needs_reference_monitor(*model))
-    throw InvalidArgument(
-        "task `" + model->name +
-        "` declares what the reference monitor enforces (attestations, probes, readiness or a "
-        "downward information flow), which the service does not run: a bare kernel would "
-        "approve what the spec forbids; run it with `clampai run` or `clampai agent`");
+  if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   if (!storage.ledger.empty()) {
     if (!storage.data_dir.empty())
       throw InvalidArgument(

@@ -102,6 +102,10 @@ class Task {
   std::string verify_json_;
 };
 
+/// Why a task whose spec declares what the reference monitor enforces is not served
+/// (kernel::needs_reference_monitor): `open_task` and `POST /v1/tasks` refuse it.
+std::string monitor_refusal(const std::string& task);
+
 /// Builds a task's kernel: with a data directory, on the trace `DIR/NAME.jsonl`, continued when
 /// it exists (the chain verified, a tail cut short by a crash dropped, a seal archived and
 /// continued from the entry before it, every entry replayed by the kernel), else created.

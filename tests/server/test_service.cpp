@@ -126,6 +126,13 @@ TEST_CASE("Service: every error is JSON with a stable code", "[server][service]"
   r = call(s, "POST", "/v1/tasks/autoscale/rollback");
   CHECK(r.status == 409);
   CHECK(code_of(r) == "rollback_refused");
+  // A spec the reference monitor must enforce is refused, not served by a bare kernel.
+  r = call(s, "POST", "/v1/tasks", spec_text("tests/data/hardening/leaky.json"));
+  CHECK(r.status == 400);
+  CHECK(code_of(r) == "invalid_spec");
+  CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("declares what the reference monitor enforces"));
+  CHECK(call(s, "GET", "/v1/tasks/leaky/state").status == 404);
 }
 
 TEST_CASE("Service: a malformed request never changes a kernel", "[server][service]") {
