@@ -214,17 +214,6 @@ class PyMonitor {
   std::unique_ptr<hd::ReferenceMonitor> monitor_;
 };
 
-ck::ParamMap params_of(py::handle params) {
-  ck::ParamMap out;
-  if (params.is_none()) return out;
-  if (!PyDict_Check(params.ptr())) throw py::type_error("params must be a dict of name to number");
-  for (auto item : py::reinterpret_borrow<py::dict>(params)) {
-    const std::string name = py::str(item.first).cast<std::string>();
-    out.emplace_back(name, to_value(item.second, "params." + name));
-  }
-  return out;
-}
-
 // Runs `f`, turning the library's errors into the package's exceptions.
 template <typename F>
 auto translated(F&& f) {
@@ -320,14 +309,14 @@ void bind_hardening(py::module_& m) {
       .def(
           "evaluate",
           [](const PyMonitor& mon, const std::string& action, py::handle params) {
-            return mon.evaluate(action, params_of(params));
+            return mon.evaluate(action, to_params(params));
           },
           "action"_a,
           "params"_a = py::none())
       .def(
           "_execute",
           [](PyMonitor& mon, const std::string& action, py::handle params) {
-            const ck::ParamMap p = params_of(params);
+            const ck::ParamMap p = to_params(params);
             return translated([&] { return mon.execute(action, p); });
           },
           "action"_a,

@@ -138,17 +138,6 @@ class ActionId {
   std::string_view view_;
 };
 
-ck::ParamMap to_params(py::handle params) {
-  ck::ParamMap out;
-  if (params.is_none()) return out;
-  if (!PyDict_Check(params.ptr())) throw py::type_error("params must be a dict of name to number");
-  for (auto item : py::reinterpret_borrow<py::dict>(params)) {
-    const std::string name = py::str(item.first).cast<std::string>();
-    out.emplace_back(name, to_value(item.second, "params." + name));
-  }
-  return out;
-}
-
 // A state of the model's schema equal (by variable name) to `state`.
 ck::State in_schema(const ck::TaskModel& m, const ck::State& state) {
   if (state.schema_ptr() == m.initial_state().schema_ptr()) return state;

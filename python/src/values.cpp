@@ -29,6 +29,17 @@ kernel::Value number_from_text(const std::string& text, const std::string& where
 
 py::object make_decimal(const std::string& text) { return decimal_type()(text); }
 
+kernel::ParamMap to_params(py::handle params) {
+  kernel::ParamMap out;
+  if (params.is_none()) return out;
+  if (!PyDict_Check(params.ptr())) throw py::type_error("params must be a dict of name to number");
+  for (auto item : py::reinterpret_borrow<py::dict>(params)) {
+    const std::string name = py::str(item.first).cast<std::string>();
+    out.emplace_back(name, to_value(item.second, "params." + name));
+  }
+  return out;
+}
+
 kernel::Value to_value(py::handle h, const std::string& where) {
   if (h.is_none()) return kernel::Value();
   if (PyBool_Check(h.ptr())) return kernel::Value::boolean(h.ptr() == Py_True);

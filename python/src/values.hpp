@@ -7,6 +7,7 @@
 #include <string>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/value.hpp"
 
@@ -18,6 +19,11 @@ namespace py = pybind11;
 /// repr, read exactly), decimal.Decimal, str, list or tuple of those.
 /// @throws py::value_error / py::type_error naming `where`.
 kernel::Value to_value(py::handle h, const std::string& where);
+
+/// A dict of parameter name to value as the kernel's parameters (None: none), each value read
+/// by `to_value` at `params.NAME`.
+/// @throws py::type_error if `params` is not a dict, or what `to_value` throws.
+kernel::ParamMap to_params(py::handle params);
 
 /// A kernel value as a Python object: None, bool, int (numbers of scale 0), decimal.Decimal
 /// (other numbers), str, list.
