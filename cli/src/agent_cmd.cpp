@@ -93,11 +93,7 @@ int agent_command() {
       own = own_kernel.get();
     }
   } else {
-    if (needs_monitor(*model))
-      throw InvalidArgument(
-          "--ledger: the spec declares what the reference monitor enforces (attestations, "
-          "probes, readiness or a downward information flow), which a shared ledger run does "
-          "not: run it without --ledger");
+    refuse_monitor_on_ledger(*model);
     ledger = clampai::ledger::open_ledger(args.ledger, model->name);
     ck::SharedOptions options;
     options.record_rejections = true;

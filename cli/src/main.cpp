@@ -126,11 +126,7 @@ void open_trace(const RunArgs& args,
 int cmd_run(const RunArgs& args, const Common& common) {
   if (!args.ledger.empty()) {
     const auto model = ck::load_spec_file(args.spec);
-    if (clampai::cli::needs_monitor(*model))
-      throw clampai::InvalidArgument(
-          "--ledger: the spec declares what the reference monitor enforces (attestations, "
-          "probes, readiness or a downward information flow), which a shared ledger run does "
-          "not: run it without --ledger");
+    clampai::cli::refuse_monitor_on_ledger(*model);
     return clampai::cli::run_on_ledger({args.spec,
                                         args.ledger,
                                         common.format,

@@ -12,6 +12,14 @@ namespace ch = clampai::hardening;
 
 bool needs_monitor(const ck::TaskModel& m) { return ck::needs_reference_monitor(m); }
 
+void refuse_monitor_on_ledger(const ck::TaskModel& model) {
+  if (needs_monitor(model))
+    throw InvalidArgument(
+        "--ledger: the spec declares what the reference monitor enforces (attestations, "
+        "probes, readiness or a downward information flow), which a shared ledger run does "
+        "not: run it without --ledger");
+}
+
 void add_allow_program_option(CLI::App* cmd, std::vector<std::string>& programs) {
   cmd->add_option("--allow-program",
                   programs,

@@ -17,6 +17,10 @@ namespace clampai::cli {
 /// action or the goal), reconciliation probes, readiness probes, or a downward information flow.
 bool needs_monitor(const kernel::TaskModel& model);
 
+/// For `--ledger` runs, whose shared commit does not consult the monitor.
+/// @throws InvalidArgument if `needs_monitor(model)`, saying to run the spec without --ledger.
+void refuse_monitor_on_ledger(const kernel::TaskModel& model);
+
 /// Adds `--allow-program PATH` (repeatable) to `cmd`: the programs the spec's command
 /// attestors and probes may run.
 void add_allow_program_option(CLI::App* cmd, std::vector<std::string>& programs);
