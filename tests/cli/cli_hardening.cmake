@@ -119,3 +119,9 @@ expect("serve refuses a spec the reference monitor must enforce" 2
 expect("mcp refuses a spec the reference monitor must enforce" 2
   "task `[a-z_]+` declares what the reference monitor enforces.*which the service does not run"
   ${CLAMPAI} mcp ${hd}/leaky.json)
+expect("run --ledger refuses a spec the reference monitor must enforce" 2
+  "--ledger: the spec declares what the reference monitor enforces.*run it without --ledger"
+  ${CLAMPAI} run ${hd}/leaky.json --ledger memory:)
+expect("agent --ledger refuses a spec the reference monitor must enforce" 2
+  "--ledger: the spec declares what the reference monitor enforces.*run it without --ledger"
+  ${CLAMPAI} agent ${hd}/leaky.json --llm mock --ledger memory:)
