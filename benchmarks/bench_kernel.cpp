@@ -59,6 +59,8 @@ void BM_Kernel_ExecuteAtomic(benchmark::State& st) {
 // CPU time is the process's (the caller and the kernel's background hasher together); "Time"
 // is the caller's wall time per execute.
 BENCHMARK(BM_Kernel_ExecuteAtomic)->Arg(10)->Arg(1000)->Arg(10000)->MeasureProcessCPUTime();
+// The caller's thread alone (CPU time): what an execute costs the thread that calls it.
+BENCHMARK(BM_Kernel_ExecuteAtomic)->Name("BM_Kernel_ExecuteAtomicCaller")->Arg(10);
 
 // The same with the memory of a long run bounded (KernelOptions::trace_window and undo_depth,
 // 1,024 each): entries and undo records beyond them are dropped and their storage reused, so
@@ -72,6 +74,7 @@ void BM_Kernel_ExecuteAtomicBounded(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
 }
 BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Arg(10)->Arg(1000)->MeasureProcessCPUTime();
+BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Name("BM_Kernel_ExecuteAtomicBoundedCaller")->Arg(10);
 
 // The same with every entry hashed before execute returns (KernelOptions::defer_hash off): the
 // work of a step on one thread.

@@ -147,29 +147,25 @@ struct SafetyKernel::Undo {
 };
 
 namespace {
-// A growable byte buffer written through a raw cursor: one room check per part, no per-character
-// capacity checks, no terminator (an executed entry's line is built here on every step).
-class Scratch {
+// Writes through a raw cursor into room that a bound reserved (no capacity checks): an
+// executed entry's line is rendered this way on every step.
+class LineWriter {
  public:
-  void clear() noexcept { n_ = 0; }
-  [[nodiscard]] std::string_view view() const noexcept { return {buf_.get(), n_}; }
-  [[nodiscard]] std::size_t size() const noexcept { return n_; }
-  void put(std::string_view v) {
-    std::memcpy(room(v.size()), v.data(), v.size());
-    n_ += v.size();
+  LineWriter(char* at, std::string& slow) : start_(at), p_(at), slow_(&slow) {}
+  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - start_); }
+  void put(std::string_view v) noexcept {
+    std::memcpy(p_, v.data(), v.size());
+    p_ += v.size();
   }
-  void put(char c) {
-    *room(1) = c;
-    ++n_;
-  }
+  void put(char c) noexcept { *p_++ = c; }
+  void skip(std::size_t n) noexcept { p_ += n; }
   template <class Int>
-  void put_int(Int v) {
-    char* p = room(24);
-    n_ += static_cast<std::size_t>(std::to_chars(p, p + 24, v).ptr - p);
+  void put_int(Int v) noexcept {
+    p_ = std::to_chars(p_, p_ + kIntBound, v).ptr;
   }
   // An amount as a JSON string (its digits, sign and point need no escaping), as
   // Decimal::append_to writes it.
-  void put_amount(Amount a, int scale) {
+  void put_amount(Amount a, int scale) noexcept {
     const bool negative = a < 0;
     const std::uint64_t magnitude =
         negative ? std::uint64_t{0} - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
@@ -177,29 +173,26 @@ class Scratch {
     const auto n = static_cast<std::size_t>(
         std::to_chars(digits, digits + sizeof digits, magnitude).ptr - digits);
     const auto point = static_cast<std::size_t>(scale);
-    char* p = room(n + point + 6);
-    char* const start = p;
-    *p++ = '"';
-    if (negative) *p++ = '-';
+    *p_++ = '"';
+    if (negative) *p_++ = '-';
     if (point == 0) {
-      std::memcpy(p, digits, n);
-      p += n;
+      std::memcpy(p_, digits, n);
+      p_ += n;
     } else if (n <= point) {
-      *p++ = '0';
-      *p++ = '.';
-      std::memset(p, '0', point - n);
-      p += point - n;
-      std::memcpy(p, digits, n);
-      p += n;
+      *p_++ = '0';
+      *p_++ = '.';
+      std::memset(p_, '0', point - n);
+      p_ += point - n;
+      std::memcpy(p_, digits, n);
+      p_ += n;
     } else {
-      std::memcpy(p, digits, n - point);
-      p += n - point;
-      *p++ = '.';
-      std::memcpy(p, digits + (n - point), point);
-      p += point;
+      std::memcpy(p_, digits, n - point);
+      p_ += n - point;
+      *p_++ = '.';
+      std::memcpy(p_, digits + (n - point), point);
+      p_ += point;
     }
-    *p++ = '"';
-    n_ += static_cast<std::size_t>(p - start);
+    *p_++ = '"';
   }
   // A value's canonical JSON (as detail::append_value writes it).
   void put_value(const Value& v) {
@@ -209,26 +202,39 @@ class Scratch {
       put_int(v.as_number().units);
       return;
     }
-    slow_.clear();
-    detail::append_value(slow_, v);
-    put(slow_);
+    slow_->clear();
+    detail::append_value(*slow_, v);
+    put(*slow_);
+  }
+
+  static constexpr std::size_t kIntBound = 24;
+  // The most bytes put_amount writes.
+  static constexpr std::size_t amount_bound(int scale) {
+    return static_cast<std::size_t>(scale) + 26;
+  }
+  // The most bytes put_value writes for `v`.
+  static std::size_t value_bound(const Value& v) noexcept {
+    switch (v.kind()) {
+      case Value::Kind::undefined:
+      case Value::Kind::boolean:
+        return 5;
+      case Value::Kind::number:
+        return 64;
+      case Value::Kind::string:
+        return 2 + 6 * v.as_string().size();  // every byte escaped as \u00XX at worst
+      case Value::Kind::list: {
+        std::size_t n = 2;
+        for (const Value& item : v.as_list()) n += value_bound(item) + 1;
+        return n;
+      }
+    }
+    return 64;
   }
 
  private:
-  char* room(std::size_t m) {
-    if (cap_ - n_ < m) {
-      const std::size_t cap = std::max({cap_ * 2, n_ + m, std::size_t{1024}});
-      auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-      if (n_ > 0) std::memcpy(bigger.get(), buf_.get(), n_);
-      buf_ = std::move(bigger);
-      cap_ = cap;
-    }
-    return buf_.get() + n_;
-  }
-  std::unique_ptr<char[]> buf_;
-  std::size_t cap_ = 0;
-  std::size_t n_ = 0;
-  std::string slow_;  // for what is not a plain integer
+  char* start_;
+  char* p_;
+  std::string* slow_;  // for what is not a plain integer
 };
 
 // A copy of the stored lines, so that they can be read without the kernel's lock.
@@ -255,12 +261,17 @@ class LinesView {
 // drops their lines, the undo records, the buffers every step reuses, and the in-order hasher
 // of the chain.
 //
-// Every line is appended under the kernel's lock with its `prev` and `hash` digits still to be
-// written, as a job of the hasher (`published` counts them); `drain` hashes the waiting lines
-// in sequence order (`hashed` counts those done), each with the hash of the line before as its
-// `prev`, whoever runs it: the background thread, or a caller that needs the chain complete
-// (`settle`, under the kernel's lock, so that nothing is published meanwhile). Only the holder
-// of `hashing` touches the waiting lines, `last_hash` and `sha`.
+// Every line gets its slot (its room in a chunk) under the kernel's lock and becomes a job of
+// the hasher (`published` counts them): a line other than an execution with its `prev` and
+// `hash` digits still to be written, or an executed entry's fields as its commit fixed them,
+// which the hasher renders into the slot's room (packed after the line before it; the room is
+// a bound). `drain` hashes the waiting lines in sequence order (`hashed` counts those done),
+// each with the hash of the line before as its `prev`, whoever runs it: the background thread,
+// or a caller that needs the chain complete (`settle`, under the kernel's lock, so that nothing
+// is published meanwhile). Only the holder of `hashing` touches the waiting lines and their
+// slots' text, size and offsets, `cursor`, `last_hash`, `slow` and `sha`; the containers are
+// changed only under the kernel's lock (a slot never moves in its deque), and trim() drops
+// hashed lines only.
 struct SafetyKernel::Impl {
   static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
 
@@ -271,6 +282,7 @@ struct SafetyKernel::Impl {
   };
   struct Slot {
     char* text = nullptr;
+    char* room = nullptr;  // where its room was reserved (never moves: in text's chunk)
     std::uint32_t size = 0;
     std::uint32_t hash_at = 0;
     std::uint32_t prev_at = 0;
@@ -281,6 +293,31 @@ struct SafetyKernel::Impl {
     std::string action;                                        // `{"action":"id","changes":{`
     std::vector<std::pair<std::size_t, std::string>> changes;  // effect index, `"name":`
     std::vector<std::pair<std::size_t, std::string>> params;   // parameter index, `"name":`
+    std::size_t fixed = 0;  // the bytes of a line that do not depend on the step
+  };
+  // An executed entry as its commit fixed it, rendered (with its `prev`) and hashed by the
+  // hasher into the room its slot reserves.
+  struct Executed {
+    std::size_t action = 0;
+    bool emergency = false;
+    Amount cost = 0;
+    Amount gross = 0;
+    Amount net = 0;
+    std::uint64_t emergency_steps = 0;
+    std::uint64_t sequence = 0;
+    std::uint64_t step = 0;
+    std::int64_t time = 0;
+    std::vector<Value> changes;  // in the action's effect order
+    std::vector<Value> params;
+    std::string warnings;  // `,"warnings":[...]}`, or empty for none
+  };
+  // A waiting line: its slot (in `slots`, whose elements never move), and for an executed
+  // entry, what to render (the slot then holds the room reserved for it, `room` bytes from its
+  // text, the first room of its chunk if `fresh`).
+  struct Job {
+    Slot* slot = nullptr;
+    Executed* render = nullptr;
+    bool fresh = false;
   };
 
   std::deque<Chunk> chunks;  // oldest first; the last one is being filled
@@ -294,14 +331,35 @@ struct SafetyKernel::Impl {
   mutable std::atomic<int> pins{0};                // live LinesViews
 
   std::string line;  // an entry other than an execution being built, without its hash
-  Scratch executed;  // an execution's entry being built, without its hash
   std::vector<ActionLayout> layouts;
 
   // The hasher. The ring holds the waiting lines (at most kRing; a full ring is drained by the
   // publisher).
   static constexpr std::size_t kRing = 1024;
   static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
-  std::unique_ptr<Slot[]> ring = std::make_unique<Slot[]>(kRing);
+  std::unique_ptr<Job[]> ring = std::make_unique<Job[]>(kRing);
+  std::unique_ptr<Executed[]> executions;  // kRing, made by the first execution
+  std::string slow;                        // the hasher's: a value that is not an integer
+  char* cursor = nullptr;  // the hasher's: where the next rendered line goes in its chunk
+  int scale = 0;           // the budget's
+
+  // The constant parts of an executed entry's line (keys in canonical order).
+  static constexpr std::string_view kCost = "},\"cost\":";
+  static constexpr std::string_view kEmergency = ",\"emergency\":true,\"emergency_steps\":";
+  static constexpr std::string_view kNoEmergency = ",\"emergency\":false,\"emergency_steps\":";
+  static constexpr std::string_view kGross = ",\"gross\":";
+  static constexpr std::string_view kNet = ",\"kind\":\"executed\",\"net\":";
+  static constexpr std::string_view kParams = ",\"params\":{";
+  static constexpr std::string_view kPrev = "},\"prev\":\"";
+  static constexpr std::string_view kSeq = "\",\"reasons\":[],\"seq\":";
+  static constexpr std::string_view kStep = ",\"spec\":\"\",\"state\":\"\",\"step\":";
+  static constexpr std::string_view kTime = ",\"time\":";
+  static constexpr std::string_view kNoWarnings = ",\"warnings\":[]}";
+  static constexpr std::size_t kFixed = kCost.size() + kNoEmergency.size() + kGross.size() +
+                                        detail::kHashMember + kNet.size() + kParams.size() +
+                                        kPrev.size() + 64 + kSeq.size() + kStep.size() +
+                                        kTime.size() + 4 * LineWriter::kIntBound;
+
   std::atomic<std::uint64_t> published{0};  // lines appended (written under the kernel's lock)
   std::atomic<std::uint64_t> hashed{0};     // lines hashed, in order
   std::atomic<bool> hashing{false};         // held by whoever drains
@@ -339,17 +397,84 @@ struct SafetyKernel::Impl {
     return published.load(std::memory_order_seq_cst) - hashed.load(std::memory_order_seq_cst);
   }
 
-  // Hashes line `job` in place: its `prev` is the hash before, its `hash` member its SHA-256
-  // over the line without that member (T6).
-  void hash_line(const Slot& job) {
-    std::memcpy(job.text + job.prev_at, last_hash, sizeof last_hash);
-    const std::size_t tail = job.hash_at + detail::kHashMember;
+  // Renders `e` into `at` (room for it reserved), its `prev` the hash before, with room for
+  // the `hash` member; returns its slot (without `room`).
+  Slot render(const Executed& e, char* at) {
+    const ActionLayout& layout = layouts[e.action];
+    LineWriter out(at, slow);
+    out.put(layout.action);
+    for (std::size_t i = 0; i < layout.changes.size(); ++i) {
+      if (i > 0) out.put(',');
+      out.put(layout.changes[i].second);
+      out.put_value(e.changes[layout.changes[i].first]);
+    }
+    out.put(kCost);
+    out.put_amount(e.cost, scale);
+    out.put(e.emergency ? kEmergency : kNoEmergency);
+    out.put_int(e.emergency_steps);
+    out.put(kGross);
+    out.put_amount(e.gross, scale);
+    const std::size_t hash_at = out.size();
+    out.put(detail::kHashKey);
+    out.skip(64);  // the hash, below
+    out.put('"');
+    out.put(kNet);
+    out.put_amount(e.net, scale);
+    out.put(kParams);
+    for (std::size_t i = 0; i < layout.params.size(); ++i) {
+      if (i > 0) out.put(',');
+      out.put(layout.params[i].second);
+      out.put_value(e.params[layout.params[i].first]);
+    }
+    out.put(kPrev);
+    const std::size_t prev_at = out.size();
+    out.skip(64);  // the hash before, by hash_line
+    out.put(kSeq);
+    out.put_int(e.sequence);
+    out.put(kStep);
+    out.put_int(e.step);
+    out.put(kTime);
+    out.put_int(e.time);
+    out.put(e.warnings.empty() ? kNoWarnings : std::string_view(e.warnings));
+    return Slot{at,
+                nullptr,
+                static_cast<std::uint32_t>(out.size()),
+                static_cast<std::uint32_t>(hash_at),
+                static_cast<std::uint32_t>(prev_at),
+                EntryKind::executed};
+  }
+
+  // The most bytes render() writes for `e`.
+  [[nodiscard]] std::size_t bound(const Executed& e) const noexcept {
+    std::size_t n = layouts[e.action].fixed +
+                    (e.warnings.empty() ? kNoWarnings.size() : e.warnings.size()) +
+                    3 * LineWriter::amount_bound(scale);
+    for (const Value& v : e.changes) n += LineWriter::value_bound(v);
+    for (const Value& v : e.params) n += LineWriter::value_bound(v);
+    return n;
+  }
+
+  // Hashes `job`'s line in place, rendering an executed entry first (packed after the line
+  // before in its chunk, within its room): its `prev` is the hash before, its `hash` member
+  // its SHA-256 over the line without that member (T6).
+  void hash_line(const Job& job) {
+    Slot& s = *job.slot;
+    if (job.render != nullptr) {
+      const std::size_t room = s.size;
+      char* room_at = s.room;
+      s = render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor);
+      s.room = room_at;
+      CLAMPAI_ALWAYS_ASSERT(s.size <= room);
+    }
+    std::memcpy(s.text + s.prev_at, last_hash, sizeof last_hash);
+    const std::size_t tail = s.hash_at + detail::kHashMember;
     sha.reset();
-    sha.update({job.text, job.hash_at});
-    sha.update({job.text + tail, job.size - tail});
-    char* digits = job.text + job.hash_at + detail::kHashKey.size();
+    sha.update({s.text, s.hash_at});
+    sha.update({s.text + tail, s.size - tail});
+    char* digits = s.text + s.hash_at + detail::kHashKey.size();
     sha.final_hex(digits);
     std::memcpy(last_hash, digits, sizeof last_hash);
+    cursor = s.text + s.size;
   }
 
   // Hashes every waiting line, in order, unless another thread is at it (then false: that one
@@ -412,18 +537,18 @@ struct SafetyKernel::Impl {
     }
   }
 
-  // Under the kernel's lock: appends `head` + a `hash` member to be written + `tail` as one
-  // line, whose `prev` digits (at `prev_at` in the whole line) are written by the hasher too.
-  // May throw (allocation) with nothing changed.
-  void append(EntryKind kind,
-              std::string_view head,
-              std::string_view tail,
-              std::size_t hash_at,
-              std::size_t prev_at) {
+  // Under the kernel's lock, before a line is published: hashes the waiting lines here if the
+  // ring is full.
+  void make_room() {
     if (published.load(std::memory_order_relaxed) - hashed.load(std::memory_order_acquire) >= kRing)
-      settle();  // the ring is full: hash here
-    const std::size_t n = head.size() + detail::kHashMember + tail.size();
-    if (chunks.empty() || chunks.back().capacity - chunks.back().used < n) {
+      settle();
+  }
+
+  // Under the kernel's lock: a slot with `n` bytes of room at the end of the kept lines (in a
+  // new chunk if `fresh`). May throw (allocation) with nothing changed.
+  Slot& reserve(EntryKind kind, std::size_t n, bool& fresh) {
+    fresh = chunks.empty() || chunks.back().capacity - chunks.back().used < n;
+    if (fresh) {
       Chunk chunk;
       if (!spare.empty() && spare.back().capacity >= n) {
         chunk = std::move(spare.back());
@@ -437,20 +562,54 @@ struct SafetyKernel::Impl {
     }
     Chunk& c0 = chunks.back();
     char* at = c0.bytes.get() + c0.used;
-    const Slot slot{at,
-                    static_cast<std::uint32_t>(n),
-                    static_cast<std::uint32_t>(hash_at),
-                    static_cast<std::uint32_t>(prev_at),
-                    kind};
-    slots.push_back(slot);
+    slots.push_back(Slot{at, at, static_cast<std::uint32_t>(n), 0, 0, kind});
+    c0.used += n;
+    return slots.back();
+  }
+
+  // Under the kernel's lock: the line of a reserved slot is the next job of the hasher.
+  void publish(Slot& slot, Executed* render, bool fresh) noexcept {
+    const std::uint64_t p = published.load(std::memory_order_relaxed);
+    ring[p % kRing] = Job{&slot, render, fresh};
+    published.store(p + 1, std::memory_order_seq_cst);
+  }
+
+  // Under the kernel's lock: the record of the next executed entry, to be filled then
+  // published with publish_executed().
+  Executed& next_execution() {
+    make_room();
+    if (!executions) executions = std::make_unique<Executed[]>(kRing);
+    return executions[published.load(std::memory_order_relaxed) % kRing];
+  }
+
+  // Under the kernel's lock: `e`, from next_execution(), is the next line, rendered and
+  // hashed by the hasher. May throw (allocation) with nothing changed.
+  void publish_executed(Executed& e) {
+    bool fresh = false;
+    Slot& slot = reserve(EntryKind::executed, bound(e), fresh);
+    publish(slot, &e, fresh);
+  }
+
+  // Under the kernel's lock: appends `head` + a `hash` member to be written + `tail` as one
+  // line, whose `prev` digits (at `prev_at` in the whole line) are written by the hasher too.
+  // May throw (allocation) with nothing changed.
+  void append(EntryKind kind,
+              std::string_view head,
+              std::string_view tail,
+              std::size_t hash_at,
+              std::size_t prev_at) {
+    make_room();
+    const std::size_t n = head.size() + detail::kHashMember + tail.size();
+    bool fresh = false;
+    Slot& slot = reserve(kind, n, fresh);
+    slot.hash_at = static_cast<std::uint32_t>(hash_at);
+    slot.prev_at = static_cast<std::uint32_t>(prev_at);
+    char* at = slot.text;
     std::memcpy(at, head.data(), head.size());
     std::memcpy(at + head.size(), detail::kHashKey.data(), detail::kHashKey.size());
     at[head.size() + detail::kHashMember - 1] = '"';
     std::memcpy(at + head.size() + detail::kHashMember, tail.data(), tail.size());
-    c0.used += n;
-    const std::uint64_t p = published.load(std::memory_order_relaxed);
-    ring[p % kRing] = slot;
-    published.store(p + 1, std::memory_order_seq_cst);
+    publish(slot, nullptr, fresh);
   }
 
   // Drops lines beyond the window (hashed ones only), and the chunks no line is in any more.
@@ -466,7 +625,7 @@ struct SafetyKernel::Impl {
     if (pins.load(std::memory_order_acquire) > 0) return;
     while (chunks.size() > 1) {
       const Chunk& front = chunks.front();
-      const char* t = slots.front().text;
+      const char* t = slots.front().room;  // the text of a waiting line may be moving
       if (t >= front.bytes.get() && t < front.bytes.get() + front.capacity) break;
       if (spare.size() < kSpare) spare.push_back(std::move(chunks.front()));  // reserved
       chunks.pop_front();
@@ -495,6 +654,7 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       impl_(std::make_unique<Impl>()) {
   if (!options_.clock) options_.clock = system_clock_us;
   impl_->defer = options_.defer_hash && !options_.writer;
+  impl_->scale = model_->budget.scale;
   impl_->spare.reserve(Impl::kSpare);  // so that trim() never allocates
   impl_->spare_operands.reserve(4);    // so that dropping an undo record never allocates
   impl_->line.reserve(1024);
@@ -521,6 +681,9 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     std::sort(layout.params.begin(), layout.params.end(), [&](const auto& x, const auto& y) {
       return a.parameters[x.first].name < a.parameters[y.first].name;
     });
+    layout.fixed = Impl::kFixed + layout.action.size();
+    for (const auto& change : layout.changes) layout.fixed += change.second.size() + 1;
+    for (const auto& param : layout.params) layout.fixed += param.second.size() + 1;
     impl_->layouts.push_back(std::move(layout));
   }
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
@@ -1046,6 +1209,11 @@ void SafetyKernel::store_line_locked(EntryKind kind,
            bytes.substr(hash_at),
            hash_at,
            prev_at + detail::kHashMember);
+  finish_line_locked(line, hash_now);
+}
+
+void SafetyKernel::finish_line_locked(std::string* line, bool hash_now) noexcept {
+  Impl& k = *impl_;
   if (hash_now || line != nullptr || !k.defer) k.settle();
   if (line != nullptr) {
     const Impl::Slot& s = k.slots.back();
@@ -1208,56 +1376,32 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       outcome = Outcome{std::move(d), std::nullopt, state_};
     } else {
       const Action& a = model_->actions[proposal.action];
-      const Impl::ActionLayout& layout = k.layouts[proposal.action];
       // Everything that can fail (allocation) happens before the first mutation (T5).
       State next = state_.with(d.changes);
       BudgetController budget_after = budget_;
       budget_after.charge(d.cost);  // can_afford held on this head; throws InvalidArgument
       // only if gross spend (which refunds never lower) would pass int64: nothing changed yet
       sequence = k.next_sequence();
-      // The entry's canonical line, built once from the decision into the reused buffer, with
-      // the counters after the commit; its `prev` and `hash` are written by the hasher.
-      const int scale = model_->budget.scale;
-      Scratch& out = k.executed;
-      out.clear();
-      out.put(layout.action);
-      for (std::size_t i = 0; i < layout.changes.size(); ++i) {
-        if (i > 0) out.put(',');
-        out.put(layout.changes[i].second);
-        out.put_value(d.changes[layout.changes[i].first].second);
-      }
-      out.put(std::string_view("},\"cost\":"));
-      out.put_amount(d.cost, scale);
-      out.put(a.emergency ? std::string_view(",\"emergency\":true,\"emergency_steps\":")
-                          : std::string_view(",\"emergency\":false,\"emergency_steps\":"));
-      out.put_int(emergency_steps_ + (a.emergency ? 1 : 0));
-      out.put(std::string_view(",\"gross\":"));
-      out.put_amount(budget_after.gross(), scale);
-      const std::size_t hash_at = out.size();
-      out.put(std::string_view(",\"kind\":\"executed\",\"net\":"));
-      out.put_amount(budget_after.net(), scale);
-      out.put(std::string_view(",\"params\":{"));
-      for (std::size_t i = 0; i < layout.params.size(); ++i) {
-        if (i > 0) out.put(',');
-        out.put(layout.params[i].second);
-        out.put_value(proposal.params[layout.params[i].first]);
-      }
-      out.put(std::string_view("},\"prev\":\""));
-      const std::size_t prev_at = out.size();
-      out.put(std::string_view(kZeroHash));  // written by the hasher
-      out.put(std::string_view("\",\"reasons\":[],\"seq\":"));
-      out.put_int(sequence);
-      out.put(std::string_view(",\"spec\":\"\",\"state\":\"\",\"step\":"));
-      out.put_int(steps_ + (a.emergency ? 0 : 1));
-      out.put(std::string_view(",\"time\":"));
-      out.put_int(options_.clock());
-      if (d.warnings.empty()) {
-        out.put(std::string_view(",\"warnings\":[]}"));
-      } else {
-        k.line.assign(",\"warnings\":");
-        detail::append_reasons(k.line, d.warnings);
-        k.line += '}';
-        out.put(k.line);
+      // The entry as the commit fixes it, with the counters after it; the hasher renders its
+      // canonical line (with its `prev`) and hashes it.
+      Impl::Executed& job = k.next_execution();
+      job.action = proposal.action;
+      job.emergency = a.emergency;
+      job.cost = d.cost;
+      job.gross = budget_after.gross();
+      job.net = budget_after.net();
+      job.emergency_steps = emergency_steps_ + (a.emergency ? 1 : 0);
+      job.sequence = sequence;
+      job.step = steps_ + (a.emergency ? 0 : 1);
+      job.time = options_.clock();
+      job.changes.clear();
+      for (const auto& change : d.changes) job.changes.push_back(change.second);
+      job.params.assign(proposal.params.begin(), proposal.params.end());
+      job.warnings.clear();
+      if (!d.warnings.empty()) {
+        job.warnings.assign(",\"warnings\":");
+        detail::append_reasons(job.warnings, d.warnings);
+        job.warnings += '}';
       }
       const Amount cost = d.cost;
       std::vector<Value> kept;
@@ -1267,16 +1411,13 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       }
       kept.reserve(3 * a.effects.size());
       kept.assign(operands.begin(), operands.end());
-      for (const Effect& e : a.effects) kept.push_back(state_.get(e.variable));
+      for (const Effect& effect : a.effects) kept.push_back(state_.get(effect.variable));
       for (const auto& change : d.changes) kept.push_back(change.second);
       k.undo.push_back(Undo{sequence, proposal.action, cost, std::move(kept), proposal.params});
       try {
-        store_line_locked(EntryKind::executed,
-                          out.view(),
-                          hash_at,
-                          prev_at,
-                          options_.writer ? &line : nullptr,
-                          false);
+        if (options_.writer) line.reserve(k.bound(job));
+        k.publish_executed(job);
+        finish_line_locked(options_.writer ? &line : nullptr, false);
       } catch (...) {
         k.undo.pop_back();
         throw;

@@ -291,6 +291,9 @@ class SafetyKernel {
                          std::size_t prev_at,
                          std::string* line,
                          bool hash_now);
+  // After a line is published: hashes it now if `hash_now` (or for the writer, or without
+  // deferred hashing); if `line`, which has room for it, it gets the whole line.
+  void finish_line_locked(std::string* line, bool hash_now) noexcept;
   void write_line(std::uint64_t sequence, std::string line);
   // Replays `entries` (KernelOptions::resume) into this fresh kernel.
   void resume(const std::vector<TraceEntry>& entries);
