@@ -124,12 +124,21 @@ void BM_Kernel_Rollback(benchmark::State& st) {
 BENCHMARK(BM_Kernel_Rollback)->Arg(10)->Arg(10000);
 
 // Atomic execute from 1 and 2 threads on one shared kernel (its lock serialises the commits,
-// T5). The kernel is created before the threads start and destroyed after they stop, so its
-// trace does not pile up across runs; items_per_second is the total over all threads.
+// T5), in bounded memory (as BM_Kernel_ExecuteAtomicBounded, so that page faults do not hide
+// the scaling). `callers_hash:0`: the kernel's background thread hashes the entries (the
+// default); `callers_hash:1`: KernelOptions::defer_hash off, each entry hashed before its
+// execute returns, outside the lock, by whichever caller is hashing (the chain is serial; the
+// decisions and commits of one thread overlap with the other's hashing). The kernel is created
+// before the threads start and destroyed after they stop; items_per_second is the total over
+// all threads.
 std::unique_ptr<SafetyKernel> shared_kernel;
 
-void make_shared_kernel(const benchmark::State&) {
-  shared_kernel = std::make_unique<SafetyKernel>(make_model(10, 1));
+void make_shared_kernel(const benchmark::State& st) {
+  KernelOptions options;
+  options.defer_hash = st.range(0) == 0;
+  options.trace_window = 1024;
+  options.undo_depth = 1024;
+  shared_kernel = std::make_unique<SafetyKernel>(make_model(10, 1), options);
 }
 void drop_shared_kernel(const benchmark::State&) { shared_kernel.reset(); }
 
@@ -142,6 +151,9 @@ void BM_Kernel_ExecuteAtomicThreads(benchmark::State& st) {
 BENCHMARK(BM_Kernel_ExecuteAtomicThreads)
     ->Setup(make_shared_kernel)
     ->Teardown(drop_shared_kernel)
+    ->ArgName("callers_hash")
+    ->Arg(0)
+    ->Arg(1)
     ->Threads(1)
     ->Threads(2)
     ->UseRealTime()

@@ -503,6 +503,14 @@ struct SafetyKernel::Impl {
     }
   }
 
+  // Without the kernel's lock: returns when line `sequence` is hashed, hashing what waits or
+  // waiting for the thread at it (so that two threads' commits overlap with the hashing).
+  void hash_through(std::uint64_t sequence) {
+    while (hashed.load(std::memory_order_acquire) <= sequence) {
+      if (!drain()) std::this_thread::yield();
+    }
+  }
+
   void worker_loop() {
     for (;;) {
       drain();
@@ -1214,7 +1222,7 @@ void SafetyKernel::store_line_locked(EntryKind kind,
 
 void SafetyKernel::finish_line_locked(std::string* line, bool hash_now) noexcept {
   Impl& k = *impl_;
-  if (hash_now || line != nullptr || !k.defer) k.settle();
+  if (hash_now || line != nullptr) k.settle();
   if (line != nullptr) {
     const Impl::Slot& s = k.slots.back();
     line->assign(s.text, s.size);  // within the reserved capacity: cannot throw
@@ -1325,6 +1333,10 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   std::vector<std::pair<std::uint64_t, std::string>> attested;  // the commit gate's entries
   std::optional<Outcome> outcome;
   bool traced = false;
+  // The next state, built on the snapshot before the lock (so that the critical section is
+  // short): it stands if the head has not moved.
+  std::optional<State> prepared;
+  if (decision.approved) prepared = at.state.with(decision.changes);
   {
     std::lock_guard lock(mutex_);
     if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
@@ -1334,6 +1346,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       if (!decide_if_moved) return std::nullopt;
       decide_at(
           *model_, state_, budget_, steps_, {nullptr, completions_.get()}, proposal, d, &operands);
+      prepared.reset();
     }
     if (options_.guard && d.approved && !d.emergency) {
       const Situation here{state_,
@@ -1377,7 +1390,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
     } else {
       const Action& a = model_->actions[proposal.action];
       // Everything that can fail (allocation) happens before the first mutation (T5).
-      State next = state_.with(d.changes);
+      State next = prepared ? std::move(*prepared) : state_.with(d.changes);
       BudgetController budget_after = budget_;
       budget_after.charge(d.cost);  // can_afford held on this head; throws InvalidArgument
       // only if gross spend (which refunds never lower) would pass int64: nothing changed yet
@@ -1453,8 +1466,10 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   if (!traced) return outcome;
   if (options_.writer) {
     write_line(sequence, std::move(line));
-  } else {
+  } else if (impl_->defer) {
     impl_->nudge();
+  } else {
+    impl_->hash_through(sequence);
   }
   return outcome;
 }
