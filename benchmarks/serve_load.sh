@@ -13,7 +13,9 @@
 # Environment: BUILD_DIR (default build/rel), DURATION seconds per case (default 5),
 #              PYTHON (default /usr/bin/python3), CLAMPAI_REFERENCE (the reference's folder),
 #              WRK_THREADS (default 2; 1 for one connection), SERVE_THREADS (the server's
-#              --threads; default: its own, one per core).
+#              --threads; default: its own, one per core), PIN_CPUS=1 (the servers on the
+#              first core and wrk on the second, with taskset: client and server then never
+#              take each other's core; use with SERVE_THREADS=1 WRK_THREADS=1).
 # Client and server share the machine's cores, so the figures are a lower bound of the
 # server's own throughput. The load average is printed before and after, and the server's CPU
 # time per request (user + system, from /proc) over all its cases.
@@ -34,6 +36,14 @@ python="${PYTHON:-/usr/bin/python3}"
 duration="${DURATION:-5}"
 command -v wrk > /dev/null || { echo "serve_load.sh: wrk is not installed (apt install wrk)" >&2; exit 2; }
 [[ -x "$clampai" ]] || { echo "serve_load.sh: no clampai at \`$clampai\` (set BUILD_DIR)" >&2; exit 2; }
+
+# PIN_CPUS=1: each side on a core of its own.
+pin_server=()
+pin_client=()
+if [[ "${PIN_CPUS:-0}" == 1 && "$(nproc)" -ge 2 ]]; then
+  pin_server=(taskset -c 0)
+  pin_client=(taskset -c 1)
+fi
 
 work="$(mktemp -d)"
 pids=()
@@ -57,7 +67,7 @@ done
 spec_args=()
 for i in $(seq 0 15); do spec_args+=(--spec "$work/specs/load$i.json"); done
 [[ -n "${SERVE_THREADS:-}" ]] && spec_args+=(--threads "$SERVE_THREADS")
-"$clampai" serve --insecure-no-auth --port 0 --data-dir "$work/data" "${spec_args[@]}" \
+"${pin_server[@]}" "$clampai" serve --insecure-no-auth --port 0 --data-dir "$work/data" "${spec_args[@]}" \
   > "$work/serve.out" 2> "$work/serve.err" &
 server=$!
 pids+=("$server")
@@ -90,7 +100,7 @@ LUA
 run_wrk() {  # url lua connections seconds -> "req/s p50 p99 errors requests"
   local threads=${WRK_THREADS:-2}
   [[ "$3" -lt 2 ]] && threads=1
-  wrk -t"$threads" -c"$3" -d"$4"s --timeout 5s -s "$2" "$1" 2> /dev/null | sed -n 's/^RESULT //p'
+  "${pin_client[@]}" wrk -t"$threads" -c"$3" -d"$4"s --timeout 5s -s "$2" "$1" 2> /dev/null | sed -n 's/^RESULT //p'
 }
 
 cpu_ticks() {  # the user + system time of process $1, in clock ticks
@@ -109,7 +119,7 @@ if [[ $check == 1 ]]; then
   write_lua "$work/execute16.lua" "/v1/tasks/load{i}/execute" '{"action": "tick"}' 16
   run_wrk "$url" "$work/execute16.lua" 16 1 > /dev/null
 else
-  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; wrk ${WRK_THREADS:-2} threads; serve --threads ${SERVE_THREADS:-default}"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; wrk ${WRK_THREADS:-2} threads; serve --threads ${SERVE_THREADS:-default}; pinned: ${PIN_CPUS:-0}"
   echo
   echo "| server | operation | tasks | connections | requests/s | p50 (ms) | p99 (ms) | errors |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|"
@@ -157,7 +167,7 @@ fi
 # The reference's server, the same load on its one kernel.
 if [[ -d "$reference/clampai" ]]; then
   port="$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  PYTHONPATH="$reference" "$python" -m clampai.server --budget 1000000000 --min-cost 0.001 \
+  PYTHONPATH="$reference" "${pin_server[@]}" "$python" -m clampai.server --budget 1000000000 --min-cost 0.001 \
     --port "$port" > "$work/ref.out" 2>&1 &
   pids+=("$!")
   disown "$!"  # killed at the end without a job notice
