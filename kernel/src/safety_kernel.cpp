@@ -622,6 +622,13 @@ struct SafetyKernel::Impl {
 
   // Drops lines beyond the window (hashed ones only), and the chunks no line is in any more.
   // Never throws.
+  // After an execution: trims once every kTrimEvery lines beyond the window (readers trim
+  // first, so they never see more than the window).
+  static constexpr std::size_t kTrimEvery = 32;
+  void trim_some(std::size_t window) noexcept {
+    if (window != 0 && slots.size() >= window + kTrimEvery) trim(window);
+  }
+
   void trim(std::size_t window) noexcept {
     if (window == 0) return;
     const std::uint64_t done = hashed.load(std::memory_order_acquire);
@@ -1459,7 +1466,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       }
       outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, cost}, state_};
     }
-    k.trim(options_.trace_window);
+    k.trim_some(options_.trace_window);
   }
   if (options_.writer)
     for (auto& [seq, text] : attested) write_line(seq, std::move(text));
