@@ -2,7 +2,6 @@
 
 #include <pybind11/stl.h>
 
-#include <new>
 #include <string>
 #include <vector>
 
@@ -14,27 +13,11 @@ namespace {
 namespace ck = clampai::kernel;
 using namespace pybind11::literals;
 
-struct DecisionObject {
-  PyObject_HEAD PyDecision value;
-};
+using DecisionObject = Boxed<PyDecision>;
 
 PyTypeObject* decision_type = nullptr;  // owned by the module (a heap type)
 
-const PyDecision& get(PyObject* self) { return reinterpret_cast<DecisionObject*>(self)->value; }
-
-// Runs `f` (returning a py::object) for a CPython slot: C++ and pybind11 errors become the
-// pending Python error and nullptr.
-template <typename F>
-PyObject* guarded(F&& f) {
-  try {
-    return f().release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
-}
+const PyDecision& get(PyObject* self) { return DecisionObject::of(self); }
 
 py::dict changes_dict(const ck::TaskModel& m, const ck::Decision& d) {
   py::dict out;
@@ -47,13 +30,6 @@ std::string action_name(const ck::TaskModel& m, const ck::Decision& d) {
   if (d.action < m.actions.size() && !d.has(ck::ReasonCode::unknown_action))
     return m.actions[d.action].id;
   return "";
-}
-
-void dealloc(PyObject* self) {
-  PyTypeObject* type = Py_TYPE(self);
-  reinterpret_cast<DecisionObject*>(self)->value.~PyDecision();
-  type->tp_free(self);
-  Py_DECREF(type);  // heap types are referenced by their instances
 }
 
 PyObject* get_approved(PyObject* self, void*) {
@@ -89,7 +65,7 @@ PyObject* get_changes(PyObject* self, void*) {
 }
 
 PyObject* to_dict(PyObject* self, PyObject*) {
-  return guarded([&] { return py::object(decision_dict(get(self))); });
+  return guarded([&] { return py::object(decision_dict(*get(self).model, get(self).decision)); });
 }
 
 PyObject* repr(PyObject* self) {
@@ -128,46 +104,32 @@ py::dict reason_dict(const ck::Reason& r) {
                   "message"_a = r.message);
 }
 
-py::dict decision_dict(const PyDecision& pd) {
+py::dict decision_dict(const ck::TaskModel& m, const ck::Decision& d) {
   py::list reasons, warnings;
-  for (const auto& r : pd.decision.reasons) reasons.append(reason_dict(r));
-  for (const auto& r : pd.decision.warnings) warnings.append(reason_dict(r));
-  return py::dict("approved"_a = pd.decision.approved,
-                  "action"_a = action_name(*pd.model, pd.decision),
-                  "cost"_a = make_decimal(pd.model->format_amount(pd.decision.cost)),
-                  "emergency"_a = pd.decision.emergency,
+  for (const auto& r : d.reasons) reasons.append(reason_dict(r));
+  for (const auto& r : d.warnings) warnings.append(reason_dict(r));
+  return py::dict("approved"_a = d.approved,
+                  "action"_a = action_name(m, d),
+                  "cost"_a = make_decimal(m.format_amount(d.cost)),
+                  "emergency"_a = d.emergency,
                   "reasons"_a = reasons,
                   "warnings"_a = warnings,
-                  "changes"_a = changes_dict(*pd.model, pd.decision));
+                  "changes"_a = changes_dict(m, d));
 }
 
 void add_decision_type(py::module_& m) {
-  static PyType_Slot slots[] = {
-      {Py_tp_dealloc, reinterpret_cast<void*>(dealloc)},
-      {Py_tp_repr, reinterpret_cast<void*>(repr)},
-      {Py_tp_getset, getset},
-      {Py_tp_methods, methods},
-      {Py_nb_bool, reinterpret_cast<void*>(as_bool)},
-      {Py_tp_doc,
-       const_cast<char*>("The kernel's verdict on a proposed action: approved, or rejected with "
-                         "every reason. Made by SafetyKernel.evaluate; a rejection is a value.")},
-      {0, nullptr}};
-  static PyType_Spec spec = {"clampai._clampai.Decision",
-                             static_cast<int>(sizeof(DecisionObject)),
-                             0,
-                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-                             slots};
-  PyObject* type = PyType_FromSpec(&spec);
-  if (type == nullptr) throw py::error_already_set();
-  decision_type = reinterpret_cast<PyTypeObject*>(type);
-  m.add_object("Decision", py::reinterpret_steal<py::object>(type));
+  decision_type = DecisionObject::add_type(
+      m,
+      "Decision",
+      "clampai._clampai.Decision",
+      "The kernel's verdict on a proposed action: approved, or rejected with every "
+      "reason. Made by SafetyKernel.evaluate; a rejection is a value.",
+      getset,
+      methods,
+      repr,
+      as_bool);
 }
 
-py::object wrap_decision(PyDecision d) {
-  PyObject* obj = decision_type->tp_alloc(decision_type, 0);
-  if (obj == nullptr) throw py::error_already_set();
-  new (&reinterpret_cast<DecisionObject*>(obj)->value) PyDecision(std::move(d));
-  return py::reinterpret_steal<py::object>(obj);
-}
+py::object wrap_decision(PyDecision d) { return DecisionObject::make(decision_type, std::move(d)); }
 
 }  // namespace clampai::python

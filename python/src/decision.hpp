@@ -11,6 +11,7 @@
 
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
+#include "pytype.hpp"
 
 namespace clampai::python {
 
@@ -31,7 +32,7 @@ py::object wrap_decision(PyDecision d);
 py::dict reason_dict(const kernel::Reason& r);
 
 /// Decision.to_dict().
-py::dict decision_dict(const PyDecision& d);
+py::dict decision_dict(const kernel::TaskModel& m, const kernel::Decision& d);
 
 }  // namespace clampai::python
 

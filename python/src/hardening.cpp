@@ -164,7 +164,7 @@ class PyMonitor {
     py::list drift;
     for (const hd::Drift& d : o.drift) drift.append(drift_dict(d));
     return py::make_tuple(
-        wrap_outcome(std::move(o.outcome), model_), attestation_list(o.attestations), drift);
+        PyOutcome{std::move(o.outcome), model_}, attestation_list(o.attestations), drift);
   }
 
   py::dict check_goal() {

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
 #include <time.h>
 
 #include <atomic>
@@ -317,7 +318,7 @@ class PyKernel {
     }
   }
 
-  PyOutcome wrap(ck::Outcome o) const { return wrap_outcome(std::move(o), model_.model); }
+  PyOutcome wrap(ck::Outcome o) const { return {std::move(o), model_.model}; }
 
   Model model_;
   bool record_rejections_;
@@ -327,6 +328,143 @@ class PyKernel {
   std::atomic<ck::SafetyKernel*> kernel_{nullptr};
   std::vector<std::unique_ptr<ck::SafetyKernel>> kernels_;  // the current one last
 };
+
+// ---------------------------------------------------------------------------------------------
+// `evaluate` and `execute` as CPython methods (vectorcall) of the bound SafetyKernel: pybind11's
+// dispatcher (its argument vectors, keyword matching and overload loop) costs more than the C++
+// evaluate itself. They take the same arguments, return the same objects and raise the same
+// exceptions as pybind11 methods, and their docstrings are in pybind11's form (test_stubs.py).
+
+// Sets the pending Python error for the C++ exception being handled, as pybind11's dispatcher
+// does: the module's translators, then the global ones. Call only from a catch block.
+void translate_exception() {
+  if (py::detail::apply_exception_translators(
+          py::detail::get_local_internals().registered_exception_translators))
+    return;
+  if (py::detail::apply_exception_translators(
+          py::detail::get_internals().registered_exception_translators))
+    return;
+  PyErr_SetString(PyExc_SystemError, "Exception escaped from default exception translator!");
+}
+
+// `(action, params=None)` from `nargs` positional arguments followed by those `kwnames` names.
+bool action_and_params(const char* name,
+                       PyObject* const* args,
+                       Py_ssize_t nargs,
+                       PyObject* kwnames,
+                       PyObject*& action,
+                       PyObject*& params) {
+  if (nargs > 2) {
+    PyErr_Format(PyExc_TypeError, "%s() takes at most 2 arguments (%zd given)", name, nargs);
+    return false;
+  }
+  action = nargs > 0 ? args[0] : nullptr;
+  params = nargs > 1 ? args[1] : nullptr;
+  const Py_ssize_t named = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t i = 0; i < named; ++i) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+    PyObject** slot = PyUnicode_CompareWithASCIIString(key, "action") == 0   ? &action
+                      : PyUnicode_CompareWithASCIIString(key, "params") == 0 ? &params
+                                                                             : nullptr;
+    if (slot == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", name, key);
+      return false;
+    }
+    if (*slot != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'", name, key);
+      return false;
+    }
+    *slot = args[nargs + i];
+  }
+  if (action == nullptr) {
+    PyErr_Format(PyExc_TypeError, "%s() missing required argument 'action'", name);
+    return false;
+  }
+  if (params == nullptr) params = Py_None;
+  return true;
+}
+
+// The PyKernel of `self`, an instance of the bound class or of a Python subclass of it (the
+// method descriptor checked that before the call). An instance of simple layout holds one C++
+// value, which is then the PyKernel; another (a Python class deriving from two bound classes)
+// goes through pybind11's caster, with the class's record looked up once.
+PyKernel& kernel_of(PyObject* self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  void* value = nullptr;
+  if (inst->simple_layout) {
+    value = inst->simple_value_holder[0];
+  } else {
+    static const py::detail::type_info* const info = py::detail::get_type_info(typeid(PyKernel));
+    py::detail::type_caster_generic caster(info);
+    if (!caster.load(self, false)) throw py::type_error("not a SafetyKernel");
+    value = caster.value;
+  }
+  // No value: a subclass's __init__ did not call the bound one.
+  if (value == nullptr) throw py::reference_cast_error();
+  return *static_cast<PyKernel*>(value);
+}
+
+// Calls `f(kernel, action, params)` (returning a py::object) for the method `name` of `self`.
+template <typename F>
+PyObject* kernel_call(const char* name,
+                      PyObject* self,
+                      PyObject* const* args,
+                      Py_ssize_t nargs,
+                      PyObject* kwnames,
+                      F&& f) {
+  PyObject* action = nullptr;
+  PyObject* params = nullptr;
+  if (!action_and_params(name, args, nargs, kwnames, action, params)) return nullptr;
+  try {
+    return f(kernel_of(self), action, params).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (abi::__forced_unwind&) {
+    throw;  // thread cancellation
+  } catch (...) {
+    translate_exception();
+  }
+  return nullptr;
+}
+
+PyObject* fast_evaluate(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kw) {
+  return kernel_call(
+      "evaluate", self, args, nargs, kw, [](const PyKernel& k, py::handle a, py::handle p) {
+        return wrap_decision(k.evaluate(a, p));
+      });
+}
+
+PyObject* fast_execute(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kw) {
+  return kernel_call("execute", self, args, nargs, kw, [](PyKernel& k, py::handle a, py::handle p) {
+    return wrap_outcome(k.execute(a, p));
+  });
+}
+
+template <typename F>
+PyCFunction as_cfunction(F* f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+
+// Adds `evaluate` and `execute` to the bound class `cls`.
+void add_fast_methods(py::handle cls) {
+  static PyMethodDef methods[] = {
+      {"evaluate",
+       as_cfunction(fast_evaluate),
+       METH_FASTCALL | METH_KEYWORDS,
+       "evaluate(self: clampai._clampai.SafetyKernel, action: handle, params: handle = None) -> "
+       "Decision\n"},
+      {"execute",
+       as_cfunction(fast_execute),
+       METH_FASTCALL | METH_KEYWORDS,
+       "execute(self: clampai._clampai.SafetyKernel, action: handle, params: handle = None) -> "
+       "clampai._clampai.Outcome\n"}};
+  for (PyMethodDef& def : methods) {
+    auto descr = py::reinterpret_steal<py::object>(
+        PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));
+    if (!descr) throw py::error_already_set();
+    py::setattr(cls, def.ml_name, descr);
+  }
+}
 
 // Translates the library's errors raised by `f` into Python exceptions naming `file`.
 template <typename F>
@@ -529,18 +667,6 @@ std::string compose_json(const std::string& manifest,
 
 // ---------------------------------------------------------------------------------------------
 
-py::dict state_dict(const ck::State& s) {
-  py::dict out;
-  for (std::size_t i = 0; i < s.size(); ++i)
-    out[py::str(s.schema().name(static_cast<ck::VarId>(i)))] =
-        from_value(s.get(static_cast<ck::VarId>(i)));
-  return out;
-}
-
-std::string state_repr(const ck::State& s) {
-  return "State(" + py::repr(state_dict(s)).cast<std::string>() + ")";
-}
-
 ck::State with_updates(const ck::State& s, py::handle updates) {
   py::dict merged = state_dict(s);
   for (auto item : py::reinterpret_borrow<py::dict>(updates)) merged[item.first] = item.second;
@@ -725,44 +851,21 @@ void bind_all(py::module_& m) {
       .def_property_readonly(
           "cost",
           [](const PyReceipt& r) { return make_decimal(r.model->format_amount(r.receipt.cost)); })
-      .def("to_dict",
-           [](const PyReceipt& r) {
-             return py::dict("sequence"_a = r.receipt.sequence,
-                             "action"_a = r.model->actions[r.receipt.action].id,
-                             "cost"_a = make_decimal(r.model->format_amount(r.receipt.cost)));
-           })
+      .def("to_dict", &receipt_dict)
       .def("__repr__", [](const PyReceipt& r) {
         return "Receipt(sequence=" + std::to_string(r.receipt.sequence) + ", action=" +
                py::repr(py::str(r.model->actions[r.receipt.action].id)).cast<std::string>() + ")";
       });
 
-  py::class_<PyOutcome>(m, "Outcome")
-      .def_property_readonly("approved",
-                             [](const PyOutcome& o) { return o.decision.decision.approved; })
-      .def_readonly("decision", &PyOutcome::decision)
-      .def_readonly("receipt", &PyOutcome::receipt)
-      .def_readonly("state", &PyOutcome::state)
-      .def("__bool__", [](const PyOutcome& o) { return o.decision.decision.approved; })
-      .def("to_dict",
-           [](const PyOutcome& o) {
-             return py::dict("approved"_a = o.decision.decision.approved,
-                             "decision"_a = decision_dict(o.decision),
-                             "receipt"_a = o.receipt
-                                               ? py::object(py::cast(*o.receipt).attr("to_dict")())
-                                               : py::object(py::none()),
-                             "state"_a = state_dict(o.state));
-           })
-      .def("__repr__", [](const PyOutcome& o) {
-        return "Outcome(" + std::string(o.decision.decision.approved ? "approved" : "rejected") +
-               ", state=" + state_repr(o.state) + ")";
-      });
+  add_outcome_type(m);
 
-  py::class_<PyKernel>(m, "SafetyKernel")
+  py::class_<PyKernel> kernel_class(m, "SafetyKernel");
+  add_fast_methods(kernel_class);
+  kernel_class
       .def(py::init<const Model&, bool, const std::string&>(),
            "model"_a,
            "record_rejections"_a = false,
            "trace_file"_a = "")
-      .def("evaluate", &PyKernel::evaluate, "action"_a, "params"_a = py::none())
       .def(
           "evaluate_in",
           [](const PyKernel& k, const ck::State& state, py::handle action, py::handle params) {
@@ -771,7 +874,6 @@ void bind_all(py::module_& m) {
           "state"_a,
           "action"_a,
           "params"_a = py::none())
-      .def("execute", &PyKernel::execute, "action"_a, "params"_a = py::none())
       .def("rollback", &PyKernel::rollback, "receipt"_a)
       .def("_set_gate", &PyKernel::set_gate, "gate"_a)
       .def(

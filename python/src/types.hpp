@@ -2,12 +2,12 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/state.hpp"
 #include "decision.hpp"
+#include "outcome.hpp"
 
 namespace clampai::python {
 
@@ -23,19 +23,7 @@ struct PyReceipt {
   std::shared_ptr<const kernel::TaskModel> model;
 };
 
-/// What `execute` or `rollback` did (`Outcome`).
-struct PyOutcome {
-  PyDecision decision;
-  std::optional<PyReceipt> receipt;
-  kernel::State state;
-};
-
-/// `o` as a PyOutcome of `model`.
-inline PyOutcome wrap_outcome(kernel::Outcome o,
-                              const std::shared_ptr<const kernel::TaskModel>& model) {
-  PyOutcome out{{std::move(o.decision), model}, std::nullopt, std::move(o.state)};
-  if (o.receipt) out.receipt = PyReceipt{*o.receipt, model};
-  return out;
-}
+/// Receipt.to_dict(): `{"sequence", "action", "cost"}`.
+py::dict receipt_dict(const PyReceipt& r);
 
 }  // namespace clampai::python

@@ -29,6 +29,18 @@ kernel::Value number_from_text(const std::string& text, const std::string& where
 
 py::object make_decimal(const std::string& text) { return decimal_type()(text); }
 
+py::dict state_dict(const kernel::State& s) {
+  py::dict out;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    out[py::str(s.schema().name(static_cast<kernel::VarId>(i)))] =
+        from_value(s.get(static_cast<kernel::VarId>(i)));
+  return out;
+}
+
+std::string state_repr(const kernel::State& s) {
+  return "State(" + py::repr(state_dict(s)).cast<std::string>() + ")";
+}
+
 kernel::ParamMap to_params(py::handle params) {
   kernel::ParamMap out;
   if (params.is_none()) return out;

@@ -32,6 +32,12 @@ py::object from_value(const kernel::Value& v);
 /// decimal.Decimal(text).
 py::object make_decimal(const std::string& text);
 
+/// A state as a dict of its variables' names to their values (State.to_dict()).
+py::dict state_dict(const kernel::State& s);
+
+/// `State({...})` (State.__repr__).
+std::string state_repr(const kernel::State& s);
+
 /// A state from a mapping of names to values (keys sorted, as the reference does).
 kernel::State state_from_mapping(py::handle mapping);
 

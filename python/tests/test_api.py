@@ -2,9 +2,11 @@
 
 import dataclasses
 import decimal
+import gc
 import json
 import os
 import subprocess
+import weakref
 from decimal import Decimal
 
 import pytest
@@ -205,6 +207,39 @@ def test_evaluate_execute_rollback_and_the_trace(quickstart):
     assert sealed["kind"] == "sealed" and k.is_sealed
     with pytest.raises(clampai.InvalidArgument):
         k.seal()
+
+
+def test_evaluate_and_execute_take_keywords_and_refuse_misuse(quickstart):
+    # evaluate and execute are CPython methods of their own (not pybind11's dispatcher): the
+    # same arguments, by position or keyword, and TypeError for anything else.
+    k = SafetyKernel(quickstart)
+    assert k.evaluate(action="process_batch", params=None).approved
+    assert k.evaluate(params={}, action="process_batch").approved
+    out = k.execute("process_batch", params=None)
+    assert out and bool(out) and out.decision.approved and out.decision.action == "process_batch"
+    assert repr(out) == "Outcome(approved, state=State({'errors': 0, 'processed': 5}))"
+    assert out.to_dict() == {"approved": True, "decision": out.decision.to_dict(),
+                             "receipt": out.receipt.to_dict(),
+                             "state": {"errors": 0, "processed": 5}}
+    for call in (lambda: k.execute(), lambda: k.evaluate("process_batch", None, 1),
+                 lambda: k.execute("process_batch", action="fail"),
+                 lambda: k.evaluate("process_batch", parameters={}),
+                 lambda: k.execute(1), lambda: k.evaluate("process_batch", [1]),
+                 lambda: clampai.SafetyKernel.execute(object(), "process_batch")):
+        with pytest.raises(TypeError):
+            call()
+    assert k.step_count == 1  # nothing refused ran
+    with pytest.raises(TypeError):
+        clampai.Outcome()  # made by the kernel only
+    ref = weakref.ref(out)  # as pybind11 instances could be
+    assert ref() is out
+    del out
+    assert ref() is None
+    last = k.execute("process_batch")
+    del k  # an outcome (its decision, receipt and state) outlives its kernel
+    gc.collect()
+    assert last.decision.changes == {"processed": 10} and last.receipt.sequence == 2
+    assert last.state["processed"] == 10
 
 
 def test_a_rejection_is_a_value_with_every_reason(quickstart):
