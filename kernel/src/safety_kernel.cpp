@@ -399,9 +399,9 @@ struct SafetyKernel::Impl {
 
   // Renders `e` into `at` (room for it reserved), its `prev` the hash before, with room for
   // the `hash` member; returns its slot (without `room`).
-  Slot render(const Executed& e, char* at) {
+  Slot render(const Executed& e, char* at, std::string& scratch) const {
     const ActionLayout& layout = layouts[e.action];
-    LineWriter out(at, slow);
+    LineWriter out(at, scratch);
     out.put(layout.action);
     for (std::size_t i = 0; i < layout.changes.size(); ++i) {
       if (i > 0) out.put(',');
@@ -462,7 +462,7 @@ struct SafetyKernel::Impl {
     if (job.render != nullptr) {
       const std::size_t room = s.size;
       char* room_at = s.room;
-      s = render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor);
+      s = render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor, slow);
       s.room = room_at;
       CLAMPAI_ALWAYS_ASSERT(s.size <= room);
     }
@@ -592,10 +592,23 @@ struct SafetyKernel::Impl {
 
   // Under the kernel's lock: `e`, from next_execution(), is the next line, rendered and
   // hashed by the hasher. May throw (allocation) with nothing changed.
+  // The hasher renders the line unless it lags (kLag lines wait): the committing thread then
+  // renders it here, into its room, which shrinks to the line, so that the two share the work.
+  static constexpr std::uint64_t kLag = 64;
   void publish_executed(Executed& e) {
     bool fresh = false;
     Slot& slot = reserve(EntryKind::executed, bound(e), fresh);
-    publish(slot, &e, fresh);
+    if (waiting() < kLag) {
+      publish(slot, &e, fresh);
+      return;
+    }
+    const Slot rendered = render(e, slot.text, line);  // `line` is free under the lock
+    slot.size = rendered.size;
+    slot.hash_at = rendered.hash_at;
+    slot.prev_at = rendered.prev_at;
+    Chunk& c0 = chunks.back();  // the room is the last one reserved
+    c0.used = static_cast<std::size_t>(slot.text - c0.bytes.get()) + rendered.size;
+    publish(slot, nullptr, fresh);
   }
 
   // Under the kernel's lock: appends `head` + a `hash` member to be written + `tail` as one
