@@ -148,6 +148,12 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& c) {
                                            : NumericProgram::Shape::difference_literal;
       p->x = code[0].index;
       p->y = code[1].index;
+    } else if (p->size >= 6 && p->size % 2 == 0 && code[0].op == ExprOp::variable) {
+      bool chain = true;
+      for (std::uint32_t k = 1; k + 1 < p->size; k += 2)
+        chain = chain && code[k].op == ExprOp::variable &&
+                (code[k + 1].op == ExprOp::add || code[k + 1].op == ExprOp::sub);
+      if (chain) p->shape = NumericProgram::Shape::chain;
     }
   }
   return p;
@@ -175,6 +181,24 @@ EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decima
                                            : checked_sub(a.as_number(), b.as_number());
       if (!r) return EvalError::overflow;
       left = *r;
+      right = p.constant;
+      return EvalError::none;
+    }
+    case NumericProgram::Shape::chain: {
+      // The loop's steps for this code, without dispatching on each instruction.
+      const Value& first = lookup(env, p.code[0].index);
+      if (!first.is_defined()) return EvalError::undefined;
+      Decimal sum = first.as_number();
+      for (std::uint32_t k = 1; k + 1 < p.size; k += 2) {
+        const Value& v = lookup(env, p.code[k].index);
+        if (!v.is_defined()) return EvalError::undefined;
+        const std::optional<Decimal> r = p.code[k + 1].op == ExprOp::add
+                                             ? checked_add(sum, v.as_number())
+                                             : checked_sub(sum, v.as_number());
+        if (!r) return EvalError::overflow;
+        sum = *r;
+      }
+      left = sum;
       right = p.constant;
       return EvalError::none;
     }
