@@ -201,13 +201,15 @@ State State::with(VarId id, Value v) const {
 }
 
 State State::with(const std::vector<std::pair<VarId, Value>>& changes) const {
-  retain(root_);
-  const StateNode* root = root_;
+  if (changes.empty()) return *this;
+  // A copy of the root, this new state's alone (no reference taken and dropped on ours): the
+  // changes are made in it, and below it the first change copies the path to its leaf; later
+  // ones change what is already copied in place and copy only what is still shared.
+  StateNode* copy = copy_of(*root_);
+  copy->schema = root_->schema;
+  const StateNode* root = copy;
   try {
-    // The first change copies the path to its leaf; later ones change what is already copied
-    // in place (a node only this new state holds) and copy only what is still shared.
     for (const auto& [id, v] : changes) update(root, depth_, id, v);
-    if (root != root_ && !root->schema) const_cast<StateNode*>(root)->schema = root_->schema;
   } catch (...) {
     detail::release(root);
     throw;
