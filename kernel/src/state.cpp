@@ -1,6 +1,7 @@
 // A persistent radix tree of values (branching 32) behind State.
 #include "clampai/kernel/state.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 
@@ -215,6 +216,18 @@ State State::with(const std::vector<std::pair<VarId, Value>>& changes) const {
     throw;
   }
   return State(root, depth_);
+}
+
+void State::assign_with(const State& base, const std::vector<std::pair<VarId, Value>>& changes) {
+  if (depth_ == 0 && base.depth_ == 0 && root_ != base.root_ &&
+      root_->refs.load(std::memory_order_acquire) == 1 && root_->count == base.root_->count) {
+    auto* mine = const_cast<StateNode*>(root_);  // ours alone: nobody else can see it
+    std::copy_n(base.root_->values(), mine->count, mine->values());
+    for (const auto& [id, v] : changes) mine->values()[id] = v;
+    if (mine->schema != base.root_->schema) mine->schema = base.root_->schema;
+    return;
+  }
+  *this = base.with(changes);
 }
 
 std::vector<VarId> State::diff(const State& other) const {
