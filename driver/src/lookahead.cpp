@@ -166,10 +166,11 @@ struct ParamTable {
 // built in the workspace's scratch state when it is looked at, and a duplicate check reads a
 // leaf's values through its parent's state and its changes.
 struct Node {
+  explicit Node(const BudgetController& b) : budget(b) {}
   std::optional<State> state{};
   std::uint32_t changes_begin = 0;  // its step's changes: `changes[changes_begin, +count)`
   std::uint32_t changes_count = 0;
-  BudgetController budget{0};
+  BudgetController budget;
   std::uint64_t steps = 0;
   std::uint64_t emergency_steps = 0;
   std::uint64_t state_hash = 0;
@@ -283,10 +284,9 @@ class Search {
     for (VarId id = 0; id < s.state.size(); ++id) h ^= var_term(id, s.state.get(id));
     std::uint64_t dh = 0;
     for (std::size_t a = 0; a < s.completions.size(); ++a) dh += s.completions[a] * ws_.weights[a];
-    Node& n = nodes.emplace_back();
+    Node& n = nodes.emplace_back(s.budget);
     n.state_hash = h;
     n.done_hash = dh;
-    n.budget = s.budget;
     n.steps = s.steps;
     n.emergency_steps = s.emergency_steps;
     ws_.done.insert(ws_.done.end(), s.completions.begin(), s.completions.end());
@@ -439,12 +439,12 @@ class Search {
                  std::uint64_t steps,
                  std::uint64_t emergency_steps,
                  std::size_t same_key) {
-    nodes.emplace_back();  // within the capacity kept from earlier searches, once warm
+    const BudgetController budget = nodes[i].budget;
+    nodes.emplace_back(budget);  // within the capacity kept from earlier searches, once warm
     Node& child = nodes.back();
     {
       const Node& here = nodes[i];
       const State& state = *here.state;  // after the nodes moved (a parent's state is its own)
-      child.budget = here.budget;
       child.depth = here.depth + 1;
       if (fold_) {
         // The goal and the basins on the parent's state patched by the changes: what
@@ -503,7 +503,14 @@ class Search {
   const State& state_of(std::size_t j) {
     if (nodes[j].state) return *nodes[j].state;
     if (ws_.scratch_node != j) {
-      ws_.scratch = built_state(j);
+      const Node& n = nodes[j];
+      ws_.step_changes.assign(changes_of(j), changes_of(j) + n.changes_count);
+      const State& parent = *nodes[n.parent].state;
+      if (ws_.scratch) {
+        ws_.scratch->assign_with(parent, ws_.step_changes);  // no allocation, once warm
+      } else {
+        ws_.scratch = parent.with(ws_.step_changes);
+      }
       ws_.scratch_node = j;
     }
     return *ws_.scratch;
@@ -596,8 +603,9 @@ class Search {
         return false;
       const std::uint64_t* kd = done_of(j);
       const std::uint64_t* sd = done_of(i);
-      for (std::size_t b = 0; b < actions_; ++b)
-        if (kd[b] != sd[b] + (a == b ? 1 : 0)) return false;
+      if (kd[a] != sd[a] + 1 || !std::equal(kd, kd + a, sd) ||
+          !std::equal(kd + a + 1, kd + actions_, sd + a + 1))
+        return false;
     }
     for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
       if (!same_value(value_in(j, id), v)) return false;
