@@ -46,7 +46,8 @@ struct Decimal {
 
   /// Numeric comparison, independent of scale (1.0 == 1). Exact. The same-scale case (bounds
   /// checks of every decision) inline.
-  friend std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept {
+  [[gnu::always_inline]] friend std::strong_ordering operator<=>(const Decimal& a,
+                                                                 const Decimal& b) noexcept {
     if (a.scale == b.scale) return a.units <=> b.units;
     return detail::compare_rescaled(a, b);
   }
