@@ -168,8 +168,8 @@ struct ParamTable {
 struct Node {
   explicit Node(const BudgetController& b) : budget(b) {}
   std::optional<State> state{};
-  std::uint32_t changes_begin = 0;  // its step's changes: `changes[changes_begin, +count)`
-  std::uint32_t changes_count = 0;
+  std::size_t changes_begin = 0;  // its step's changes: `changes[changes_begin, +count)`
+  std::size_t changes_count = 0;
   BudgetController budget;
   std::uint64_t steps = 0;
   std::uint64_t emergency_steps = 0;
@@ -467,8 +467,8 @@ class Search {
       if (!child.goal && child.basin == nullptr && child.depth < depth_limit_)
         child.state = state.with(d.changes);
     }
-    child.changes_begin = static_cast<std::uint32_t>(ws_.changes.size());
-    child.changes_count = static_cast<std::uint32_t>(d.changes.size());
+    child.changes_begin = ws_.changes.size();
+    child.changes_count = d.changes.size();
     ws_.changes.insert(ws_.changes.end(), d.changes.begin(), d.changes.end());
     child.budget.charge(d.cost);
     child.steps = steps;
@@ -521,7 +521,7 @@ class Search {
     const Node& n = nodes[j];
     if (n.state) return n.state->get(id);
     const std::pair<VarId, Value>* c = changes_of(j);
-    for (std::uint32_t k = n.changes_count; k-- > 0;)  // later changes win, as in `with`
+    for (std::size_t k = n.changes_count; k-- > 0;)  // later changes win, as in `with`
       if (c[k].first == id) return c[k].second;
     return nodes[n.parent].state->get(id);
   }
