@@ -35,15 +35,6 @@ inline std::uint64_t mix(std::uint64_t x) {
 
 std::uint64_t hash_value(const Value& v);
 
-// A number's hash inline (the usual value), any other kind's out of line.
-inline std::uint64_t hash_of(const Value& v) {
-  if (v.kind() == Value::Kind::number) {
-    const Decimal& d = v.as_number();
-    return mix(static_cast<std::uint64_t>(d.units) * 31 + d.scale);
-  }
-  return hash_value(v);
-}
-
 std::uint64_t hash_value(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::undefined:
@@ -67,14 +58,28 @@ std::uint64_t hash_value(const Value& v) {
   return 0;
 }
 
-// A state's hash is the xor of one term per variable, so a step updates it in O(changes).
+// A state's hash is the xor of one term per variable, so a step updates it in O(changes). A
+// number's term is one mix (keys only find candidates: `is_child` compares exactly).
 inline std::uint64_t var_term(VarId id, const Value& v) {
-  return mix(hash_of(v) ^ (static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL));
+  const std::uint64_t where = static_cast<std::uint64_t>(id) * 0xD6E8FEB86659FD93ULL;
+  if (v.kind() == Value::Kind::number) {
+    const Decimal& d = v.as_number();
+    return mix((static_cast<std::uint64_t>(d.units) * 31 + d.scale) ^ where);
+  }
+  return mix(hash_value(v) ^ where);
 }
 
-// A term per action of the completions' hash, so a step updates it in O(1).
-std::uint64_t done_term(std::size_t action, std::uint64_t count) {
-  return mix((static_cast<std::uint64_t>(action) << 40) ^ count ^ 0xC0FFEE1234ULL);
+// The completions' hash is the sum of count × weight(action), so a step adds one weight.
+inline std::uint64_t done_weight(std::size_t action) {
+  return mix(static_cast<std::uint64_t>(action) ^ 0xC0FFEE1234ULL) | 1;
+}
+
+// Exactly `a == b`, a number at the same scale compared inline (the usual variable).
+inline bool same_value(const Value& a, const Value& b) {
+  if (a.kind() == Value::Kind::number && b.kind() == Value::Kind::number &&
+      a.as_number().scale == b.as_number().scale)
+    return a.as_number().units == b.as_number().units;
+  return a == b;
 }
 
 // The newest node of each key: open addressing in one array (no allocation per situation, as
@@ -155,12 +160,17 @@ struct ParamTable {
 };
 
 // A situation of the search. Its completion counts are in the workspace's `done` array (one
-// row per node); its state is built when it will be expanded (a child the decision's pass
-// found to be the goal or a basin stops the search there and needs none, unless a later
-// duplicate check asks for it).
+// row per node) and the changes of its step in the workspace's `changes` array; its state is
+// its parent's with those changes. A persistent state is built only for a situation whose
+// children will be built (below the depth limit, not the goal nor a basin): a leaf's state is
+// built in the workspace's scratch state when it is looked at, and a duplicate check reads a
+// leaf's values through its parent's state and its changes.
 struct Node {
+  explicit Node(const BudgetController& b) : budget(b) {}
   std::optional<State> state{};
-  BudgetController budget{0};
+  std::size_t changes_begin = 0;  // its step's changes: `changes[changes_begin, +count)`
+  std::size_t changes_count = 0;
+  BudgetController budget;
   std::uint64_t steps = 0;
   std::uint64_t emergency_steps = 0;
   std::uint64_t state_hash = 0;
@@ -181,13 +191,16 @@ struct Node {
 // almost nothing per situation once the thread has searched before.
 struct Workspace {
   std::vector<Node> nodes;
-  std::vector<std::uint64_t> done;  // completion counts, `actions` per node
+  std::vector<std::uint64_t> done;                    // completion counts, `actions` per node
+  std::vector<std::pair<VarId, Value>> changes;       // each node's step's changes (see Node)
+  std::vector<std::pair<VarId, Value>> step_changes;  // one node's, to build its state
+  std::optional<State> scratch;                       // the state of a leaf being looked at
+  std::size_t scratch_node = kNone;                   // which node's state `scratch` is
+  std::vector<std::uint64_t> weights;                 // done_weight of each action
   KeyIndex index;
   ParamTable params;
   Proposal proposal;
   Decision decision;
-  Proposal scratch_proposal;  // to rebuild a state not built (see Node)
-  Decision scratch_decision;
   bool busy = false;  // a search on this thread uses it (a progress callback may search)
 
   // Drops what a very large search left behind, so a thread does not keep it for ever.
@@ -195,6 +208,7 @@ struct Workspace {
     constexpr std::size_t kKeepNodes = std::size_t{1} << 14;
     if (nodes.capacity() > kKeepNodes) std::vector<Node>().swap(nodes);
     if (done.capacity() > kKeepNodes * 16) std::vector<std::uint64_t>().swap(done);
+    if (changes.capacity() > kKeepNodes * 4) std::vector<std::pair<VarId, Value>>().swap(changes);
     if (index.capacity() > kKeepNodes * 8) index = KeyIndex();
     if (params.values.capacity() > 4096) params = ParamTable();
   }
@@ -216,6 +230,9 @@ class WorkspaceLease {
   ~WorkspaceLease() {
     ws_->nodes.clear();  // the states, now: a workspace keeps capacity, not situations
     ws_->done.clear();
+    ws_->changes.clear();
+    ws_->scratch.reset();
+    ws_->scratch_node = kNone;
     ws_->trim();
     ws_->busy = false;
   }
@@ -243,11 +260,17 @@ class Search {
       deadline_ = std::min(deadline_, started_ + std::chrono::milliseconds(o.timeout_ms));
     nodes.clear();
     ws_.done.clear();
+    ws_.changes.clear();
+    ws_.scratch.reset();
+    ws_.scratch_node = kNone;
+    ws_.weights.clear();
+    for (std::size_t a = 0; a < actions_; ++a) ws_.weights.push_back(done_weight(a));
     ws_.index.reset();
     // Goal and basins are evaluated in the decision's pass (on the parent's state patched by
     // the decision's changes) when they are expressions; `old(x)` is for invariants only,
     // but an expression that used it would read the parent there, so it is checked.
     fold_ = (m.goal ? !uses_old(*m.goal) : !m.goal_predicate);
+    depth_limit_ = o.depth;
     for (const CaptureBasin& b : m.basins) fold_ = fold_ && b.expr && !uses_old(*b.expr);
     enumerate_params();
   }
@@ -260,11 +283,10 @@ class Search {
     std::uint64_t h = 0;
     for (VarId id = 0; id < s.state.size(); ++id) h ^= var_term(id, s.state.get(id));
     std::uint64_t dh = 0;
-    for (std::size_t a = 0; a < s.completions.size(); ++a) dh ^= done_term(a, s.completions[a]);
-    Node& n = nodes.emplace_back();
+    for (std::size_t a = 0; a < s.completions.size(); ++a) dh += s.completions[a] * ws_.weights[a];
+    Node& n = nodes.emplace_back(s.budget);
     n.state_hash = h;
     n.done_hash = dh;
-    n.budget = s.budget;
     n.steps = s.steps;
     n.emergency_steps = s.emergency_steps;
     ws_.done.insert(ws_.done.end(), s.completions.begin(), s.completions.end());
@@ -279,8 +301,9 @@ class Search {
   void stops_at(std::size_t i, bool& goal, const CaptureBasin*& basin) {
     Node& n = nodes[i];
     if (!n.checked) {
-      n.goal = m_.goal_holds(*n.state);
-      n.basin = !n.goal && basins_ ? m_.basin_of(*n.state) : nullptr;
+      const State& state = state_of(i);
+      n.goal = m_.goal_holds(state);
+      n.basin = !n.goal && basins_ ? m_.basin_of(state) : nullptr;
       n.checked = true;
     }
     goal = n.goal;
@@ -291,7 +314,9 @@ class Search {
   // non-emergency action is (or, where the search cannot tell, may be) approvable there: an
   // incomplete search never reports a dead end it has not seen.
   bool expand(std::size_t i, bool add) {
-    if (!nodes[i].state) build_state(i);
+    if (add && !nodes[i].state) nodes[i].state = built_state(i);  // its children share it
+    // Read again after each child is added (the nodes may move; a scratch state does not).
+    const State* state = &state_of(i);
     bool progress = false;
     const ParamTable& pt = ws_.params;
     Proposal& proposal = ws_.proposal;
@@ -310,7 +335,7 @@ class Search {
           proposal.params.assign(params, params + pt.arity[a]);
         {
           const Node& here = nodes[i];
-          decide_into(m_, *here.state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
+          decide_into(m_, *state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
         }
         if (!d.approved) continue;
         if (!emergency) progress = true;
@@ -323,9 +348,8 @@ class Search {
         const Node& here = nodes[i];
         std::uint64_t state_hash = here.state_hash;
         for (const auto& [id, v] : d.changes)
-          state_hash ^= var_term(id, here.state->get(id)) ^ var_term(id, v);
-        const std::uint64_t c = done_of(i)[a];
-        const std::uint64_t done_hash = here.done_hash ^ done_term(a, c) ^ done_term(a, c + 1);
+          state_hash ^= var_term(id, state->get(id)) ^ var_term(id, v);
+        const std::uint64_t done_hash = here.done_hash + ws_.weights[a];
         const std::uint64_t steps = here.steps + (emergency ? 0 : 1);
         const std::uint64_t emergency_steps = here.emergency_steps + (emergency ? 1 : 0);
         const std::uint64_t key =
@@ -333,7 +357,7 @@ class Search {
         KeyIndex::Slot& slot = ws_.index.at(key);
         const std::size_t newest = slot.node == KeyIndex::kFree ? kNone : slot.node;
         std::size_t j = newest;
-        while (j != kNone && !is_child(j, i, a, d)) j = nodes[j].same_key;
+        while (j != kNone && !is_child(j, *state, i, a, d)) j = nodes[j].same_key;
         if (j != kNone) continue;
         if (nodes.size() >= max_situations_) {
           mark_incomplete("search budget exhausted: the search stopped after " +
@@ -342,6 +366,7 @@ class Search {
         }
         add_child(i, a, k, d, state_hash, done_hash, steps, emergency_steps, newest);
         slot.node = static_cast<std::uint32_t>(nodes.size() - 1);
+        state = &*nodes[i].state;
       }
     }
     return progress;
@@ -379,7 +404,8 @@ class Search {
   bool basins_;  // the search stops at basins (lookahead), or only at the goal
   // The situation limit; nodes are numbered in 32 bits (far beyond any memory).
   std::size_t max_situations_ = std::min<std::size_t>(o_.max_situations, KeyIndex::kFree - 1);
-  bool fold_ = false;  // goal and basins evaluated in the decision's pass
+  bool fold_ = false;         // goal and basins evaluated in the decision's pass
+  unsigned depth_limit_ = 0;  // children are built down to this depth
   std::uint64_t polls_ = 0;
   bool timed_out_ = false;
 
@@ -413,16 +439,17 @@ class Search {
                  std::uint64_t steps,
                  std::uint64_t emergency_steps,
                  std::size_t same_key) {
-    nodes.emplace_back();  // within the capacity kept from earlier searches, once warm
+    const BudgetController budget = nodes[i].budget;
+    nodes.emplace_back(budget);  // within the capacity kept from earlier searches, once warm
     Node& child = nodes.back();
     {
       const Node& here = nodes[i];
-      child.budget = here.budget;
+      const State& state = *here.state;  // after the nodes moved (a parent's state is its own)
       child.depth = here.depth + 1;
       if (fold_) {
         // The goal and the basins on the parent's state patched by the changes: what
         // `goal_holds` and `basin_of` say of the child's state, without building it.
-        const EvalEnv post{&*here.state, &d.changes, nullptr, nullptr};
+        const EvalEnv post{&state, &d.changes, nullptr, nullptr};
         bool value = false;
         child.goal = m_.goal && evaluate_bool(*m_.goal, post, value) == EvalError::none && value;
         if (!child.goal && basins_) {
@@ -435,9 +462,14 @@ class Search {
         }
         child.checked = true;
       }
-      // A goal or a basin (the child is deeper than the root) stops the search: no state.
-      if (!child.goal && child.basin == nullptr) child.state = here.state->with(d.changes);
+      // A goal or a basin (the child is deeper than the root) stops the search, and a child at
+      // the depth limit has no children: no persistent state.
+      if (!child.goal && child.basin == nullptr && child.depth < depth_limit_)
+        child.state = state.with(d.changes);
     }
+    child.changes_begin = ws_.changes.size();
+    child.changes_count = d.changes.size();
+    ws_.changes.insert(ws_.changes.end(), d.changes.begin(), d.changes.end());
     child.budget.charge(d.cost);
     child.steps = steps;
     child.emergency_steps = emergency_steps;
@@ -453,20 +485,45 @@ class Search {
     ++ws_.done[ws_.done.size() - actions_ + a];
   }
 
-  // Builds node `j`'s state, which its parent's pass did not: its decision made again (the
-  // same: a decision depends only on the situation and the proposal).
-  bool build_state(std::size_t j) {
-    const std::size_t p = nodes[j].parent;
-    Proposal& proposal = ws_.scratch_proposal;
-    proposal.action = nodes[j].action;
-    const Value* params = ws_.params.at(proposal.action, nodes[j].param_set);
-    proposal.params.assign(params, params + ws_.params.arity[proposal.action]);
-    const Node& parent = nodes[p];
-    decide_into(
-        m_, *parent.state, parent.budget, parent.steps, done_of(p), proposal, ws_.scratch_decision);
-    if (!ws_.scratch_decision.approved) return false;  // a native check that is not a function
-    nodes[j].state = parent.state->with(ws_.scratch_decision.changes);
-    return true;
+  // Node `j`'s changes (see Node).
+  [[nodiscard]] const std::pair<VarId, Value>* changes_of(std::size_t j) const {
+    return ws_.changes.data() + nodes[j].changes_begin;
+  }
+
+  // Node `j`'s state, built from its parent's (which every node but the root has: a parent was
+  // expanded, so its state was built).
+  [[nodiscard]] State built_state(std::size_t j) {
+    const Node& n = nodes[j];
+    ws_.step_changes.assign(changes_of(j), changes_of(j) + n.changes_count);
+    return nodes[n.parent].state->with(ws_.step_changes);
+  }
+
+  // Node `j`'s state: its own, or (a leaf's) built in the scratch state, valid until the next
+  // call for another node.
+  const State& state_of(std::size_t j) {
+    if (nodes[j].state) return *nodes[j].state;
+    if (ws_.scratch_node != j) {
+      const Node& n = nodes[j];
+      ws_.step_changes.assign(changes_of(j), changes_of(j) + n.changes_count);
+      const State& parent = *nodes[n.parent].state;
+      if (ws_.scratch) {
+        ws_.scratch->assign_with(parent, ws_.step_changes);  // no allocation, once warm
+      } else {
+        ws_.scratch = parent.with(ws_.step_changes);
+      }
+      ws_.scratch_node = j;
+    }
+    return *ws_.scratch;
+  }
+
+  // The value of variable `id` in node `j`'s state, without building it.
+  [[nodiscard]] const Value& value_in(std::size_t j, VarId id) const {
+    const Node& n = nodes[j];
+    if (n.state) return n.state->get(id);
+    const std::pair<VarId, Value>* c = changes_of(j);
+    for (std::size_t k = n.changes_count; k-- > 0;)  // later changes win, as in `with`
+      if (c[k].first == id) return c[k].second;
+    return nodes[n.parent].state->get(id);
   }
 
   void enumerate_params() {
@@ -528,32 +585,30 @@ class Search {
                               Amount net,
                               std::uint64_t steps,
                               std::uint64_t emergency_steps) {
-    std::uint64_t h = mix(state_hash ^ static_cast<std::uint64_t>(net));
-    return mix(h ^ done_hash ^ steps ^ (emergency_steps << 32));
+    return mix(state_hash ^ done_hash ^ (static_cast<std::uint64_t>(net) * 0x9FB21C651E98DF25ULL) ^
+               (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL));
   }
 
   // True iff node `j` is the situation the decision `d` (approved, of action `a`) leads to
-  // from node `i`, without building that situation.
-  bool is_child(std::size_t j, std::size_t i, std::size_t a, const Decision& d) {
+  // from node `i` (whose state is `s`), without building either situation.
+  bool is_child(std::size_t j, const State& s, std::size_t i, std::size_t a, const Decision& d) {
     const bool emergency = m_.actions[a].emergency;
     {
       const Node& known = nodes[j];
-      const Node& s = nodes[i];
-      if (known.budget.net() != s.budget.net() + d.cost ||
-          known.budget.gross() != s.budget.gross() + d.cost ||
-          known.steps != s.steps + (emergency ? 0 : 1) ||
-          known.emergency_steps != s.emergency_steps + (emergency ? 1 : 0))
+      const Node& here = nodes[i];
+      if (known.budget.net() != here.budget.net() + d.cost ||
+          known.budget.gross() != here.budget.gross() + d.cost ||
+          known.steps != here.steps + (emergency ? 0 : 1) ||
+          known.emergency_steps != here.emergency_steps + (emergency ? 1 : 0))
         return false;
       const std::uint64_t* kd = done_of(j);
       const std::uint64_t* sd = done_of(i);
-      for (std::size_t b = 0; b < actions_; ++b)
-        if (kd[b] != sd[b] + (a == b ? 1 : 0)) return false;
+      if (kd[a] != sd[a] + 1 || !std::equal(kd, kd + a, sd) ||
+          !std::equal(kd + a + 1, kd + actions_, sd + a + 1))
+        return false;
     }
-    if (!nodes[j].state && !build_state(j)) return false;
-    const State& known = *nodes[j].state;
-    const State& s = *nodes[i].state;
     for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
-      if (!(known.get(id) == v)) return false;
+      if (!same_value(value_in(j, id), v)) return false;
     auto changed = [&](VarId id) {
       return std::any_of(
           d.changes.begin(), d.changes.end(), [&](const auto& c) { return c.first == id; });
@@ -563,9 +618,10 @@ class Search {
     constexpr std::size_t kSmall = 32;
     if (s.size() <= kSmall) {
       for (VarId id = 0; id < s.size(); ++id)
-        if (!changed(id) && !(known.get(id) == s.get(id))) return false;
+        if (!changed(id) && !same_value(value_in(j, id), s.get(id))) return false;
       return true;
     }
+    const State known = nodes[j].state ? *nodes[j].state : built_state(j);
     for (const VarId id : known.diff(s))
       if (!changed(id)) return false;
     return true;

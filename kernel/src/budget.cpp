@@ -12,11 +12,6 @@ BudgetController::BudgetController(Amount total) : total_(total) {
   if (total < 0) throw InvalidArgument("budget must not be negative, got " + std::to_string(total));
 }
 
-bool BudgetController::can_afford(Amount cost) const noexcept {
-  // remaining() cannot overflow: 0 <= net() <= total_. Comparing against it avoids net + cost.
-  return cost >= 0 && cost <= remaining();
-}
-
 // INVARIANT (budget-safe): maintained because the charge is guarded by can_afford.
 void BudgetController::charge(Amount cost) {
   if (!can_afford(cost)) {

@@ -148,37 +148,25 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& c) {
                                            : NumericProgram::Shape::difference_literal;
       p->x = code[0].index;
       p->y = code[1].index;
+    } else if (p->size >= 6 && p->size % 2 == 0 && code[0].op == ExprOp::variable) {
+      bool chain = true;
+      for (std::uint32_t k = 1; k + 1 < p->size; k += 2)
+        chain = chain && code[k].op == ExprOp::variable &&
+                (code[k + 1].op == ExprOp::add || code[k + 1].op == ExprOp::sub);
+      if (chain) p->shape = NumericProgram::Shape::chain;
     }
   }
   return p;
 }
 
-EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right) {
-  switch (p.shape) {
-    case NumericProgram::Shape::general:
-      break;
-    case NumericProgram::Shape::var_literal: {
-      const Value& a = lookup(env, p.x);
-      if (!a.is_defined()) return EvalError::undefined;
-      left = a.as_number();
-      right = p.constant;
-      return EvalError::none;
-    }
-    case NumericProgram::Shape::sum_literal:
-    case NumericProgram::Shape::difference_literal: {
-      const Value& a = lookup(env, p.x);
-      if (!a.is_defined()) return EvalError::undefined;
-      const Value& b = lookup(env, p.y);
-      if (!b.is_defined()) return EvalError::undefined;
-      const std::optional<Decimal> r = p.shape == NumericProgram::Shape::sum_literal
-                                           ? checked_add(a.as_number(), b.as_number())
-                                           : checked_sub(a.as_number(), b.as_number());
-      if (!r) return EvalError::overflow;
-      left = *r;
-      right = p.constant;
-      return EvalError::none;
-    }
-  }
+namespace {
+
+// The general case: the postfix code run on a stack (out of line, so that the shapes `run`
+// knows run with a small frame).
+[[gnu::noinline]] EvalError run_code(const NumericProgram& p,
+                                     const EvalEnv& env,
+                                     Decimal& left,
+                                     Decimal& right) {
   // The stack as plain, uninitialised integers: zeroing it on every call (a `Decimal` array is
   // value-initialised) would cost more than a typical program.
   std::int64_t units[NumericProgram::kMaxStack];
@@ -246,6 +234,55 @@ EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decima
   return EvalError::none;
 }
 
+}  // namespace
+
+EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right) {
+  switch (p.shape) {
+    case NumericProgram::Shape::general:
+      break;
+    case NumericProgram::Shape::var_literal: {
+      const Value& a = lookup(env, p.x);
+      if (!a.is_defined()) return EvalError::undefined;
+      left = a.as_number();
+      right = p.constant;
+      return EvalError::none;
+    }
+    case NumericProgram::Shape::sum_literal:
+    case NumericProgram::Shape::difference_literal: {
+      const Value& a = lookup(env, p.x);
+      if (!a.is_defined()) return EvalError::undefined;
+      const Value& b = lookup(env, p.y);
+      if (!b.is_defined()) return EvalError::undefined;
+      const std::optional<Decimal> r = p.shape == NumericProgram::Shape::sum_literal
+                                           ? checked_add(a.as_number(), b.as_number())
+                                           : checked_sub(a.as_number(), b.as_number());
+      if (!r) return EvalError::overflow;
+      left = *r;
+      right = p.constant;
+      return EvalError::none;
+    }
+    case NumericProgram::Shape::chain: {
+      // The loop's steps for this code, without dispatching on each instruction.
+      const Value& first = lookup(env, p.code[0].index);
+      if (!first.is_defined()) return EvalError::undefined;
+      Decimal sum = first.as_number();
+      for (std::uint32_t k = 1; k + 1 < p.size; k += 2) {
+        const Value& v = lookup(env, p.code[k].index);
+        if (!v.is_defined()) return EvalError::undefined;
+        const std::optional<Decimal> r = p.code[k + 1].op == ExprOp::add
+                                             ? checked_add(sum, v.as_number())
+                                             : checked_sub(sum, v.as_number());
+        if (!r) return EvalError::overflow;
+        sum = *r;
+      }
+      left = sum;
+      right = p.constant;
+      return EvalError::none;
+    }
+  }
+  return run_code(p, env, left, right);
+}
+
 }  // namespace detail
 
 EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out) {
@@ -256,8 +293,15 @@ EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
   if (e.program) {
     Decimal a;
     Decimal b;
-    if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none)
+    if (e.program->shape == detail::NumericProgram::Shape::var_literal) {
+      // `x OP c` (most guards, goals and basins) without the call: `run`'s values and error.
+      const Value& x = lookup(env, e.program->x);
+      if (!x.is_defined()) return EvalError::undefined;
+      a = x.as_number();
+      b = e.program->constant;
+    } else if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none) {
       return err;
+    }
     switch (e.op) {
       case ExprOp::eq:
         out = a == b;

@@ -173,8 +173,7 @@ void Decimal::append_to(std::string& out) const {
   }
 }
 
-std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept {
-  if (a.scale == b.scale) return a.units <=> b.units;
+std::strong_ordering detail::compare_rescaled(const Decimal& a, const Decimal& b) noexcept {
   const int s = a.scale > b.scale ? a.scale : b.scale;
   return widen(a.units, s - a.scale) <=> widen(b.units, s - b.scale);
 }

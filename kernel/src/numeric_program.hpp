@@ -23,10 +23,12 @@ struct NumericProgram {
   // The left operand, then the right one, in postfix; inline, so running it follows no pointer.
   std::array<Instr, kMaxCode> code{};
   std::uint32_t size = 0;
-  // The most common shapes, run without the loop: `x OP c` (`var_literal`) and `x + y OP c`,
-  // `x - y OP c` (`sum_literal`, `difference_literal`), x and y variables, c a literal; the same
-  // values and the same first error as the code.
-  enum class Shape : std::uint8_t { general, var_literal, sum_literal, difference_literal };
+  // The most common shapes, run without the loop: `x OP c` (`var_literal`), `x + y OP c`,
+  // `x - y OP c` (`sum_literal`, `difference_literal`) and longer sums and differences of
+  // variables, `x + y - z + ... OP c` (`chain`: the code is x, then a variable and `add` or
+  // `sub` per term, then c), x, y and z variables, c a literal; the same values and the same
+  // first error as the code.
+  enum class Shape : std::uint8_t { general, var_literal, sum_literal, difference_literal, chain };
   Shape shape = Shape::general;
   VarId x = 0;
   VarId y = 0;

@@ -35,9 +35,16 @@ const char* eval_error_text(EvalError e) {
 }
 
 // Normalises a computed value to a variable's type (numbers to its scale). False on overflow.
-bool normalise(const Type& type, Value& v) {
+bool normalise_slow(const Type& type, Value& v);
+inline bool normalise(const Type& type, Value& v) {
+  // The common case inline: a number already at its variable's scale, nothing to do.
+  if (v.kind() == Value::Kind::number && type.is_numeric() && v.as_number().scale == type.scale())
+    return true;
+  return normalise_slow(type, v);
+}
+bool normalise_slow(const Type& type, Value& v) {
   if (v.kind() == Value::Kind::number && type.is_numeric()) {
-    if (v.as_number().scale == type.scale()) return true;  // the common case: nothing to do
+    if (v.as_number().scale == type.scale()) return true;
     auto r = v.as_number().rescaled(type.scale());
     if (!r) return false;
     v = Value::number(*r);
@@ -1025,7 +1032,7 @@ void decide_at(const TaskModel& model,
   // With `operands`, each effect's evaluated value is kept for the undo record, from this one
   // pass (execute does not evaluate the effects a second time).
   bool simulated = true;
-  d.changes.reserve(a.effects.size());
+  if (d.changes.capacity() < a.effects.size()) d.changes.reserve(a.effects.size());
   if (operands != nullptr) operands->clear();
   for (const Effect& e : a.effects) {
     Value out;

@@ -1,6 +1,7 @@
 // A persistent radix tree of values (branching 32) behind State.
 #include "clampai/kernel/state.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 
@@ -201,18 +202,32 @@ State State::with(VarId id, Value v) const {
 }
 
 State State::with(const std::vector<std::pair<VarId, Value>>& changes) const {
-  retain(root_);
-  const StateNode* root = root_;
+  if (changes.empty()) return *this;
+  // A copy of the root, this new state's alone (no reference taken and dropped on ours): the
+  // changes are made in it, and below it the first change copies the path to its leaf; later
+  // ones change what is already copied in place and copy only what is still shared.
+  StateNode* copy = copy_of(*root_);
+  copy->schema = root_->schema;
+  const StateNode* root = copy;
   try {
-    // The first change copies the path to its leaf; later ones change what is already copied
-    // in place (a node only this new state holds) and copy only what is still shared.
     for (const auto& [id, v] : changes) update(root, depth_, id, v);
-    if (root != root_ && !root->schema) const_cast<StateNode*>(root)->schema = root_->schema;
   } catch (...) {
     detail::release(root);
     throw;
   }
   return State(root, depth_);
+}
+
+void State::assign_with(const State& base, const std::vector<std::pair<VarId, Value>>& changes) {
+  if (depth_ == 0 && base.depth_ == 0 && root_ != base.root_ &&
+      root_->refs.load(std::memory_order_acquire) == 1 && root_->count == base.root_->count) {
+    auto* mine = const_cast<StateNode*>(root_);  // ours alone: nobody else can see it
+    std::copy_n(base.root_->values(), mine->count, mine->values());
+    for (const auto& [id, v] : changes) mine->values()[id] = v;
+    if (mine->schema != base.root_->schema) mine->schema = base.root_->schema;
+    return;
+  }
+  *this = base.with(changes);
 }
 
 std::vector<VarId> State::diff(const State& other) const {

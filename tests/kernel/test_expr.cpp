@@ -207,11 +207,22 @@ TEST_CASE("Expr: compiled comparisons agree with the AST evaluation", "[kernel][
                   Value::number(Decimal{big(), 4}),
                   undefined_u ? Value() : Value::integer(big())}};
   };
+  // Sums and differences of three to six variables against a literal (run without the
+  // loop), scales mixed.
+  auto chain = [&] {
+    std::string t = pick({"i", "j", "d2", "d4", "u"});
+    for (int n = 2 + static_cast<int>(rng() % 4); n > 0; --n)
+      t += pick({" + ", " - "}) + pick({"i", "j", "d2", "d4", "u"});
+    return t + pick({" < ", " <= ", " > ", " >= ", " == ", " != "}) +
+           pick({"0", "3", "-2.5", "9223372036854775807"});
+  };
   int compiled = 0;
   for (int trial = 0; trial < 4000; ++trial) {
-    const std::string text = operand(1 + static_cast<int>(rng() % 4)) +
-                             pick({" < ", " <= ", " > ", " >= ", " == ", " != "}) +
-                             operand(1 + static_cast<int>(rng() % 4));
+    const std::string text = trial % 4 == 3
+                                 ? chain()
+                                 : operand(1 + static_cast<int>(rng() % 4)) +
+                                       pick({" < ", " <= ", " > ", " >= ", " == ", " != "}) +
+                                       operand(1 + static_cast<int>(rng() % 4));
     INFO(text);
     const ExprPtr e = parse_expression(text, scope, "x");
     if (!e->program) continue;  // too long for a program: the AST is evaluated

@@ -38,6 +38,31 @@ TEST_CASE("State: with() leaves the original unchanged", "[kernel][state]") {
   REQUIRE(t.with(4321, Value::integer(4321)) == s);
 }
 
+TEST_CASE("State: assign_with() is with(), in place only when nothing else sees it",
+          "[kernel][state]") {
+  for (const std::size_t n : {1, 4, 32, 33, 1100}) {
+    const State base = numbered(n);
+    const std::vector<std::pair<VarId, Value>> changes{
+        {0, Value::integer(-1)}, {VarId(n - 1), Value::string("s")}, {0, Value::integer(-2)}};
+    const State expected = base.with(changes);
+    State scratch = numbered(n).with({{0, Value::integer(7)}});
+    scratch.assign_with(base, changes);
+    CHECK(scratch == expected);
+    CHECK(scratch.get(0) == Value::integer(-2));  // later changes win
+    // A copy taken before is a state of its own: assigning again leaves it alone.
+    const State kept = scratch;
+    scratch.assign_with(base, {{0, Value::integer(5)}});
+    CHECK(kept == expected);
+    CHECK(scratch == base.with({{0, Value::integer(5)}}));
+    CHECK(base == numbered(n));
+    // Assigned to the base itself: the base does not change.
+    State alias = base;
+    alias.assign_with(base, {{0, Value::integer(9)}});
+    CHECK(base == numbered(n));
+    CHECK(alias.get(0) == Value::integer(9));
+  }
+}
+
 TEST_CASE("State: diff lists exactly the changed variables", "[kernel][state]") {
   const State s = numbered(3000);
   const State t =

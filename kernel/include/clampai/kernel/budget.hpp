@@ -21,7 +21,10 @@ class BudgetController {
 
   /// True iff `cost >= 0` and charging it keeps net spend within the total.
   /// Lean: `canAfford`. TLA+: the guard of `Charge`.
-  [[nodiscard]] bool can_afford(Amount cost) const noexcept;
+  [[nodiscard]] bool can_afford(Amount cost) const noexcept {
+    // remaining() cannot overflow: 0 <= net() <= total_. Comparing against it avoids net + cost.
+    return cost >= 0 && cost <= remaining();
+  }
 
   /// Adds `cost` to gross spend.
   /// Requires `can_afford(cost)`; otherwise throws and nothing changes.

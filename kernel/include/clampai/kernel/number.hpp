@@ -12,6 +12,12 @@ namespace clampai::kernel {
 /// The largest scale (digits after the decimal point) a number may have.
 inline constexpr int max_scale = 18;
 
+struct Decimal;
+namespace detail {
+// The different-scale case of Decimal's comparison (number.cpp).
+std::strong_ordering compare_rescaled(const Decimal& a, const Decimal& b) noexcept;
+}  // namespace detail
+
 /// An exact decimal number `units * 10^-scale`; integers have scale 0.
 /// Arithmetic is exact; every operation that would leave the int64 range returns nullopt.
 /// Z3 counterpart: an Int (scale 0) or a Real equal to units / 10^scale.
@@ -38,8 +44,13 @@ struct Decimal {
   /// Appends `to_string()` to `out` (no temporary string).
   void append_to(std::string& out) const;
 
-  /// Numeric comparison, independent of scale (1.0 == 1). Exact.
-  friend std::strong_ordering operator<=>(const Decimal& a, const Decimal& b) noexcept;
+  /// Numeric comparison, independent of scale (1.0 == 1). Exact. The same-scale case (bounds
+  /// checks of every decision) inline.
+  [[gnu::always_inline]] friend std::strong_ordering operator<=>(const Decimal& a,
+                                                                 const Decimal& b) noexcept {
+    if (a.scale == b.scale) return a.units <=> b.units;
+    return detail::compare_rescaled(a, b);
+  }
   friend bool operator==(const Decimal& a, const Decimal& b) noexcept {
     return (a <=> b) == std::strong_ordering::equal;
   }

@@ -116,6 +116,10 @@ class State {
   [[nodiscard]] State with(VarId id, Value v) const;
   /// The same, for several variables at once (later entries win).
   [[nodiscard]] State with(const std::vector<std::pair<VarId, Value>>& changes) const;
+  /// Makes this state `base.with(changes)`: in place, with no allocation, when this state holds
+  /// its storage alone and has as many variables as `base` in one leaf (up to 32: a search's
+  /// scratch state, rebuilt for each situation it looks at); otherwise as `with` does.
+  void assign_with(const State& base, const std::vector<std::pair<VarId, Value>>& changes);
 
   /// The variables whose values differ between this state and `other` (same schema), in
   /// increasing order. Shared subtrees are skipped, so this costs O(differences * log n).
