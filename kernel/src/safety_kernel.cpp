@@ -510,12 +510,19 @@ struct SafetyKernel::Impl {
     }
   }
 
-  // Without the kernel's lock: returns when line `sequence` is hashed, hashing what waits or
-  // waiting for the thread at it (so that two threads' commits overlap with the hashing).
-  void hash_through(std::uint64_t sequence) {
-    while (hashed.load(std::memory_order_acquire) <= sequence) {
-      if (!drain()) std::this_thread::yield();
+  // Without the kernel's lock (KernelOptions::defer_hash off, after a commit): hashes the lines
+  // that wait, the caller's among them, unless another thread is at it; that one hashes what
+  // was published before it started, and what was published meanwhile waits for the next
+  // commit or reader. So two threads' commits overlap with the hashing, and no caller hashes
+  // for ever while others keep committing.
+  void help_hash() {
+    if (hashing.exchange(true, std::memory_order_seq_cst)) return;
+    const std::uint64_t p = published.load(std::memory_order_acquire);
+    for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
+      hash_line(ring[h % kRing]);
+      hashed.store(h + 1, std::memory_order_release);
     }
+    hashing.store(false, std::memory_order_seq_cst);
   }
 
   void worker_loop() {
@@ -1319,34 +1326,31 @@ SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
 Outcome SafetyKernel::execute(const Proposal& proposal) {
   // The effects' values from the decision, for the undo record (T7); one buffer per thread.
   thread_local std::vector<Value> operands;
-  for (int attempt = 0;; ++attempt) {
-    Snapshot at = [&] {
-      std::lock_guard lock(mutex_);
-      if (sealed_)
-        throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
-      return snapshot_locked();
-    }();
-    // Decided without the lock: counts newer than the snapshot move the head (below).
-    Decision d;
-    decide_at(*model_,
-              at.state,
-              at.budget,
-              at.steps,
-              {nullptr, completions_.get()},
-              proposal,
-              d,
-              &operands);
-    if (!d.approved && !options_.record_rejections &&
-        impl_->published.load(std::memory_order_seq_cst) == at.head) {
-      // An untraced rejection changes nothing: it stands if it was made on one head (nothing
-      // was appended while it was made, so every count it read was the snapshot's).
-      return Outcome{std::move(d), std::nullopt, std::move(at.state)};
-    }
-    // The head moved while deciding: once more, then decided under the lock (no thread
-    // retries for ever while others keep committing).
-    if (auto done = commit_if_head_unchanged(at, proposal, std::move(d), operands, attempt > 0))
-      return std::move(*done);
+  Snapshot at = [&] {
+    std::lock_guard lock(mutex_);
+    if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
+    return snapshot_locked();
+  }();
+  // Decided without the lock: counts newer than the snapshot move the head (below).
+  Decision d;
+  decide_at(*model_,
+            at.state,
+            at.budget,
+            at.steps,
+            {nullptr, completions_.get()},
+            proposal,
+            d,
+            &operands);
+  if (!d.approved && !options_.record_rejections &&
+      impl_->published.load(std::memory_order_seq_cst) == at.head) {
+    // An untraced rejection changes nothing: it stands if it was made on one head (nothing
+    // was appended while it was made, so every count it read was the snapshot's).
+    return Outcome{std::move(d), std::nullopt, std::move(at.state)};
   }
+  // If the head moved while deciding, decided again under the lock on the new head: every
+  // commit moves the head, so a retry on a fresh snapshot would meet the same race (threads
+  // sharing a kernel would waste decisions and lock round trips instead of committing).
+  return std::move(*commit_if_head_unchanged(at, proposal, std::move(d), operands, true));
 }
 
 std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
@@ -1496,7 +1500,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   } else if (impl_->defer) {
     impl_->nudge();
   } else {
-    impl_->hash_through(sequence);
+    impl_->help_hash();
   }
   return outcome;
 }

@@ -75,10 +75,12 @@ struct KernelOptions {
   /// `continue_from(resume.size())`). Empty: start with a genesis entry.
   std::vector<TraceEntry> resume{};
   /// Hash the entries `execute` appends after the call returns, in order, on a background
-  /// thread the kernel starts when entries wait (true, the default), instead of before
-  /// `execute` returns (false: by the calling thread after it released the kernel's lock, or
-  /// by another caller already hashing, so that threads sharing a kernel commit while one
-  /// hashes). The chain is the same byte for byte (T6):
+  /// thread the kernel starts when entries wait (true, the default), or by the threads that
+  /// call `execute` (false: after its commit, outside the kernel's lock, each hashes the entries
+  /// that wait, its own among them, unless another thread is at it, which then hashes them or
+  /// leaves the ones published meanwhile to the next call; so threads sharing a kernel commit
+  /// while one hashes, and a single thread's entry is hashed before `execute` returns). The
+  /// chain is the same byte for byte (T6):
   /// everything that reads the trace (`trace`, `verify_trace`, `seal`, every other entry)
   /// first waits until every entry before it is hashed. With a `writer`, entries are always
   /// hashed before `execute` returns (the writer gets complete lines).
