@@ -467,11 +467,14 @@ struct SafetyKernel::Impl {
   void hash_line(const Job& job) {
     Slot& s = *job.slot;
     if (job.render != nullptr) {
-      const std::size_t room = s.size;
-      char* room_at = s.room;
-      s = render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor, slow);
-      s.room = room_at;
-      CLAMPAI_ALWAYS_ASSERT(s.size <= room);
+      // Only the line's own fields change: `room` is read by trim() under the kernel's lock.
+      const Slot rendered =
+          render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor, slow);
+      CLAMPAI_ALWAYS_ASSERT(rendered.size <= s.size);  // the room is a bound
+      s.text = rendered.text;
+      s.size = rendered.size;
+      s.hash_at = rendered.hash_at;
+      s.prev_at = rendered.prev_at;
     }
     std::memcpy(s.text + s.prev_at, last_hash, sizeof last_hash);
     const std::size_t tail = s.hash_at + detail::kHashMember;
