@@ -346,9 +346,7 @@ struct SafetyKernel::Impl {
   static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
   std::unique_ptr<Job[]> ring = std::make_unique<Job[]>(kRing);
   std::unique_ptr<Executed[]> executions;  // kRing, made by the first execution
-  std::string slow;                        // the hasher's: a value that is not an integer
-  char* cursor = nullptr;  // the hasher's: where the next rendered line goes in its chunk
-  int scale = 0;           // the budget's
+  int scale = 0;                           // the budget's
 
   // The constant parts of an executed entry's line (keys in canonical order).
   static constexpr std::string_view kCost = "},\"cost\":";
@@ -367,18 +365,24 @@ struct SafetyKernel::Impl {
                                         kPrev.size() + 64 + kSeq.size() + kStep.size() +
                                         kTime.size() + 4 * LineWriter::kIntBound;
 
-  std::atomic<std::uint64_t> published{0};  // lines appended (written under the kernel's lock)
-  std::atomic<std::uint64_t> hashed{0};     // lines hashed, in order
-  std::atomic<bool> hashing{false};         // held by whoever drains
-  char last_hash[64];                       // the hash of line `hashed` - 1 (zeros before any)
+  // What the committer and the hasher each write, on cache lines of their own (a line they
+  // shared would move between the cores on every step).
+  alignas(64) std::atomic<std::uint64_t> published{0};  // lines appended (under the kernel's lock)
+  std::uint64_t seen_hashed = 0;  // under the kernel's lock: `hashed` as last read (<= hashed)
+  alignas(64) std::atomic<std::uint64_t> hashed{0};  // lines hashed, in order
+  alignas(64) std::atomic<bool> hashing{false};      // held by whoever drains
+  // The holder of `hashing`'s own.
+  alignas(64) char last_hash[64];  // the hash of line `hashed` - 1 (zeros before any)
   Sha256 sha;
+  char* cursor = nullptr;  // where the next rendered line goes in its chunk
+  std::string slow;        // a value that is not an integer, rendered
   // The background thread, started when kBatch lines first wait (never if defer is false).
-  bool defer = true;
+  alignas(64) bool defer = true;
   std::thread worker;
   std::mutex worker_mutex;
   std::condition_variable worker_wake;
   bool worker_stop = false;  // under worker_mutex
-  std::atomic<bool> worker_sleeping{false};
+  alignas(64) std::atomic<bool> worker_sleeping{false};
 
   Impl() { std::memset(last_hash, '0', sizeof last_hash); }
   ~Impl() {
@@ -402,6 +406,14 @@ struct SafetyKernel::Impl {
   }
   [[nodiscard]] std::uint64_t waiting() const {
     return published.load(std::memory_order_seq_cst) - hashed.load(std::memory_order_seq_cst);
+  }
+  // Under the kernel's lock: whether at least `n` lines wait, reading `hashed` (a cache line
+  // the hasher writes) only when the value last read does not settle it.
+  [[nodiscard]] bool lagging(std::uint64_t n) {
+    const std::uint64_t p = published.load(std::memory_order_relaxed);
+    if (p - seen_hashed < n) return false;
+    seen_hashed = hashed.load(std::memory_order_acquire);
+    return p - seen_hashed >= n;
   }
 
   // Renders `e` into `at` (room for it reserved), its `prev` the hash before, with room for
@@ -565,8 +577,7 @@ struct SafetyKernel::Impl {
   // Under the kernel's lock, before a line is published: hashes the waiting lines here if the
   // ring is full.
   void make_room() {
-    if (published.load(std::memory_order_relaxed) - hashed.load(std::memory_order_acquire) >= kRing)
-      settle();
+    if (lagging(kRing)) settle();
   }
 
   // Under the kernel's lock: a slot with `n` bytes of room at the end of the kept lines (in a
@@ -596,7 +607,9 @@ struct SafetyKernel::Impl {
   void publish(Slot& slot, Executed* render, bool fresh) noexcept {
     const std::uint64_t p = published.load(std::memory_order_relaxed);
     ring[p % kRing] = Job{&slot, render, fresh};
-    published.store(p + 1, std::memory_order_seq_cst);
+    // Release: the hasher acquires it. (A worker that goes to sleep as a line is published may
+    // miss it: the next publication wakes it, and readers hash what waits.)
+    published.store(p + 1, std::memory_order_release);
   }
 
   // Under the kernel's lock: the record of the next executed entry, to be filled then
@@ -615,7 +628,7 @@ struct SafetyKernel::Impl {
   void publish_executed(Executed& e) {
     bool fresh = false;
     Slot& slot = reserve(EntryKind::executed, bound(e), fresh);
-    if (waiting() < kLag) {
+    if (!lagging(kLag)) {
       publish(slot, &e, fresh);
       return;
     }
@@ -1367,6 +1380,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   std::vector<std::pair<std::uint64_t, std::string>> attested;  // the commit gate's entries
   std::optional<Outcome> outcome;
   bool traced = false;
+  bool wake = false;  // the background hasher may have to be woken (or started)
   // The next state, built on the snapshot before the lock (so that the critical section is
   // short): it stands if the head has not moved.
   std::optional<State> prepared;
@@ -1494,6 +1508,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       outcome = Outcome{std::move(d), Receipt{sequence, proposal.action, cost}, state_};
     }
     k.trim_some(options_.trace_window);
+    wake = k.defer && k.lagging(Impl::kBatch);  // without reading `hashed` on most steps
   }
   if (options_.writer)
     for (auto& [seq, text] : attested) write_line(seq, std::move(text));
@@ -1501,7 +1516,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   if (options_.writer) {
     write_line(sequence, std::move(line));
   } else if (impl_->defer) {
-    impl_->nudge();
+    if (wake) impl_->nudge();
   } else {
     impl_->help_hash();
   }
