@@ -148,10 +148,10 @@ struct Outcome {
 /// The runtime safety kernel. Owns the current state, the budget ledger, the step counters and
 /// the trace. Thread-safe: every public member takes one internal lock. `execute` is optimistic,
 /// as a database commits: it takes a snapshot of the head (state, counters, trace position)
-/// under the lock, decides on it without the lock, and commits under the lock only if the head
-/// is still the one it decided on, deciding again on a fresh snapshot otherwise; so what it
-/// commits was decided on the state it changes (T5), and threads decide in parallel. The lock
-/// is not held while the trace file is written.
+/// under the lock, decides on it without the lock, and commits under the lock if the head is
+/// still the one it decided on, deciding again under the lock on the current head otherwise; so
+/// what it commits was decided on the state it changes (T5), and threads decide in parallel. The
+/// lock is not held while the trace file is written.
 ///
 /// Guarantees (docs/THEOREMS.md): T1 net spend <= budget; T2 at most `step_limit()` non-emergency
 /// steps; T3 blocking invariants hold in every reached state; T4 gross spend never decreases;
