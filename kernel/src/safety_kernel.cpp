@@ -499,16 +499,21 @@ struct SafetyKernel::Impl {
     cursor = s.text + s.size;
   }
 
+  // The holder of `hashing`: hashes, in order, the lines published so far.
+  void hash_published() {
+    const std::uint64_t p = published.load(std::memory_order_acquire);
+    for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
+      hash_line(ring[h % kRing]);
+      hashed.store(h + 1, std::memory_order_release);
+    }
+  }
+
   // Hashes every waiting line, in order, unless another thread is at it (then false: that one
   // also hashes whatever was published before it stops). Never blocks.
   bool drain() {
     if (hashing.exchange(true, std::memory_order_seq_cst)) return false;
     for (;;) {
-      const std::uint64_t p = published.load(std::memory_order_acquire);
-      for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
-        hash_line(ring[h % kRing]);
-        hashed.store(h + 1, std::memory_order_release);
-      }
+      hash_published();
       hashing.store(false, std::memory_order_seq_cst);
       // A line published while this thread held `hashing` may have found it held: take it.
       if (published.load(std::memory_order_seq_cst) == hashed.load(std::memory_order_relaxed))
@@ -532,11 +537,7 @@ struct SafetyKernel::Impl {
   // for ever while others keep committing.
   void help_hash() {
     if (hashing.exchange(true, std::memory_order_seq_cst)) return;
-    const std::uint64_t p = published.load(std::memory_order_acquire);
-    for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
-      hash_line(ring[h % kRing]);
-      hashed.store(h + 1, std::memory_order_release);
-    }
+    hash_published();
     hashing.store(false, std::memory_order_seq_cst);
   }
 
@@ -1247,7 +1248,7 @@ void SafetyKernel::append_locked(TraceEntry& entry,
   entry.time_us = options_.clock();
   k.line.clear();
   const detail::LineLayout at = detail::append_canonical_without_hash(k.line, entry);
-  store_line_locked(entry.kind, k.line, at.hash_at, at.prev_at, line, /*hash_now=*/true);
+  store_line_locked(entry.kind, k.line, at.hash_at, at.prev_at, line);
   entry.hash.assign(k.head_hash());  // within the reserved capacity: cannot throw
 }
 
@@ -1255,8 +1256,7 @@ void SafetyKernel::store_line_locked(EntryKind kind,
                                      std::string_view bytes,
                                      std::size_t hash_at,
                                      std::size_t prev_at,
-                                     std::string* line,
-                                     bool hash_now) {
+                                     std::string* line) {
   Impl& k = *impl_;
   // May throw with nothing changed.
   if (line != nullptr) line->reserve(bytes.size() + detail::kHashMember);
@@ -1267,16 +1267,16 @@ void SafetyKernel::store_line_locked(EntryKind kind,
            bytes.substr(hash_at),
            hash_at,
            prev_at + detail::kHashMember);
-  finish_line_locked(line, hash_now);
+  k.settle();
+  copy_last_line_locked(line);
 }
 
-void SafetyKernel::finish_line_locked(std::string* line, bool hash_now) noexcept {
+void SafetyKernel::copy_last_line_locked(std::string* line) noexcept {
+  if (line == nullptr) return;
   Impl& k = *impl_;
-  if (hash_now || line != nullptr) k.settle();
-  if (line != nullptr) {
-    const Impl::Slot& s = k.slots.back();
-    line->assign(s.text, s.size);  // within the reserved capacity: cannot throw
-  }
+  k.settle();
+  const Impl::Slot& s = k.slots.back();
+  line->assign(s.text, s.size);  // within the reserved capacity: cannot throw
 }
 
 void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
@@ -1366,14 +1366,13 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
   // If the head moved while deciding, decided again under the lock on the new head: every
   // commit moves the head, so a retry on a fresh snapshot would meet the same race (threads
   // sharing a kernel would waste decisions and lock round trips instead of committing).
-  return std::move(*commit_if_head_unchanged(at, proposal, std::move(d), operands, true));
+  return commit_if_head_unchanged(at, proposal, std::move(d), operands);
 }
 
-std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
-                                                              const Proposal& proposal,
-                                                              Decision&& decision,
-                                                              std::vector<Value>& operands,
-                                                              bool decide_if_moved) {
+Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
+                                               const Proposal& proposal,
+                                               Decision&& decision,
+                                               std::vector<Value>& operands) {
   std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
@@ -1390,8 +1389,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
     if (sealed_) throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
     Impl& k = *impl_;
     Decision& d = decision;
-    if (k.next_sequence() != at.head) {  // the head moved
-      if (!decide_if_moved) return std::nullopt;
+    if (k.next_sequence() != at.head) {  // the head moved: decided again on the current one
       decide_at(
           *model_, state_, budget_, steps_, {nullptr, completions_.get()}, proposal, d, &operands);
       prepared.reset();
@@ -1478,7 +1476,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
       try {
         if (options_.writer) line.reserve(k.bound(job));
         k.publish_executed(job);
-        finish_line_locked(options_.writer ? &line : nullptr, false);
+        copy_last_line_locked(options_.writer ? &line : nullptr);
       } catch (...) {
         k.undo.pop_back();
         throw;
@@ -1512,7 +1510,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   }
   if (options_.writer)
     for (auto& [seq, text] : attested) write_line(seq, std::move(text));
-  if (!traced) return outcome;
+  if (!traced) return std::move(*outcome);
   if (options_.writer) {
     write_line(sequence, std::move(line));
   } else if (impl_->defer) {
@@ -1520,7 +1518,7 @@ std::optional<Outcome> SafetyKernel::commit_if_head_unchanged(const Snapshot& at
   } else {
     impl_->help_hash();
   }
-  return outcome;
+  return std::move(*outcome);
 }
 
 Decision SafetyKernel::record_rejection(const Proposal& proposal) {

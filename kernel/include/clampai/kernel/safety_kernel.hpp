@@ -267,16 +267,13 @@ class SafetyKernel {
   // The one commit path of `execute` (optimistic, as a database's compare-and-set on its head):
   // under the lock, if the head is still `at`'s (nothing was appended since the snapshot that
   // `decision` was made on), consults the guard, appends the entry and commits an approval
-  // (or traces a rejection); returns nullopt, with nothing changed, if the head moved, so that
-  // the caller decides again on a fresh snapshot; or, with `decide_if_moved`, decides again
-  // under the lock on the current head and commits that (how a retry ends: no thread retries
-  // for ever while others keep committing). `operands` are the effects' values from the
-  // decision (the undo record's). A shared ledger commits through the same pattern.
-  std::optional<Outcome> commit_if_head_unchanged(const Snapshot& at,
-                                                  const Proposal& proposal,
-                                                  Decision&& decision,
-                                                  std::vector<Value>& operands,
-                                                  bool decide_if_moved);
+  // (or traces a rejection); if the head moved, decides again under the lock on the current
+  // head and commits that (a retry on a fresh snapshot would meet the same race). `operands`
+  // are the effects' values from the decision (the undo record's).
+  Outcome commit_if_head_unchanged(const Snapshot& at,
+                                   const Proposal& proposal,
+                                   Decision&& decision,
+                                   std::vector<Value>& operands);
   Decision evaluate_locked(const State& state, const Proposal& proposal) const;
   // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
   // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
@@ -287,17 +284,14 @@ class SafetyKernel {
                      const BudgetController& budget,
                      std::string* line);
   // Appends `bytes`, a canonical line without its hash member, as a line of the chain, hashed
-  // now if `hash_now` (or for the writer, or without deferred hashing), else by the hasher.
-  // If `line`, it gets the whole line for the writer.
+  // before it returns. If `line`, it gets the whole line for the writer.
   void store_line_locked(EntryKind kind,
                          std::string_view bytes,
                          std::size_t hash_at,
                          std::size_t prev_at,
-                         std::string* line,
-                         bool hash_now);
-  // After a line is published: hashes it now if `hash_now` (or for the writer, or without
-  // deferred hashing); if `line`, which has room for it, it gets the whole line.
-  void finish_line_locked(std::string* line, bool hash_now) noexcept;
+                         std::string* line);
+  // If `line` (which has room for it): the last line published, hashed first.
+  void copy_last_line_locked(std::string* line) noexcept;
   void write_line(std::uint64_t sequence, std::string line);
   // Replays `entries` (KernelOptions::resume) into this fresh kernel.
   void resume(const std::vector<TraceEntry>& entries);
