@@ -94,7 +94,7 @@ void expression(std::string_view input) {
   const kernel::State& s = model->initial_state();
   const kernel::Value params[] = {kernel::Value::number(kernel::Decimal{4, 0}),
                                   kernel::Value::number(kernel::Decimal{5, 1})};
-  (void)kernel::evaluate(*e, kernel::EvalEnv{&s, nullptr, &s, params});
+  (void)kernel::evaluate(*e, kernel::EvalEnv{&s, {}, &s, params});
 }
 
 void spec(std::string_view input) {

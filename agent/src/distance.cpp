@@ -201,13 +201,11 @@ double Distance::operator()(const kernel::State& state) const {
   return root_ ? root_->eval(env_of(state)) : 0.0;
 }
 
-double Distance::operator()(
-    const kernel::State& state,
-    const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const {
+double Distance::operator()(const kernel::State& state, kernel::ChangeSpan changes) const {
   if (!root_) return 0.0;
   // `old(x)` reads the state before the changes: a transition's own pre-state.
   kernel::EvalEnv env = env_of(state);
-  env.overlay = &changes;
+  env.overlay = changes;
   return root_->eval(env);
 }
 

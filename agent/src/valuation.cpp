@@ -121,7 +121,7 @@ double Valuator::slack(std::size_t invariant, const kernel::State& state) const 
 
 double Valuator::slack(std::size_t invariant,
                        const kernel::State& state,
-                       const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const {
+                       kernel::ChangeSpan changes) const {
   const auto& d = slack_.at(invariant);
   return d ? (*d)(state, changes) : std::numeric_limits<double>::infinity();
 }

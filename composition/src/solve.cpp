@@ -127,7 +127,7 @@ void Solver::decide(Worker& w, Pending& p) const {
             states.emplace(e.task, project(m_, start, *m_.tasks[e.task].model, r.assignment)).first;
       const kernel::State& s = it->second;
       const kernel::EvalResult v =
-          kernel::evaluate(*e.formula.expr, kernel::EvalEnv{&s, nullptr, &s, nullptr});
+          kernel::evaluate(*e.formula.expr, kernel::EvalEnv{&s, {}, &s, nullptr});
       if (v.ok() && v.value.as_bool()) continue;
       violated = add(k) || violated;
     }

@@ -56,7 +56,7 @@ class StartCheck {
   }
 
   static bool holds(const kernel::Expr& e, const kernel::State& s) {
-    const kernel::EvalResult r = kernel::evaluate(e, kernel::EvalEnv{&s, nullptr, &s, nullptr});
+    const kernel::EvalResult r = kernel::evaluate(e, kernel::EvalEnv{&s, {}, &s, nullptr});
     return r.ok() && r.value.as_bool();  // an evaluation error fails closed
   }
 

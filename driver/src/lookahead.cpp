@@ -449,7 +449,7 @@ class Search {
       if (fold_) {
         // The goal and the basins on the parent's state patched by the changes: what
         // `goal_holds` and `basin_of` say of the child's state, without building it.
-        const EvalEnv post{&state, &d.changes, nullptr, nullptr};
+        const EvalEnv post{&state, d.changes, nullptr, nullptr};
         bool value = false;
         child.goal = m_.goal && evaluate_bool(*m_.goal, post, value) == EvalError::none && value;
         if (!child.goal && basins_) {
@@ -700,7 +700,7 @@ LookaheadResult plan_to_goal(const TaskModel& model,
 std::vector<std::string> basins_entered(const TaskModel& model, const State& state) {
   std::vector<std::string> out;
   if (model.goal_holds(state)) return out;  // the task ends at its goal: never a trap
-  const EvalEnv env{&state, nullptr, &state, nullptr};
+  const EvalEnv env{&state, {}, &state, nullptr};
   for (const CaptureBasin& b : model.basins) {
     const EvalResult r = evaluate(*b.expr, env);
     if (!r.ok() || r.value.as_bool()) out.push_back(b.name);

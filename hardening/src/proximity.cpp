@@ -123,7 +123,7 @@ std::optional<Decimal> effect_delta(const ck::Action& a,
       return std::nullopt;
     }
   }
-  const ck::EvalEnv env{&state, nullptr, nullptr, params.data()};
+  const ck::EvalEnv env{&state, {}, nullptr, params.data()};
   const ck::EvalResult r = ck::evaluate(*eff.value, env);
   if (!r.ok() || r.value.kind() != ck::Value::Kind::number) {
     why = "its step cannot be evaluated";

@@ -14,11 +14,9 @@ EvalResult number_or_overflow(const std::optional<Decimal>& d) {
 }
 
 const Value& lookup(const EvalEnv& env, VarId id) {
-  if (env.overlay != nullptr) {
-    // Later entries win; overlays hold the few variables one action writes.
-    for (auto it = env.overlay->rbegin(); it != env.overlay->rend(); ++it) {
-      if (it->first == id) return it->second;
-    }
+  // Later entries win; overlays hold the few variables one action writes.
+  for (auto it = env.overlay.rbegin(); it != env.overlay.rend(); ++it) {
+    if (it->first == id) return it->second;
   }
   return env.state->get(id);
 }

@@ -605,7 +605,7 @@ Outcome SharedKernel::rollback(const Receipt& receipt) {
     entry.kind = EntryKind::rolled_back;
     entry.action = a.id;
     entry.params = named_params(a, u.params);
-    std::vector<std::pair<VarId, Value>> restored;
+    Changes restored;
     for (const Effect& eff : a.effects) {
       restored.emplace_back(eff.variable, u.before.get(eff.variable));
       entry.changes.emplace_back(model_->variables[eff.variable].name, u.before.get(eff.variable));

@@ -334,7 +334,7 @@ std::optional<EffectMode> parse_effect_mode(std::string_view name) {
 
 bool holds_in(const Invariant& inv, const State& state) {
   if (inv.expr) {
-    const EvalResult r = evaluate(*inv.expr, EvalEnv{&state, nullptr, &state, nullptr});
+    const EvalResult r = evaluate(*inv.expr, EvalEnv{&state, {}, &state, nullptr});
     return r.ok() && r.value.as_bool();
   }
   try {
@@ -353,13 +353,13 @@ bool TaskModel::goal_holds(const State& state) const {
       return false;  // fails closed: a goal that cannot be checked is not reached
     }
   }
-  const EvalResult r = evaluate(*goal, EvalEnv{&state, nullptr, &state, nullptr});
+  const EvalResult r = evaluate(*goal, EvalEnv{&state, {}, &state, nullptr});
   return r.ok() && r.value.as_bool();
 }
 
 const CaptureBasin* TaskModel::basin_of(const State& state) const {
   for (const CaptureBasin& b : basins) {
-    const EvalResult r = evaluate(*b.expr, EvalEnv{&state, nullptr, &state, nullptr});
+    const EvalResult r = evaluate(*b.expr, EvalEnv{&state, {}, &state, nullptr});
     if (!r.ok() || r.value.as_bool()) return &b;
   }
   return nullptr;

@@ -986,7 +986,7 @@ void decide_at(const TaskModel& model,
       return;
     }
   }
-  const EvalEnv pre{&state, nullptr, &state, p.params.data()};
+  const EvalEnv pre{&state, {}, &state, p.params.data()};
 
   // Cost (a parameter-dependent cost is evaluated first: every budget check needs it).
   Amount cost = a.cost;
@@ -1095,7 +1095,7 @@ void decide_at(const TaskModel& model,
     }
     // Invariants on the simulated post-state (T3). Expressions read the pre-state patched by
     // the changes, so no state is built unless a native predicate needs one.
-    const EvalEnv post{&state, &d.changes, &state, p.params.data()};
+    const EvalEnv post{&state, d.changes, &state, p.params.data()};
     std::optional<State> post_state;
     for (const Invariant& inv : model_->invariants) {
       bool holds = false;
@@ -1284,8 +1284,7 @@ void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
 }
 
 namespace {
-std::vector<std::pair<std::string, Value>> named(
-    const TaskModel& m, const std::vector<std::pair<VarId, Value>>& changes) {
+std::vector<std::pair<std::string, Value>> named(const TaskModel& m, ChangeSpan changes) {
   std::vector<std::pair<std::string, Value>> out;
   out.reserve(changes.size());
   for (const auto& [id, v] : changes) out.emplace_back(m.variables[id].name, v);
@@ -1635,7 +1634,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
       CLAMPAI_ALWAYS_ASSERT(current.get(a.effects[i].variable) == written[i]);
 
     // Mechanism 1: the algebraic inverse of each declared effect.
-    std::vector<std::pair<VarId, Value>> inverse;
+    Changes inverse;
     for (std::size_t i = 0; i < n; ++i) {
       const Effect& e = a.effects[i];
       const Value& now = current.get(e.variable);

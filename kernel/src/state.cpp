@@ -201,7 +201,7 @@ State State::with(VarId id, Value v) const {
   return State(root, depth_);
 }
 
-State State::with(const std::vector<std::pair<VarId, Value>>& changes) const {
+State State::with(ChangeSpan changes) const {
   if (changes.empty()) return *this;
   // A copy of the root, this new state's alone (no reference taken and dropped on ours): the
   // changes are made in it, and below it the first change copies the path to its leaf; later
@@ -218,7 +218,7 @@ State State::with(const std::vector<std::pair<VarId, Value>>& changes) const {
   return State(root, depth_);
 }
 
-void State::assign_with(const State& base, const std::vector<std::pair<VarId, Value>>& changes) {
+void State::assign_with(const State& base, ChangeSpan changes) {
   if (depth_ == 0 && base.depth_ == 0 && root_ != base.root_ &&
       root_->refs.load(std::memory_order_acquire) == 1 && root_->count == base.root_->count) {
     auto* mine = const_cast<StateNode*>(root_);  // ours alone: nobody else can see it

@@ -184,7 +184,7 @@ struct Naive {
   bool basin = false;
 
   static bool holds(const ExprPtr& e, const State& s) {
-    const EvalResult r = evaluate(*e, EvalEnv{&s, nullptr, &s, nullptr});
+    const EvalResult r = evaluate(*e, EvalEnv{&s, {}, &s, nullptr});
     return r.ok() && r.value.as_bool();
   }
   void walk(const Situation& s, Amount spent, unsigned depth_left, bool root) {
@@ -194,7 +194,7 @@ struct Naive {
     }
     bool in_basin = false;
     for (const auto& b : m.basins) {
-      const EvalResult r = evaluate(*b.expr, EvalEnv{&s.state, nullptr, &s.state, nullptr});
+      const EvalResult r = evaluate(*b.expr, EvalEnv{&s.state, {}, &s.state, nullptr});
       in_basin = in_basin || !r.ok() || r.value.as_bool();
     }
     if (in_basin && !root) {

@@ -42,7 +42,7 @@ struct Fixture {
   }
   EvalResult eval(const std::string& text) const {
     const ExprPtr e = parse_expression(text, scope(), "x");
-    return evaluate(*e, EvalEnv{&state, nullptr, &state, param_values.data()});
+    return evaluate(*e, EvalEnv{&state, {}, &state, param_values.data()});
   }
   Value value(const std::string& text) const {
     EvalResult r = eval(text);
@@ -137,7 +137,7 @@ TEST_CASE("Expr: to_source prints an expression that parses back to the same val
     const ExprPtr e = parse_expression(text, f.scope(), "x");
     const ExprPtr again = parse_expression(to_source(*e), f.scope(), "x");
     REQUIRE(to_source(*again) == to_source(*e));
-    const EvalEnv env{&f.state, nullptr, &f.state, f.param_values.data()};
+    const EvalEnv env{&f.state, {}, &f.state, f.param_values.data()};
     REQUIRE(evaluate(*again, env).value == evaluate(*e, env).value);
   }
 }
@@ -148,8 +148,8 @@ TEST_CASE("Expr: old(x) reads the pre-action state, x the post-action state", "[
   REQUIRE(uses_old(*e));
   const std::vector<std::pair<VarId, Value>> lower{{0, Value::integer(6)}};
   const std::vector<std::pair<VarId, Value>> higher{{0, Value::integer(8)}};
-  REQUIRE_FALSE(evaluate(*e, EvalEnv{&f.state, &lower, &f.state, nullptr}).value.as_bool());
-  REQUIRE(evaluate(*e, EvalEnv{&f.state, &higher, &f.state, nullptr}).value.as_bool());
+  REQUIRE_FALSE(evaluate(*e, EvalEnv{&f.state, lower, &f.state, nullptr}).value.as_bool());
+  REQUIRE(evaluate(*e, EvalEnv{&f.state, higher, &f.state, nullptr}).value.as_bool());
 }
 
 // Comparisons of numbers carry a flat program the evaluator runs instead of the AST; it must
@@ -234,7 +234,7 @@ TEST_CASE("Expr: compiled comparisons agree with the AST evaluation", "[kernel][
       const State pre = random_state(false);
       const std::vector<Value> ps{Value::integer(big()), Value::number(Decimal{big(), 2})};
       const std::vector<std::pair<VarId, Value>> overlay{{1, Value::integer(big())}};
-      const EvalEnv env{&post, rng() % 2 ? &overlay : nullptr, &pre, ps.data()};
+      const EvalEnv env{&post, rng() % 2 ? ChangeSpan(overlay) : ChangeSpan(), &pre, ps.data()};
       const EvalResult fast = evaluate(*e, env);
       const EvalResult slow = evaluate(*plain, env);
       REQUIRE(fast.error == slow.error);

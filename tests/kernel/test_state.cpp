@@ -1,6 +1,9 @@
 // Persistent states: updates share structure, equality and diff are exact.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/state.hpp"
 
@@ -60,6 +63,35 @@ TEST_CASE("State: assign_with() is with(), in place only when nothing else sees 
     alias.assign_with(base, {{0, Value::integer(9)}});
     CHECK(base == numbered(n));
     CHECK(alias.get(0) == Value::integer(9));
+  }
+}
+
+TEST_CASE("Changes: inline or spilled, copied and moved, read as a span", "[kernel][state]") {
+  // Four fit inline (no allocation); a fifth moves them to the heap. Every path keeps the
+  // values, their order, and what with() makes of them.
+  for (const std::size_t n : {0, 1, 4, 5, 9}) {
+    const State base = numbered(12);
+    Changes changes;
+    std::vector<Change> expected;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Change c{VarId(i % 7), Value::string(std::string(i + 1, 'x'))};  // shared payloads
+      changes.push_back(c);
+      expected.push_back(c);
+    }
+    const ChangeSpan span = changes;
+    REQUIRE(span.size() == n);
+    REQUIRE(std::equal(span.begin(), span.end(), expected.begin(), expected.end()));
+    const State want = base.with(expected);  // later entries win (i and i + 7 write one var)
+    CHECK(base.with(changes) == want);
+    Changes copy = changes;
+    Changes moved = std::move(copy);
+    CHECK(moved.size() == n);
+    CHECK(base.with(moved) == want);
+    Changes assigned;
+    assigned.emplace_back(0, Value::integer(1));
+    assigned = moved;
+    CHECK(base.with(assigned) == want);
+    CHECK(base.with(changes) == want);  // the original is unchanged by all of this
   }
 }
 

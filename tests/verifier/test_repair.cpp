@@ -249,8 +249,8 @@ TEST_CASE("Repair: L1 is exactly optimal and L2 is bounded, against brute force 
       bool ok = d.approved;
       for (const Invariant& inv : m->invariants) {
         if (!ok || !inv.barrier) continue;
-        const auto h0 = evaluate(*inv.barrier, EvalEnv{&s.state, nullptr, &s.state, nullptr});
-        const auto h1 = evaluate(*inv.barrier, EvalEnv{&s.state, &d.changes, &s.state, nullptr});
+        const auto h0 = evaluate(*inv.barrier, EvalEnv{&s.state, {}, &s.state, nullptr});
+        const auto h1 = evaluate(*inv.barrier, EvalEnv{&s.state, d.changes, &s.state, nullptr});
         ok = h1.value.as_number().units * 2 >= h0.value.as_number().units;  // α = 0.5
       }
       if (ok) {

@@ -86,7 +86,7 @@ bool holds(const Formula& f, const Replay& r) {
       const State& pre = r.pre.at(f.model.get());
       const State& now = r.stepped ? r.post.at(f.model.get()) : pre;
       const kernel::EvalResult v =
-          kernel::evaluate(*f.expr, kernel::EvalEnv{&now, nullptr, &pre, nullptr});
+          kernel::evaluate(*f.expr, kernel::EvalEnv{&now, {}, &pre, nullptr});
       return v.ok() && v.value.as_bool();
     }
     case Formula::Kind::all_of:

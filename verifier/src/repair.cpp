@@ -74,7 +74,7 @@ struct Problem {
 // h(s) for each invariant with a barrier rate, and (1 - α)·h(s): what h(s') must reach.
 std::optional<Rational> barrier_floor(const Problem& pr, const kernel::Invariant& inv) {
   const kernel::EvalResult h =
-      kernel::evaluate(*inv.barrier, kernel::EvalEnv{&pr.s.state, nullptr, &pr.s.state, nullptr});
+      kernel::evaluate(*inv.barrier, kernel::EvalEnv{&pr.s.state, {}, &pr.s.state, nullptr});
   if (!h.ok()) return std::nullopt;
   return (Rational(1) - q(*inv.barrier_rate)) * q(h.value.as_number());
 }
@@ -86,7 +86,7 @@ bool barriers_hold(const Problem& pr, const Decision& d, std::vector<std::string
     if (!inv.barrier) continue;
     const auto floor = barrier_floor(pr, inv);
     const kernel::EvalResult h = kernel::evaluate(
-        *inv.barrier, kernel::EvalEnv{&pr.s.state, &d.changes, &pr.s.state, nullptr});
+        *inv.barrier, kernel::EvalEnv{&pr.s.state, d.changes, &pr.s.state, nullptr});
     if (!floor || !h.ok() || q(h.value.as_number()) < *floor) {
       ok = false;
       if (failed) failed->push_back(alpha_text(inv));

@@ -159,7 +159,7 @@ TEST_CASE("Encoder: agrees with the kernel's evaluator on 100,000 random (expres
       }
       values[6] = Value::list(items);
       const State state(schema, values);
-      const EvalResult concrete = evaluate(*e, EvalEnv{&state, nullptr, &state, nullptr});
+      const EvalResult concrete = evaluate(*e, EvalEnv{&state, {}, &state, nullptr});
       REQUIRE(concrete.ok());  // small values: no overflow, no undefined reads
 
       z3::expr_vector consts(ctx);

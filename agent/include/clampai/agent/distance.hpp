@@ -37,9 +37,7 @@ class Distance {
   [[nodiscard]] double operator()(const kernel::State& state) const;
   /// d of `state` patched by `changes` (a decision's changes: the state after it), without
   /// building that state.
-  [[nodiscard]] double operator()(
-      const kernel::State& state,
-      const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const;
+  [[nodiscard]] double operator()(const kernel::State& state, kernel::ChangeSpan changes) const;
 
   struct Node;  ///< the compiled tree (private to the implementation)
 

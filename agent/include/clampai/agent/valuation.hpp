@@ -79,10 +79,9 @@ class Valuator {
   /// distance, 1 where the task started): 0 means violated. Infinity for a native predicate.
   [[nodiscard]] double slack(std::size_t invariant, const kernel::State& state) const;
   /// The same, in `state` patched by `changes` (the state after a decision).
-  [[nodiscard]] double slack(
-      std::size_t invariant,
-      const kernel::State& state,
-      const std::vector<std::pair<kernel::VarId, kernel::Value>>& changes) const;
+  [[nodiscard]] double slack(std::size_t invariant,
+                             const kernel::State& state,
+                             kernel::ChangeSpan changes) const;
 
   /// The values of `candidates` in `situation`, in the same order; with `with_hints`, each
   /// with its `hint` (otherwise empty: `hint` computes it for the few the prompt describes).

@@ -65,7 +65,7 @@ struct Decision {
   Amount cost = 0;                 // the evaluated cost, in budget units
   bool emergency = false;
   /// The post-action values of the variables the effects write (when they could be computed).
-  std::vector<std::pair<VarId, Value>> changes{};
+  Changes changes{};
 
   [[nodiscard]] bool is_approved() const noexcept { return approved; }
   /// True iff some reason has `code`.

@@ -115,11 +115,11 @@ struct EvalResult {
   [[nodiscard]] bool ok() const noexcept { return error == EvalError::none; }
 };
 
-/// Where an evaluation reads variables: `state` patched by `overlay` (later entries win), the
-/// pre-action state `old` for `old(x)`, and the action's parameter values.
+/// Where an evaluation reads variables: `state` patched by `overlay` (later entries win; empty:
+/// none), the pre-action state `old` for `old(x)`, and the action's parameter values.
 struct EvalEnv {
   const State* state = nullptr;
-  const std::vector<std::pair<VarId, Value>>* overlay = nullptr;
+  ChangeSpan overlay{};
   const State* old = nullptr;
   const Value* params = nullptr;
 };

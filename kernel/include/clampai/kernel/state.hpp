@@ -6,11 +6,14 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "clampai/kernel/value.hpp"
 
@@ -18,6 +21,22 @@ namespace clampai::kernel {
 
 /// Index of a state variable in its `Schema`.
 using VarId = std::uint32_t;
+
+/// One variable's new value.
+using Change = std::pair<VarId, Value>;
+/// New values for some variables, read in order (later entries win): what every function that
+/// reads changes takes, from a `std::vector<Change>` or a `Changes` alike.
+using ChangeSpan = std::span<const Change>;
+
+/// The values one action writes (`Decision::changes`): a vector with room for four inline, so
+/// that deciding an action that writes a handful of variables allocates nothing for them.
+class Changes : public boost::container::small_vector<Change, 4> {
+ public:
+  using small_vector::small_vector;
+  // Boost's iterators are not std::contiguous_iterator, so std::span does not convert on its
+  // own.
+  operator ChangeSpan() const noexcept { return {data(), size()}; }  // NOLINT: implicit
+};
 
 /// The names of a state's variables, in declaration order.
 class Schema {
@@ -115,11 +134,17 @@ class State {
   /// A state equal to this one except that variable `id` holds `v`. Requires `id < size()`.
   [[nodiscard]] State with(VarId id, Value v) const;
   /// The same, for several variables at once (later entries win).
-  [[nodiscard]] State with(const std::vector<std::pair<VarId, Value>>& changes) const;
+  [[nodiscard]] State with(ChangeSpan changes) const;
+  [[nodiscard]] State with(std::initializer_list<Change> changes) const {
+    return with(ChangeSpan(changes.begin(), changes.size()));
+  }
   /// Makes this state `base.with(changes)`: in place, with no allocation, when this state holds
   /// its storage alone and has as many variables as `base` in one leaf (up to 32: a search's
   /// scratch state, rebuilt for each situation it looks at); otherwise as `with` does.
-  void assign_with(const State& base, const std::vector<std::pair<VarId, Value>>& changes);
+  void assign_with(const State& base, ChangeSpan changes);
+  void assign_with(const State& base, std::initializer_list<Change> changes) {
+    assign_with(base, ChangeSpan(changes.begin(), changes.size()));
+  }
 
   /// The variables whose values differ between this state and `other` (same schema), in
   /// increasing order. Shared subtrees are skipped, so this costs O(differences * log n).
