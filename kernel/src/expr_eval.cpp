@@ -287,6 +287,60 @@ EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out) {
   return number(e, env, out);
 }
 
+namespace {
+// The comparison `op` (lt, le, gt, ge, eq or ne) of two numbers.
+bool compare(ExprOp op, const Decimal& a, const Decimal& b) {
+  switch (op) {
+    case ExprOp::eq:
+      return a == b;
+    case ExprOp::ne:
+      return !(a == b);
+    default: {
+      // Same scale (the common case): the units compare as the numbers do.
+      const std::strong_ordering c = a.scale == b.scale ? a.units <=> b.units : a <=> b;
+      return op == ExprOp::lt   ? c < 0
+             : op == ExprOp::le ? c <= 0
+             : op == ExprOp::gt ? c > 0
+                                : c >= 0;
+    }
+  }
+}
+}  // namespace
+
+detail::FlatComparison detail::flatten(const Expr& e) {
+  FlatComparison c;
+  if (!e.program) return c;
+  const NumericProgram& p = *e.program;
+  if (p.shape != NumericProgram::Shape::var_literal &&
+      p.shape != NumericProgram::Shape::sum_literal &&
+      p.shape != NumericProgram::Shape::difference_literal)
+    return c;
+  c.shape = p.shape;
+  c.op = e.op;
+  c.x = p.x;
+  c.y = p.y;
+  c.constant = p.constant;
+  return c;
+}
+
+EvalError detail::evaluate_flat(const FlatComparison& c, const EvalEnv& env, bool& out) {
+  // `run`'s steps for these shapes: the same values, the same first error.
+  const Value& a = lookup(env, c.x);
+  if (!a.is_defined()) return EvalError::undefined;
+  if (c.shape == NumericProgram::Shape::var_literal) {
+    out = compare(c.op, a.as_number(), c.constant);
+    return EvalError::none;
+  }
+  const Value& b = lookup(env, c.y);
+  if (!b.is_defined()) return EvalError::undefined;
+  const std::optional<Decimal> r = c.shape == NumericProgram::Shape::sum_literal
+                                       ? checked_add(a.as_number(), b.as_number())
+                                       : checked_sub(a.as_number(), b.as_number());
+  if (!r) return EvalError::overflow;
+  out = compare(c.op, *r, c.constant);
+  return EvalError::none;
+}
+
 EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
   if (e.program) {
     Decimal a;
@@ -300,23 +354,8 @@ EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
     } else if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none) {
       return err;
     }
-    switch (e.op) {
-      case ExprOp::eq:
-        out = a == b;
-        return EvalError::none;
-      case ExprOp::ne:
-        out = !(a == b);
-        return EvalError::none;
-      default: {
-        // Same scale (the common case): the units compare as the numbers do.
-        const std::strong_ordering c = a.scale == b.scale ? a.units <=> b.units : a <=> b;
-        out = e.op == ExprOp::lt   ? c < 0
-              : e.op == ExprOp::le ? c <= 0
-              : e.op == ExprOp::gt ? c > 0
-                                   : c >= 0;
-        return EvalError::none;
-      }
-    }
+    out = compare(e.op, a, b);
+    return EvalError::none;
   }
   const EvalResult r = evaluate(e, env);
   if (r.ok()) out = r.value.as_bool();

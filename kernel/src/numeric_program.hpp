@@ -43,4 +43,22 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& comparison)
 /// Both operands' values, or the first error.
 EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right);
 
+/// A comparison of one of the simplest shapes (`x OP c`, `x + y OP c`, `x - y OP c`) copied out
+/// of its expression and program into 40 bytes: a kernel checks its invariants from one
+/// contiguous array of these instead of following three pointers per invariant.
+struct FlatComparison {
+  NumericProgram::Shape shape = NumericProgram::Shape::general;  // general: not flat
+  ExprOp op = ExprOp::le;
+  VarId x = 0;
+  VarId y = 0;
+  Decimal constant{};
+};
+
+/// `e` flattened, or a FlatComparison whose shape is `general` if `e` has none of those shapes.
+FlatComparison flatten(const Expr& e);
+
+/// Requires `c.shape != general`: exactly `evaluate_bool` of the expression it was flattened
+/// from (the same value, the same error).
+EvalError evaluate_flat(const FlatComparison& c, const EvalEnv& env, bool& out);
+
 }  // namespace clampai::kernel::detail

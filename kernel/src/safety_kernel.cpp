@@ -16,6 +16,7 @@
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "json.hpp"
+#include "numeric_program.hpp"
 #include "trace_codec.hpp"
 
 namespace clampai::kernel {
@@ -339,6 +340,8 @@ struct SafetyKernel::Impl {
 
   std::string line;  // an entry other than an execution being built, without its hash
   std::vector<ActionLayout> layouts;
+  // One per invariant of the model, in order: its comparison flattened, for decide_at.
+  std::vector<detail::FlatComparison> flat;
 
   // The hasher. The ring holds the waiting lines (at most kRing; a full ring is drained by the
   // publisher).
@@ -717,6 +720,9 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   impl_->spare.reserve(Impl::kSpare);  // so that trim() never allocates
   impl_->spare_operands.reserve(4);    // so that dropping an undo record never allocates
   impl_->line.reserve(1024);
+  impl_->flat.reserve(model_->invariants.size());
+  for (const Invariant& inv : model_->invariants)
+    impl_->flat.push_back(inv.expr ? detail::flatten(*inv.expr) : detail::FlatComparison{});
   for (const Action& a : model_->actions) {
     Impl::ActionLayout layout;
     layout.action = "{\"action\":";
@@ -953,7 +959,8 @@ void decide_at(const TaskModel& model,
                CompletionsRef completions,
                const Proposal& p,
                Decision& d,
-               std::vector<Value>* operands = nullptr) {
+               std::vector<Value>* operands = nullptr,
+               const detail::FlatComparison* flat = nullptr) {
   const TaskModel* model_ = &model;
   // Everything reset, the vectors' capacity kept (a search decides many times into one).
   d.approved = false;
@@ -1097,7 +1104,16 @@ void decide_at(const TaskModel& model,
     // the changes, so no state is built unless a native predicate needs one.
     const EvalEnv post{&state, d.changes, &state, p.params.data()};
     std::optional<State> post_state;
-    for (const Invariant& inv : model_->invariants) {
+    const std::size_t invariants = model_->invariants.size();
+    for (std::size_t i = 0; i < invariants; ++i) {
+      // With `flat` (a kernel's: one per invariant), a simple comparison is read from that
+      // contiguous array: no pointer followed for an invariant that holds.
+      if (flat != nullptr && flat[i].shape != detail::NumericProgram::Shape::general) {
+        bool value = false;
+        if (detail::evaluate_flat(flat[i], post, value) == EvalError::none && value) [[likely]]
+          continue;
+      }
+      const Invariant& inv = model_->invariants[i];
       bool holds = false;
       bool raised = false;  // a native predicate threw: `invariant_error`
       EvalError err = EvalError::none;
@@ -1161,7 +1177,15 @@ void SafetyKernel::set_guard(decltype(KernelOptions::guard) guard) {
 
 Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
   Decision d;
-  decide_at(*model_, state, budget_, steps_, {nullptr, completions_.get()}, p, d);
+  decide_at(*model_,
+            state,
+            budget_,
+            steps_,
+            {nullptr, completions_.get()},
+            p,
+            d,
+            nullptr,
+            impl_->flat.data());
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
                          budget_,
@@ -1355,7 +1379,8 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
             {nullptr, completions_.get()},
             proposal,
             d,
-            &operands);
+            &operands,
+            impl_->flat.data());
   if (!d.approved && !options_.record_rejections &&
       impl_->published.load(std::memory_order_seq_cst) == at.head) {
     // An untraced rejection changes nothing: it stands if it was made on one head (nothing
@@ -1389,8 +1414,15 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
     Impl& k = *impl_;
     Decision& d = decision;
     if (k.next_sequence() != at.head) {  // the head moved: decided again on the current one
-      decide_at(
-          *model_, state_, budget_, steps_, {nullptr, completions_.get()}, proposal, d, &operands);
+      decide_at(*model_,
+                state_,
+                budget_,
+                steps_,
+                {nullptr, completions_.get()},
+                proposal,
+                d,
+                &operands,
+                k.flat.data());
       prepared.reset();
     }
     if (options_.guard && d.approved && !d.emergency) {

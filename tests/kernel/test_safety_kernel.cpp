@@ -1,6 +1,10 @@
 // SafetyKernel: the checks in order, reason codes, atomic commit, rollback, emergency escape.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <limits>
+#include <random>
+
 #include "support.hpp"
 
 using namespace clampai::kernel;
@@ -341,4 +345,102 @@ TEST_CASE("SafetyKernel: nothing executes after the seal", "[kernel][safety_kern
   REQUIRE_THROWS_WITH(k.execute("inc"), Catch::Matchers::Contains("sealed"));
   REQUIRE_THROWS_AS(k.seal(), clampai::InvalidArgument);
   REQUIRE(verify_chain(k.trace()).ok);
+}
+
+// The kernel reads the simplest comparisons (`x OP c`, `x + y OP c`, `x - y OP c`) from a flat
+// array of its own; `decide` on the model reads them through the expression. Random models of
+// many such invariants (scales mixed, literals at the int64 edge, a variable that an action
+// deletes) and random states: both decide exactly alike, every reason and warning included.
+TEST_CASE("SafetyKernel: flat invariants decide as the model's expressions do", "[kernel]") {
+  std::mt19937_64 rng(20261127);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const std::vector<std::string> names{"a", "b", "c2", "d4", "opt"};
+  const std::vector<std::string> ops{" < ", " <= ", " > ", " >= ", " == ", " != "};
+  const std::vector<std::string> literals{"0",
+                                          "3",
+                                          "-2.5",
+                                          "0.0001",
+                                          "9223372036854775807",
+                                          "-9223372036854775807",
+                                          "92233720368547758.07"};
+  auto units = [&]() -> std::int64_t {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    switch (pick(0, 5)) {
+      case 0:
+        return kMax - pick(0, 2);
+      case 1:
+        return -kMax + pick(0, 2);
+      default:
+        return pick(-40, 40);
+    }
+  };
+  int flat_shapes = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    TaskDecl t;
+    t.name = "flat";
+    t.variables.push_back(VariableDecl{"a", Type::integer(), Value::integer(0)});
+    t.variables.push_back(VariableDecl{"b", Type::integer(), Value::integer(0)});
+    t.variables.push_back(VariableDecl{"c2", Type::decimal(2), Value::number(Decimal{0, 2})});
+    t.variables.push_back(VariableDecl{"d4", Type::decimal(4), Value::number(Decimal{0, 4})});
+    VariableDecl opt{"opt", Type::integer(), Value::integer(0)};
+    opt.optional = true;
+    t.variables.push_back(opt);
+    ActionDecl step;
+    step.id = "step";
+    step.cost = "1";
+    step.effects = {{"a", EffectMode::increment, "1"}, {"c2", EffectMode::decrement, "0.5"}};
+    ActionDecl drop;
+    drop.id = "drop";
+    drop.cost = "1";
+    drop.effects = {{"opt", EffectMode::del, ""}, {"b", EffectMode::set, "b + 2"}};
+    t.actions = {step, drop};
+    for (int i = 0, n = pick(1, 40); i < n; ++i) {
+      InvariantDecl inv;
+      inv.name = "i" + std::to_string(i);
+      std::string lhs = names[pick(0, 4)];
+      if (pick(0, 2) > 0) lhs += (pick(0, 1) ? " + " : " - ") + names[pick(0, 4)];
+      const int op = pick(0, 5);
+      const int literal = pick(0, 6);
+      inv.expression = lhs + ops[op] + literals[literal];
+      // The initial state (every variable 0) must satisfy the blocking ones.
+      const int sign = literal == 0 ? 0 : literal == 2 || literal == 5 ? -1 : 1;
+      const bool holds_at_zero =
+          std::array<bool, 6>{sign > 0, sign >= 0, sign < 0, sign <= 0, sign == 0, sign != 0}[op];
+      inv.enforcement =
+          !holds_at_zero || pick(0, 3) == 0 ? Enforcement::monitoring : Enforcement::blocking;
+      t.invariants.push_back(inv);
+    }
+    t.budget = BudgetDecl{Decimal{1000, 0}, Decimal{1, 0}};
+    const auto model = build_model(t);
+    const SafetyKernel kernel(model);
+    for (const Invariant& inv : model->invariants)
+      if (inv.expr && inv.expr->program) ++flat_shapes;
+    for (int k = 0; k < 40; ++k) {
+      State state = model->initial_state().with({{0, Value::integer(units())},
+                                                 {1, Value::integer(units())},
+                                                 {2, Value::number(Decimal{units(), 2})},
+                                                 {3, Value::number(Decimal{units(), 4})},
+                                                 {4, Value::integer(units())}});
+      if (pick(0, 3) == 0) state = state.with(4, Value());  // already deleted
+      Situation s = Situation::initial(*model);
+      s.state = state;
+      for (std::size_t action = 0; action < model->actions.size(); ++action) {
+        const Proposal p{action, {}};
+        const Decision flat = kernel.evaluate_in(state, p);
+        const Decision plain = decide(*model, s, p);
+        INFO("trial " << trial << ", action " << action);
+        REQUIRE(flat.approved == plain.approved);
+        REQUIRE(flat.reasons.size() == plain.reasons.size());
+        for (std::size_t r = 0; r < flat.reasons.size(); ++r) {
+          CHECK(flat.reasons[r].code == plain.reasons[r].code);
+          CHECK(flat.reasons[r].subject == plain.reasons[r].subject);
+          CHECK(flat.reasons[r].message == plain.reasons[r].message);
+        }
+        REQUIRE(flat.warnings.size() == plain.warnings.size());
+        for (std::size_t r = 0; r < flat.warnings.size(); ++r)
+          CHECK(flat.warnings[r].message == plain.warnings[r].message);
+      }
+    }
+  }
+  CHECK(flat_shapes > 500);  // most of them are compiled comparisons
 }
