@@ -23,6 +23,19 @@ const Value& lookup(const EvalEnv& env, VarId id) {
 
 bool values_equal(const Value& a, const Value& b) { return a == b; }
 
+// `x + y` (`sum`) or `x - y` of two variables: the value, or the first error.
+EvalError sum_or_difference(const EvalEnv& env, bool sum, VarId x, VarId y, Decimal& out) {
+  const Value& a = lookup(env, x);
+  if (!a.is_defined()) return EvalError::undefined;
+  const Value& b = lookup(env, y);
+  if (!b.is_defined()) return EvalError::undefined;
+  const std::optional<Decimal> r =
+      sum ? checked_add(a.as_number(), b.as_number()) : checked_sub(a.as_number(), b.as_number());
+  if (!r) return EvalError::overflow;
+  out = *r;
+  return EvalError::none;
+}
+
 // `if`, `min` and `max` yield a number at the scale of their type (the join of their operands'
 // scales), like every other numeric node: the typed, scaled expression is the one meaning that
 // the kernel and the verifier's encoder share. A value that fits at its own scale but not at the
@@ -247,15 +260,9 @@ EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decima
     }
     case NumericProgram::Shape::sum_literal:
     case NumericProgram::Shape::difference_literal: {
-      const Value& a = lookup(env, p.x);
-      if (!a.is_defined()) return EvalError::undefined;
-      const Value& b = lookup(env, p.y);
-      if (!b.is_defined()) return EvalError::undefined;
-      const std::optional<Decimal> r = p.shape == NumericProgram::Shape::sum_literal
-                                           ? checked_add(a.as_number(), b.as_number())
-                                           : checked_sub(a.as_number(), b.as_number());
-      if (!r) return EvalError::overflow;
-      left = *r;
+      const bool sum = p.shape == NumericProgram::Shape::sum_literal;
+      if (const EvalError err = sum_or_difference(env, sum, p.x, p.y, left); err != EvalError::none)
+        return err;
       right = p.constant;
       return EvalError::none;
     }
@@ -325,19 +332,17 @@ detail::FlatComparison detail::flatten(const Expr& e) {
 
 EvalError detail::evaluate_flat(const FlatComparison& c, const EvalEnv& env, bool& out) {
   // `run`'s steps for these shapes: the same values, the same first error.
-  const Value& a = lookup(env, c.x);
-  if (!a.is_defined()) return EvalError::undefined;
   if (c.shape == NumericProgram::Shape::var_literal) {
+    const Value& a = lookup(env, c.x);
+    if (!a.is_defined()) return EvalError::undefined;
     out = compare(c.op, a.as_number(), c.constant);
     return EvalError::none;
   }
-  const Value& b = lookup(env, c.y);
-  if (!b.is_defined()) return EvalError::undefined;
-  const std::optional<Decimal> r = c.shape == NumericProgram::Shape::sum_literal
-                                       ? checked_add(a.as_number(), b.as_number())
-                                       : checked_sub(a.as_number(), b.as_number());
-  if (!r) return EvalError::overflow;
-  out = compare(c.op, *r, c.constant);
+  Decimal value;
+  const bool sum = c.shape == NumericProgram::Shape::sum_literal;
+  if (const EvalError err = sum_or_difference(env, sum, c.x, c.y, value); err != EvalError::none)
+    return err;
+  out = compare(c.op, value, c.constant);
   return EvalError::none;
 }
 
