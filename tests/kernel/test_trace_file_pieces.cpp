@@ -1,13 +1,16 @@
 // Trace files long enough to be read in several pieces on several threads: whatever is changed
 // wherever (a piece's first line, its last, the middle), `verify_trace_file` gives exactly the
 // verdict the chain checks give on the parsed entries, reports the first problem in line order,
-// and never accepts an entry kind it does not know.
+// never accepts an entry kind it does not know, and calls from several threads at once each get
+// their own verdict.
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <random>
+#include <thread>
 
 #include "support.hpp"
 
@@ -203,4 +206,35 @@ TEST_CASE("Trace file: empty files and files of newlines", "[kernel][trace]") {
   CHECK(check.first_bad == 0);
   CHECK(check.entries == 2);
   std::remove(path.c_str());
+}
+
+TEST_CASE("Trace files in pieces verified from several threads at once", "[kernel][trace]") {
+  // The pieces of each file are shared out between its caller and the helper threads, which
+  // help whichever call came last: every call gets its own file's verdict.
+  const std::string good = clampai::test::temp_file("threads-good.jsonl");
+  const std::string bad = clampai::test::temp_file("threads-bad.jsonl");
+  std::vector<std::string> lines = long_trace(good);
+  lines[2345][lines[2345].find("\"time\":") + 8] ^= 1;
+  write_lines(bad, lines);
+  const TraceCheck want_good = verify_trace_file(good);
+  const TraceCheck want_bad = verify_trace_file(bad);
+  REQUIRE(want_good.ok);
+  REQUIRE(want_bad.message == "entry 2345: hash mismatch: the entry was changed");
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const bool is_good = (t + i) % 2 == 0;
+        const TraceCheck got = verify_trace_file(is_good ? good : bad);
+        const TraceCheck& want = is_good ? want_good : want_bad;
+        if (got.ok != want.ok || got.message != want.message || got.first_bad != want.first_bad)
+          ++wrong;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(wrong == 0);
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
 }
