@@ -40,14 +40,16 @@ cmake --build build/ci-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/ci-asan --output-on-failure -j "$jobs"
 
-echo "== thread sanitizer (the kernel's concurrency test; composition with worker threads; progress)"
+echo "== thread sanitizer (the kernel's concurrency test; trace files verified by threads; composition with worker threads; progress)"
 cmake -S . -B build/ci-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAMPAI_WERROR=ON \
       -DCLAMPAI_SANITIZE=thread -DCLAMPAI_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build build/ci-tsan -j "$jobs" --target test_concurrency test_kernel_bounded test_composition test_report test_ledger_units
+cmake --build build/ci-tsan -j "$jobs" --target test_concurrency test_kernel_bounded test_composition test_report test_ledger_units \
+  test_trace_file_pieces
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_concurrency
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_report
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_kernel_bounded
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_ledger_units  # kernels sharing a ledger
+TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_trace_file_pieces  # verifying threads
 TSAN_OPTIONS=halt_on_error=1 ./build/ci-tsan/tests/test_composition "[concurrency]"
 
 echo "== formal specs"
