@@ -2,18 +2,14 @@
 // rollback by two independent mechanisms, and the hash-chained trace.
 #include "clampai/kernel/safety_kernel.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <new>
 #include <thread>
 
 #include "clampai/kernel/assert.hpp"
@@ -285,18 +281,10 @@ class LinesView {
 // changed only under the kernel's lock (a slot never moves in its deque), and trim() drops
 // hashed lines only.
 struct SafetyKernel::Impl {
-  // Lines are kept in chunks of 64 KiB, then 256 KiB, then 2 MiB on huge pages: a short trace
-  // takes little memory, a long one takes one page fault per 2 MiB instead of one per 4 KiB
-  // (each fault costs microseconds on a virtual machine, and the hasher thread that writes
-  // the lines shares the cores with the callers).
-  static constexpr std::size_t kChunk = std::size_t{1} << 21;
-  static constexpr std::size_t kFirstChunk = std::size_t{1} << 16;
+  static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
 
-  struct FreeBytes {
-    void operator()(char* p) const noexcept { std::free(p); }
-  };
   struct Chunk {
-    std::unique_ptr<char[], FreeBytes> bytes;
+    std::unique_ptr<char[]> bytes;
     std::size_t capacity = 0;
     std::size_t used = 0;
   };
@@ -343,7 +331,6 @@ struct SafetyKernel::Impl {
   std::deque<Chunk> chunks;  // oldest first; the last one is being filled
   std::vector<Chunk> spare;  // emptied chunks kept for reuse (at most kSpare)
   static constexpr std::size_t kSpare = 2;
-  std::size_t chunks_made = 0;
   std::deque<Slot> slots;            // the lines kept, oldest first
   std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
   std::deque<Undo> undo;
@@ -607,19 +594,8 @@ struct SafetyKernel::Impl {
         chunk = std::move(spare.back());
         spare.pop_back();
       } else {
-        const std::size_t size = chunks_made < 2 ? kFirstChunk << (2 * chunks_made) : kChunk;
-        if (n <= size && size < kChunk) {
-          chunk.capacity = size;
-          chunk.bytes.reset(static_cast<char*>(std::malloc(size)));
-        } else {  // whole huge pages (a longer line: as many as it needs)
-          if (n > std::size_t{1} << 40) throw std::bad_alloc();
-          chunk.capacity = (std::max(n, kChunk) + kChunk - 1) / kChunk * kChunk;
-          chunk.bytes.reset(static_cast<char*>(std::aligned_alloc(kChunk, chunk.capacity)));
-          // Advice only: without huge pages the chunk is ordinary memory.
-          if (chunk.bytes) ::madvise(chunk.bytes.get(), chunk.capacity, MADV_HUGEPAGE);
-        }
-        if (!chunk.bytes) throw std::bad_alloc();
-        ++chunks_made;
+        chunk.capacity = std::max(kChunk, n);
+        chunk.bytes = std::make_unique_for_overwrite<char[]>(chunk.capacity);
       }
       chunk.used = 0;
       chunks.push_back(std::move(chunk));  // an empty chunk more changes nothing observable
