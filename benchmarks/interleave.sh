@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Before and after on a noisy machine: runs bench_kernel of two builds in turn, ROUNDS times
-# (and each execute benchmark again in a fresh process: "cold"), then prints, per benchmark, the
-# best and the median of the rounds for each build, and the ratio of the bests.
+# (and each execute benchmark the filter selects again in a fresh process: "cold"), then
+# prints, per benchmark, the best and the median of the rounds for each build, and the ratio
+# of the bests.
 #
 # Usage: benchmarks/interleave.sh BASE_BUILD_DIR NEW_BUILD_DIR [ROUNDS]   (default 4 rounds)
 # Environment: FILTER (a --benchmark_filter; default: the issue-16 rows), MIN_TIME (default 0.2).
 # Times are the benchmarks' own: the caller's wall time ("wall") and CPU time ("cpu": the
 # process's for the rows named process_time, else the calling thread's).
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n '2,9p' "$0" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
 base="$1/benchmarks/bench_kernel"
 new="$2/benchmarks/bench_kernel"
 rounds="${3:-4}"
@@ -27,6 +28,8 @@ for r in $(seq "$rounds"); do
     "$b" --benchmark_filter="$filter" --benchmark_min_time="$min_time" --benchmark_format=json \
       > "$tmp/$v.$r.json" 2> /dev/null
     for c in ExecuteAtomic/10 ExecuteAtomicBounded/10; do
+      # Only the cold runs of rows that the filter selects.
+      grep -qE -- "$filter" <<< "BM_Kernel_$c/process_time" || continue
       "$b" --benchmark_filter="BM_Kernel_$c/process_time\$" --benchmark_min_time="$min_time" \
         --benchmark_format=json > "$tmp/$v.$r.cold.${c//\//_}.json" 2> /dev/null
     done
