@@ -7,19 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <system_error>
 #include <thread>
 
 #if defined(__SSE2__)
@@ -1192,116 +1188,6 @@ void read_piece(std::string_view text, FilePiece& piece, const std::string& path
   piece.last_hash = last_hash;
 }
 
-// Helper threads for reading trace files, started on first use and kept: a verification hands
-// its pieces out one at a time to the calling thread and to the helpers, and the caller waits
-// only for the pieces a helper took. A helper the system has not run yet takes none, so on a
-// busy machine the caller never waits for one to be scheduled (with a thread started per call
-// it did: milliseconds for a file read in a quarter of one), and no thread is created per call.
-// Calls from several threads at once are safe: the helpers help the latest, and each caller
-// reads whatever pieces of its own nobody took.
-class PieceWorkers {
- public:
-  // Never destroyed: the helpers wait for work until the process ends.
-  static PieceWorkers& get() {
-    static PieceWorkers* const workers = new PieceWorkers();
-    return *workers;
-  }
-
-  // Calls `fn(item)` once for each item in [0, n), on this thread and the helpers; returns once
-  // every call returned, and rethrows the first exception of one.
-  void run(std::size_t n, const std::function<void(std::size_t)>& fn) {
-    auto job = std::make_shared<Job>();
-    job->n = n;
-    job->fn = &fn;
-    if (n > 1 && start_helpers()) {
-      const std::lock_guard lock(mutex_);
-      job_ = job;
-      ++posted_count_;
-      posted_.notify_all();
-    }
-    work(*job);
-    {
-      std::unique_lock lock(job->mutex);
-      job->finished.wait(lock, [&] { return job->done == job->n; });
-    }
-    {
-      const std::lock_guard lock(mutex_);
-      if (job_ == job) job_.reset();
-    }
-    if (job->error) std::rethrow_exception(job->error);
-  }
-
- private:
-  struct Job {
-    std::size_t n = 0;
-    const std::function<void(std::size_t)>* fn = nullptr;  // called only for items taken
-    std::atomic<std::size_t> next{0};                      // the next item to take
-    std::mutex mutex;
-    std::condition_variable finished;
-    std::size_t done = 0;  // items whose call returned (under `mutex`)
-    std::exception_ptr error;
-  };
-
-  PieceWorkers() = default;
-
-  // Whether there are helpers (started now if not yet).
-  bool start_helpers() {
-    const std::lock_guard lock(mutex_);
-    if (!started_) {
-      started_ = true;
-      const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
-      for (unsigned i = 1; i < cores; ++i) {
-        try {
-          std::thread([this] { help(); }).detach();
-          ++helpers_;
-        } catch (const std::system_error&) {
-          break;  // no more threads to be had: the caller reads what they would have
-        }
-      }
-    }
-    return helpers_ > 0;
-  }
-
-  // A helper: takes items of the job posted last until none is left, then waits for the next.
-  [[noreturn]] void help() {
-    std::uint64_t seen = 0;
-    for (;;) {
-      std::shared_ptr<Job> job;
-      {
-        std::unique_lock lock(mutex_);
-        posted_.wait(lock, [&] { return posted_count_ != seen; });
-        seen = posted_count_;
-        job = job_;
-      }
-      if (job) work(*job);
-    }
-  }
-
-  // Takes and runs items of `job` until none is left.
-  static void work(Job& job) {
-    for (;;) {
-      const std::size_t item = job.next.fetch_add(1);
-      if (item >= job.n) return;
-      std::exception_ptr error;
-      try {
-        (*job.fn)(item);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      const std::lock_guard lock(job.mutex);
-      if (error && !job.error) job.error = error;
-      if (++job.done == job.n) job.finished.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable posted_;
-  std::shared_ptr<Job> job_;  // the job posted last, while its caller runs it
-  std::uint64_t posted_count_ = 0;
-  bool started_ = false;
-  unsigned helpers_ = 0;
-};
-
 }  // namespace
 
 TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
@@ -1328,7 +1214,8 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
     pieces[k - 1].end = at;
   }
   pieces.back().end = intact;
-  PieceWorkers::get().run(n_pieces, [&](std::size_t k) { read_piece(text, pieces[k], path); });
+  parallel_for(
+      n_pieces, cores, [&](std::size_t k, unsigned) { read_piece(text, pieces[k], path); });
   std::size_t lines = 0;
   for (const FilePiece& piece : pieces) lines += piece.lines;
   std::size_t before = 0;

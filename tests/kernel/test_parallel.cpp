@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -61,4 +62,33 @@ TEST_CASE("parallel_for rethrows the first exception and starts nothing after it
                                }),
                   std::logic_error);
   CHECK(many <= 4);  // each worker fails on its first item and stops
+}
+
+TEST_CASE("parallel_for from several threads at once, and from inside an item", "[parallel]") {
+  // The helper threads are shared: concurrent and nested calls each run every item once, and
+  // a worker index is never given to two threads within one call.
+  constexpr std::size_t kOuter = 64;
+  constexpr std::size_t kInner = 200;
+  auto nested = [&](std::vector<std::atomic<int>>& runs, std::atomic<bool>& consistent) {
+    parallel_for(kOuter, 4, [&](std::size_t i, unsigned outer_worker) {
+      std::vector<std::thread::id> by_worker(parallel_workers(kInner, 3));
+      std::mutex m;
+      parallel_for(kInner, 3, [&](std::size_t j, unsigned w) {
+        ++runs[i * kInner + j];
+        const std::lock_guard lock(m);
+        if (by_worker[w] == std::thread::id{}) by_worker[w] = std::this_thread::get_id();
+        if (by_worker[w] != std::this_thread::get_id()) consistent = false;
+      });
+      if (outer_worker >= 4) consistent = false;
+    });
+  };
+  std::vector<std::atomic<int>> a(kOuter * kInner);
+  std::vector<std::atomic<int>> b(kOuter * kInner);
+  std::atomic<bool> consistent{true};
+  std::thread other([&] { nested(b, consistent); });
+  nested(a, consistent);
+  other.join();
+  CHECK(consistent);
+  CHECK(std::all_of(a.begin(), a.end(), [](const auto& r) { return r == 1; }));
+  CHECK(std::all_of(b.begin(), b.end(), [](const auto& r) { return r == 1; }));
 }

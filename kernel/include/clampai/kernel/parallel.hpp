@@ -12,11 +12,14 @@ namespace clampai::kernel {
 /// least 1, at most `jobs` and `n_items`.
 [[nodiscard]] unsigned parallel_workers(std::size_t n_items, unsigned jobs);
 
-/// Calls `fn(item, worker)` once for every item in [0, n_items), on parallel_workers(n_items,
-/// jobs) threads; the calling thread is worker 0, and `worker` < parallel_workers(...) names the
-/// thread (per-worker state, such as a solver, is indexed by it). Items are handed out in
-/// increasing order, one at a time, to whichever worker is free. If `fn` throws, no further
-/// item is started, and the first exception is rethrown once every worker has stopped.
+/// Calls `fn(item, worker)` once for every item in [0, n_items), on at most
+/// parallel_workers(n_items, jobs) threads: the calling thread is worker 0, the others are
+/// helper threads started on first use and kept for the process (a helper busy elsewhere, or
+/// not yet scheduled, takes no item: the caller never waits for one to start). `worker` <
+/// parallel_workers(...) names the thread for this call (per-worker state, such as a solver, is
+/// indexed by it). Items are handed out in increasing order, one at a time, to whichever worker
+/// is free. If `fn` throws, no further item is started, and the first exception is rethrown
+/// once every worker has stopped. Safe to call from several threads at once, and from `fn`.
 void parallel_for(std::size_t n_items,
                   unsigned jobs,
                   const std::function<void(std::size_t item, unsigned worker)>& fn);
