@@ -44,7 +44,7 @@ std::shared_ptr<const NumericProgram> compile_comparison(const Expr& comparison)
 EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right);
 
 /// A comparison of one of the simplest shapes (`x OP c`, `x + y OP c`, `x - y OP c`) copied out
-/// of its expression and program into 40 bytes: a kernel checks its invariants from one
+/// of its expression and program into 32 bytes: a kernel checks its invariants from one
 /// contiguous array of these instead of following three pointers per invariant.
 struct FlatComparison {
   NumericProgram::Shape shape = NumericProgram::Shape::general;  // general: not flat
@@ -53,6 +53,7 @@ struct FlatComparison {
   VarId y = 0;
   Decimal constant{};
 };
+static_assert(sizeof(FlatComparison) <= 32, "two to a cache line");
 
 /// `e` flattened, or a FlatComparison whose shape is `general` if `e` has none of those shapes.
 FlatComparison flatten(const Expr& e);
