@@ -1,8 +1,11 @@
 // Many threads against one kernel: T1 holds, the trace verifies and replays to the final state.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
 #include <random>
 #include <thread>
 
+#include "clampai/kernel/mutex.hpp"
 #include "support.hpp"
 
 using namespace clampai::kernel;
@@ -226,4 +229,33 @@ TEST_CASE("Concurrency: rendered lines are the canonical serialisation of every 
       if (window == 0) REQUIRE(verify_chain(entries, true).ok);
     }
   }
+}
+
+TEST_CASE("Mutex: mutual exclusion, spinning and sleeping waiters alike", "[kernel][concurrency]") {
+  Mutex mutex;
+  long counter = 0;  // not atomic: only the lock orders the increments
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        std::lock_guard lock(mutex);
+        ++counter;
+        // Now and then a long hold, so that waiters exhaust their spins and sleep.
+        if (i % 5000 == t) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(counter == 4 * 20000);
+
+  REQUIRE(mutex.try_lock());
+  std::atomic<bool> other_got_it{true};
+  std::thread([&] { other_got_it = mutex.try_lock(); }).join();
+  CHECK_FALSE(other_got_it);
+  mutex.unlock();
+  std::thread([&] {
+    other_got_it = mutex.try_lock();
+    if (other_got_it) mutex.unlock();
+  }).join();
+  CHECK(other_got_it);
 }

@@ -17,6 +17,7 @@
 #include "clampai/kernel/budget.hpp"
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/mutex.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/trace.hpp"
 
@@ -298,7 +299,7 @@ class SafetyKernel {
 
   std::shared_ptr<const TaskModel> model_;
   KernelOptions options_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;  // spins briefly, then sleeps: commits are short
   // INVARIANT (state-valid): state_ satisfies every bound and blocking invariant (T3).
   State state_;
   // INVARIANT (budget-safe): see BudgetController (T1, T4).
