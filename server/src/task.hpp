@@ -16,6 +16,7 @@
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/mutex.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/trace.hpp"
 
@@ -94,7 +95,7 @@ class Task {
   std::unique_ptr<kernel::SafetyKernel> kernel_;  // null on a shared ledger
   std::unique_ptr<kernel::SharedKernel> shared_;  // null unless on a shared ledger
   const kernel::SafetyKernel* view_;              // kernel_, or shared_'s replica
-  std::mutex mutex_;
+  kernel::Mutex mutex_;  // the kernel's kind: spins briefly (an execute holds it for an insert)
   // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
   // effect (what `rollback` undoes first); at most kUndoDepth.
   std::deque<kernel::Receipt> receipts_;
