@@ -1,6 +1,7 @@
 // Many threads against one kernel: T1 holds, the trace verifies and replays to the final state.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -258,4 +259,29 @@ TEST_CASE("Mutex: mutual exclusion, spinning and sleeping waiters alike", "[kern
     if (other_got_it) mutex.unlock();
   }).join();
   CHECK(other_got_it);
+}
+
+// With defer_hash off, the callers hash: no thread is started however many entries a single
+// caller appends (with it on, the background hasher is one more thread of the process).
+TEST_CASE("Concurrency: defer_hash off starts no hasher thread", "[kernel][concurrency]") {
+  const auto threads_now = [] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/task"))
+      ++n;
+    return n;
+  };
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 100000, "min_action_cost": 1}})J");
+  for (const bool defer : {false, true}) {
+    INFO("defer " << defer);
+    KernelOptions options;
+    options.defer_hash = defer;
+    const std::size_t before = threads_now();
+    SafetyKernel kernel(model, options);
+    for (int i = 0; i < 3000; ++i) REQUIRE(kernel.execute("inc").decision.approved);
+    CHECK(threads_now() == before + (defer ? 1 : 0));
+    REQUIRE(kernel.verify_trace().ok);
+  }
 }
