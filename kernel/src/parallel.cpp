@@ -1,5 +1,7 @@
 #include "clampai/kernel/parallel.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -24,10 +26,16 @@ class Helpers {
  public:
   static constexpr unsigned kMaxHelpers = 63;
 
-  // Never destroyed: the helpers wait for work until the process ends.
+  // Never destroyed: the helpers wait for work until the process ends. A child of fork()
+  // gets a fresh set: the parent's helper threads do not exist in it, and one of them may have
+  // held the lock at the fork (the old set is left untouched, and leaked).
   static Helpers& get() {
-    static Helpers* const helpers = new Helpers();
-    return *helpers;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      current() = new Helpers();
+      (void)::pthread_atfork(nullptr, nullptr, [] { current() = new Helpers(); });
+    });
+    return *current();
   }
 
   void run(std::size_t n,
@@ -70,6 +78,13 @@ class Helpers {
   };
 
   Helpers() = default;
+
+  // Written by get()'s first call and, in a child of fork() (where only the forking thread
+  // runs), by the fork handler.
+  static Helpers*& current() {
+    static Helpers* helpers = nullptr;
+    return helpers;
+  }
 
   // Whether there are helpers, `wanted` of them started by now if the system allows.
   bool start(unsigned wanted) {

@@ -1,4 +1,7 @@
 // kernel::parallel_for, the thread fan-out the libraries share.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -92,3 +95,32 @@ TEST_CASE("parallel_for from several threads at once, and from inside an item", 
   CHECK(std::all_of(a.begin(), a.end(), [](const auto& r) { return r == 1; }));
   CHECK(std::all_of(b.begin(), b.end(), [](const auto& r) { return r == 1; }));
 }
+
+#if !defined(__SANITIZE_THREAD__)  // TSan cannot start threads after a multi-threaded fork
+TEST_CASE("parallel_for in a child of fork() has helper threads of its own", "[parallel]") {
+  // The parent's helpers exist (started by this call) and do not exist in the child: a child
+  // that counted on them would run every item on its own thread, so an item that waits for
+  // another worker would wait for ever (the alarm then ends the child, and the test fails).
+  parallel_for(8, 4, [](std::size_t, unsigned) {});
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::alarm(30);
+    std::atomic<bool> second_ran{false};
+    std::atomic<int> runs{0};
+    parallel_for(2, 2, [&](std::size_t item, unsigned) {
+      if (item == 1) {
+        second_ran = true;
+      } else {
+        while (!second_ran) std::this_thread::yield();  // needs a second worker
+      }
+      ++runs;
+    });
+    ::_exit(runs == 2 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif

@@ -19,7 +19,9 @@ namespace clampai::kernel {
 /// parallel_workers(...) names the thread for this call (per-worker state, such as a solver, is
 /// indexed by it). Items are handed out in increasing order, one at a time, to whichever worker
 /// is free. If `fn` throws, no further item is started, and the first exception is rethrown
-/// once every worker has stopped. Safe to call from several threads at once, and from `fn`.
+/// once every worker has stopped. Safe to call from several threads at once, and from `fn`,
+/// and in a child of `fork()` (which starts helpers of its own); but an item must not fork (the
+/// child would wait for its parent's helpers).
 void parallel_for(std::size_t n_items,
                   unsigned jobs,
                   const std::function<void(std::size_t item, unsigned worker)>& fn);
