@@ -152,7 +152,8 @@ struct Outcome {
 /// under the lock, decides on it without the lock, and commits under the lock if the head is
 /// still the one it decided on, deciding again under the lock on the current head otherwise; so
 /// what it commits was decided on the state it changes (T5), and threads decide in parallel. The
-/// lock is not held while the trace file is written.
+/// lock is not held while the trace file is written. A kernel made before a `fork()` must not
+/// be used in the child: its background hasher thread (KernelOptions::defer_hash) is not copied.
 ///
 /// Guarantees (docs/THEOREMS.md): T1 net spend <= budget; T2 at most `step_limit()` non-emergency
 /// steps; T3 blocking invariants hold in every reached state; T4 gross spend never decreases;
