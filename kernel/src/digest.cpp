@@ -325,6 +325,12 @@ void sha256_one(const SplitMessage& m, unsigned char* out) {
   openssl_digest(m, out);
 }
 
+void sha256_one_hex(const SplitMessage& m, char* hex) {
+  unsigned char digest[32];
+  sha256_one(m, digest);
+  to_hex(digest, hex);
+}
+
 bool digest_is_hex(const unsigned char* digest, std::string_view hex) {
   if (hex.size() != 64) return false;
 #if defined(__SSE2__)

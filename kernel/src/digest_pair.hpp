@@ -24,6 +24,10 @@ void sha256_two(const SplitMessage& a,
 /// The SHA-256 digest of `m` (32 bytes) to `out`, as `sha256_two` computes it.
 void sha256_one(const SplitMessage& m, unsigned char* out);
 
+/// The SHA-256 digest of `m`, as `sha256_one` computes it, written as 64 lowercase hex digits
+/// to `hex` (not terminated).
+void sha256_one_hex(const SplitMessage& m, char* hex);
+
 /// Whether `hex` is the 64 lowercase hex digits of the 32-byte `digest`.
 bool digest_is_hex(const unsigned char* digest, std::string_view hex);
 

@@ -15,6 +15,7 @@
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "digest_pair.hpp"
 #include "json.hpp"
 #include "numeric_program.hpp"
 #include "trace_codec.hpp"
@@ -277,7 +278,7 @@ class LinesView {
 // each with the hash of the line before as its `prev`, whoever runs it: the background thread,
 // or a caller that needs the chain complete (`settle`, under the kernel's lock, so that nothing
 // is published meanwhile). Only the holder of `hashing` touches the waiting lines and their
-// slots' text, size and offsets, `cursor`, `last_hash`, `slow` and `sha`; the containers are
+// slots' text, size and offsets, `cursor`, `last_hash` and `slow`; the containers are
 // changed only under the kernel's lock (a slot never moves in its deque), and trim() drops
 // hashed lines only.
 struct SafetyKernel::Impl {
@@ -376,9 +377,8 @@ struct SafetyKernel::Impl {
   alignas(64) std::atomic<bool> hashing{false};      // held by whoever drains
   // The holder of `hashing`'s own.
   alignas(64) char last_hash[64];  // the hash of line `hashed` - 1 (zeros before any)
-  Sha256 sha;
-  char* cursor = nullptr;  // where the next rendered line goes in its chunk
-  std::string slow;        // a value that is not an integer, rendered
+  char* cursor = nullptr;          // where the next rendered line goes in its chunk
+  std::string slow;                // a value that is not an integer, rendered
   // The background thread, started when kBatch lines first wait (never if defer is false).
   alignas(64) bool defer = true;
   std::thread worker;
@@ -493,11 +493,8 @@ struct SafetyKernel::Impl {
     }
     std::memcpy(s.text + s.prev_at, last_hash, sizeof last_hash);
     const std::size_t tail = s.hash_at + detail::kHashMember;
-    sha.reset();
-    sha.update({s.text, s.hash_at});
-    sha.update({s.text + tail, s.size - tail});
     char* digits = s.text + s.hash_at + detail::kHashKey.size();
-    sha.final_hex(digits);
+    detail::sha256_one_hex({{s.text, s.hash_at}, {s.text + tail, s.size - tail}}, digits);
     std::memcpy(last_hash, digits, sizeof last_hash);
     cursor = s.text + s.size;
   }
