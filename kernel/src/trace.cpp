@@ -905,32 +905,45 @@ TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
     return check;
   };
   if (lines.empty()) return fail(0, "the trace is empty (a trace starts with a genesis entry)");
-  // Each line's hash covers its own bytes only: computed on every core first, checked in order.
+  // Each line's hash covers its own bytes only: computed first, two lines at a time, in
+  // pieces shared with the library's worker threads; then checked in order.
   std::vector<char> hash_ok(lines.size(), 0);
-  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
-  const std::size_t workers = lines.size() >= 256 ? cores : 1;
-  auto hash_range = [&](std::size_t w) {
-    Sha256 sha;
-    char hex[64];
-    const std::size_t per = (lines.size() + workers - 1) / workers;
-    for (std::size_t i = w * per; i < std::min(lines.size(), (w + 1) * per); ++i) {
-      const StoredLine& l = lines[i];
-      if (l.text.size() < l.hash_at + kHashMember) continue;
-      sha.reset();
-      sha.update(l.text.substr(0, l.hash_at));
-      sha.update(l.text.substr(l.hash_at + kHashMember));
-      sha.final_hex(hex);
-      hash_ok[i] = l.text.compare(l.hash_at + kHashKey.size(), 64, hex, 64) == 0 ? 1 : 0;
-    }
+  auto message = [&](std::size_t i) {
+    const StoredLine& l = lines[i];
+    return detail::SplitMessage{l.text.substr(0, l.hash_at),
+                                l.text.substr(l.hash_at + kHashMember)};
   };
-  if (workers > 1) {
-    std::vector<std::thread> threads;
-    for (std::size_t w = 1; w < workers; ++w) threads.emplace_back(hash_range, w);
-    hash_range(0);
-    for (auto& t : threads) t.join();
-  } else {
-    hash_range(0);
-  }
+  auto matches = [&](std::size_t i, const unsigned char* digest) {
+    const StoredLine& l = lines[i];
+    return detail::digest_is_hex(digest, l.text.substr(l.hash_at + kHashKey.size(), 64)) ? 1 : 0;
+  };
+  auto complete = [&](std::size_t i) {
+    return lines[i].text.size() >= lines[i].hash_at + kHashMember;
+  };
+  constexpr std::size_t kPiece = 512;  // lines per piece (an even number)
+  const std::size_t pieces = (lines.size() + kPiece - 1) / kPiece;
+  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  parallel_for(pieces, cores, [&](std::size_t piece, unsigned) {
+    const std::size_t end = std::min(lines.size(), (piece + 1) * kPiece);
+    unsigned char first[32];
+    unsigned char second[32];
+    std::size_t waiting = end;  // a complete line not hashed yet (none if `end`)
+    for (std::size_t i = piece * kPiece; i < end; ++i) {
+      if (!complete(i)) continue;  // a line too short for its hash member: a mismatch
+      if (waiting == end) {
+        waiting = i;
+        continue;
+      }
+      detail::sha256_two(message(waiting), message(i), first, second);
+      hash_ok[waiting] = static_cast<char>(matches(waiting, first));
+      hash_ok[i] = static_cast<char>(matches(i, second));
+      waiting = end;
+    }
+    if (waiting != end) {
+      detail::sha256_one(message(waiting), first);
+      hash_ok[waiting] = static_cast<char>(matches(waiting, first));
+    }
+  });
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const StoredLine& l = lines[i];
     const std::uint64_t seq = first_sequence + i;

@@ -651,3 +651,51 @@ TEST_CASE("Trace file fast path: every number, string and separator of a line wr
   CHECK(tried > 3000);
   std::remove(path.c_str());
 }
+
+// The kept lines' verification (SafetyKernel::verify_trace) hashes two lines at a time in
+// pieces of 512 on several threads: a changed byte is found in any line, first or last of a
+// piece, of a pair or alone, and the first bad entry is the one reported.
+TEST_CASE("Stored lines: a changed line is found wherever it sits", "[trace][fast-path]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 100000, "min_action_cost": 1}})J");
+  SafetyKernel kernel(model);
+  for (int i = 0; i < 1299; ++i) REQUIRE(kernel.execute("inc").decision.approved);
+  kernel.seal();  // 1,301 lines: the last piece's last line is hashed alone
+  std::vector<std::string> texts;
+  for (const TraceEntry& e : kernel.trace()) texts.push_back(e.to_json_line());
+  REQUIRE(texts.size() == 1301);
+  auto stored = [&](const std::vector<std::string>& t) {
+    std::vector<detail::StoredLine> lines;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const std::size_t hash_at = t[i].find(",\"hash\":\"");
+      const std::size_t prev_at = t[i].find("\"prev\":\"") + 8;
+      const EntryKind kind = i == 0              ? EntryKind::genesis
+                             : i + 1 == t.size() ? EntryKind::sealed
+                                                 : EntryKind::executed;
+      lines.push_back(
+          {t[i], static_cast<std::uint32_t>(hash_at), static_cast<std::uint32_t>(prev_at), kind});
+    }
+    return lines;
+  };
+  REQUIRE(detail::verify_stored_lines(stored(texts), 0, false).ok);
+  for (const std::size_t bad : {std::size_t{0},
+                                std::size_t{1},
+                                std::size_t{2},
+                                std::size_t{510},
+                                std::size_t{511},
+                                std::size_t{512},
+                                std::size_t{513},
+                                std::size_t{1024},
+                                std::size_t{1299},
+                                std::size_t{1300}}) {
+    INFO("line " << bad);
+    std::vector<std::string> changed = texts;
+    const std::size_t at = changed[bad].find("\"time\":") + 7;  // a digit of the time
+    changed[bad][at] = changed[bad][at] == '1' ? '2' : '1';
+    const TraceCheck check = detail::verify_stored_lines(stored(changed), 0, false);
+    CHECK_FALSE(check.ok);
+    CHECK(check.first_bad == bad);
+    CHECK(check.message.find("hash mismatch") != std::string::npos);
+  }
+}
