@@ -101,7 +101,9 @@ TEST_CASE("Trace: on a long trace (hashes checked in parallel) the first bad ent
   SafetyKernel k(load_spec(kSpec));
   for (int i = 0; i < 60; ++i) REQUIRE(k.execute("inc").decision.approved);
   std::vector<TraceEntry> entries = k.trace();
-  while (entries.size() < 2000) {  // a long chain: copies relinked and renumbered
+  // A long chain (copies relinked and renumbered): 2,001 entries, hashed two at a time in
+  // pieces of 256, so the last piece's last entry is hashed alone.
+  while (entries.size() < 2001) {
     TraceEntry e = entries[1 + entries.size() % 60];
     e.sequence = entries.size();
     e.prev = entries.back().hash;
@@ -109,7 +111,7 @@ TEST_CASE("Trace: on a long trace (hashes checked in parallel) the first bad ent
     entries.push_back(std::move(e));
   }
   REQUIRE(verify_chain(entries, true).ok);
-  for (std::size_t bad : {1999UL, 1500UL, 777UL, 1UL}) {  // each earlier than the last
+  for (std::size_t bad : {2000UL, 1999UL, 1500UL, 777UL, 1UL}) {  // each earlier than the last
     entries[bad].cost = "9.999";
     const TraceCheck c = verify_chain(entries, true);
     REQUIRE_FALSE(c.ok);
