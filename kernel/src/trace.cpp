@@ -920,7 +920,7 @@ TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
   auto complete = [&](std::size_t i) {
     return lines[i].text.size() >= lines[i].hash_at + kHashMember;
   };
-  constexpr std::size_t kPiece = 512;  // lines per piece (an even number)
+  constexpr std::size_t kPiece = 512;  // lines per piece
   const std::size_t pieces = (lines.size() + kPiece - 1) / kPiece;
   const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
   parallel_for(pieces, cores, [&](std::size_t piece, unsigned) {
