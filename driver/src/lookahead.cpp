@@ -103,16 +103,6 @@ class KeyIndex {
     if (slots_.empty()) slots_.resize(kInitial);
     count_ = 0;
   }
-  // The newest node of `key`, or kFree: a lookup that claims nothing.
-  [[nodiscard]] std::uint32_t find(std::uint64_t key) const {
-    if (slots_.empty()) return kFree;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = static_cast<std::size_t>(key) & mask; slots_[i].generation == generation_;
-         i = (i + 1) & mask) {
-      if (slots_[i].key == key) return slots_[i].node;
-    }
-    return kFree;
-  }
   // The slot of `key` (its node kFree if none), claimed for it; valid until the next call.
   Slot& at(std::uint64_t key) {
     if ((count_ + 1) * 2 > slots_.size()) grow();
@@ -211,8 +201,7 @@ struct Workspace {
   ParamTable params;
   Proposal proposal;
   Decision decision;
-  Decision predicted;  // a step's changes and cost if approved (Search::known_child)
-  bool busy = false;   // a search on this thread uses it (a progress callback may search)
+  bool busy = false;  // a search on this thread uses it (a progress callback may search)
 
   // Drops what a very large search left behind, so a thread does not keep it for ever.
   void trim() {
@@ -344,10 +333,6 @@ class Search {
         const Value* params = pt.at(a, k);
         if (pt.arity[a] > 0 || !proposal.params.empty())
           proposal.params.assign(params, params + pt.arity[a]);
-        // A step to a situation already found adds nothing, approved or not (the known one is
-        // no deeper), and once this situation has shown progress its decision says nothing
-        // more: no decision is made for it.
-        if (add && progress && known_child(i, *state, a)) continue;
         {
           const Node& here = nodes[i];
           decide_into(m_, *state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
@@ -361,7 +346,9 @@ class Search {
         // The child's key from the parent's, and a known equal situation is not built again
         // (breadth-first: the known one is no deeper).
         const Node& here = nodes[i];
-        const std::uint64_t state_hash = child_state_hash(i, *state, d);
+        std::uint64_t state_hash = here.state_hash;
+        for (const auto& [id, v] : d.changes)
+          state_hash ^= var_term(id, state->get(id)) ^ var_term(id, v);
         const std::uint64_t done_hash = here.done_hash + ws_.weights[a];
         const std::uint64_t steps = here.steps + (emergency ? 0 : 1);
         const std::uint64_t emergency_steps = here.emergency_steps + (emergency ? 1 : 0);
@@ -600,40 +587,6 @@ class Search {
                               std::uint64_t emergency_steps) {
     return mix(state_hash ^ done_hash ^ (static_cast<std::uint64_t>(net) * 0x9FB21C651E98DF25ULL) ^
                (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL));
-  }
-
-  // The state hash of node `i`'s child by the changes of `d` (`s`: node `i`'s state).
-  [[nodiscard]] std::uint64_t child_state_hash(std::size_t i,
-                                               const State& s,
-                                               const Decision& d) const {
-    std::uint64_t h = nodes[i].state_hash;
-    for (const auto& [id, v] : d.changes) h ^= var_term(id, s.get(id)) ^ var_term(id, v);
-    return h;
-  }
-
-  // True iff the step of action `a` with the workspace's parameters, if the kernel approved it,
-  // would lead from node `i` (whose state is `s`) to a situation already found. Its changes are
-  // the ones an approval has (simulate_changes: the decision's own computation) and its cost
-  // the action's (an action whose cost is an expression is not looked up).
-  bool known_child(std::size_t i, const State& s, std::size_t a) {
-    const Action& action = m_.actions[a];
-    if (action.cost_expr) return false;
-    Decision& p = ws_.predicted;
-    if (!simulate_changes(m_, s, ws_.proposal, p.changes)) return false;
-    p.cost = action.cost;
-    const Node& here = nodes[i];
-    const bool emergency = action.emergency;
-    const std::uint64_t key = key_of(child_state_hash(i, s, p),
-                                     here.done_hash + ws_.weights[a],
-                                     here.budget.net() + p.cost,
-                                     here.steps + (emergency ? 0 : 1),
-                                     here.emergency_steps + (emergency ? 1 : 0));
-    const std::uint32_t newest = ws_.index.find(key);
-    for (std::size_t j = newest == KeyIndex::kFree ? kNone : newest; j != kNone;
-         j = nodes[j].same_key) {
-      if (is_child(j, s, i, a, p)) return true;
-    }
-    return false;
   }
 
   // True iff node `j` is the situation the decision `d` (approved, of action `a`) leads to

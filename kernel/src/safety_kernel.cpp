@@ -1230,24 +1230,6 @@ void decide_into(const TaskModel& model,
   decide_at(model, state, budget, steps, {completions, nullptr}, proposal, out);
 }
 
-bool simulate_changes(const TaskModel& model,
-                      const State& state,
-                      const Proposal& proposal,
-                      Changes& out) {
-  out.clear();
-  if (proposal.action >= model.actions.size()) return false;
-  const Action& a = model.actions[proposal.action];
-  if (proposal.params.size() != a.parameters.size()) return false;
-  // decide_at's simulation: the same environment, the same effects in the same order.
-  const EvalEnv pre{&state, {}, &state, proposal.params.data()};
-  for (const Effect& e : a.effects) {
-    Value value;
-    if (apply_effect(model, e, pre, value, nullptr)) return false;
-    out.emplace_back(e.variable, std::move(value));
-  }
-  return true;
-}
-
 Situation advance(const TaskModel& model, const Situation& s, const Decision& d) {
   if (!d.approved) throw InvalidArgument("advance: the decision is a rejection");
   Situation next{s.state.with(d.changes), s.budget, s.steps, s.emergency_steps, s.completions};

@@ -9,7 +9,6 @@
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "random_basin_spec.hpp"
-#include "random_kernel_spec.hpp"
 
 namespace {
 
@@ -319,65 +318,4 @@ TEST_CASE("a long search reports its progress in situations explored", "[kernel]
   REQUIRE_FALSE(reported.empty());
   CHECK(std::is_sorted(reported.begin(), reported.end()));
   CHECK(reported.back() <= r.situations);
-}
-
-// The search skips the decision of a step whose changes lead to a situation it already has;
-// those changes are simulate_changes', which must be exactly an approval's (every value, in
-// order) on every kind of spec, and an effect it cannot compute must be a rejection.
-TEST_CASE("simulate_changes are the changes of every approval", "[kernel][lookahead][property]") {
-  std::mt19937_64 rng(20261127);
-  clampai::test::KernelSpecGenerator gen(rng);
-  std::size_t approved = 0;
-  std::size_t models = 0;
-  for (int attempt = 0; models < 150 && attempt < 5000; ++attempt) {
-    std::shared_ptr<const TaskModel> model;
-    try {
-      model = gen.model();
-    } catch (const clampai::SpecError&) {
-      continue;  // a combination the loader refuses
-    }
-    ++models;
-    for (int k = 0; k < 40; ++k) {
-      const Situation s = gen.situation(*model);
-      const Proposal p = gen.proposal(*model);
-      const Decision d = decide(*model, s, p);
-      Changes simulated;
-      const bool ok = simulate_changes(*model, s.state, p, simulated);
-      if (!ok) {
-        CHECK_FALSE(d.approved);
-        continue;
-      }
-      if (!d.approved) continue;
-      ++approved;
-      REQUIRE(simulated.size() == d.changes.size());
-      for (std::size_t c = 0; c < simulated.size(); ++c) {
-        CHECK(simulated[c].first == d.changes[c].first);
-        CHECK(simulated[c].second == d.changes[c].second);
-        CHECK(simulated[c].second.to_string() == d.changes[c].second.to_string());  // the scale
-      }
-    }
-  }
-  CHECK(models >= 150);
-  CHECK(approved > 500);
-}
-
-// The explicit engine with the skip finds exactly the situations a search deciding every step
-// finds: on commuting increments, every order of the same steps is one situation.
-TEST_CASE("lookahead counts each situation once, however many orders reach it",
-          "[kernel][lookahead]") {
-  const auto m = load_spec(R"J({"variables": {"a": {"type": "int", "initial": 0},
-                                        "b": {"type": "int", "initial": 0},
-                                        "c": {"type": "int", "initial": 0}},
-    "actions": [{"id": "ia", "cost": 1, "effects": [{"variable": "a", "mode": "increment", "value": 1}]},
-                {"id": "ib", "cost": 1, "effects": [{"variable": "b", "mode": "increment", "value": 1}]},
-                {"id": "ic", "cost": 1, "effects": [{"variable": "c", "mode": "increment", "value": 1}]}],
-    "budget": {"total": 100, "min_action_cost": 1}})J");
-  LookaheadOptions o;
-  o.depth = 3;
-  // After `ia`: the multisets of at most 3 more steps over 3 actions with the completions that
-  // tell them apart (one situation per multiset): 1 + 3 + 6 + 10, and the root.
-  const LookaheadResult r = lookahead(*m, Situation::initial(*m), Proposal{0, {}}, o);
-  REQUIRE(r.complete);
-  CHECK(r.situations == 1 + 3 + 6 + 10);
-  CHECK_FALSE(r.dead_end);
 }

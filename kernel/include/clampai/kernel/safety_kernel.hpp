@@ -125,16 +125,6 @@ void decide_into(const TaskModel& model,
                  const Proposal& proposal,
                  Decision& out);
 
-/// The changes `proposal` makes to `state` if the kernel approves it: what `decide` puts in
-/// `Decision::changes` for an approval (the same computation, effect by effect, on the
-/// pre-action state), without any check. False, with `out` unspecified, if an effect cannot be
-/// computed (the decision is then a rejection). For searches that can tell, from the changes
-/// alone, that a step leads to a situation they already have.
-bool simulate_changes(const TaskModel& model,
-                      const State& state,
-                      const Proposal& proposal,
-                      Changes& out);
-
 /// The situation after committing an approved decision: its changes applied, its cost charged,
 /// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
 /// @throws InvalidArgument if `decision` is not approved.
