@@ -1,8 +1,8 @@
-// SHA-256 through OpenSSL: the streaming digest of trace lines with the SHA256_* functions
-// (deprecated in OpenSSL 3 for the provider-neutral EVP interface, but the same implementation,
-// SHA-NI included, without EVP's dispatch: about 100 ns less per trace line of 350 bytes), and
-// EVP elsewhere, with the digest fetched once. Trace files are verified two lines at a time
-// with the SHA extensions (digest_pair.hpp), checked against OpenSSL before first use.
+// SHA-256 through OpenSSL, and with the SHA extensions directly (digest_pair.hpp: the kernel's
+// hasher and every verification of trace lines, one or two messages at a time, checked against
+// OpenSSL before first use, OpenSSL's SHA256_* functions where the CPU has no SHA extensions:
+// deprecated in OpenSSL 3 for EVP, but without EVP's dispatch per message). EVP elsewhere, with
+// the digest fetched once.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "clampai/kernel/digest.hpp"
 
@@ -370,23 +370,6 @@ std::string sha256_hex(std::string_view data) {
   CLAMPAI_ALWAYS_ASSERT(EVP_Digest(data.data(), data.size(), out, &len, sha256_md(), nullptr) == 1);
   CLAMPAI_ALWAYS_ASSERT(len == 32);
   return hex32(out);
-}
-
-Sha256::Sha256() : ctx_(new SHA256_CTX) { reset(); }
-
-Sha256::~Sha256() { delete static_cast<SHA256_CTX*>(ctx_); }
-
-void Sha256::reset() { CLAMPAI_ALWAYS_ASSERT(SHA256_Init(static_cast<SHA256_CTX*>(ctx_)) == 1); }
-
-void Sha256::update(std::string_view data) {
-  CLAMPAI_ALWAYS_ASSERT(SHA256_Update(static_cast<SHA256_CTX*>(ctx_), data.data(), data.size()) ==
-                        1);
-}
-
-void Sha256::final_hex(char* hex) {
-  unsigned char out[SHA256_DIGEST_LENGTH];
-  CLAMPAI_ALWAYS_ASSERT(SHA256_Final(out, static_cast<SHA256_CTX*>(ctx_)) == 1);
-  to_hex(out, hex);
 }
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
