@@ -35,6 +35,11 @@
 namespace clampai::kernel {
 namespace {
 
+// The threads a verification hashes on: every core, at most 8.
+unsigned verification_threads() {
+  return std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+}
+
 using detail::append_count;
 using detail::append_json_string;
 using detail::append_reasons;
@@ -922,7 +927,7 @@ TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
   };
   constexpr std::size_t kPiece = 512;  // lines per piece
   const std::size_t pieces = (lines.size() + kPiece - 1) / kPiece;
-  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  const unsigned cores = verification_threads();
   parallel_for(pieces, cores, [&](std::size_t piece, unsigned) {
     const std::size_t end = std::min(lines.size(), (piece + 1) * kPiece);
     unsigned char first[32];
@@ -1063,7 +1068,7 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
   // they are computed by several threads first; the checks then run in order as before, so
   // the first failure reported is the same.
   std::vector<char> hash_ok(entries.size(), 0);
-  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  const unsigned cores = verification_threads();
   constexpr std::size_t kChunk = 256;  // entries per work item
   parallel_for((entries.size() + kChunk - 1) / kChunk, cores, [&](std::size_t chunk, unsigned) {
     // Two entries serialised into reused buffers and hashed at a time (compute_hash's bytes).
@@ -1082,7 +1087,12 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
       hash_ok[i] = detail::digest_is_hex(first_digest, entries[i].hash) ? 1 : 0;
       hash_ok[i + 1] = detail::digest_is_hex(second_digest, entries[i + 1].hash) ? 1 : 0;
     }
-    if (i < end) hash_ok[i] = entries[i].compute_hash() == entries[i].hash ? 1 : 0;
+    if (i < end) {
+      first.clear();
+      detail::append_canonical_without_hash(first, entries[i]);
+      detail::sha256_one({first, {}}, first_digest);
+      hash_ok[i] = detail::digest_is_hex(first_digest, entries[i].hash) ? 1 : 0;
+    }
   });
   ChainChecker chain(entries.size(), allow_unsealed);
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -1226,10 +1236,9 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   const std::size_t intact = last_newline == std::string_view::npos ? 0 : last_newline + 1;
   const bool torn = intact != text.size();
   // The whole lines in pieces cut at line starts (about 8 per core, each from 32 KiB to
-  // 1 MiB), read and hashed on every core (one digest context per thread, reused); then the
-  // first problem in line order is reported, or the chain checked in order, as a sequential
-  // reading would.
-  const unsigned cores = std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
+  // 1 MiB), read and hashed on every core (two lines at a time); then the first problem in line
+  // order is reported, or the chain checked in order, as a sequential reading would.
+  const unsigned cores = verification_threads();
   const std::size_t piece_bytes =
       std::clamp<std::size_t>(intact / (cores * 8), std::size_t{32} << 10, std::size_t{1} << 20);
   const std::size_t n_pieces = std::max<std::size_t>(1, intact / piece_bytes);
