@@ -198,3 +198,22 @@ def test_no_leak_over_100000_calls():
     assert grown < 4096 or address_sanitized(), f"RSS grew by {grown} KiB over 100,000 calls"
     assert [sys.getrefcount(x) for x in tracked] == refs
     assert k.trace_length == 6  # rejections were not traced
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_verify_with_jobs_works_in_a_forked_child(examples):
+    # docs/PYTHON.md: the library's worker threads are started afresh in a forked child (the
+    # parent's exist only in the parent). The parent has used them; the child verifies again.
+    spec = examples / "quickstart.json"
+    assert clampai.verify(spec, jobs=2).all_proved
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery, only an exit status
+        status = 1
+        try:
+            import signal
+            signal.alarm(120)  # a safety net against a deadlock, not a timing assertion
+            status = 0 if clampai.verify(spec, jobs=2).all_proved else 1
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
