@@ -1,6 +1,8 @@
 // Kernel throughput: evaluate, atomic execute with the in-memory trace and with a trace file,
 // rollback, contention between threads, latency percentiles, state size, invariants.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,10 +53,22 @@ BENCHMARK(BM_Kernel_Evaluate)
     ->Args({1000, 1})
     ->Args({10000, 1});
 
+// The process's minor page faults so far (each a page of memory touched for the first time).
+double minor_faults() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_minflt);
+}
+
 void BM_Kernel_ExecuteAtomic(benchmark::State& st) {
   SafetyKernel kernel(make_model(static_cast<int>(st.range(0)), 1));
   const Proposal p{0, {}};
+  const double faults = minor_faults();
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
+  // Pages first touched per step (the kernel's and its hasher's): the memory an everything-kept
+  // run adds, which costs what BM_Machine_FreshPage measures per page.
+  st.counters["faults_per_step"] =
+      benchmark::Counter(minor_faults() - faults, benchmark::Counter::kAvgIterations);
 }
 // CPU time is the process's (the caller and the kernel's background hasher together); "Time"
 // is the caller's wall time per execute.
@@ -71,8 +85,40 @@ void BM_Kernel_ExecuteAtomicBounded(benchmark::State& st) {
   options.undo_depth = 1024;
   SafetyKernel kernel(make_model(static_cast<int>(st.range(0)), 1), options);
   const Proposal p{0, {}};
+  const double faults = minor_faults();
   for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
+  st.counters["faults_per_step"] =
+      benchmark::Counter(minor_faults() - faults, benchmark::Counter::kAvgIterations);
 }
+
+// The machine's price of new memory: a 4 KiB page of fresh anonymous memory touched once (the
+// page fault, the zeroing, and on a virtual machine whatever the host does to back it), then
+// returned. Every byte a step keeps for ever costs its share of this.
+void BM_Machine_FreshPage(benchmark::State& st) {
+  constexpr std::size_t kPages = 4096;  // 16 MiB per mapping
+  constexpr std::size_t kPage = 4096;
+  for (auto _ : st) {
+    st.PauseTiming();
+    void* map =
+        ::mmap(nullptr, kPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+      st.SkipWithError("mmap failed");
+      break;
+    }
+    st.ResumeTiming();
+    auto* bytes = static_cast<volatile char*>(map);
+    for (std::size_t i = 0; i < kPages; ++i) bytes[i * kPage] = 1;
+    st.PauseTiming();
+    ::munmap(map, kPages * kPage);
+    st.ResumeTiming();
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * kPages));
+  st.counters["time_per_page"] =
+      benchmark::Counter(static_cast<double>(st.iterations() * kPages),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Machine_FreshPage)->UseRealTime();
+
 BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Arg(10)->Arg(1000)->MeasureProcessCPUTime();
 BENCHMARK(BM_Kernel_ExecuteAtomicBounded)->Name("BM_Kernel_ExecuteAtomicBoundedCaller")->Arg(10);
 
