@@ -2,7 +2,6 @@
 #include "clampai/kernel/file.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,32 +157,38 @@ std::string read_file(const std::string& path, std::size_t limit, bool allow_std
       fd.fd, path, limit, S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
 }
 
-InputBytes::InputBytes(const std::string& path, std::size_t limit) {
+InputFile::InputFile(const std::string& path, std::size_t limit) : path_(path) {
   Fd fd;
   struct stat st {};
   open_input(path, limit, /*allow_stdin=*/false, fd, st);
-  const auto size = static_cast<std::size_t>(st.st_size);
-  if (size > 0) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-    if (map != MAP_FAILED) {
-      (void)::madvise(map, size, MADV_WILLNEED);
-      map_ = map;
-      size_ = size;
-      return;
+  size_ = static_cast<std::size_t>(st.st_size);
+  fd_ = fd.fd;
+  fd.fd = -1;  // owned here now
+}
+
+InputFile::InputFile(const std::string& path) : InputFile(path, max_input_bytes()) {}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read(std::size_t offset, std::size_t n, char* out) const {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw FileError("cannot read `" + path_ + "`: " + std::strerror(errno));
     }
+    if (got == 0) {
+      throw FileError("`" + path_ + "` changed while it was read: it had " + std::to_string(size_) +
+                      " bytes when it was opened and now has at most " + std::to_string(offset) +
+                      " (another process truncated or replaced it); read it again once nothing "
+                      "rewrites it");
+    }
+    out += got;
+    offset += static_cast<std::size_t>(got);
+    n -= static_cast<std::size_t>(got);
   }
-  copy_ = read_rest(fd.fd, path, limit, size);  // a file system that cannot map: read it
-}
-
-InputBytes::InputBytes(const std::string& path) : InputBytes(path, max_input_bytes()) {}
-
-InputBytes::~InputBytes() {
-  if (map_ != nullptr) ::munmap(map_, size_);
-}
-
-std::string_view InputBytes::view() const noexcept {
-  return map_ != nullptr ? std::string_view(static_cast<const char*>(map_), size_)
-                         : std::string_view(copy_);
 }
 
 std::string read_file(const std::string& path) { return read_file(path, max_input_bytes()); }

@@ -797,10 +797,10 @@ class PlainLine {
   const QuoteMap& quotes_;
 };
 
-// The trace file's bytes: a regular file within the input limit (file.hpp), mapped.
-InputBytes read_trace_bytes(const std::string& path) {
+// A trace file's whole bytes: a regular file within the input limit (file.hpp).
+std::string read_trace_bytes(const std::string& path) {
   try {
-    return InputBytes(path);
+    return read_file(path);
   } catch (const FileError& e) {
     throw TraceError(e.what());
   }
@@ -1104,10 +1104,10 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
 }
 
 std::vector<TraceEntry> read_trace_file(const std::string& path) {
-  const InputBytes bytes = read_trace_bytes(path);
+  const std::string bytes = read_trace_bytes(path);
   std::string problem;
   std::vector<TraceEntry> entries;
-  const auto lines = split_lines(bytes.view(), problem);
+  const auto lines = split_lines(bytes, problem);
   entries.reserve(lines.size());
   for (std::size_t i = 0; i < lines.size(); ++i) {
     TraceEntry& e = entries.emplace_back();
@@ -1140,8 +1140,8 @@ struct FilePiece {
   std::size_t end = 0;
   std::size_t lines = 0;
   std::vector<LineCheck> checks;
-  std::string_view first_prev;  // the first line's `prev` and the last line's `hash`
-  std::string_view last_hash;
+  std::string first_prev;  // the first line's `prev` and the last line's `hash`
+  std::string last_hash;
   std::vector<std::unique_ptr<TraceEntry>> parsed;  // the lines read by the general path
   std::size_t problem_line = 0;  // the first line that is no entry (if `problem` is set)
   std::string problem;
@@ -1157,10 +1157,10 @@ bool same_hash(std::string_view a, std::string_view b) {
 // for byte. Each line's `prev` is compared with the hash of the line before while both are in
 // the cache. After the first line that is no entry, the lines are only counted (that problem
 // is what will be reported).
-void read_piece(std::string_view text, FilePiece& piece, const std::string& path) {
-  const char* p = text.data() + piece.begin;
-  const char* const end = text.data() + piece.end;
-  piece.checks.reserve((piece.end - piece.begin) / 256 + 1);
+void read_piece(std::string_view bytes, FilePiece& piece, const std::string& path) {
+  const char* p = bytes.data();
+  const char* const end = bytes.data() + bytes.size();
+  piece.checks.reserve(bytes.size() / 256 + 1);
   // A canonical line read but not yet hashed: it waits for another to be hashed with.
   struct Waiting {
     std::size_t check = 0;
@@ -1225,33 +1225,77 @@ void read_piece(std::string_view text, FilePiece& piece, const std::string& path
   piece.last_hash = last_hash;
 }
 
-}  // namespace
+constexpr std::size_t kFileBlock = std::size_t{64} << 10;
 
-TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
-  const InputBytes bytes = read_trace_bytes(path);
-  const std::string_view text = bytes.view();
+// The end of the file's last whole line (the byte after its last newline; 0 if it has none).
+std::size_t whole_lines_end(const InputFile& file, std::string& block) {
+  block.resize(kFileBlock);
+  std::size_t end = file.size();
+  while (end > 0) {
+    const std::size_t begin = end > kFileBlock ? end - kFileBlock : 0;
+    file.read(begin, end - begin, block.data());
+    for (std::size_t i = end - begin; i-- > 0;)
+      if (block[i] == '\n') return begin + i + 1;
+    end = begin;
+  }
+  return 0;
+}
+
+// The start of the first line that starts at or after `at` (0 < at <= intact, where the whole
+// lines end).
+std::size_t line_start_from(const InputFile& file,
+                            std::size_t at,
+                            std::size_t intact,
+                            std::string& block) {
+  block.resize(kFileBlock);
+  for (std::size_t from = at - 1; from < intact;) {
+    const std::size_t n = std::min(kFileBlock, intact - from);
+    file.read(from, n, block.data());
+    if (const void* nl = std::memchr(block.data(), '\n', n))
+      return from + static_cast<std::size_t>(static_cast<const char*>(nl) - block.data()) + 1;
+    from += n;
+  }
+  return intact;  // the file changed since its end was found (its reads will say so)
+}
+
+TraceCheck verify_file(const InputFile& file, const std::string& path, bool allow_unsealed) {
   // A last line without its newline is a write that was cut short (a crash, a full disk): the
   // entries before it are checked, and the tail is reported with how to drop it.
-  const std::size_t last_newline = text.rfind('\n');
-  const std::size_t intact = last_newline == std::string_view::npos ? 0 : last_newline + 1;
-  const bool torn = intact != text.size();
+  std::string block;
+  const std::size_t intact = whole_lines_end(file, block);
+  const bool torn = intact != file.size();
   // The whole lines in pieces cut at line starts (about 8 per core, each from 32 KiB to
-  // 1 MiB), read and hashed on every core (two lines at a time); then the first problem in line
-  // order is reported, or the chain checked in order, as a sequential reading would.
+  // 1 MiB), each copied into its worker's buffer (pread: a file truncated meanwhile is an
+  // error, not a signal), read and hashed on every core (two lines at a time); then the first
+  // problem in line order is reported, or the chain checked in order, as a sequential reading
+  // would.
   const unsigned cores = verification_threads();
   const std::size_t piece_bytes =
       std::clamp<std::size_t>(intact / (cores * 8), std::size_t{32} << 10, std::size_t{1} << 20);
   const std::size_t n_pieces = std::max<std::size_t>(1, intact / piece_bytes);
   std::vector<FilePiece> pieces(n_pieces);
   for (std::size_t k = 1; k < n_pieces; ++k) {
-    std::size_t at = std::max(pieces[k - 1].begin, k * (intact / n_pieces));
-    if (at > 0 && text[at - 1] != '\n') at = text.find('\n', at) + 1;  // `intact` ends one
-    pieces[k].begin = at;
-    pieces[k - 1].end = at;
+    const std::size_t at = std::max(pieces[k - 1].begin, k * (intact / n_pieces));
+    pieces[k].begin = at == 0 ? 0 : line_start_from(file, at, intact, block);
+    pieces[k - 1].end = pieces[k].begin;
   }
   pieces.back().end = intact;
-  parallel_for(
-      n_pieces, cores, [&](std::size_t k, unsigned) { read_piece(text, pieces[k], path); });
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    std::size_t capacity = 0;
+  };
+  std::vector<Buffer> buffers(parallel_workers(n_pieces, cores));
+  parallel_for(n_pieces, cores, [&](std::size_t k, unsigned worker) {
+    FilePiece& piece = pieces[k];
+    const std::size_t n = piece.end - piece.begin;
+    Buffer& buffer = buffers[worker];
+    if (buffer.capacity < n) {
+      buffer.bytes = std::make_unique_for_overwrite<char[]>(n);
+      buffer.capacity = n;
+    }
+    file.read(piece.begin, n, buffer.bytes.get());
+    read_piece(std::string_view(buffer.bytes.get(), n), piece, path);
+  });
   std::size_t lines = 0;
   for (const FilePiece& piece : pieces) lines += piece.lines;
   std::size_t before = 0;
@@ -1289,13 +1333,24 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   check.truncated_tail = true;
   check.verified_bytes = intact;
   check.message = "truncated tail after " + std::to_string(lines) +
-                  " verified entries: the last line (" + std::to_string(text.size() - intact) +
+                  " verified entries: the last line (" + std::to_string(file.size() - intact) +
                   " bytes) has no newline, a write was cut short (a crash or a full disk); to "
                   "recover, keep the verified entries: `truncate -s " +
                   std::to_string(intact) + " FILE` (or `head -n " + std::to_string(lines) +
                   " FILE > COPY`), then verify again (with --allow-unsealed: the run did not "
                   "seal it)";
   return check;
+}
+
+}  // namespace
+
+TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
+  try {
+    const InputFile file(path);
+    return verify_file(file, path, allow_unsealed);
+  } catch (const FileError& e) {
+    throw TraceError(e.what());
+  }
 }
 
 TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode)

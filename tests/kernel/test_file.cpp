@@ -65,6 +65,32 @@ TEST_CASE("File: a file over the limit is refused, naming the limit", "[kernel][
       Contains("is larger than the input limit of 100 bytes") && Contains("--max-input-bytes"));
 }
 
+TEST_CASE("File: an input file read at offsets; truncated meanwhile, an error, not a signal",
+          "[kernel][file]") {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += static_cast<char>('a' + i % 26);
+  const std::string path = write_file("pieces.txt", text);
+  const InputFile file(path);
+  REQUIRE(file.size() == text.size());
+  std::string buffer(100, '\0');
+  file.read(12345, 100, buffer.data());
+  REQUIRE(buffer == text.substr(12345, 100));
+  // Another process cuts the file short: a mapped reader would be stopped by SIGBUS here.
+  std::filesystem::resize_file(path, 4096);
+  file.read(4000, 96, buffer.data());  // what is still there reads as before
+  REQUIRE(buffer.substr(0, 96) == text.substr(4000, 96));
+  REQUIRE_THROWS_AS(file.read(12345, 100, buffer.data()), clampai::FileError);
+  REQUIRE_THROWS_WITH(file.read(4000, 200, buffer.data()),
+                      Contains("`" + path + "` changed while it was read") &&
+                          Contains("it had 20000 bytes when it was opened") &&
+                          Contains("now has at most 4096"));
+  // The checks of read_file.
+  REQUIRE_THROWS_WITH(InputFile("/dev/zero"), Contains("`/dev/zero` is a character device"));
+  REQUIRE_THROWS_WITH(InputFile(path, 100), Contains("is larger than the input limit of 100"));
+  REQUIRE_THROWS_WITH(InputFile(clampai::test::temp_file("missing.txt")),
+                      Contains("No such file or directory"));
+}
+
 TEST_CASE("File: byte counts take K, M and G and refuse nonsense", "[kernel][file]") {
   REQUIRE(parse_byte_count("100", "x") == 100);
   REQUIRE(parse_byte_count("64M", "x") == std::size_t{64} << 20);

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -237,4 +239,43 @@ TEST_CASE("Trace files in pieces verified from several threads at once", "[kerne
   CHECK(wrong == 0);
   std::remove(good.c_str());
   std::remove(bad.c_str());
+}
+
+TEST_CASE("Trace file cut short and rewritten while it is verified: a verdict or an error",
+          "[kernel][trace]") {
+  // Another process truncates the file and writes it again while it is read (a run restarted
+  // with --force over the trace being verified). A reader that mapped the file was stopped by
+  // SIGBUS when a page it read was cut off; each verification must end with a verdict (on the
+  // bytes it read) or a TraceError that says the file changed. However the two interleave,
+  // nothing else may happen; the file, whole again, then verifies.
+  const std::string path = clampai::test::temp_file("rewritten.jsonl");
+  const std::vector<std::string> lines = long_trace(path);
+  std::atomic<bool> stop{false};
+  std::thread rewriter([&] {
+    while (!stop.load()) {
+      std::filesystem::resize_file(path, 4096);
+      // Short for a while (how often a reader meets it is luck: the assertions hold anyway).
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      write_lines(path, lines);
+    }
+  });
+  int verdicts = 0;
+  int errors = 0;
+  std::string unexpected;
+  for (int i = 0; i < 40; ++i) {
+    try {
+      (void)verify_trace_file(path);
+      ++verdicts;
+    } catch (const clampai::TraceError& e) {
+      const std::string what = e.what();
+      if (what.find("changed while it was read") == std::string::npos) unexpected = what;
+      ++errors;
+    }
+  }
+  stop = true;
+  rewriter.join();
+  CHECK(unexpected.empty());
+  CHECK(verdicts + errors == 40);
+  CHECK(verify_trace_file(path).ok);
+  std::remove(path.c_str());
 }

@@ -37,27 +37,33 @@ void set_max_input_bytes(std::size_t bytes);
 /// The same with the limit `max_input_bytes()`.
 [[nodiscard]] std::string read_file(const std::string& path);
 
-/// An input file's bytes without a copy: mapped into memory (a regular file), with the checks
-/// and errors of `read_file` (no standard input). For large inputs read once (trace files): no
-/// buffer is allocated and filled. The file must not be truncated by another process while the
-/// bytes are in use (the system would stop the process with SIGBUS); files that only grow, as
-/// traces do, are safe (the bytes are those present when it was opened).
-class InputBytes {
+/// An input file opened once and read at offsets, in pieces the caller chooses (large inputs
+/// read once, such as trace files, on several threads without a buffer of the whole file): a
+/// regular file within a limit, with the checks and errors of `read_file` (no standard input).
+/// The bytes are copied out with pread, so a file that another process truncates or rewrites
+/// meanwhile gives an error or other bytes, never a signal (a mapped file that shrinks stops
+/// its reader with SIGBUS). Reads may run on several threads at once.
+class InputFile {
  public:
   /// @throws FileError as `read_file`.
-  InputBytes(const std::string& path, std::size_t limit);
+  InputFile(const std::string& path, std::size_t limit);
   /// The same with the limit `max_input_bytes()`.
-  explicit InputBytes(const std::string& path);
-  ~InputBytes();
-  InputBytes(const InputBytes&) = delete;
-  InputBytes& operator=(const InputBytes&) = delete;
+  explicit InputFile(const std::string& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
 
-  [[nodiscard]] std::string_view view() const noexcept;
+  /// The file's size when it was opened.
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// Copies the bytes [offset, offset + n) into `out`. Requires offset + n <= size().
+  /// @throws FileError naming the file if it now ends before offset + n (it was truncated
+  /// while it was read) or the system cannot read it.
+  void read(std::size_t offset, std::size_t n, char* out) const;
 
  private:
-  void* map_ = nullptr;
+  std::string path_;
+  int fd_ = -1;
   std::size_t size_ = 0;
-  std::string copy_;  // the bytes when the file could not be mapped
 };
 
 /// What a file system entry is, for messages: `a directory`, `a FIFO (named pipe)`, `a
