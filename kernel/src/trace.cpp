@@ -266,8 +266,8 @@ CLAMPAI_INLINE bool same_bytes(const char* a, const char* b) {
 class QuoteMap {
  public:
   static constexpr std::size_t kMaxLine = 4096;  // longer lines are scanned string by string
-  // How far ahead of the scan the bytes are fetched: lines that a mapped file's pages bring
-  // from memory arrive while the lines before them are hashed.
+  // How far ahead of the scan the bytes are fetched: lines not yet in the cache arrive from
+  // memory while the lines before them are hashed.
   static constexpr std::size_t kPrefetch = 2048;
 
   // Scans the line at `p`, which ends at the first '\n' before `end` (or at `end`); returns
