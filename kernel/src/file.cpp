@@ -3,12 +3,16 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "clampai/kernel/error.hpp"
 
@@ -189,6 +193,29 @@ void InputFile::read(std::size_t offset, std::size_t n, char* out) const {
     offset += static_cast<std::size_t>(got);
     n -= static_cast<std::size_t>(got);
   }
+}
+
+bool InputFile::locked_for_writing() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return false;
+  // A lock's line: `1: FLOCK  ADVISORY  WRITE 5859 fe:00:10955211 0 EOF` (the device's major
+  // and minor numbers in hex, then the inode); a waiter's has `->` after the number.
+  char id[64];
+  std::snprintf(id,
+                sizeof id,
+                "%02x:%02x:%llu",
+                major(st.st_dev),
+                minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string number, type, kind, access, pid, where;
+    fields >> number >> type >> kind >> access >> pid >> where;
+    if (type == "FLOCK" && access == "WRITE" && where == id) return true;
+  }
+  return false;
 }
 
 std::string read_file(const std::string& path) { return read_file(path, max_input_bytes()); }

@@ -1342,12 +1342,31 @@ TraceCheck verify_file(const InputFile& file, const std::string& path, bool allo
   return check;
 }
 
+// A verdict against a trace that a writer still holds (a run in progress): its last line may
+// be half written and its seal is still to come, so the verdict says so, and a torn tail gets
+// no advice to cut the file.
+void still_being_written(TraceCheck& check, std::size_t file_size) {
+  constexpr std::string_view kWriting =
+      "a process holds the trace's write lock: it is still being written (a run in progress); "
+      "verify it again when the run has ended";
+  if (check.truncated_tail) {
+    check.message = "truncated tail after " + std::to_string(check.entries) +
+                    " verified entries: the last line (" +
+                    std::to_string(file_size - check.verified_bytes) + " bytes) has no newline, " +
+                    std::string(kWriting) + " (do not cut a file while it is written)";
+  } else {
+    check.message += " (" + std::string(kWriting) + ")";
+  }
+}
+
 }  // namespace
 
 TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   try {
     const InputFile file(path);
-    return verify_file(file, path, allow_unsealed);
+    TraceCheck check = verify_file(file, path, allow_unsealed);
+    if (!check.ok && file.locked_for_writing()) still_being_written(check, file.size());
+    return check;
   } catch (const FileError& e) {
     throw TraceError(e.what());
   }

@@ -1,5 +1,7 @@
 // Bounded reads of input files (file.hpp) and the trace file's writer and reader (trace.hpp):
 // special files, limits, exclusive creation, locks, appending and torn tails.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +91,25 @@ TEST_CASE("File: an input file read at offsets; truncated meanwhile, an error, n
   REQUIRE_THROWS_WITH(InputFile(path, 100), Contains("is larger than the input limit of 100"));
   REQUIRE_THROWS_WITH(InputFile(clampai::test::temp_file("missing.txt")),
                       Contains("No such file or directory"));
+}
+
+TEST_CASE("File: an exclusive flock on an input file is seen, and none is taken",
+          "[kernel][file]") {
+  const std::string path = write_file("locked.txt", "text\n");
+  const InputFile file(path);
+  CHECK_FALSE(file.locked_for_writing());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_SH) == 0);
+  CHECK_FALSE(file.locked_for_writing());  // a reader's lock is not a writer's
+  REQUIRE(::flock(fd, LOCK_EX) == 0);
+  CHECK(file.locked_for_writing());
+  // Looking took no lock: another descriptor can still take the exclusive one at once.
+  REQUIRE(::flock(fd, LOCK_UN) == 0);
+  CHECK_FALSE(file.locked_for_writing());
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  ::close(fd);
+  CHECK_FALSE(file.locked_for_writing());
 }
 
 TEST_CASE("File: byte counts take K, M and G and refuse nonsense", "[kernel][file]") {

@@ -279,3 +279,42 @@ TEST_CASE("Trace file cut short and rewritten while it is verified: a verdict or
   CHECK(verify_trace_file(path).ok);
   std::remove(path.c_str());
 }
+
+TEST_CASE("Trace file still being written: the verdict says so, and never to cut the file",
+          "[kernel][trace]") {
+  // A run writing the trace holds its write lock (TraceWriter's flock): its last line may be
+  // half written and its seal is still to come. Cutting the file then would destroy what the
+  // run writes next, so the torn tail's advice (`truncate -s`) is replaced.
+  const std::string path = clampai::test::temp_file("being-written.jsonl");
+  std::vector<std::string> lines = long_trace(path);
+  lines.pop_back();  // no seal yet
+  write_lines(path, lines, "{\"action\":\"add\",\"chan");
+  const TraceCheck idle = verify_trace_file(path);
+  REQUIRE(idle.truncated_tail);
+  CHECK_THAT(idle.message, Catch::Contains("truncate -s"));
+  CHECK_THAT(idle.message, !Catch::Contains("still being written"));
+  {
+    TraceWriter writer(path, FlushPolicy::buffered, TraceOpen::append);  // holds the lock
+    const TraceCheck live = verify_trace_file(path);
+    CHECK_FALSE(live.ok);
+    CHECK(live.truncated_tail);
+    CHECK(live.entries == idle.entries);
+    CHECK(live.verified_bytes == idle.verified_bytes);
+    CHECK_THAT(live.message,
+               Catch::Contains("truncated tail after 3501 verified entries") &&
+                   Catch::Contains("it is still being written (a run in progress)") &&
+                   Catch::Contains("(21 bytes)"));
+    CHECK_THAT(live.message, !Catch::Contains("truncate -s"));
+    // Whole lines, no seal yet: the missing seal is reported, and why.
+    write_lines(path, lines);
+    const TraceCheck unsealed = verify_trace_file(path, /*allow_unsealed=*/false);
+    CHECK_FALSE(unsealed.ok);
+    CHECK_THAT(unsealed.message, Catch::Contains("still being written"));
+    CHECK(verify_trace_file(path, /*allow_unsealed=*/true).ok);
+  }
+  // The writer gone, the same file's verdict is the plain one again.
+  const TraceCheck after = verify_trace_file(path, /*allow_unsealed=*/false);
+  CHECK_FALSE(after.ok);
+  CHECK_THAT(after.message, !Catch::Contains("still being written"));
+  std::remove(path.c_str());
+}
