@@ -195,7 +195,7 @@ void InputFile::read(std::size_t offset, std::size_t n, char* out) const {
   }
 }
 
-bool InputFile::locked_for_writing() const {
+bool InputFile::locked_by_another_process() const {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return false;
   // A lock's line: `1: FLOCK  ADVISORY  WRITE 5859 fe:00:10955211 0 EOF` (the device's major
@@ -213,7 +213,8 @@ bool InputFile::locked_for_writing() const {
     std::istringstream fields(line);
     std::string number, type, kind, access, pid, where;
     fields >> number >> type >> kind >> access >> pid >> where;
-    if (type == "FLOCK" && access == "WRITE" && where == id) return true;
+    if (type == "FLOCK" && access == "WRITE" && where == id && pid != std::to_string(::getpid()))
+      return true;
   }
   return false;
 }

@@ -1342,13 +1342,13 @@ TraceCheck verify_file(const InputFile& file, const std::string& path, bool allo
   return check;
 }
 
-// A verdict against a trace that a writer still holds (a run in progress): its last line may
-// be half written and its seal is still to come, so the verdict says so, and a torn tail gets
-// no advice to cut the file.
+// A verdict against a trace that another process's writer still holds (a run in progress): its last
+// line may be half written and its seal is still to come, so the verdict says so, and a torn tail
+// gets no advice to cut the file.
 void still_being_written(TraceCheck& check, std::size_t file_size) {
   constexpr std::string_view kWriting =
-      "a process holds the trace's write lock: it is still being written (a run in progress); "
-      "verify it again when the run has ended";
+      "another process holds the trace's write lock: it is still being written (a run in "
+      "progress); verify it again when the run has ended";
   if (check.truncated_tail) {
     check.message = "truncated tail after " + std::to_string(check.entries) +
                     " verified entries: the last line (" +
@@ -1365,7 +1365,7 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
   try {
     const InputFile file(path);
     TraceCheck check = verify_file(file, path, allow_unsealed);
-    if (!check.ok && file.locked_for_writing()) still_being_written(check, file.size());
+    if (!check.ok && file.locked_by_another_process()) still_being_written(check, file.size());
     return check;
   } catch (const FileError& e) {
     throw TraceError(e.what());

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "support.hpp"
 
@@ -93,23 +94,34 @@ TEST_CASE("File: an input file read at offsets; truncated meanwhile, an error, n
                       Contains("No such file or directory"));
 }
 
-TEST_CASE("File: an exclusive flock on an input file is seen, and none is taken",
+TEST_CASE("File: another process's exclusive flock on an input file is seen, and none is taken",
           "[kernel][file]") {
   const std::string path = write_file("locked.txt", "text\n");
   const InputFile file(path);
-  CHECK_FALSE(file.locked_for_writing());
+  CHECK_FALSE(file.locked_by_another_process());
+  auto lock_in_child = [&](int how) {
+    return [&path, how] {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::flock(fd, how) != 0) throw std::runtime_error("no lock");
+    };
+  };
+  {
+    const clampai::test::InChild reader(lock_in_child(LOCK_SH));
+    REQUIRE(reader.ok());
+    CHECK_FALSE(file.locked_by_another_process());  // a reader's lock is not a writer's
+  }
+  {
+    const clampai::test::InChild writer(lock_in_child(LOCK_EX));
+    REQUIRE(writer.ok());
+    CHECK(file.locked_by_another_process());
+  }
+  CHECK_FALSE(file.locked_by_another_process());  // the child is gone, and its lock
+  // This process's own lock is not another's; and looking took none (LOCK_NB succeeds).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
-  REQUIRE(::flock(fd, LOCK_SH) == 0);
-  CHECK_FALSE(file.locked_for_writing());  // a reader's lock is not a writer's
-  REQUIRE(::flock(fd, LOCK_EX) == 0);
-  CHECK(file.locked_for_writing());
-  // Looking took no lock: another descriptor can still take the exclusive one at once.
-  REQUIRE(::flock(fd, LOCK_UN) == 0);
-  CHECK_FALSE(file.locked_for_writing());
   REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  CHECK_FALSE(file.locked_by_another_process());
   ::close(fd);
-  CHECK_FALSE(file.locked_for_writing());
 }
 
 TEST_CASE("File: byte counts take K, M and G and refuse nonsense", "[kernel][file]") {

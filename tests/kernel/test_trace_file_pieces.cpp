@@ -294,7 +294,10 @@ TEST_CASE("Trace file still being written: the verdict says so, and never to cut
   CHECK_THAT(idle.message, Catch::Contains("truncate -s"));
   CHECK_THAT(idle.message, !Catch::Contains("still being written"));
   {
-    TraceWriter writer(path, FlushPolicy::buffered, TraceOpen::append);  // holds the lock
+    // A run in another process: its writer holds the lock (this process's own would not count).
+    const clampai::test::InChild run(
+        [&] { (void)new TraceWriter(path, FlushPolicy::buffered, TraceOpen::append); });
+    REQUIRE(run.ok());
     const TraceCheck live = verify_trace_file(path);
     CHECK_FALSE(live.ok);
     CHECK(live.truncated_tail);
@@ -312,9 +315,14 @@ TEST_CASE("Trace file still being written: the verdict says so, and never to cut
     CHECK_THAT(unsealed.message, Catch::Contains("still being written"));
     CHECK(verify_trace_file(path, /*allow_unsealed=*/true).ok);
   }
-  // The writer gone, the same file's verdict is the plain one again.
+  // The writer gone, the same file's verdict is the plain one again; and a writer of this
+  // process's own (as `serve` holds while it checks the trace it continues) is not another's.
   const TraceCheck after = verify_trace_file(path, /*allow_unsealed=*/false);
   CHECK_FALSE(after.ok);
   CHECK_THAT(after.message, !Catch::Contains("still being written"));
+  {
+    TraceWriter mine(path, FlushPolicy::buffered, TraceOpen::append);
+    CHECK(verify_trace_file(path, /*allow_unsealed=*/false).message == after.message);
+  }
   std::remove(path.c_str());
 }

@@ -59,10 +59,11 @@ class InputFile {
   /// @throws FileError naming the file if it now ends before offset + n (it was truncated
   /// while it was read) or the system cannot read it.
   void read(std::size_t offset, std::size_t n, char* out) const;
-  /// Whether some process (this one included) holds an exclusive flock(2) lock on the file,
-  /// as a `TraceWriter` does while it writes a trace. Read from /proc/locks: no lock is taken,
-  /// so a writer that starts meanwhile is never refused. False where the system cannot tell.
-  [[nodiscard]] bool locked_for_writing() const;
+  /// Whether another process holds an exclusive flock(2) lock on the file, as a `TraceWriter`
+  /// does while it writes a trace (a lock of this process's own is not counted: its caller
+  /// knows). Read from /proc/locks: no lock is taken, so a writer that starts meanwhile is
+  /// never refused. False where the system cannot tell.
+  [[nodiscard]] bool locked_by_another_process() const;
 
  private:
   std::string path_;
