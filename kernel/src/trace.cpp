@@ -1145,6 +1145,7 @@ struct FilePiece {
   std::vector<std::unique_ptr<TraceEntry>> parsed;  // the lines read by the general path
   std::size_t problem_line = 0;  // the first line that is no entry (if `problem` is set)
   std::string problem;
+  std::string unreadable;  // why its bytes could not be read (the file changed, an I/O error)
 };
 
 bool same_hash(std::string_view a, std::string_view b) {
@@ -1293,9 +1294,16 @@ TraceCheck verify_file(const InputFile& file, const std::string& path, bool allo
       buffer.bytes = std::make_unique_for_overwrite<char[]>(n);
       buffer.capacity = n;
     }
-    file.read(piece.begin, n, buffer.bytes.get());
+    try {
+      file.read(piece.begin, n, buffer.bytes.get());
+    } catch (const FileError& e) {
+      piece.unreadable = e.what();  // thrown by the calling thread, below
+      return;
+    }
     read_piece(std::string_view(buffer.bytes.get(), n), piece, path);
   });
+  for (const FilePiece& piece : pieces)
+    if (!piece.unreadable.empty()) throw FileError(piece.unreadable);
   std::size_t lines = 0;
   for (const FilePiece& piece : pieces) lines += piece.lines;
   std::size_t before = 0;
