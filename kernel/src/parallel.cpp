@@ -60,7 +60,14 @@ class Helpers {
       const std::lock_guard lock(mutex_);
       if (job_ == job) job_.reset();
     }
-    if (job->error) std::rethrow_exception(job->error);
+    std::exception_ptr error;
+    {
+      // Taken out of the job: the exception is released by this thread, not by the helper
+      // that happens to drop the job last (that release is not ordered for TSan).
+      const std::lock_guard lock(job->mutex);
+      error = std::move(job->error);
+    }
+    if (error) std::rethrow_exception(error);
   }
 
  private:
