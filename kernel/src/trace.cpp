@@ -1145,7 +1145,6 @@ struct FilePiece {
   std::vector<std::unique_ptr<TraceEntry>> parsed;  // the lines read by the general path
   std::size_t problem_line = 0;  // the first line that is no entry (if `problem` is set)
   std::string problem;
-  std::string unreadable;  // why its bytes could not be read (the file changed, an I/O error)
 };
 
 bool same_hash(std::string_view a, std::string_view b) {
@@ -1228,6 +1227,12 @@ void read_piece(std::string_view bytes, FilePiece& piece, const std::string& pat
 
 constexpr std::size_t kFileBlock = std::size_t{64} << 10;
 
+// The start of a torn tail's message: what verified, and what the last line lacks.
+std::string torn_tail(std::size_t entries, std::size_t tail_bytes) {
+  return "truncated tail after " + std::to_string(entries) + " verified entries: the last line (" +
+         std::to_string(tail_bytes) + " bytes) has no newline, ";
+}
+
 // The end of the file's last whole line (the byte after its last newline; 0 if it has none).
 std::size_t whole_lines_end(const InputFile& file, std::string& block) {
   block.resize(kFileBlock);
@@ -1294,16 +1299,9 @@ TraceCheck verify_file(const InputFile& file, const std::string& path, bool allo
       buffer.bytes = std::make_unique_for_overwrite<char[]>(n);
       buffer.capacity = n;
     }
-    try {
-      file.read(piece.begin, n, buffer.bytes.get());
-    } catch (const FileError& e) {
-      piece.unreadable = e.what();  // thrown by the calling thread, below
-      return;
-    }
+    file.read(piece.begin, n, buffer.bytes.get());  // FileError: rethrown by parallel_for
     read_piece(std::string_view(buffer.bytes.get(), n), piece, path);
   });
-  for (const FilePiece& piece : pieces)
-    if (!piece.unreadable.empty()) throw FileError(piece.unreadable);
   std::size_t lines = 0;
   for (const FilePiece& piece : pieces) lines += piece.lines;
   std::size_t before = 0;
@@ -1340,27 +1338,24 @@ TraceCheck verify_file(const InputFile& file, const std::string& path, bool allo
   check.first_bad = lines;
   check.truncated_tail = true;
   check.verified_bytes = intact;
-  check.message = "truncated tail after " + std::to_string(lines) +
-                  " verified entries: the last line (" + std::to_string(file.size() - intact) +
-                  " bytes) has no newline, a write was cut short (a crash or a full disk); to "
-                  "recover, keep the verified entries: `truncate -s " +
+  check.message = torn_tail(lines, file.size() - intact) +
+                  "a write was cut short (a crash or a full disk); to recover, keep the verified "
+                  "entries: `truncate -s " +
                   std::to_string(intact) + " FILE` (or `head -n " + std::to_string(lines) +
                   " FILE > COPY`), then verify again (with --allow-unsealed: the run did not "
                   "seal it)";
   return check;
 }
 
-// A verdict against a trace that another process's writer still holds (a run in progress): its last
-// line may be half written and its seal is still to come, so the verdict says so, and a torn tail
-// gets no advice to cut the file.
+// A verdict against a trace that another process's writer still holds (a run in progress):
+// its last line may be half written and its seal is still to come, so the verdict says so,
+// and a torn tail gets no advice to cut the file.
 void still_being_written(TraceCheck& check, std::size_t file_size) {
   constexpr std::string_view kWriting =
       "another process holds the trace's write lock: it is still being written (a run in "
       "progress); verify it again when the run has ended";
   if (check.truncated_tail) {
-    check.message = "truncated tail after " + std::to_string(check.entries) +
-                    " verified entries: the last line (" +
-                    std::to_string(file_size - check.verified_bytes) + " bytes) has no newline, " +
+    check.message = torn_tail(check.entries, file_size - check.verified_bytes) +
                     std::string(kWriting) + " (do not cut a file while it is written)";
   } else {
     check.message += " (" + std::string(kWriting) + ")";
