@@ -325,6 +325,8 @@ void sha256_one(const SplitMessage& m, unsigned char* out) {
   openssl_digest(m, out);
 }
 
+void digest_hex(const unsigned char* digest, char* hex) { to_hex(digest, hex); }
+
 void sha256_one_hex(const SplitMessage& m, char* hex) {
   unsigned char digest[32];
   sha256_one(m, digest);

@@ -28,6 +28,9 @@ void sha256_one(const SplitMessage& m, unsigned char* out);
 /// to `hex` (not terminated).
 void sha256_one_hex(const SplitMessage& m, char* hex);
 
+/// The 32-byte `digest` as 64 lowercase hex digits, to `hex` (not terminated).
+void digest_hex(const unsigned char* digest, char* hex);
+
 /// Whether `hex` is the 64 lowercase hex digits of the 32-byte `digest`.
 bool digest_is_hex(const unsigned char* digest, std::string_view hex);
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "arena.hpp"
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
@@ -144,15 +145,17 @@ std::string state_digest(const State& state) {
 }
 
 // What rollback needs to undo one committed action: the values it changed, not the states
-// (a state kept per action would keep its leaf, a few hundred bytes, alive for every step).
+// (a state kept per action would keep its leaf, a few hundred bytes, alive for every step),
+// written compactly in the kernel's undo arena (Impl::push_undo).
 struct SafetyKernel::Undo {
   std::uint64_t sequence = 0;
-  std::size_t action = 0;
+  // In the undo arena: how many of the values are boxed (kept whole in Impl::boxed), then, for
+  // the action's n effects in order, each one's evaluated operand (undefined for delete), then
+  // the value of the variable it writes before the action, then after it (3n values), then
+  // its parameters' values; each as put_exact writes it.
+  const char* values = nullptr;
   Amount cost = 0;
-  // For the action's n effects, in order: each one's evaluated operand (undefined for delete),
-  // then the value of the variable it writes before the action, then after it (3n values).
-  std::vector<Value> values;
-  std::vector<Value> params;
+  std::uint32_t action = 0;
 };
 
 namespace {
@@ -160,14 +163,17 @@ namespace {
 // executed entry's line is rendered this way on every step.
 class LineWriter {
  public:
-  LineWriter(char* at, std::string& slow) : start_(at), p_(at), slow_(&slow) {}
+  explicit LineWriter(char* at) : start_(at), p_(at) {}
   [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - start_); }
   void put(std::string_view v) noexcept {
     std::memcpy(p_, v.data(), v.size());
     p_ += v.size();
   }
+  void put(const char* v, std::size_t n) noexcept {
+    std::memcpy(p_, v, n);
+    p_ += n;
+  }
   void put(char c) noexcept { *p_++ = c; }
-  void skip(std::size_t n) noexcept { p_ += n; }
   template <class Int>
   void put_int(Int v) noexcept {
     p_ = std::to_chars(p_, p_ + kIntBound, v).ptr;
@@ -203,99 +209,135 @@ class LineWriter {
     }
     *p_++ = '"';
   }
-  // A value's canonical JSON (as detail::append_value writes it).
-  void put_value(const Value& v) {
-    constexpr std::int64_t kExact = std::int64_t{1} << 53;  // integers JSON keeps exact
-    if (v.kind() == Value::Kind::number && v.as_number().scale == 0 &&
-        v.as_number().units > -kExact && v.as_number().units < kExact) {
-      put_int(v.as_number().units);
-      return;
-    }
-    slow_->clear();
-    detail::append_value(*slow_, v);
-    put(*slow_);
-  }
 
   static constexpr std::size_t kIntBound = 24;
   // The most bytes put_amount writes.
   static constexpr std::size_t amount_bound(int scale) {
     return static_cast<std::size_t>(scale) + 26;
   }
-  // The most bytes put_value writes for `v`.
-  static std::size_t value_bound(const Value& v) noexcept {
-    switch (v.kind()) {
-      case Value::Kind::undefined:
-      case Value::Kind::boolean:
-        return 5;
-      case Value::Kind::number:
-        return 64;
-      case Value::Kind::string:
-        return 2 + 6 * v.as_string().size();  // every byte escaped as \u00XX at worst
-      case Value::Kind::list: {
-        std::size_t n = 2;
-        for (const Value& item : v.as_list()) n += value_bound(item) + 1;
-        return n;
-      }
-    }
-    return 64;
-  }
 
  private:
   char* start_;
   char* p_;
-  std::string* slow_;  // for what is not a plain integer
 };
 
-// A copy of the stored lines, so that they can be read without the kernel's lock.
-// The kept lines, readable without the kernel's lock: lines never change once written, and
-// while a view lives (`pins` > 0) trim() frees no chunk.
-class LinesView {
- public:
-  LinesView(std::vector<detail::StoredLine> lines, std::uint64_t first, std::atomic<int>& pins)
-      : lines_(std::move(lines)), first_(first), pins_(&pins) {}
-  ~LinesView() { pins_->fetch_sub(1, std::memory_order_release); }
-  LinesView(const LinesView&) = delete;
-  LinesView& operator=(const LinesView&) = delete;
-  [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
-  [[nodiscard]] std::uint64_t first_sequence() const { return first_; }
+// Whether `v` is an integer that JSON keeps exactly: written as a plain number (nearly every
+// value an executed entry lists).
+bool is_json_integer(const Value& v) noexcept {
+  constexpr std::int64_t kExact = std::int64_t{1} << 53;
+  return v.kind() == Value::Kind::number && v.as_number().scale == 0 &&
+         v.as_number().units > -kExact && v.as_number().units < kExact;
+}
 
- private:
-  std::vector<detail::StoredLine> lines_;
-  std::uint64_t first_;
-  std::atomic<int>* pins_;
+// The most bytes `v`'s canonical JSON takes.
+std::size_t json_bound(const Value& v) noexcept {
+  switch (v.kind()) {
+    case Value::Kind::undefined:
+    case Value::Kind::boolean:
+      return 5;
+    case Value::Kind::number:
+      return 64;
+    case Value::Kind::string:
+      return 2 + 6 * v.as_string().size();  // every byte escaped as \u00XX at worst
+    case Value::Kind::list: {
+      std::size_t n = 2;
+      for (const Value& item : v.as_list()) n += json_bound(item) + 1;
+      return n;
+    }
+  }
+  return 64;
+}
+
+// A value exactly, as an undo record keeps it: a tag, then a number's scale and units; a
+// string or a list is boxed (kept whole, in record order, beside the bytes).
+enum ExactTag : unsigned char { kUndefined, kFalse, kTrue, kNumber, kBoxed };
+constexpr std::size_t kExactBound = 2 + detail::kVarintBound;
+
+char* put_exact(char* p, const Value& v) noexcept {
+  switch (v.kind()) {
+    case Value::Kind::undefined:
+      *p++ = static_cast<char>(kUndefined);
+      return p;
+    case Value::Kind::boolean:
+      *p++ = static_cast<char>(v.as_bool() ? kTrue : kFalse);
+      return p;
+    case Value::Kind::number:
+      *p++ = static_cast<char>(kNumber);
+      *p++ = static_cast<char>(v.as_number().scale);
+      return detail::put_varint(p, detail::zigzag(v.as_number().units));
+    case Value::Kind::string:
+    case Value::Kind::list:
+      break;
+  }
+  *p++ = static_cast<char>(kBoxed);
+  return p;
+}
+
+bool is_boxed(const Value& v) noexcept { return v.kind() >= Value::Kind::string; }
+
+// One value of an executed entry's compact record, read back: an integer that JSON keeps
+// exactly, or else the value's canonical JSON text.
+struct LineValue {
+  std::int64_t integer = 0;
+  std::string_view text{};  // empty for an integer (no JSON text is empty)
+};
+
+// What an executed entry's line says besides its values, its sequence number and its links.
+struct ExecutedFields {
+  std::size_t action = 0;
+  bool emergency = false;
+  Amount cost = 0;
+  Amount gross = 0;  // budget and counters after the entry
+  Amount net = 0;
+  std::uint64_t emergency_steps = 0;
+  std::uint64_t step = 0;
+  std::int64_t time = 0;
+  std::string_view warnings{};  // `,"warnings":[...]}`, or empty for none
+};
+
+// An executed entry's compact record, read back (Impl::decode).
+struct ExecutedRecord {
+  ExecutedFields fields;
+  const LineValue* values = nullptr;  // the changes, in the action's effect order, then params
+  std::size_t bound = 0;              // the most bytes its line takes
+};
+
+// Where a rendered line's parts are.
+struct LineLayout {
+  std::uint32_t size = 0;
+  std::uint32_t hash_at = 0;  // the `,"hash":"` member
+  std::uint32_t prev_at = 0;  // the 64 digits of `prev`
 };
 }  // namespace
 
-// The kernel's storage: the trace's canonical lines in chunks that are reused once the window
-// drops their lines, the undo records, the buffers every step reuses, and the in-order hasher
-// of the chain.
+// The kernel's storage: the trace's lines and the undo records in arenas whose chunks are
+// reused once the window (the undo depth) drops what they hold, the buffers every step reuses,
+// and the in-order hasher of the chain.
 //
-// Every line gets its slot (its room in a chunk) under the kernel's lock and becomes a job of
-// the hasher (`published` counts them): a line other than an execution with its `prev` and
-// `hash` digits still to be written, or an executed entry's fields as its commit fixed them,
-// which the hasher renders into the slot's room (packed after the line before it; the room is
-// a bound). `drain` hashes the waiting lines in sequence order (`hashed` counts those done),
-// each with the hash of the line before as its `prev`, whoever runs it: the background thread,
-// or a caller that needs the chain complete (`settle`, under the kernel's lock, so that nothing
-// is published meanwhile). Only the holder of `hashing` touches the waiting lines and their
-// slots' text, size and offsets, `cursor`, `last_hash` and `slow`; the containers are
-// changed only under the kernel's lock (a slot never moves in its deque), and trim() drops
-// hashed lines only.
+// An executed entry is kept as a compact record (its fields and values, ~60 bytes, and its
+// SHA-256, 32 bytes), not as its canonical line (~330 bytes): on a long run what a step keeps
+// is what it costs in new memory. Its line is rendered from the record, always the same bytes,
+// when it is hashed, written, read or verified. Other entries (rare) are kept as their lines.
+//
+// Every line gets its slot under the kernel's lock and becomes a job of the hasher
+// (`published` counts them). `drain` hashes the waiting lines in sequence order (`hashed`
+// counts those done), each with the hash of the line before as its `prev`, whoever runs it: the
+// background thread, or a caller that needs the chain complete (`settle`, under the kernel's
+// lock, so that nothing is published meanwhile). Only the holder of `hashing` writes the
+// waiting lines' hashes (and a text line's `prev`), `last_hash` and the rendering buffers; the
+// containers are changed only under the kernel's lock (a slot never moves in its deque, a
+// record never moves in its arena), and trim() drops hashed lines only.
 struct SafetyKernel::Impl {
-  static constexpr std::size_t kChunk = std::size_t{1} << 18;  // 256 KiB of lines per chunk
+  static constexpr std::size_t kChunk = std::size_t{1} << 18;      // 256 KiB of lines per chunk
+  static constexpr std::size_t kUndoChunk = std::size_t{1} << 16;  // 64 KiB of undo values
 
-  struct Chunk {
-    std::unique_ptr<char[]> bytes;
-    std::size_t capacity = 0;
-    std::size_t used = 0;
-  };
   struct Slot {
-    char* text = nullptr;
-    char* room = nullptr;  // where its room was reserved (never moves: in text's chunk)
+    char* text = nullptr;  // the canonical line, or (compact) the executed entry's record
     std::uint32_t size = 0;
-    std::uint32_t hash_at = 0;
-    std::uint32_t prev_at = 0;
+    std::uint32_t hash_at = 0;  // of a line: where its `hash` member is
+    std::uint32_t prev_at = 0;  // of a line: where the digits of its `prev` are
     EntryKind kind = EntryKind::executed;
+    bool compact = false;
   };
   // Per action: the canonical order of what an executed entry lists, keys pre-rendered.
   struct ActionLayout {
@@ -304,43 +346,34 @@ struct SafetyKernel::Impl {
     std::vector<std::pair<std::size_t, std::string>> params;   // parameter index, `"name":`
     std::size_t fixed = 0;  // the bytes of a line that do not depend on the step
   };
-  // An executed entry as its commit fixed it, rendered (with its `prev`) and hashed by the
-  // hasher into the room its slot reserves.
+  // An executed entry as its commit fixes it.
   struct Executed {
-    std::size_t action = 0;
-    bool emergency = false;
-    Amount cost = 0;
-    Amount gross = 0;
-    Amount net = 0;
-    std::uint64_t emergency_steps = 0;
-    std::uint64_t sequence = 0;
-    std::uint64_t step = 0;
-    std::int64_t time = 0;
-    std::vector<Value> changes;  // in the action's effect order
-    std::vector<Value> params;
-    std::string warnings;  // `,"warnings":[...]}`, or empty for none
+    ExecutedFields fields;
+    const Changes* changes = nullptr;  // in the action's effect order
+    const std::vector<Value>* params = nullptr;
   };
-  // A waiting line: its slot (in `slots`, whose elements never move), and for an executed
-  // entry, what to render (the slot then holds the room reserved for it, `room` bytes from its
-  // text, the first room of its chunk if `fresh`).
+  // A waiting line; an executed entry's line may have been rendered by its committer (`ahead`,
+  // in `pre`, with its `prev` and `hash` digits to be written).
   struct Job {
     Slot* slot = nullptr;
-    Executed* render = nullptr;
-    bool fresh = false;
+    std::uint64_t sequence = 0;
+    LineLayout ahead{};  // size 0: not rendered
   };
 
-  std::deque<Chunk> chunks;  // oldest first; the last one is being filled
-  std::vector<Chunk> spare;  // emptied chunks kept for reuse (at most kSpare)
-  static constexpr std::size_t kSpare = 2;
+  detail::Arena lines{kChunk};
   std::deque<Slot> slots;            // the lines kept, oldest first
   std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
+  char before_first[64];             // the hash of the line before slots.front(), once trimmed
   std::deque<Undo> undo;
-  std::uint64_t undo_dropped = 0;                  // undo records dropped by the depth limit
-  std::vector<std::vector<Value>> spare_operands;  // from dropped undo records, for reuse
-  mutable std::atomic<int> pins{0};                // live LinesViews
+  detail::Arena undo_bytes{kUndoChunk};
+  std::deque<Value> boxed;                // the undo records' strings and lists, in record order
+  std::uint64_t undo_dropped = 0;         // undo records dropped by the depth limit
+  std::vector<const Value*> undo_values;  // a step's, for push_undo (capacity reserved)
+  mutable std::atomic<int> pins{0};       // live views
 
   std::string line;  // an entry other than an execution being built, without its hash
   std::vector<ActionLayout> layouts;
+  std::size_t max_values = 0;  // the most values an executed entry lists (changes and params)
   // One per invariant of the model, in order: its comparison flattened, for decide_at.
   std::vector<detail::FlatComparison> flat;
 
@@ -349,8 +382,15 @@ struct SafetyKernel::Impl {
   static constexpr std::size_t kRing = 1024;
   static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
   std::unique_ptr<Job[]> ring = std::make_unique<Job[]>(kRing);
-  std::unique_ptr<Executed[]> executions;  // kRing, made by the first execution
-  int scale = 0;                           // the budget's
+  // When the hasher lags (kLag lines wait), the committer renders executed entries' lines
+  // itself (room for kPre lines of at most kPreBytes, reused in turn), so that the two threads
+  // share the work; the hasher then only hashes them.
+  static constexpr std::uint64_t kLag = 64;
+  static constexpr std::uint64_t kPre = 256;
+  static constexpr std::size_t kPreBytes = 1024;
+  std::unique_ptr<char[]> pre;                 // kPre * kPreBytes, made when first needed
+  std::unique_ptr<LineValue[]> decoded_ahead;  // max_values, the committer's
+  int scale = 0;                               // the budget's
 
   // The constant parts of an executed entry's line (keys in canonical order).
   static constexpr std::string_view kCost = "},\"cost\":";
@@ -368,6 +408,8 @@ struct SafetyKernel::Impl {
                                         detail::kHashMember + kNet.size() + kParams.size() +
                                         kPrev.size() + 64 + kSeq.size() + kStep.size() +
                                         kTime.size() + 4 * LineWriter::kIntBound;
+  // The most bytes of a compact record besides its values and warnings.
+  static constexpr std::size_t kRecordFixed = 32 + 1 + 9 * detail::kVarintBound;
 
   // What the committer and the hasher each write, on cache lines of their own (a line they
   // shared would move between the cores on every step).
@@ -375,10 +417,14 @@ struct SafetyKernel::Impl {
   std::uint64_t seen_hashed = 0;  // under the kernel's lock: `hashed` as last read (<= hashed)
   alignas(64) std::atomic<std::uint64_t> hashed{0};  // lines hashed, in order
   alignas(64) std::atomic<bool> hashing{false};      // held by whoever drains
-  // The holder of `hashing`'s own.
-  alignas(64) char last_hash[64];  // the hash of line `hashed` - 1 (zeros before any)
-  char* cursor = nullptr;          // where the next rendered line goes in its chunk
-  std::string slow;                // a value that is not an integer, rendered
+  // The holder of `hashing`'s own (grown only under the kernel's lock once every line is
+  // hashed, before a line that needs more is published).
+  alignas(64) char last_hash[64];    // the hash of line `hashed` - 1 (zeros before any)
+  std::unique_ptr<char[]> rendered;  // the last executed entry's line, rendered and hashed
+  std::size_t rendered_capacity = 0;
+  LineLayout last_rendered{};            // the last executed entry's line hashed
+  std::unique_ptr<LineValue[]> decoded;  // max_values
+  const char* last_text = nullptr;       // where that line is (`rendered`, or in `pre`)
   // The background thread, started when kBatch lines first wait (never if defer is false).
   alignas(64) bool defer = true;
   std::thread worker;
@@ -387,7 +433,10 @@ struct SafetyKernel::Impl {
   bool worker_stop = false;  // under worker_mutex
   alignas(64) std::atomic<bool> worker_sleeping{false};
 
-  Impl() { std::memset(last_hash, '0', sizeof last_hash); }
+  Impl() {
+    std::memset(last_hash, '0', sizeof last_hash);
+    std::memset(before_first, '0', sizeof before_first);
+  }
   ~Impl() {
     if (worker.joinable()) {
       {
@@ -403,10 +452,7 @@ struct SafetyKernel::Impl {
 
   [[nodiscard]] std::uint64_t next_sequence() const { return first_sequence + slots.size(); }
   // The last line's hash: requires every line to be hashed (settle()).
-  [[nodiscard]] std::string_view head_hash() const {
-    const Slot& s = slots.back();
-    return {s.text + s.hash_at + detail::kHashKey.size(), 64};
-  }
+  [[nodiscard]] std::string_view head_hash() const { return {last_hash, sizeof last_hash}; }
   [[nodiscard]] std::uint64_t waiting() const {
     return published.load(std::memory_order_seq_cst) - hashed.load(std::memory_order_seq_cst);
   }
@@ -419,84 +465,137 @@ struct SafetyKernel::Impl {
     return p - seen_hashed >= n;
   }
 
-  // Renders `e` into `at` (room for it reserved), its `prev` the hash before, with room for
-  // the `hash` member; returns its slot (without `room`).
-  Slot render(const Executed& e, char* at, std::string& scratch) const {
-    const ActionLayout& layout = layouts[e.action];
-    LineWriter out(at, scratch);
+  // Reads the compact record at `record` (written by publish_executed), its values into
+  // `values` (room for max_values).
+  ExecutedRecord decode(const char* record, LineValue* values) const noexcept {
+    ExecutedRecord r;
+    const char* p = record + 32;
+    std::uint64_t v = 0;
+    p = detail::get_varint(p, v);
+    r.fields.action = static_cast<std::size_t>(v);
+    r.fields.emergency = *p++ != 0;
+    p = detail::get_varint(p, v);
+    r.fields.cost = detail::unzigzag(v);
+    p = detail::get_varint(p, v);
+    r.fields.gross = detail::unzigzag(v);
+    p = detail::get_varint(p, v);
+    r.fields.net = detail::unzigzag(v);
+    p = detail::get_varint(p, r.fields.emergency_steps);
+    p = detail::get_varint(p, r.fields.step);
+    p = detail::get_varint(p, v);
+    r.fields.time = detail::unzigzag(v);
+    const ActionLayout& layout = layouts[r.fields.action];
+    const std::size_t count = layout.changes.size() + layout.params.size();
+    r.bound = layout.fixed + 3 * LineWriter::amount_bound(scale);
+    for (std::size_t i = 0; i < count; ++i) {
+      p = detail::get_varint(p, v);
+      if ((v & 1) != 0) {
+        const auto n = static_cast<std::size_t>(v >> 1);
+        values[i] = LineValue{0, {p, n}};
+        p += n;
+        r.bound += n;
+      } else {
+        values[i] = LineValue{detail::unzigzag(v >> 1), {}};
+        r.bound += LineWriter::kIntBound;
+      }
+    }
+    r.values = values;
+    p = detail::get_varint(p, v);
+    r.fields.warnings = {p, static_cast<std::size_t>(v)};
+    r.bound += v != 0 ? static_cast<std::size_t>(v) : kNoWarnings.size();
+    return r;
+  }
+
+  // Renders the canonical line of `r`, entry `sequence`, into `at` (room for r.bound bytes):
+  // its `prev` the 64 digits at `prev`, its `hash` the 64 at `hash` (left to be written if
+  // null).
+  LineLayout render(const ExecutedRecord& r,
+                    std::uint64_t sequence,
+                    const char* prev,
+                    const char* hash,
+                    char* at) const noexcept {
+    const ActionLayout& layout = layouts[r.fields.action];
+    const LineValue* params = r.values + layout.changes.size();
+    LineWriter out(at);
+    auto put_value = [&](const LineValue& v) {
+      if (v.text.empty()) {
+        out.put_int(v.integer);
+      } else {
+        out.put(v.text);
+      }
+    };
     out.put(layout.action);
     for (std::size_t i = 0; i < layout.changes.size(); ++i) {
       if (i > 0) out.put(',');
       out.put(layout.changes[i].second);
-      out.put_value(e.changes[layout.changes[i].first]);
+      put_value(r.values[layout.changes[i].first]);
     }
     out.put(kCost);
-    out.put_amount(e.cost, scale);
-    out.put(e.emergency ? kEmergency : kNoEmergency);
-    out.put_int(e.emergency_steps);
+    out.put_amount(r.fields.cost, scale);
+    out.put(r.fields.emergency ? kEmergency : kNoEmergency);
+    out.put_int(r.fields.emergency_steps);
     out.put(kGross);
-    out.put_amount(e.gross, scale);
+    out.put_amount(r.fields.gross, scale);
     const std::size_t hash_at = out.size();
     out.put(detail::kHashKey);
-    out.skip(64);  // the hash, below
+    if (hash != nullptr) {
+      out.put(hash, 64);
+    } else {
+      out.put(std::string_view("0000000000000000000000000000000000000000000000000000000000000000"));
+    }
     out.put('"');
     out.put(kNet);
-    out.put_amount(e.net, scale);
+    out.put_amount(r.fields.net, scale);
     out.put(kParams);
     for (std::size_t i = 0; i < layout.params.size(); ++i) {
       if (i > 0) out.put(',');
       out.put(layout.params[i].second);
-      out.put_value(e.params[layout.params[i].first]);
+      put_value(params[layout.params[i].first]);
     }
     out.put(kPrev);
     const std::size_t prev_at = out.size();
-    out.skip(64);  // the hash before, by hash_line
+    out.put(prev, 64);
     out.put(kSeq);
-    out.put_int(e.sequence);
+    out.put_int(sequence);
     out.put(kStep);
-    out.put_int(e.step);
+    out.put_int(r.fields.step);
     out.put(kTime);
-    out.put_int(e.time);
-    out.put(e.warnings.empty() ? kNoWarnings : std::string_view(e.warnings));
-    return Slot{at,
-                nullptr,
-                static_cast<std::uint32_t>(out.size()),
-                static_cast<std::uint32_t>(hash_at),
-                static_cast<std::uint32_t>(prev_at),
-                EntryKind::executed};
+    out.put_int(r.fields.time);
+    out.put(r.fields.warnings.empty() ? kNoWarnings : r.fields.warnings);
+    return LineLayout{static_cast<std::uint32_t>(out.size()),
+                      static_cast<std::uint32_t>(hash_at),
+                      static_cast<std::uint32_t>(prev_at)};
   }
 
-  // The most bytes render() writes for `e`.
-  [[nodiscard]] std::size_t bound(const Executed& e) const noexcept {
-    std::size_t n = layouts[e.action].fixed +
-                    (e.warnings.empty() ? kNoWarnings.size() : e.warnings.size()) +
-                    3 * LineWriter::amount_bound(scale);
-    for (const Value& v : e.changes) n += LineWriter::value_bound(v);
-    for (const Value& v : e.params) n += LineWriter::value_bound(v);
-    return n;
-  }
-
-  // Hashes `job`'s line in place, rendering an executed entry first (packed after the line
-  // before in its chunk, within its room): its `prev` is the hash before, its `hash` member
-  // its SHA-256 over the line without that member (T6).
+  // Hashes `job`'s line (T6): its `prev` is the hash before, its `hash` the SHA-256 of the line
+  // without that member; a compact record gets the digest, a text line the member's digits.
   void hash_line(const Job& job) {
     Slot& s = *job.slot;
-    if (job.render != nullptr) {
-      // Only the line's own fields change: `room` is read by trim() under the kernel's lock.
-      const Slot rendered =
-          render(*job.render, job.fresh || cursor == nullptr ? s.room : cursor, slow);
-      CLAMPAI_ALWAYS_ASSERT(rendered.size <= s.size);  // the room is a bound
-      s.text = rendered.text;
-      s.size = rendered.size;
-      s.hash_at = rendered.hash_at;
-      s.prev_at = rendered.prev_at;
+    if (s.compact) {
+      LineLayout at = job.ahead;
+      char* text = nullptr;
+      if (at.size != 0) {
+        text = pre_room(job.sequence);
+        std::memcpy(text + at.prev_at, last_hash, sizeof last_hash);
+      } else {
+        text = rendered.get();
+        at = render(decode(s.text, decoded.get()), job.sequence, last_hash, nullptr, text);
+      }
+      const std::size_t tail = at.hash_at + detail::kHashMember;
+      unsigned char digest[32];
+      detail::sha256_one({{text, at.hash_at}, {text + tail, at.size - tail}}, digest);
+      std::memcpy(s.text, digest, sizeof digest);
+      detail::digest_hex(digest, last_hash);
+      std::memcpy(text + at.hash_at + detail::kHashKey.size(), last_hash, sizeof last_hash);
+      last_text = text;
+      last_rendered = at;
+      return;
     }
     std::memcpy(s.text + s.prev_at, last_hash, sizeof last_hash);
     const std::size_t tail = s.hash_at + detail::kHashMember;
     char* digits = s.text + s.hash_at + detail::kHashKey.size();
     detail::sha256_one_hex({{s.text, s.hash_at}, {s.text + tail, s.size - tail}}, digits);
     std::memcpy(last_hash, digits, sizeof last_hash);
-    cursor = s.text + s.size;
   }
 
   // The holder of `hashing`: hashes, in order, the lines published so far.
@@ -581,65 +680,92 @@ struct SafetyKernel::Impl {
     if (lagging(kRing)) settle();
   }
 
-  // Under the kernel's lock: a slot with `n` bytes of room at the end of the kept lines (in a
-  // new chunk if `fresh`). May throw (allocation) with nothing changed.
-  Slot& reserve(EntryKind kind, std::size_t n, bool& fresh) {
-    fresh = chunks.empty() || chunks.back().capacity - chunks.back().used < n;
-    if (fresh) {
-      Chunk chunk;
-      if (!spare.empty() && spare.back().capacity >= n) {
-        chunk = std::move(spare.back());
-        spare.pop_back();
-      } else {
-        chunk.capacity = std::max(kChunk, n);
-        chunk.bytes = std::make_unique_for_overwrite<char[]>(chunk.capacity);
-      }
-      chunk.used = 0;
-      chunks.push_back(std::move(chunk));  // an empty chunk more changes nothing observable
-    }
-    Chunk& c0 = chunks.back();
-    char* at = c0.bytes.get() + c0.used;
-    slots.push_back(Slot{at, at, static_cast<std::uint32_t>(n), 0, 0, kind});
-    c0.used += n;
-    return slots.back();
+  // Where the committer renders line `sequence` ahead (kPre lines share the room in turn).
+  [[nodiscard]] char* pre_room(std::uint64_t sequence) const noexcept {
+    return pre.get() + (sequence % kPre) * kPreBytes;
   }
 
-  // Under the kernel's lock: the line of a reserved slot is the next job of the hasher.
-  void publish(Slot& slot, Executed* render, bool fresh) noexcept {
+  // Under the kernel's lock: the slot just added is the next job of the hasher.
+  void publish(LineLayout ahead = {}) noexcept {
     const std::uint64_t p = published.load(std::memory_order_relaxed);
-    ring[p % kRing] = Job{&slot, render, fresh};
+    ring[p % kRing] = Job{&slots.back(), next_sequence() - 1, ahead};
     // Release: the hasher acquires it. (A worker that goes to sleep as a line is published may
     // miss it: the next publication wakes it, and readers hash what waits.)
     published.store(p + 1, std::memory_order_release);
   }
 
-  // Under the kernel's lock: the record of the next executed entry, to be filled then
-  // published with publish_executed().
-  Executed& next_execution() {
+  // Under the kernel's lock: appends `e` as the next line, a compact record that the hasher
+  // renders and hashes. If `whole`, reserves room in it for the whole line (see
+  // copy_last_line). May throw (allocation) with nothing changed.
+  void publish_executed(const Executed& e, std::string* whole) {
     make_room();
-    if (!executions) executions = std::make_unique<Executed[]>(kRing);
-    return executions[published.load(std::memory_order_relaxed) % kRing];
-  }
-
-  // Under the kernel's lock: `e`, from next_execution(), is the next line, rendered and
-  // hashed by the hasher. May throw (allocation) with nothing changed.
-  // The hasher renders the line unless it lags (kLag lines wait): the committing thread then
-  // renders it here, into its room, which shrinks to the line, so that the two share the work.
-  static constexpr std::uint64_t kLag = 64;
-  void publish_executed(Executed& e) {
-    bool fresh = false;
-    Slot& slot = reserve(EntryKind::executed, bound(e), fresh);
-    if (!lagging(kLag)) {
-      publish(slot, &e, fresh);
+    const Changes& changes = *e.changes;
+    const std::vector<Value>& params = *e.params;
+    std::size_t n = kRecordFixed + e.fields.warnings.size();
+    for (const auto& change : changes)
+      n += is_json_integer(change.second) ? 0 : json_bound(change.second);
+    for (const Value& v : params) n += is_json_integer(v) ? 0 : json_bound(v);
+    n += (changes.size() + params.size()) * detail::kVarintBound;
+    char* const at = lines.reserve(n);
+    char* p = at + 32;  // the hash, by the hasher
+    p = detail::put_varint(p, e.fields.action);
+    *p++ = static_cast<char>(e.fields.emergency ? 1 : 0);
+    p = detail::put_varint(p, detail::zigzag(e.fields.cost));
+    p = detail::put_varint(p, detail::zigzag(e.fields.gross));
+    p = detail::put_varint(p, detail::zigzag(e.fields.net));
+    p = detail::put_varint(p, e.fields.emergency_steps);
+    p = detail::put_varint(p, e.fields.step);
+    p = detail::put_varint(p, detail::zigzag(e.fields.time));
+    std::size_t bound = layouts[e.fields.action].fixed + 3 * LineWriter::amount_bound(scale) +
+                        (e.fields.warnings.empty() ? kNoWarnings.size() : e.fields.warnings.size());
+    auto put_value = [&](const Value& v) {
+      if (is_json_integer(v)) {
+        p = detail::put_varint(p, detail::zigzag(v.as_number().units) << 1);
+        bound += LineWriter::kIntBound;
+        return;
+      }
+      line.clear();
+      detail::append_value(line, v);  // may throw: nothing is kept yet
+      p = detail::put_varint(p, (std::uint64_t{line.size()} << 1) | 1);
+      std::memcpy(p, line.data(), line.size());
+      p += line.size();
+      bound += line.size();
+    };
+    for (const auto& change : changes) put_value(change.second);
+    for (const Value& v : params) put_value(v);
+    p = detail::put_varint(p, e.fields.warnings.size());
+    std::memcpy(p, e.fields.warnings.data(), e.fields.warnings.size());
+    p += e.fields.warnings.size();
+    if (bound > rendered_capacity) {
+      settle();  // nothing is hashing: the hasher's buffer can grow
+      rendered = std::make_unique_for_overwrite<char[]>(std::max(bound, std::size_t{4096}));
+      rendered_capacity = std::max(bound, std::size_t{4096});
+    }
+    if (whole != nullptr) whole->reserve(bound);
+    // Rendered here if the hasher lags and the room line `sequence` - kPre used is free
+    // (that line is hashed).
+    const std::uint64_t sequence = next_sequence();
+    const bool ahead =
+        bound <= kPreBytes && lagging(kLag) && sequence - seen_hashed < kPre && (pre || make_pre());
+    slots.push_back(Slot{at, static_cast<std::uint32_t>(p - at), 0, 0, EntryKind::executed, true});
+    lines.commit(at, static_cast<std::size_t>(p - at));
+    if (!ahead) {
+      publish();
       return;
     }
-    const Slot rendered = render(e, slot.text, line);  // `line` is free under the lock
-    slot.size = rendered.size;
-    slot.hash_at = rendered.hash_at;
-    slot.prev_at = rendered.prev_at;
-    Chunk& c0 = chunks.back();  // the room is the last one reserved
-    c0.used = static_cast<std::size_t>(slot.text - c0.bytes.get()) + rendered.size;
-    publish(slot, nullptr, fresh);
+    static constexpr char kUnknown[64] = {};  // the digits of `prev`, written by the hasher
+    publish(
+        render(decode(at, decoded_ahead.get()), sequence, kUnknown, nullptr, pre_room(sequence)));
+  }
+
+  // The room to render lines ahead (false if it cannot be had: the hasher renders them).
+  bool make_pre() noexcept {
+    try {
+      pre = std::make_unique_for_overwrite<char[]>(kPre * kPreBytes);
+      return true;
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
   }
 
   // Under the kernel's lock: appends `head` + a `hash` member to be written + `tail` as one
@@ -652,16 +778,39 @@ struct SafetyKernel::Impl {
               std::size_t prev_at) {
     make_room();
     const std::size_t n = head.size() + detail::kHashMember + tail.size();
-    bool fresh = false;
-    Slot& slot = reserve(kind, n, fresh);
-    slot.hash_at = static_cast<std::uint32_t>(hash_at);
-    slot.prev_at = static_cast<std::uint32_t>(prev_at);
-    char* at = slot.text;
+    char* const at = lines.reserve(n);
     std::memcpy(at, head.data(), head.size());
     std::memcpy(at + head.size(), detail::kHashKey.data(), detail::kHashKey.size());
     at[head.size() + detail::kHashMember - 1] = '"';
     std::memcpy(at + head.size() + detail::kHashMember, tail.data(), tail.size());
-    publish(slot, nullptr, fresh);
+    slots.push_back(Slot{at,
+                         static_cast<std::uint32_t>(n),
+                         static_cast<std::uint32_t>(hash_at),
+                         static_cast<std::uint32_t>(prev_at),
+                         kind,
+                         false});
+    lines.commit(at, n);
+    publish();
+  }
+
+  // Under the kernel's lock, every line hashed (settle()): the last line, whole, into `out`
+  // (which has room for it).
+  void copy_last_line(std::string& out) const noexcept {
+    const Slot& s = slots.back();
+    if (s.compact) {
+      out.assign(last_text, last_rendered.size);  // the hasher's last line
+    } else {
+      out.assign(s.text, s.size);
+    }
+  }
+
+  // The 64 hex digits of a hashed line's hash, to `out`.
+  static void hash_of(const Slot& s, char* out) noexcept {
+    if (s.compact) {
+      detail::digest_hex(reinterpret_cast<const unsigned char*>(s.text), out);
+    } else {
+      std::memcpy(out, s.text + s.hash_at + detail::kHashKey.size(), 64);
+    }
   }
 
   // Drops lines beyond the window (hashed ones only), and the chunks no line is in any more.
@@ -676,31 +825,157 @@ struct SafetyKernel::Impl {
   void trim(std::size_t window) noexcept {
     if (window == 0) return;
     const std::uint64_t done = hashed.load(std::memory_order_acquire);
+    std::optional<Slot> dropped;
     while (slots.size() > window && first_sequence < done) {
+      dropped = slots.front();
       slots.pop_front();
       ++first_sequence;
     }
+    if (dropped) hash_of(*dropped, before_first);  // its chunk is not freed yet
     // A reader without the lock may be reading the lines: the chunks wait for a later trim.
     if (pins.load(std::memory_order_acquire) > 0) return;
-    while (chunks.size() > 1) {
-      const Chunk& front = chunks.front();
-      const char* t = slots.front().room;  // the text of a waiting line may be moving
-      if (t >= front.bytes.get() && t < front.bytes.get() + front.capacity) break;
-      if (spare.size() < kSpare) spare.push_back(std::move(chunks.front()));  // reserved
-      chunks.pop_front();
-    }
+    lines.drop_before(slots.front().text);
   }
 
-  // Under the kernel's lock. May throw (allocation) with nothing changed.
-  [[nodiscard]] std::unique_ptr<LinesView> view(std::size_t window) {
+  // Under the kernel's lock: the undo record of a committed action (`values`: 3n + its
+  // parameters, see Undo). May throw (allocation) with nothing changed.
+  void push_undo(std::uint64_t sequence,
+                 std::size_t action,
+                 Amount cost,
+                 const std::vector<const Value*>& values) {
+    std::size_t n_boxed = 0;
+    for (const Value* v : values) n_boxed += is_boxed(*v) ? 1 : 0;
+    char* const at = undo_bytes.reserve(detail::kVarintBound + values.size() * kExactBound);
+    std::size_t pushed = 0;
+    try {
+      for (const Value* v : values) {
+        if (!is_boxed(*v)) continue;
+        boxed.push_back(*v);
+        ++pushed;
+      }
+      undo.push_back(Undo{sequence, at, cost, static_cast<std::uint32_t>(action)});
+    } catch (...) {
+      for (; pushed > 0; --pushed) boxed.pop_back();
+      throw;
+    }
+    char* p = detail::put_varint(at, n_boxed);
+    for (const Value* v : values) p = put_exact(p, *v);
+    undo_bytes.commit(at, static_cast<std::size_t>(p - at));
+  }
+
+  // How many boxed values undo record `u` has.
+  static std::size_t boxed_in(const Undo& u) noexcept {
+    std::uint64_t n = 0;
+    detail::get_varint(u.values, n);
+    return static_cast<std::size_t>(n);
+  }
+
+  // The values of the last undo record (`count` of them), as push_undo was given them.
+  [[nodiscard]] std::vector<Value> last_undo_values(std::size_t count) const {
+    const Undo& u = undo.back();
+    std::uint64_t n_boxed = 0;
+    const char* p = detail::get_varint(u.values, n_boxed);
+    std::size_t next_boxed = boxed.size() - static_cast<std::size_t>(n_boxed);
+    std::vector<Value> out(count);
+    for (Value& v : out) {
+      const auto tag = static_cast<unsigned char>(*p++);
+      switch (tag) {
+        case kUndefined:
+          break;
+        case kFalse:
+        case kTrue:
+          v = Value::boolean(tag == kTrue);
+          break;
+        case kNumber: {
+          const auto scale_byte = static_cast<std::uint8_t>(*p++);
+          std::uint64_t units = 0;
+          p = detail::get_varint(p, units);
+          v = Value::number(Decimal{detail::unzigzag(units), scale_byte});
+          break;
+        }
+        default:
+          v = boxed[next_boxed++];
+          break;
+      }
+    }
+    return out;
+  }
+
+  // Drops the last undo record (its action was rolled back, or its commit failed).
+  void pop_undo_back() noexcept {
+    for (std::size_t i = boxed_in(undo.back()); i > 0; --i) boxed.pop_back();
+    undo_bytes.pop_back(undo.back().values);
+    undo.pop_back();
+  }
+
+  // Drops the oldest undo record (the depth limit).
+  void drop_undo_front() noexcept {
+    for (std::size_t i = boxed_in(undo.front()); i > 0; --i) boxed.pop_front();
+    undo.pop_front();
+    ++undo_dropped;
+    if (!undo.empty()) undo_bytes.drop_before(undo.front().values);
+  }
+
+  // The kept lines, readable without the kernel's lock: slots and records never change once
+  // hashed, and while a view lives (`pins` > 0) trim() frees no chunk. Executed entries'
+  // lines are rendered from their records by render().
+  class View {
+   public:
+    View(std::vector<Slot> slots, std::uint64_t first, const char* before, std::atomic<int>& pins)
+        : slots_(std::move(slots)), first_(first), pins_(&pins) {
+      std::memcpy(before_, before, sizeof before_);
+    }
+    ~View() { pins_->fetch_sub(1, std::memory_order_release); }
+    View(const View&) = delete;
+    View& operator=(const View&) = delete;
+    [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
+    [[nodiscard]] std::uint64_t first_sequence() const { return first_; }
+
+    // Renders the lines (without the kernel's lock).
+    void render(const Impl& k) {
+      std::vector<LineValue> values(std::max<std::size_t>(k.max_values, 1));
+      std::size_t total = 0;
+      for (const Slot& s : slots_)
+        if (s.compact) total += k.decode(s.text, values.data()).bound;
+      rendered_ = std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(total, 1));
+      char* out = rendered_.get();
+      lines_.reserve(slots_.size());
+      const char* prev = before_;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        if (!s.compact) {
+          lines_.push_back({{s.text, s.size}, s.hash_at, s.prev_at, s.kind});
+          prev = s.text + s.hash_at + detail::kHashKey.size();
+          continue;
+        }
+        char hash[64];
+        hash_of(s, hash);
+        const LineLayout at =
+            k.render(k.decode(s.text, values.data()), first_ + i, prev, hash, out);
+        lines_.push_back({{out, at.size}, at.hash_at, at.prev_at, EntryKind::executed});
+        prev = out + at.hash_at + detail::kHashKey.size();
+        out += at.size;
+      }
+    }
+
+   private:
+    std::vector<Slot> slots_;
+    std::uint64_t first_;
+    char before_[64];
+    std::atomic<int>* pins_;
+    std::unique_ptr<char[]> rendered_;
+    std::vector<detail::StoredLine> lines_;
+  };
+
+  // Under the kernel's lock: the kept lines, to be rendered without it. May throw
+  // (allocation) with nothing changed.
+  [[nodiscard]] std::unique_ptr<View> view(std::size_t window) {
     settle();
     trim(window);  // what waited for its hash beyond the window
-    std::vector<detail::StoredLine> lines;
-    lines.reserve(slots.size());
-    for (const auto& slot : slots)
-      lines.push_back({{slot.text, slot.size}, slot.hash_at, slot.prev_at, slot.kind});
+    std::vector<Slot> copy(slots.begin(), slots.end());
+    auto v = std::make_unique<View>(std::move(copy), first_sequence, before_first, pins);
     pins.fetch_add(1, std::memory_order_relaxed);
-    return std::make_unique<LinesView>(std::move(lines), first_sequence, pins);
+    return v;
   }
 };
 
@@ -714,12 +989,11 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   if (!options_.clock) options_.clock = system_clock_us;
   impl_->defer = options_.defer_hash && !options_.writer;
   impl_->scale = model_->budget.scale;
-  impl_->spare.reserve(Impl::kSpare);  // so that trim() never allocates
-  impl_->spare_operands.reserve(4);    // so that dropping an undo record never allocates
   impl_->line.reserve(1024);
   impl_->flat.reserve(model_->invariants.size());
   for (const Invariant& inv : model_->invariants)
     impl_->flat.push_back(inv.expr ? detail::flatten(*inv.expr) : detail::FlatComparison{});
+  std::size_t max_effects = 0;
   for (const Action& a : model_->actions) {
     Impl::ActionLayout layout;
     layout.action = "{\"action\":";
@@ -747,7 +1021,13 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     for (const auto& change : layout.changes) layout.fixed += change.second.size() + 1;
     for (const auto& param : layout.params) layout.fixed += param.second.size() + 1;
     impl_->layouts.push_back(std::move(layout));
+    impl_->max_values = std::max(impl_->max_values, a.effects.size() + a.parameters.size());
+    max_effects = std::max(max_effects, a.effects.size());
   }
+  // A step's buffers, so that a step allocates nothing.
+  impl_->decoded = std::make_unique<LineValue[]>(std::max<std::size_t>(impl_->max_values, 1));
+  impl_->decoded_ahead = std::make_unique<LineValue[]>(std::max<std::size_t>(impl_->max_values, 1));
+  impl_->undo_values.reserve(2 * max_effects + impl_->max_values);
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
   if (options_.check_initial_state) {
     const State& s = state_;
@@ -1296,8 +1576,7 @@ void SafetyKernel::copy_last_line_locked(std::string* line) noexcept {
   if (line == nullptr) return;
   Impl& k = *impl_;
   k.settle();
-  const Impl::Slot& s = k.slots.back();
-  line->assign(s.text, s.size);  // within the reserved capacity: cannot throw
+  k.copy_last_line(*line);  // within the reserved capacity: cannot throw
 }
 
 void SafetyKernel::write_line(std::uint64_t sequence, std::string line) {
@@ -1394,7 +1673,6 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                                const Proposal& proposal,
                                                Decision&& decision,
                                                std::vector<Value>& operands) {
-  std::optional<Undo> dropped;  // declared first: destroyed last, outside the lock
   std::string line;
   std::uint64_t sequence = 0;
   std::vector<std::pair<std::uint64_t, std::string>> attested;  // the commit gate's entries
@@ -1473,42 +1751,39 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       sequence = k.next_sequence();
       // The entry as the commit fixes it, with the counters after it; the hasher renders its
       // canonical line (with its `prev`) and hashes it.
-      Impl::Executed& job = k.next_execution();
-      job.action = proposal.action;
-      job.emergency = a.emergency;
-      job.cost = d.cost;
-      job.gross = budget_after.gross();
-      job.net = budget_after.net();
-      job.emergency_steps = emergency_steps_ + (a.emergency ? 1 : 0);
-      job.sequence = sequence;
-      job.step = steps_ + (a.emergency ? 0 : 1);
-      job.time = options_.clock();
-      job.changes.clear();
-      for (const auto& change : d.changes) job.changes.push_back(change.second);
-      job.params.assign(proposal.params.begin(), proposal.params.end());
-      job.warnings.clear();
+      std::string warnings;
       if (!d.warnings.empty()) {
-        job.warnings.assign(",\"warnings\":");
-        detail::append_reasons(job.warnings, d.warnings);
-        job.warnings += '}';
+        warnings.assign(",\"warnings\":");
+        detail::append_reasons(warnings, d.warnings);
+        warnings += '}';
       }
+      const Impl::Executed entry{{proposal.action,
+                                  a.emergency,
+                                  d.cost,
+                                  budget_after.gross(),
+                                  budget_after.net(),
+                                  emergency_steps_ + (a.emergency ? 1 : 0),
+                                  steps_ + (a.emergency ? 0 : 1),
+                                  options_.clock(),
+                                  warnings},
+                                 &d.changes,
+                                 &proposal.params};
       const Amount cost = d.cost;
-      std::vector<Value> kept;
-      if (!k.spare_operands.empty()) {
-        kept = std::move(k.spare_operands.back());
-        k.spare_operands.pop_back();
-      }
-      kept.reserve(3 * a.effects.size());
-      kept.assign(operands.begin(), operands.end());
-      for (const Effect& effect : a.effects) kept.push_back(state_.get(effect.variable));
-      for (const auto& change : d.changes) kept.push_back(change.second);
-      k.undo.push_back(Undo{sequence, proposal.action, cost, std::move(kept), proposal.params});
+      // The undo record: the operands, the values before and after, the parameters.
+      CLAMPAI_ALWAYS_ASSERT(operands.size() == a.effects.size() &&
+                            d.changes.size() == a.effects.size());
+      std::vector<const Value*>& kept = k.undo_values;
+      kept.clear();
+      for (const Value& operand : operands) kept.push_back(&operand);
+      for (const Effect& effect : a.effects) kept.push_back(&state_.get(effect.variable));
+      for (const auto& change : d.changes) kept.push_back(&change.second);
+      for (const Value& param : proposal.params) kept.push_back(&param);
+      k.push_undo(sequence, proposal.action, cost, kept);
       try {
-        if (options_.writer) line.reserve(k.bound(job));
-        k.publish_executed(job);
+        k.publish_executed(entry, options_.writer ? &line : nullptr);
         copy_last_line_locked(options_.writer ? &line : nullptr);
       } catch (...) {
-        k.undo.pop_back();
+        k.pop_undo_back();
         throw;
       }
 
@@ -1524,15 +1799,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
           completions_[proposal.action].load(std::memory_order_relaxed) + 1,
           std::memory_order_release);  // after the entry: see CompletionsRef
       state_ = std::move(next);
-      if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) {
-        dropped = std::move(k.undo.front());  // freed after the lock is released
-        k.undo.pop_front();
-        ++k.undo_dropped;
-        if (k.spare_operands.size() < 4) {
-          k.spare_operands.push_back(std::move(dropped->values));  // reserved: cannot throw
-          k.spare_operands.back().clear();
-        }
-      }
+      if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) k.drop_undo_front();
       receipt = Receipt{sequence, proposal.action, cost};
       after = state_;
     }
@@ -1655,8 +1922,8 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
       throw InvalidArgument("action `" + a.id +
                             "` is declared irreversible and cannot be rolled back");
     const std::size_t n = a.effects.size();
-    CLAMPAI_ALWAYS_ASSERT(u.values.size() == 3 * n);
-    const Value* operands = u.values.data();
+    const std::vector<Value> values = k.last_undo_values(3 * n + a.parameters.size());
+    const Value* operands = values.data();
     const Value* old = operands + n;
     const Value* written = old + n;
     // The state is the one the action produced (the receipt is the latest action in effect):
@@ -1700,7 +1967,8 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     TraceEntry entry;
     entry.kind = EntryKind::rolled_back;
     entry.action = a.id;
-    entry.params = detail::named_params(a, u.params);
+    entry.params = detail::named_params(
+        a, {values.begin() + 3 * static_cast<std::ptrdiff_t>(n), values.end()});
     entry.changes = named(*model_, inverse);
     entry.cost = model_->format_amount(u.cost);
     entry.emergency = a.emergency;
@@ -1720,7 +1988,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
                                  std::memory_order_release);  // after the entry
     state_ = before;
-    k.undo.pop_back();
+    k.pop_undo_back();
     k.trim(options_.trace_window);
     after = state_;
   }
@@ -1880,11 +2148,12 @@ bool SafetyKernel::is_sealed() const {
 }
 
 std::vector<TraceEntry> SafetyKernel::trace() const {
-  std::unique_ptr<LinesView> view;
+  std::unique_ptr<Impl::View> view;
   {
     std::lock_guard lock(mutex_);
     view = impl_->view(options_.trace_window);
   }
+  view->render(*impl_);
   std::vector<TraceEntry> out;
   out.reserve(view->lines().size());
   for (const auto& l : view->lines()) out.push_back(detail::entry_from_line(l.text, "the trace"));
@@ -1897,11 +2166,12 @@ std::uint64_t SafetyKernel::trace_length() const {
 }
 
 TraceCheck SafetyKernel::verify_trace() const {
-  std::unique_ptr<LinesView> view;
+  std::unique_ptr<Impl::View> view;
   {
     std::lock_guard lock(mutex_);
     view = impl_->view(options_.trace_window);
   }
+  view->render(*impl_);
   return detail::verify_stored_lines(
       view->lines(), view->first_sequence(), /*allow_unsealed=*/true);
 }

@@ -145,3 +145,142 @@ TEST_CASE("Readers of the kept lines and a trimming writer run concurrently",
   REQUIRE(k.trace_length() == 6001);
   REQUIRE(k.verify_trace().ok);
 }
+
+namespace {
+
+// Values of every kind in executed entries: strings (one long enough that its line is past
+// every buffer the kernel starts with), lists, decimals, booleans, a variable deleted, negative
+// and large integers, parameters, monitoring warnings; and actions that can be rolled back.
+std::string varied_spec() {
+  std::string spec = R"J({
+  "variables": {
+    "n": {"type": "int", "initial": 0},
+    "big": {"type": "int", "initial": 0},
+    "cash": {"type": "decimal", "scale": 2, "initial": "10.00"},
+    "log": {"type": "list", "element": "int", "initial": []},
+    "note": {"type": "string", "initial": "x"},
+    "flag": {"type": "bool", "initial": false},
+    "ticket": {"type": "int", "optional": true, "initial": 7}
+  },
+  "actions": [
+    {"id": "add", "cost": 1, "parameters": {"k": {"type": "int", "min": -9, "max": 9, "default": 1},
+                                            "d": {"type": "decimal", "scale": 1, "min": -5, "max": 5, "default": "0.5"}},
+     "effects": [{"variable": "n", "mode": "increment", "value": "k"},
+                 {"variable": "log", "mode": "append", "value": "k"},
+                 {"variable": "cash", "mode": "increment", "value": "d"},
+                 {"variable": "flag", "mode": "set", "value": "k > 0"}]},
+    {"id": "say", "cost": 2, "effects": [{"variable": "note", "mode": "set", "value": "'caf\u00e9 \"q\"'"},
+                                         {"variable": "big", "mode": "set", "value": 9007199254740993}]},
+    {"id": "long", "cost": 1, "effects": [{"variable": "note", "mode": "set", "value": "'LONG'"}]},
+    {"id": "drop", "cost": 1, "effects": [{"variable": "ticket", "mode": "delete"}]},
+    {"id": "back", "cost": 1, "effects": [{"variable": "ticket", "mode": "set", "value": -3},
+                                          {"variable": "log", "mode": "remove", "value": 1}]}
+  ],
+  "invariants": [{"name": "watch", "check": "n <= 5", "enforcement": "monitoring"}],
+  "budget": {"total": 100000, "min_action_cost": 1}
+})J";
+  spec.replace(spec.find("LONG"), 4, std::string(6000, 'L'));
+  return spec;
+}
+
+// Runs the same steps on `k`: every action in turn, some of the first half rolled back at once
+// (each rollback restores the exact state before, T7); in the second half nothing waits for
+// the hasher, which then lags behind the commits (and the committer renders lines itself).
+// Returns the number of rollbacks.
+int run_varied(SafetyKernel& k, int steps) {
+  int rollbacks = 0;
+  static constexpr const char* kActions[] = {"add", "say", "add", "drop", "back", "add", "long"};
+  for (int i = 0; i < steps; ++i) {
+    const std::string action = kActions[i % 7];
+    ParamMap params;
+    if (action == "add")
+      params = {{"k", Value::integer(i % 5 - 2)}, {"d", Value::number(Decimal{i % 7 - 3, 1})}};
+    const State before = k.state();
+    const Outcome o = k.execute(action, params);
+    if (o.receipt && i % 3 == 0 && i < steps / 2) {
+      k.rollback(*o.receipt);
+      REQUIRE(k.state() == before);
+      ++rollbacks;
+    }
+  }
+  return rollbacks;
+}
+
+}  // namespace
+
+TEST_CASE("Kept entries are the lines the writer gets, byte for byte, whatever their values",
+          "[kernel][trace][bounded]") {
+  // The kernel keeps an executed entry as a compact record and renders its line when it is
+  // hashed (by the committer or by the hasher, whichever) and when it is read: the same bytes
+  // as the line a writer gets, for every kind of value, with and without a window.
+  const std::string path = clampai::test::temp_file("varied_kept.jsonl");
+  std::int64_t now = 1700000000000000;
+  auto clock = [&now] { return now += 977; };
+  KernelOptions written;
+  written.clock = clock;
+  written.writer = std::make_shared<TraceWriter>(path, FlushPolicy::buffered);
+  const auto model = model_from(varied_spec());
+  constexpr int kSteps = 1500;  // past several batches of the background hasher
+  {
+    SafetyKernel k(model, written);
+    run_varied(k, kSteps);
+  }
+  written.writer->close();
+  const std::vector<TraceEntry> file = read_trace_file(path);
+  REQUIRE(verify_trace_file(path, /*allow_unsealed=*/true).ok);
+  std::remove(path.c_str());
+  REQUIRE(file.size() > kSteps);
+
+  for (const std::size_t window : {std::size_t{0}, std::size_t{100}}) {
+    now = 1700000000000000;
+    KernelOptions options;
+    options.clock = clock;
+    options.trace_window = window;
+    options.undo_depth = window == 0 ? 0 : 5;
+    SafetyKernel k(model, options);
+    run_varied(k, kSteps);
+    const std::vector<TraceEntry> kept = k.trace();
+    REQUIRE(kept.size() == (window == 0 ? file.size() : window));
+    const std::size_t first = file.size() - kept.size();
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      INFO("entry " << first + i);
+      REQUIRE(kept[i].hash == file[first + i].hash);  // the same SHA-256: the same bytes
+      REQUIRE(kept[i].compute_hash() == kept[i].hash);
+    }
+    const TraceCheck check = k.verify_trace();
+    INFO(check.message);
+    REQUIRE(check.ok);
+    REQUIRE(check.entries == kept.size());
+  }
+}
+
+TEST_CASE("Undo records keep strings and lists whole, past the depth limit's drops",
+          "[kernel][rollback][bounded]") {
+  KernelOptions options;
+  options.undo_depth = 4;
+  SafetyKernel k(model_from(varied_spec()), options);
+  std::vector<Receipt> receipts;
+  std::vector<State> states{k.state()};
+  for (int i = 0; i < 12; ++i) {
+    const Outcome o = k.execute(i % 2 == 0 ? "say" : "add", {});
+    REQUIRE(o.receipt.has_value());
+    receipts.push_back(*o.receipt);
+    states.push_back(k.state());
+  }
+  for (std::size_t i = receipts.size(); i > receipts.size() - 4; --i) {
+    k.rollback(receipts[i - 1]);
+    REQUIRE(k.state() == states[i - 1]);
+  }
+  REQUIRE_THROWS_AS(k.rollback(receipts[receipts.size() - 5]), clampai::InvalidArgument);
+  // Committed again after the rollbacks: their records take the room the rolled back ones
+  // had.
+  for (int i = 0; i < 3; ++i) {
+    const State before = k.state();
+    const Outcome o = k.execute("add", {{"k", Value::integer(3)}});
+    REQUIRE(o.receipt.has_value());
+    k.rollback(*o.receipt);
+    REQUIRE(k.state() == before);
+  }
+  REQUIRE(k.verify_trace().ok);
+  REQUIRE_FALSE(replay_trace(k.model_ptr(), k.trace()).has_value());
+}
