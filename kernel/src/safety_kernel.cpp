@@ -149,13 +149,13 @@ std::string state_digest(const State& state) {
 // written compactly in the kernel's undo arena (Impl::push_undo).
 struct SafetyKernel::Undo {
   std::uint64_t sequence = 0;
-  // In the undo arena: how many of the values are boxed (kept whole in Impl::boxed), then, for
-  // the action's n effects in order, each one's evaluated operand (undefined for delete), then
-  // the value of the variable it writes before the action, then after it (3n values), then
-  // its parameters' values; each as put_exact writes it.
+  // In the undo arena, each as put_exact writes it: for the action's n effects in order, each
+  // one's evaluated operand (undefined for delete), then the value of the variable it writes
+  // before the action, then after it (3n values), then its parameters' values.
   const char* values = nullptr;
   Amount cost = 0;
   std::uint32_t action = 0;
+  std::uint32_t boxed = 0;  // how many of the values are strings or lists (in Impl::boxed)
 };
 
 namespace {
@@ -366,10 +366,9 @@ struct SafetyKernel::Impl {
   char before_first[64];             // the hash of the line before slots.front(), once trimmed
   std::deque<Undo> undo;
   detail::Arena undo_bytes{kUndoChunk};
-  std::deque<Value> boxed;                // the undo records' strings and lists, in record order
-  std::uint64_t undo_dropped = 0;         // undo records dropped by the depth limit
-  std::vector<const Value*> undo_values;  // a step's, for push_undo (capacity reserved)
-  mutable std::atomic<int> pins{0};       // live views
+  std::deque<Value> boxed;           // the undo records' strings and lists, in record order
+  std::uint64_t undo_dropped = 0;    // undo records dropped by the depth limit
+  mutable std::atomic<int> pins{0};  // live views
 
   std::string line;  // an entry other than an execution being built, without its hash
   std::vector<ActionLayout> layouts;
@@ -837,45 +836,47 @@ struct SafetyKernel::Impl {
     lines.drop_before(slots.front().text);
   }
 
-  // Under the kernel's lock: the undo record of a committed action (`values`: 3n + its
-  // parameters, see Undo). May throw (allocation) with nothing changed.
+  // Under the kernel's lock: the undo record of committed action `a` (index `action`; see
+  // Undo): its effects' `operands`, the values they write in `before` and the `changes` they
+  // make, and its `params`. May throw (allocation) with nothing changed.
   void push_undo(std::uint64_t sequence,
                  std::size_t action,
+                 const Action& a,
                  Amount cost,
-                 const std::vector<const Value*>& values) {
-    std::size_t n_boxed = 0;
-    for (const Value* v : values) n_boxed += is_boxed(*v) ? 1 : 0;
-    char* const at = undo_bytes.reserve(detail::kVarintBound + values.size() * kExactBound);
-    std::size_t pushed = 0;
-    try {
-      for (const Value* v : values) {
-        if (!is_boxed(*v)) continue;
-        boxed.push_back(*v);
-        ++pushed;
+                 const std::vector<Value>& operands,
+                 const State& before,
+                 const Changes& changes,
+                 const std::vector<Value>& params) {
+    const std::size_t count = 3 * a.effects.size() + params.size();
+    char* const at = undo_bytes.reserve(count * kExactBound + 1);
+    char* p = at;
+    std::uint32_t n_boxed = 0;
+    auto put = [&](const Value& v) {
+      p = put_exact(p, v);
+      if (is_boxed(v)) {
+        boxed.push_back(v);
+        ++n_boxed;
       }
-      undo.push_back(Undo{sequence, at, cost, static_cast<std::uint32_t>(action)});
+    };
+    try {
+      for (const Value& v : operands) put(v);
+      for (const Effect& e : a.effects) put(before.get(e.variable));
+      for (const auto& change : changes) put(change.second);
+      for (const Value& v : params) put(v);
+      undo.push_back(Undo{sequence, at, cost, static_cast<std::uint32_t>(action), n_boxed});
     } catch (...) {
-      for (; pushed > 0; --pushed) boxed.pop_back();
+      for (; n_boxed > 0; --n_boxed) boxed.pop_back();
       throw;
     }
-    char* p = detail::put_varint(at, n_boxed);
-    for (const Value* v : values) p = put_exact(p, *v);
-    undo_bytes.commit(at, static_cast<std::size_t>(p - at));
-  }
-
-  // How many boxed values undo record `u` has.
-  static std::size_t boxed_in(const Undo& u) noexcept {
-    std::uint64_t n = 0;
-    detail::get_varint(u.values, n);
-    return static_cast<std::size_t>(n);
+    // Never empty, so that the record is inside its chunk (Arena).
+    undo_bytes.commit(at, std::max<std::size_t>(static_cast<std::size_t>(p - at), 1));
   }
 
   // The values of the last undo record (`count` of them), as push_undo was given them.
   [[nodiscard]] std::vector<Value> last_undo_values(std::size_t count) const {
     const Undo& u = undo.back();
-    std::uint64_t n_boxed = 0;
-    const char* p = detail::get_varint(u.values, n_boxed);
-    std::size_t next_boxed = boxed.size() - static_cast<std::size_t>(n_boxed);
+    const char* p = u.values;
+    std::size_t next_boxed = boxed.size() - u.boxed;
     std::vector<Value> out(count);
     for (Value& v : out) {
       const auto tag = static_cast<unsigned char>(*p++);
@@ -903,14 +904,14 @@ struct SafetyKernel::Impl {
 
   // Drops the last undo record (its action was rolled back, or its commit failed).
   void pop_undo_back() noexcept {
-    for (std::size_t i = boxed_in(undo.back()); i > 0; --i) boxed.pop_back();
+    for (std::uint32_t i = undo.back().boxed; i > 0; --i) boxed.pop_back();
     undo_bytes.pop_back(undo.back().values);
     undo.pop_back();
   }
 
   // Drops the oldest undo record (the depth limit).
   void drop_undo_front() noexcept {
-    for (std::size_t i = boxed_in(undo.front()); i > 0; --i) boxed.pop_front();
+    for (std::uint32_t i = undo.front().boxed; i > 0; --i) boxed.pop_front();
     undo.pop_front();
     ++undo_dropped;
     if (!undo.empty()) undo_bytes.drop_before(undo.front().values);
@@ -993,7 +994,6 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   impl_->flat.reserve(model_->invariants.size());
   for (const Invariant& inv : model_->invariants)
     impl_->flat.push_back(inv.expr ? detail::flatten(*inv.expr) : detail::FlatComparison{});
-  std::size_t max_effects = 0;
   for (const Action& a : model_->actions) {
     Impl::ActionLayout layout;
     layout.action = "{\"action\":";
@@ -1022,12 +1022,10 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     for (const auto& param : layout.params) layout.fixed += param.second.size() + 1;
     impl_->layouts.push_back(std::move(layout));
     impl_->max_values = std::max(impl_->max_values, a.effects.size() + a.parameters.size());
-    max_effects = std::max(max_effects, a.effects.size());
   }
-  // A step's buffers, so that a step allocates nothing.
+  // The renderers' buffers, so that hashing allocates nothing.
   impl_->decoded = std::make_unique<LineValue[]>(std::max<std::size_t>(impl_->max_values, 1));
   impl_->decoded_ahead = std::make_unique<LineValue[]>(std::max<std::size_t>(impl_->max_values, 1));
-  impl_->undo_values.reserve(2 * max_effects + impl_->max_values);
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
   if (options_.check_initial_state) {
     const State& s = state_;
@@ -1772,13 +1770,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       // The undo record: the operands, the values before and after, the parameters.
       CLAMPAI_ALWAYS_ASSERT(operands.size() == a.effects.size() &&
                             d.changes.size() == a.effects.size());
-      std::vector<const Value*>& kept = k.undo_values;
-      kept.clear();
-      for (const Value& operand : operands) kept.push_back(&operand);
-      for (const Effect& effect : a.effects) kept.push_back(&state_.get(effect.variable));
-      for (const auto& change : d.changes) kept.push_back(&change.second);
-      for (const Value& param : proposal.params) kept.push_back(&param);
-      k.push_undo(sequence, proposal.action, cost, kept);
+      k.push_undo(sequence, proposal.action, a, cost, operands, state_, d.changes, proposal.params);
       try {
         k.publish_executed(entry, options_.writer ? &line : nullptr);
         copy_last_line_locked(options_.writer ? &line : nullptr);
