@@ -33,12 +33,14 @@
 #define CLAMPAI_INLINE inline __attribute__((always_inline))
 
 namespace clampai::kernel {
-namespace {
 
-// The threads a verification hashes on: every core, at most 8.
-unsigned verification_threads() {
+unsigned detail::verification_threads() {
   return std::max(1U, std::min(8U, std::thread::hardware_concurrency()));
 }
+
+namespace {
+
+using detail::verification_threads;
 
 using detail::append_count;
 using detail::append_json_string;

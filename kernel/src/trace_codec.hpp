@@ -61,6 +61,9 @@ void append_reasons(std::string& out, const std::vector<Reason>& reasons);
 /// @throws TraceError naming what is wrong.
 TraceEntry entry_from_line(std::string_view line, const std::string& source);
 
+/// The threads a verification hashes on: every core, at most 8.
+unsigned verification_threads();
+
 /// One stored canonical line with its `hash` member, and where its parts are.
 struct StoredLine {
   std::string_view text;
