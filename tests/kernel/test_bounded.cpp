@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -283,4 +284,91 @@ TEST_CASE("Undo records keep strings and lists whole, past the depth limit's dro
   }
   REQUIRE(k.verify_trace().ok);
   REQUIRE_FALSE(replay_trace(k.model_ptr(), k.trace()).has_value());
+}
+
+TEST_CASE("Kept entries render every parameter and value as the canonical serialiser does (seeded)",
+          "[kernel][trace][bounded][property]") {
+  // Random integers across the whole int64 range (past 2^53 JSON keeps them as strings),
+  // decimals of every scale a parameter allows, negative values, lists that grow and shrink:
+  // each kept line hashes to what its entry, parsed back and serialised by the general
+  // serialiser, hashes to, and to the writer's line for the same step.
+  const char* spec = R"J({
+  "variables": {
+    "i": {"type": "int", "initial": 0},
+    "d": {"type": "decimal", "scale": 4, "initial": 0},
+    "log": {"type": "list", "element": "int", "initial": []},
+    "s": {"type": "string", "initial": ""}
+  },
+  "actions": [
+    {"id": "put", "cost": 1,
+     "parameters": {"n": {"type": "int", "min": -9223372036854775807, "max": 9223372036854775807},
+                    "x": {"type": "decimal", "scale": 4, "min": -900000000, "max": 900000000}},
+     "effects": [{"variable": "i", "mode": "set", "value": "n"},
+                 {"variable": "d", "mode": "set", "value": "x"},
+                 {"variable": "log", "mode": "append", "value": 7}]},
+    {"id": "pop", "cost": 1, "effects": [{"variable": "log", "mode": "remove", "value": 7},
+                                         {"variable": "s", "mode": "set", "value": "'\u00e9\\\\\"\t'"}]}
+  ],
+  "budget": {"total": 1000000, "min_action_cost": 1}
+})J";
+  const auto model = model_from(spec);
+  std::mt19937_64 rng(20261127);
+  std::vector<ParamMap> steps;
+  for (int i = 0; i < 700; ++i) {
+    if (rng() % 4 == 0) {
+      steps.emplace_back();  // `pop`
+      continue;
+    }
+    const int shift = static_cast<int>(rng() % 63);
+    const auto n = static_cast<std::int64_t>(rng() >> (shift + 1)) * (rng() % 2 == 0 ? 1 : -1);
+    const auto scale = static_cast<std::uint8_t>(rng() % 5);
+    const auto x = static_cast<std::int64_t>(rng() % 9000000) * (rng() % 2 == 0 ? 1 : -1);
+    steps.push_back({{"n", Value::integer(n)}, {"x", Value::number(Decimal{x, scale})}});
+  }
+  auto run = [&](SafetyKernel& k) {
+    for (const ParamMap& p : steps) REQUIRE(k.execute(p.empty() ? "pop" : "put", p).receipt);
+  };
+  const std::string path = clampai::test::temp_file("random_kept.jsonl");
+  {
+    KernelOptions options = clampai::test::fixed_clock();
+    options.writer = std::make_shared<TraceWriter>(path, FlushPolicy::buffered);
+    SafetyKernel k(model, options);
+    run(k);
+    k.seal();
+  }
+  // Every line exactly the canonical form of its entry (the file reader requires it).
+  const TraceCheck check = verify_trace_file(path);
+  INFO(check.message);
+  REQUIRE(check.ok);
+  const std::vector<TraceEntry> file = read_trace_file(path);
+  std::remove(path.c_str());
+  SafetyKernel k(model, clampai::test::fixed_clock());
+  run(k);
+  k.seal();
+  const std::vector<TraceEntry> kept = k.trace();
+  REQUIRE(kept.size() == file.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    INFO("entry " << i);
+    REQUIRE(kept[i].compute_hash() == kept[i].hash);
+    REQUIRE(kept[i].hash == file[i].hash);
+  }
+  REQUIRE(k.verify_trace().ok);
+  // And they say what happened: each entry has the parameters proposed, and replays to its
+  // recorded changes and cost, and to the kernel's state.
+  constexpr std::int64_t kExact = std::int64_t{1} << 53;  // JSON keeps these as numbers
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    INFO("step " << t);
+    if (steps[t].empty()) continue;
+    const std::int64_t n = steps[t][0].second.as_number().units;
+    const Value& recorded = kept[t + 1].params.at(0).second;  // `n` sorts before `x`
+    REQUIRE(kept[t + 1].params.at(0).first == "n");
+    if (n > -kExact && n < kExact) {
+      REQUIRE(recorded == Value::integer(n));
+    } else {
+      REQUIRE(recorded == Value::string(std::to_string(n)));
+    }
+  }
+  State replayed = k.state();
+  REQUIRE_FALSE(replay_trace(model, kept, &replayed).has_value());
+  REQUIRE(replayed == k.state());
 }
