@@ -932,46 +932,60 @@ struct SafetyKernel::Impl {
     ~View() { pins_->fetch_sub(1, std::memory_order_release); }
     View(const View&) = delete;
     View& operator=(const View&) = delete;
-    [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
+    [[nodiscard]] std::size_t size() const { return slots_.size(); }
     [[nodiscard]] std::uint64_t first_sequence() const { return first_; }
+    // What render() rendered last.
+    [[nodiscard]] const std::vector<detail::StoredLine>& lines() const { return lines_; }
 
-    // Renders the lines (without the kernel's lock), in pieces on every core: each executed
-    // entry's line from its record, its `prev` the hash of the slot before.
-    void render(const Impl& k) {
-      const std::size_t n = slots_.size();
+    // How many lines are rendered at a time (see verify_trace): so that reading a long trace
+    // kept whole needs room for a batch of lines, not for all of them.
+    static constexpr std::size_t kBatch = std::size_t{1} << 16;
+
+    // Renders lines [from, to) (without the kernel's lock), in pieces on every core: each
+    // executed entry's line from its record, its `prev` the hash of the slot before.
+    void render(const Impl& k, std::size_t from, std::size_t to) {
+      const std::size_t n = to - from;
       std::vector<std::size_t> at(n + 1, 0);  // where each line goes in `rendered_`
       {
         std::vector<LineValue> values(std::max<std::size_t>(k.max_values, 1));
-        for (std::size_t i = 0; i < n; ++i)
-          at[i + 1] =
-              at[i] + (slots_[i].compact ? k.decode(slots_[i].text, values.data()).bound : 0);
+        for (std::size_t i = 0; i < n; ++i) {
+          const Slot& s = slots_[from + i];
+          at[i + 1] = at[i] + (s.compact ? k.decode(s.text, values.data()).bound : 0);
+        }
       }
-      rendered_ = std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(at[n], 1));
+      if (at[n] > rendered_capacity_) {
+        rendered_ = std::make_unique_for_overwrite<char[]>(at[n]);
+        rendered_capacity_ = at[n];
+      }
       std::vector<LineLayout> layouts(n);
       constexpr std::size_t kPiece = 512;  // lines per piece
-      parallel_for(
-          (n + kPiece - 1) / kPiece,
-          detail::verification_threads(),
-          [&](std::size_t piece, unsigned) {
-            std::vector<LineValue> values(std::max<std::size_t>(k.max_values, 1));
-            for (std::size_t i = piece * kPiece; i < std::min(n, (piece + 1) * kPiece); ++i) {
-              const Slot& s = slots_[i];
-              if (!s.compact) continue;
-              char prev[64];
-              if (i == 0) {
-                std::memcpy(prev, before_, sizeof prev);
-              } else {
-                hash_of(slots_[i - 1], prev);
-              }
-              char hash[64];
-              hash_of(s, hash);
-              layouts[i] = k.render(
-                  k.decode(s.text, values.data()), first_ + i, prev, hash, rendered_.get() + at[i]);
-            }
-          });
+      parallel_for((n + kPiece - 1) / kPiece,
+                   detail::verification_threads(),
+                   [&](std::size_t piece, unsigned) {
+                     std::vector<LineValue> values(std::max<std::size_t>(k.max_values, 1));
+                     for (std::size_t i = piece * kPiece; i < std::min(n, (piece + 1) * kPiece);
+                          ++i) {
+                       const Slot& s = slots_[from + i];
+                       if (!s.compact) continue;
+                       char prev[64];
+                       if (from + i == 0) {
+                         std::memcpy(prev, before_, sizeof prev);
+                       } else {
+                         hash_of(slots_[from + i - 1], prev);
+                       }
+                       char hash[64];
+                       hash_of(s, hash);
+                       layouts[i] = k.render(k.decode(s.text, values.data()),
+                                             first_ + from + i,
+                                             prev,
+                                             hash,
+                                             rendered_.get() + at[i]);
+                     }
+                   });
+      lines_.clear();
       lines_.reserve(n);
       for (std::size_t i = 0; i < n; ++i) {
-        const Slot& s = slots_[i];
+        const Slot& s = slots_[from + i];
         if (s.compact) {
           lines_.push_back({{rendered_.get() + at[i], layouts[i].size},
                             layouts[i].hash_at,
@@ -983,12 +997,44 @@ struct SafetyKernel::Impl {
       }
     }
 
+    // Verifies the lines a batch at a time (verify_stored_lines on each, and the links and the
+    // seal between batches).
+    TraceCheck verify(const Impl& k) {
+      const std::size_t n = slots_.size();
+      TraceCheck check;
+      for (std::size_t from = 0; from == 0 || from < n; from += kBatch) {
+        const std::size_t to = std::min(n, from + kBatch);
+        render(k, from, to);
+        check = detail::verify_stored_lines(lines_, first_ + from, /*allow_unsealed=*/true);
+        check.entries = n;
+        if (!check.ok) return check;
+        auto fail = [&](std::size_t i, const char* why) {
+          check.ok = false;
+          check.sealed = false;
+          check.first_bad = first_ + i;
+          check.message = "entry " + std::to_string(first_ + i) + ": " + why;
+          return check;
+        };
+        if (from > 0) {  // the batch's first line links to the line before it
+          char before[64];
+          hash_of(slots_[from - 1], before);
+          const detail::StoredLine& l = lines_.front();
+          if (l.text.substr(l.prev_at, 64) != std::string_view(before, sizeof before))
+            return fail(from, "does not link to the previous entry's hash");
+        }
+        if (check.sealed && to < n) return fail(to, "entries follow the seal");
+      }
+      check.message = detail::chain_summary(n, first_, check.sealed);
+      return check;
+    }
+
    private:
     std::vector<Slot> slots_;
     std::uint64_t first_;
     char before_[64];
     std::atomic<int>* pins_;
     std::unique_ptr<char[]> rendered_;
+    std::size_t rendered_capacity_ = 0;
     std::vector<detail::StoredLine> lines_;
   };
 
@@ -2169,10 +2215,12 @@ std::vector<TraceEntry> SafetyKernel::trace() const {
     std::lock_guard lock(mutex_);
     view = impl_->view(options_.trace_window);
   }
-  view->render(*impl_);
   std::vector<TraceEntry> out;
-  out.reserve(view->lines().size());
-  for (const auto& l : view->lines()) out.push_back(detail::entry_from_line(l.text, "the trace"));
+  out.reserve(view->size());
+  for (std::size_t from = 0; from < view->size(); from += Impl::View::kBatch) {
+    view->render(*impl_, from, std::min(view->size(), from + Impl::View::kBatch));
+    for (const auto& l : view->lines()) out.push_back(detail::entry_from_line(l.text, "the trace"));
+  }
   return out;
 }
 
@@ -2187,9 +2235,7 @@ TraceCheck SafetyKernel::verify_trace() const {
     std::lock_guard lock(mutex_);
     view = impl_->view(options_.trace_window);
   }
-  view->render(*impl_);
-  return detail::verify_stored_lines(
-      view->lines(), view->first_sequence(), /*allow_unsealed=*/true);
+  return view->verify(*impl_);
 }
 
 std::optional<std::pair<std::size_t, std::string>> replay_trace(

@@ -975,11 +975,15 @@ TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
                     ", or the run did not finish");
   }
   check.ok = true;
-  check.message = std::to_string(lines.size()) + " entries" +
-                  (first_sequence > 0 ? " (from entry " + std::to_string(first_sequence) + ")"
-                                      : std::string()) +
-                  ", chain intact" + (check.sealed ? ", sealed" : ", not sealed");
+  check.message = chain_summary(lines.size(), first_sequence, check.sealed);
   return check;
+}
+
+std::string chain_summary(std::size_t entries, std::uint64_t first_sequence, bool sealed) {
+  return std::to_string(entries) + " entries" +
+         (first_sequence > 0 ? " (from entry " + std::to_string(first_sequence) + ")"
+                             : std::string()) +
+         ", chain intact" + (sealed ? ", sealed" : ", not sealed");
 }
 
 }  // namespace detail

@@ -81,4 +81,7 @@ TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
                                std::uint64_t first_sequence,
                                bool allow_unsealed);
 
+/// What an intact chain's check says: "N entries (from entry F), chain intact, sealed".
+std::string chain_summary(std::size_t entries, std::uint64_t first_sequence, bool sealed);
+
 }  // namespace clampai::kernel::detail

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -405,5 +406,43 @@ TEST_CASE("The arena keeps every record intact through appends and drops at both
       for (const auto& [at, bytes] : kept)
         REQUIRE(std::memcmp(at, bytes.data(), bytes.size()) == 0);
     }
+  }
+}
+
+TEST_CASE("A long kept trace is verified and read a batch of lines at a time",
+          "[kernel][trace][bounded]") {
+  // Past the first batch of 65,536 rendered lines, the second batch's first line an executed
+  // entry (rendered from its record, its `prev` from the line before) or a rolled back one
+  // (kept as text): the chain verifies across the batches, and every entry reads back.
+  for (const bool text_first : {false, true}) {
+    INFO((text_first ? "a rollback" : "an execution") << " at entry 65,536");
+    SafetyKernel k(model_from(kSpec), clampai::test::fixed_clock());
+    std::optional<Receipt> last;
+    while (k.trace_length() < (text_first ? 65536U : 65537U)) last = k.execute("step_s").receipt;
+    REQUIRE(last.has_value());
+    if (text_first) k.rollback(*last);  // entry 65,536
+    for (int i = 0; i < 100; ++i) REQUIRE(k.execute("step_s").receipt.has_value());
+    const std::uint64_t n = k.trace_length();
+    const TraceCheck check = k.verify_trace();
+    INFO(check.message);
+    REQUIRE(check.ok);
+    REQUIRE(check.entries == n);
+    REQUIRE(check.message == std::to_string(n) + " entries, chain intact, not sealed");
+    if (text_first) {  // read back once (parsing every entry is most of this test's time)
+      const std::vector<TraceEntry> entries = k.trace();
+      REQUIRE(entries.size() == n);
+      REQUIRE(entries[65536].kind == EntryKind::rolled_back);
+      for (std::size_t i = 65530; i < 65545; ++i) {
+        INFO("entry " << i);
+        REQUIRE(entries[i].sequence == i);
+        REQUIRE(entries[i].compute_hash() == entries[i].hash);
+        REQUIRE(entries[i].prev == entries[i - 1].hash);
+      }
+      REQUIRE(verify_chain(entries, /*allow_unsealed=*/true).ok);
+    }
+    k.seal();
+    const TraceCheck sealed = k.verify_trace();
+    REQUIRE(sealed.ok);
+    REQUIRE(sealed.sealed);
   }
 }
