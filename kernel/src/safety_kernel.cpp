@@ -20,6 +20,7 @@
 #include "digest_pair.hpp"
 #include "json.hpp"
 #include "numeric_program.hpp"
+#include "test_hooks.hpp"
 #include "trace_codec.hpp"
 
 namespace clampai::kernel {
@@ -94,6 +95,9 @@ std::optional<Reason> check_param(const Parameter& p, Value& v) {
 }
 
 }  // namespace
+
+std::atomic<bool> detail::test_no_background_hasher{false};
+std::atomic<std::uint64_t> detail::test_lines_rendered_ahead{0};
 
 std::string_view to_string(ReasonCode code) {
   static constexpr std::string_view kNames[] = {"unknown_action",
@@ -756,6 +760,7 @@ struct SafetyKernel::Impl {
       return;
     }
     static constexpr char kUnknown[64] = {};  // the digits of `prev`, written by the hasher
+    detail::test_lines_rendered_ahead.fetch_add(1, std::memory_order_relaxed);
     publish(
         render(decode(at, decoded_ahead.get()), sequence, kUnknown, nullptr, pre_room(sequence)));
   }
@@ -1059,6 +1064,7 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       impl_(std::make_unique<Impl>()) {
   if (!options_.clock) options_.clock = system_clock_us;
   impl_->defer = options_.defer_hash && !options_.writer;
+  impl_->worker_stop = detail::test_no_background_hasher.load(std::memory_order_relaxed);
   impl_->scale = model_->budget.scale;
   impl_->line.reserve(1024);
   impl_->flat.reserve(model_->invariants.size());
