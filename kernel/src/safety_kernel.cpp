@@ -339,7 +339,8 @@ struct SafetyKernel::Impl {
   struct Slot {
     char* text = nullptr;  // the canonical line, or (compact) the executed entry's record
     std::uint32_t size = 0;
-    std::uint32_t hash_at = 0;  // of a line: where its `hash` member is
+    std::uint32_t hash_at = 0;  // of a line: where its `hash` member is; of a record: the
+                                // most bytes its line takes (ExecutedRecord::bound)
     std::uint32_t prev_at = 0;  // of a line: where the digits of its `prev` are
     EntryKind kind = EntryKind::executed;
     bool compact = false;
@@ -724,16 +725,23 @@ struct SafetyKernel::Impl {
     p = detail::put_varint(p, detail::zigzag(e.fields.time));
     std::size_t bound = layouts[e.fields.action].fixed + 3 * LineWriter::amount_bound(scale) +
                         (e.fields.warnings.empty() ? kNoWarnings.size() : e.fields.warnings.size());
+    // Rendered here if the hasher lags and the room line `sequence` - kPre used is free (that
+    // line is hashed): the values are then read for the renderer as they are written.
+    const std::uint64_t sequence = next_sequence();
+    bool ahead = lagging(kLag) && sequence - seen_hashed < kPre;
+    LineValue* values = decoded_ahead.get();
     auto put_value = [&](const Value& v) {
       if (is_json_integer(v)) {
         p = detail::put_varint(p, detail::zigzag(v.as_number().units) << 1);
         bound += LineWriter::kIntBound;
+        if (ahead) *values++ = LineValue{v.as_number().units, {}};
         return;
       }
       line.clear();
       detail::append_value(line, v);  // may throw: nothing is kept yet
       p = detail::put_varint(p, (std::uint64_t{line.size()} << 1) | 1);
       std::memcpy(p, line.data(), line.size());
+      if (ahead) *values++ = LineValue{0, {p, line.size()}};
       p += line.size();
       bound += line.size();
     };
@@ -748,12 +756,13 @@ struct SafetyKernel::Impl {
       rendered_capacity = std::max(bound, std::size_t{4096});
     }
     if (whole != nullptr) whole->reserve(bound);
-    // Rendered here if the hasher lags and the room line `sequence` - kPre used is free
-    // (that line is hashed).
-    const std::uint64_t sequence = next_sequence();
-    const bool ahead =
-        bound <= kPreBytes && lagging(kLag) && sequence - seen_hashed < kPre && (pre || make_pre());
-    slots.push_back(Slot{at, static_cast<std::uint32_t>(p - at), 0, 0, EntryKind::executed, true});
+    ahead = ahead && bound <= kPreBytes && (pre || make_pre());
+    slots.push_back(Slot{at,
+                         static_cast<std::uint32_t>(p - at),
+                         static_cast<std::uint32_t>(bound),
+                         0,
+                         EntryKind::executed,
+                         true});
     lines.commit(at, static_cast<std::size_t>(p - at));
     if (!ahead) {
       publish();
@@ -761,8 +770,8 @@ struct SafetyKernel::Impl {
     }
     static constexpr char kUnknown[64] = {};  // the digits of `prev`, written by the hasher
     detail::test_lines_rendered_ahead.fetch_add(1, std::memory_order_relaxed);
-    publish(
-        render(decode(at, decoded_ahead.get()), sequence, kUnknown, nullptr, pre_room(sequence)));
+    const ExecutedRecord r{e.fields, decoded_ahead.get(), bound};
+    publish(render(r, sequence, kUnknown, nullptr, pre_room(sequence)));
   }
 
   // The room to render lines ahead (false if it cannot be had: the hasher renders them).
@@ -951,12 +960,9 @@ struct SafetyKernel::Impl {
     void render(const Impl& k, std::size_t from, std::size_t to) {
       const std::size_t n = to - from;
       std::vector<std::size_t> at(n + 1, 0);  // where each line goes in `rendered_`
-      {
-        std::vector<LineValue> values(std::max<std::size_t>(k.max_values, 1));
-        for (std::size_t i = 0; i < n; ++i) {
-          const Slot& s = slots_[from + i];
-          at[i + 1] = at[i] + (s.compact ? k.decode(s.text, values.data()).bound : 0);
-        }
+      for (std::size_t i = 0; i < n; ++i) {
+        const Slot& s = slots_[from + i];
+        at[i + 1] = at[i] + (s.compact ? s.hash_at : 0);  // a record's bound
       }
       if (at[n] > rendered_capacity_) {
         rendered_ = std::make_unique_for_overwrite<char[]>(at[n]);
