@@ -244,13 +244,16 @@ class SafetyKernel {
   [[nodiscard]] bool goal_reached() const;
   [[nodiscard]] bool is_sealed() const;
   /// A copy of the trace so far (the last `trace_window` entries when that option is set),
-  /// parsed back from the canonical lines the kernel keeps: values read as from a trace file
-  /// (`read_trace_file`), so a non-integral decimal comes back as its decimal text.
+  /// parsed back from the canonical lines the kernel keeps (an executed entry's rendered from
+  /// its compact record): values read as from a trace file (`read_trace_file`), so a
+  /// non-integral decimal comes back as its decimal text.
   [[nodiscard]] std::vector<TraceEntry> trace() const;
   /// The number of entries appended so far (including any dropped from memory by the window).
   [[nodiscard]] std::uint64_t trace_length() const;
   /// Verifies the in-memory trace (an unsealed trace is accepted): each kept line's SHA-256
-  /// over its bytes as kept, the links and the sequence. With a window, from its first entry.
+  /// (an executed entry's line rendered from its compact record, with the hash stored for it
+  /// and the one before as `prev`) against its stored hash, the links and the sequence. With a
+  /// window, from its first entry.
   [[nodiscard]] TraceCheck verify_trace() const;
 
  private:
@@ -310,9 +313,9 @@ class SafetyKernel {
   // Per action; written under the lock, read without it by decisions on a snapshot (a read
   // newer than the snapshot moves the head, so such a decision is never committed).
   std::unique_ptr<std::atomic<std::uint64_t>[]> completions_;
-  // The trace's canonical lines in chunked, reused storage, the undo records and the scratch
-  // buffers of a step. INVARIANT (chain): each line's `prev` is the hash of the line before
-  // (T6).
+  // The trace (executed entries as compact records, other entries as their canonical lines)
+  // and the undo records in chunked, reused storage, and the buffers every step reuses.
+  // INVARIANT (chain): each line's `prev` is the hash of the line before (T6).
   std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
 };
