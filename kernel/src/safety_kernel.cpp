@@ -304,7 +304,6 @@ struct ExecutedFields {
 struct ExecutedRecord {
   ExecutedFields fields;
   const LineValue* values = nullptr;  // the changes, in the action's effect order, then params
-  std::size_t bound = 0;              // the most bytes its line takes
 };
 
 // Where a rendered line's parts are.
@@ -319,7 +318,7 @@ struct LineLayout {
 // reused once the window (the undo depth) drops what they hold, the buffers every step reuses,
 // and the in-order hasher of the chain.
 //
-// An executed entry is kept as a compact record (its fields and values, ~60 bytes, and its
+// An executed entry is kept as a compact record (its fields and values, ~35 bytes, and its
 // SHA-256, 32 bytes), not as its canonical line (~330 bytes): on a long run what a step keeps
 // is what it costs in new memory. Its line is rendered from the record, always the same bytes,
 // when it is hashed, written, read or verified. Other entries (rare) are kept as their lines.
@@ -340,7 +339,7 @@ struct SafetyKernel::Impl {
     char* text = nullptr;  // the canonical line, or (compact) the executed entry's record
     std::uint32_t size = 0;
     std::uint32_t hash_at = 0;  // of a line: where its `hash` member is; of a record: the
-                                // most bytes its line takes (ExecutedRecord::bound)
+                                // most bytes its line takes (publish_executed)
     std::uint32_t prev_at = 0;  // of a line: where the digits of its `prev` are
     EntryKind kind = EntryKind::executed;
     bool compact = false;
@@ -362,7 +361,6 @@ struct SafetyKernel::Impl {
   // in `pre`, with its `prev` and `hash` digits to be written).
   struct Job {
     Slot* slot = nullptr;
-    std::uint64_t sequence = 0;
     LineLayout ahead{};  // size 0: not rendered
   };
 
@@ -388,14 +386,14 @@ struct SafetyKernel::Impl {
   static constexpr std::uint64_t kBatch = 256;  // waiting lines that wake the background thread
   std::unique_ptr<Job[]> ring = std::make_unique<Job[]>(kRing);
   // When the hasher lags (kLag lines wait), the committer renders executed entries' lines
-  // itself (room for kPre lines of at most kPreBytes, reused in turn), so that the two threads
-  // share the work; the hasher then only hashes them. kLag is above kBatch: the lines that
-  // wait while the hasher sleeps (up to a batch) are not a lag, and the committer rendering
-  // them (three in four, with kLag = 64) made the committer slower and the process no faster.
+  // itself (a room of kPreBytes per place in the ring: the line that used it last, kRing
+  // lines before, is hashed, since fewer than kRing wait), so that the two threads share the
+  // work; the hasher then only hashes them. kLag is above kBatch: the lines that wait while
+  // the hasher sleeps (up to a batch) are not a lag, and the committer rendering them (three
+  // in four, with kLag = 64) made the committer slower and the process no faster.
   static constexpr std::uint64_t kLag = 512;
-  static constexpr std::uint64_t kPre = 1024;
   static constexpr std::size_t kPreBytes = 1024;
-  std::unique_ptr<char[]> pre;                 // kPre * kPreBytes, made when first needed
+  std::unique_ptr<char[]> pre;                 // kRing * kPreBytes, made when first needed
   std::unique_ptr<LineValue[]> decoded_ahead;  // max_values, the committer's
   int scale = 0;                               // the budget's
 
@@ -493,27 +491,24 @@ struct SafetyKernel::Impl {
     r.fields.time = detail::unzigzag(v);
     const ActionLayout& layout = layouts[r.fields.action];
     const std::size_t count = layout.changes.size() + layout.params.size();
-    r.bound = layout.fixed + 3 * LineWriter::amount_bound(scale);
     for (std::size_t i = 0; i < count; ++i) {
       p = detail::get_varint(p, v);
       if ((v & 1) != 0) {
         const auto n = static_cast<std::size_t>(v >> 1);
         values[i] = LineValue{0, {p, n}};
         p += n;
-        r.bound += n;
       } else {
         values[i] = LineValue{detail::unzigzag(v >> 1), {}};
-        r.bound += LineWriter::kIntBound;
       }
     }
     r.values = values;
     p = detail::get_varint(p, v);
     r.fields.warnings = {p, static_cast<std::size_t>(v)};
-    r.bound += v != 0 ? static_cast<std::size_t>(v) : kNoWarnings.size();
     return r;
   }
 
-  // Renders the canonical line of `r`, entry `sequence`, into `at` (room for r.bound bytes):
+  // Renders the canonical line of `r`, entry `sequence`, into `at` (room for its bound, as
+  // publish_executed computed it):
   // its `prev` the 64 digits at `prev`, its `hash` the 64 at `hash` (left to be written if
   // null).
   LineLayout render(const ExecutedRecord& r,
@@ -574,19 +569,20 @@ struct SafetyKernel::Impl {
                       static_cast<std::uint32_t>(prev_at)};
   }
 
-  // Hashes `job`'s line (T6): its `prev` is the hash before, its `hash` the SHA-256 of the line
-  // without that member; a compact record gets the digest, a text line the member's digits.
-  void hash_line(const Job& job) {
+  // Hashes `job`'s line, entry `sequence` (T6): its `prev` is the hash before, its `hash` the
+  // SHA-256 of the line without that member; a compact record gets the digest, a text line the
+  // member's digits.
+  void hash_line(const Job& job, std::uint64_t sequence) {
     Slot& s = *job.slot;
     if (s.compact) {
       LineLayout at = job.ahead;
       char* text = nullptr;
       if (at.size != 0) {
-        text = pre_room(job.sequence);
+        text = pre_room(sequence);
         std::memcpy(text + at.prev_at, last_hash, sizeof last_hash);
       } else {
         text = rendered.get();
-        at = render(decode(s.text, decoded.get()), job.sequence, last_hash, nullptr, text);
+        at = render(decode(s.text, decoded.get()), sequence, last_hash, nullptr, text);
       }
       const std::size_t tail = at.hash_at + detail::kHashMember;
       unsigned char digest[32];
@@ -605,11 +601,12 @@ struct SafetyKernel::Impl {
     std::memcpy(last_hash, digits, sizeof last_hash);
   }
 
-  // The holder of `hashing`: hashes, in order, the lines published so far.
+  // The holder of `hashing`: hashes, in order, the lines published so far (line h is entry h:
+  // every entry is published once, in sequence order).
   void hash_published() {
     const std::uint64_t p = published.load(std::memory_order_acquire);
     for (std::uint64_t h = hashed.load(std::memory_order_relaxed); h < p; ++h) {
-      hash_line(ring[h % kRing]);
+      hash_line(ring[h % kRing], h);
       hashed.store(h + 1, std::memory_order_release);
     }
   }
@@ -687,15 +684,15 @@ struct SafetyKernel::Impl {
     if (lagging(kRing)) settle();
   }
 
-  // Where the committer renders line `sequence` ahead (kPre lines share the room in turn).
+  // Where the committer renders line `sequence` ahead (its place in the ring's room).
   [[nodiscard]] char* pre_room(std::uint64_t sequence) const noexcept {
-    return pre.get() + (sequence % kPre) * kPreBytes;
+    return pre.get() + (sequence % kRing) * kPreBytes;
   }
 
   // Under the kernel's lock: the slot just added is the next job of the hasher.
   void publish(LineLayout ahead = {}) noexcept {
     const std::uint64_t p = published.load(std::memory_order_relaxed);
-    ring[p % kRing] = Job{&slots.back(), next_sequence() - 1, ahead};
+    ring[p % kRing] = Job{&slots.back(), ahead};
     // Release: the hasher acquires it. (A worker that goes to sleep as a line is published may
     // miss it: the next publication wakes it, and readers hash what waits.)
     published.store(p + 1, std::memory_order_release);
@@ -725,10 +722,11 @@ struct SafetyKernel::Impl {
     p = detail::put_varint(p, detail::zigzag(e.fields.time));
     std::size_t bound = layouts[e.fields.action].fixed + 3 * LineWriter::amount_bound(scale) +
                         (e.fields.warnings.empty() ? kNoWarnings.size() : e.fields.warnings.size());
-    // Rendered here if the hasher lags and the room line `sequence` - kPre used is free (that
-    // line is hashed): the values are then read for the renderer as they are written.
+    // Rendered here if the hasher lags (make_room() above left fewer than kRing waiting, so the
+    // room of line `sequence` is free): the values are then read for the renderer as they are
+    // written.
     const std::uint64_t sequence = next_sequence();
-    bool ahead = lagging(kLag) && sequence - seen_hashed < kPre;
+    bool ahead = lagging(kLag);
     LineValue* values = decoded_ahead.get();
     auto put_value = [&](const Value& v) {
       if (is_json_integer(v)) {
@@ -770,14 +768,14 @@ struct SafetyKernel::Impl {
     }
     static constexpr char kUnknown[64] = {};  // the digits of `prev`, written by the hasher
     detail::test_lines_rendered_ahead.fetch_add(1, std::memory_order_relaxed);
-    const ExecutedRecord r{e.fields, decoded_ahead.get(), bound};
+    const ExecutedRecord r{e.fields, decoded_ahead.get()};
     publish(render(r, sequence, kUnknown, nullptr, pre_room(sequence)));
   }
 
   // The room to render lines ahead (false if it cannot be had: the hasher renders them).
   bool make_pre() noexcept {
     try {
-      pre = std::make_unique_for_overwrite<char[]>(kPre * kPreBytes);
+      pre = std::make_unique_for_overwrite<char[]>(kRing * kPreBytes);
       return true;
     } catch (const std::bad_alloc&) {
       return false;
@@ -942,6 +940,7 @@ struct SafetyKernel::Impl {
     View(std::vector<Slot> slots, std::uint64_t first, const char* before, std::atomic<int>& pins)
         : slots_(std::move(slots)), first_(first), pins_(&pins) {
       std::memcpy(before_, before, sizeof before_);
+      pins_->fetch_add(1, std::memory_order_relaxed);
     }
     ~View() { pins_->fetch_sub(1, std::memory_order_release); }
     View(const View&) = delete;
@@ -1055,9 +1054,7 @@ struct SafetyKernel::Impl {
     settle();
     trim(window);  // what waited for its hash beyond the window
     std::vector<Slot> copy(slots.begin(), slots.end());
-    auto v = std::make_unique<View>(std::move(copy), first_sequence, before_first, pins);
-    pins.fetch_add(1, std::memory_order_relaxed);
-    return v;
+    return std::make_unique<View>(std::move(copy), first_sequence, before_first, pins);
   }
 };
 
