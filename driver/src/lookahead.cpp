@@ -3,6 +3,7 @@
 #include "clampai/driver/lookahead.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@ namespace clampai::driver {
 using kernel::Action;
 using kernel::BudgetController;
 using kernel::CaptureBasin;
+using kernel::ChangeSpan;
 using kernel::Decimal;
 using kernel::EvalEnv;
 using kernel::EvalError;
@@ -25,6 +27,13 @@ using kernel::VarId;
 namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+// The bits of a situation's key that are kept: all of them. A white-box test compiles this file
+// with two, so that nearly every situation collides with another and only the exact
+// comparisons (`is_child`) tell them apart.
+#ifndef CLAMPAI_LOOKAHEAD_KEY_MASK
+#define CLAMPAI_LOOKAHEAD_KEY_MASK (~std::uint64_t{0})
+#endif
 
 inline std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -116,6 +125,14 @@ class KeyIndex {
     }
     return slot;
   }
+  // The newest node of `key`, or kFree; claims nothing.
+  [[nodiscard]] std::uint32_t find(std::uint64_t key) const {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = static_cast<std::size_t>(key) & mask; slots_[i].generation == generation_;
+         i = (i + 1) & mask)
+      if (slots_[i].key == key) return slots_[i].node;
+    return kFree;
+  }
   [[nodiscard]] std::size_t capacity() const { return slots_.capacity() + spare_.capacity(); }
 
  private:
@@ -159,6 +176,15 @@ struct ParamTable {
   }
 };
 
+// A child's key and the parts of it that the child keeps.
+struct ChildKey {
+  std::uint64_t state_hash = 0;
+  std::uint64_t done_hash = 0;
+  std::uint64_t steps = 0;
+  std::uint64_t emergency_steps = 0;
+  std::uint64_t key = 0;
+};
+
 // A situation of the search. Its completion counts are in the workspace's `done` array (one
 // row per node) and the changes of its step in the workspace's `changes` array; its state is
 // its parent's with those changes. A persistent state is built only for a situation whose
@@ -191,16 +217,21 @@ struct Node {
 // almost nothing per situation once the thread has searched before.
 struct Workspace {
   std::vector<Node> nodes;
-  std::vector<std::uint64_t> done;                    // completion counts, `actions` per node
-  std::vector<std::pair<VarId, Value>> changes;       // each node's step's changes (see Node)
-  std::vector<std::pair<VarId, Value>> step_changes;  // one node's, to build its state
-  std::optional<State> scratch;                       // the state of a leaf being looked at
-  std::size_t scratch_node = kNone;                   // which node's state `scratch` is
-  std::vector<std::uint64_t> weights;                 // done_weight of each action
+  std::vector<std::uint64_t> done;               // completion counts, `actions` per node
+  std::vector<std::pair<VarId, Value>> changes;  // each node's step's changes (see Node)
+  std::optional<State> scratch;                  // the state of a leaf being looked at
+  std::size_t scratch_node = kNone;              // which node's state `scratch` is
+  std::vector<std::uint64_t> weights;            // done_weight of each action
   KeyIndex index;
+  // The newest node of each key of everything but the state (completions, spend, steps): a
+  // step can lead to a known situation only if it leads to a known one of these.
+  KeyIndex steps_index;
   ParamTable params;
   Proposal proposal;
   Decision decision;
+  Amount preview_cost = 0;
+  kernel::Changes preview;  // where a step would lead (`preview_into`), before it is decided
+  std::vector<std::pair<std::size_t, std::size_t>> deferred;  // (action, vector) decided last
   bool busy = false;  // a search on this thread uses it (a progress callback may search)
 
   // Drops what a very large search left behind, so a thread does not keep it for ever.
@@ -266,6 +297,7 @@ class Search {
     ws_.weights.clear();
     for (std::size_t a = 0; a < actions_; ++a) ws_.weights.push_back(done_weight(a));
     ws_.index.reset();
+    ws_.steps_index.reset();
     // Goal and basins are evaluated in the decision's pass (on the parent's state patched by
     // the decision's changes) when they are expressions; `old(x)` is for invariants only,
     // but an expression that used it would read the parent there, so it is checked.
@@ -295,6 +327,7 @@ class Search {
     const std::uint64_t key =
         key_of(n.state_hash, n.done_hash, n.budget.net(), n.steps, n.emergency_steps);
     ws_.index.at(key).node = 0;
+    ws_.steps_index.at(key_of(0, n.done_hash, n.budget.net(), n.steps, n.emergency_steps)).node = 0;
   }
 
   // The goal, and (when the search looks for them) the basin, at node `i`.
@@ -321,18 +354,24 @@ class Search {
     const ParamTable& pt = ws_.params;
     Proposal& proposal = ws_.proposal;
     const Decision& d = ws_.decision;
+    ws_.deferred.clear();
     for (std::size_t a = 0; a < actions_; ++a) {
       const bool emergency = m_.actions[a].emergency;
       if (!pt.enumerable[a]) {
         if (!emergency) progress = true;  // unknown: not enumerated
         continue;
       }
-      proposal.action = a;
       for (std::size_t k = 0; k < pt.count[a]; ++k) {
         if (out_of_time()) return true;  // the rest was not looked at: no dead end claimed
-        const Value* params = pt.at(a, k);
-        if (pt.arity[a] > 0 || !proposal.params.empty())
-          proposal.params.assign(params, params + pt.arity[a]);
+        set_proposal(a, k);
+        // A step that would lead to a known situation adds nothing, approved or not
+        // (breadth-first: the known situation is no deeper), so it is not decided, unless
+        // whether this situation is a dead end may rest on it: then it is decided last, only
+        // if no other step here is approvable.
+        if (add && leads_to_known(i, a, *state)) {
+          if (basins_ && !emergency && !progress) ws_.deferred.emplace_back(a, k);
+          continue;
+        }
         {
           const Node& here = nodes[i];
           decide_into(m_, *state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
@@ -345,30 +384,32 @@ class Search {
         }
         // The child's key from the parent's, and a known equal situation is not built again
         // (breadth-first: the known one is no deeper).
-        const Node& here = nodes[i];
-        std::uint64_t state_hash = here.state_hash;
-        for (const auto& [id, v] : d.changes)
-          state_hash ^= var_term(id, state->get(id)) ^ var_term(id, v);
-        const std::uint64_t done_hash = here.done_hash + ws_.weights[a];
-        const std::uint64_t steps = here.steps + (emergency ? 0 : 1);
-        const std::uint64_t emergency_steps = here.emergency_steps + (emergency ? 1 : 0);
-        const std::uint64_t key =
-            key_of(state_hash, done_hash, here.budget.net() + d.cost, steps, emergency_steps);
-        KeyIndex::Slot& slot = ws_.index.at(key);
+        const ChildKey ck = child_key(i, a, d.cost, d.changes, *state);
+        KeyIndex::Slot& slot = ws_.index.at(ck.key);
         const std::size_t newest = slot.node == KeyIndex::kFree ? kNone : slot.node;
         std::size_t j = newest;
-        while (j != kNone && !is_child(j, *state, i, a, d)) j = nodes[j].same_key;
+        while (j != kNone && !is_child(j, *state, i, a, d.cost, d.changes)) j = nodes[j].same_key;
         if (j != kNone) continue;
         if (nodes.size() >= max_situations_) {
           mark_incomplete("search budget exhausted: the search stopped after " +
                           std::to_string(o_.max_situations) + " situations");
           return true;  // the rest of this situation's actions were not looked at
         }
-        add_child(i, a, k, d, state_hash, done_hash, steps, emergency_steps, newest);
+        add_child(i, a, k, d, ck, newest);
         slot.node = static_cast<std::uint32_t>(nodes.size() - 1);
+        ws_.steps_index.at(steps_key(i, a, d.cost)).node = slot.node;
         state = &*nodes[i].state;
       }
     }
+    for (const auto& [a, k] : ws_.deferred) {  // non-emergency steps to known situations
+      if (progress) break;
+      if (out_of_time()) return true;
+      set_proposal(a, k);
+      const Node& here = nodes[i];
+      decide_into(m_, *state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
+      progress = d.approved;
+    }
+    ws_.deferred.clear();
     return progress;
   }
 
@@ -434,10 +475,7 @@ class Search {
                  std::size_t a,
                  std::size_t k,
                  const Decision& d,
-                 std::uint64_t state_hash,
-                 std::uint64_t done_hash,
-                 std::uint64_t steps,
-                 std::uint64_t emergency_steps,
+                 const ChildKey& ck,
                  std::size_t same_key) {
     const BudgetController budget = nodes[i].budget;
     nodes.emplace_back(budget);  // within the capacity kept from earlier searches, once warm
@@ -471,10 +509,10 @@ class Search {
     child.changes_count = d.changes.size();
     ws_.changes.insert(ws_.changes.end(), d.changes.begin(), d.changes.end());
     child.budget.charge(d.cost);
-    child.steps = steps;
-    child.emergency_steps = emergency_steps;
-    child.state_hash = state_hash;
-    child.done_hash = done_hash;
+    child.steps = ck.steps;
+    child.emergency_steps = ck.emergency_steps;
+    child.state_hash = ck.state_hash;
+    child.done_hash = ck.done_hash;
     child.parent = i;
     child.same_key = same_key;
     child.action = a;
@@ -494,8 +532,7 @@ class Search {
   // expanded, so its state was built).
   [[nodiscard]] State built_state(std::size_t j) {
     const Node& n = nodes[j];
-    ws_.step_changes.assign(changes_of(j), changes_of(j) + n.changes_count);
-    return nodes[n.parent].state->with(ws_.step_changes);
+    return nodes[n.parent].state->with(ChangeSpan(changes_of(j), n.changes_count));
   }
 
   // Node `j`'s state: its own, or (a leaf's) built in the scratch state, valid until the next
@@ -504,12 +541,12 @@ class Search {
     if (nodes[j].state) return *nodes[j].state;
     if (ws_.scratch_node != j) {
       const Node& n = nodes[j];
-      ws_.step_changes.assign(changes_of(j), changes_of(j) + n.changes_count);
+      const ChangeSpan changes(changes_of(j), n.changes_count);
       const State& parent = *nodes[n.parent].state;
       if (ws_.scratch) {
-        ws_.scratch->assign_with(parent, ws_.step_changes);  // no allocation, once warm
+        ws_.scratch->assign_with(parent, changes);  // no allocation, once warm
       } else {
-        ws_.scratch = parent.with(ws_.step_changes);
+        ws_.scratch = parent.with(changes);
       }
       ws_.scratch_node = j;
     }
@@ -586,41 +623,119 @@ class Search {
                               std::uint64_t steps,
                               std::uint64_t emergency_steps) {
     return mix(state_hash ^ done_hash ^ (static_cast<std::uint64_t>(net) * 0x9FB21C651E98DF25ULL) ^
-               (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL));
+               (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL)) &
+           CLAMPAI_LOOKAHEAD_KEY_MASK;
   }
 
-  // True iff node `j` is the situation the decision `d` (approved, of action `a`) leads to
-  // from node `i` (whose state is `s`), without building either situation.
-  bool is_child(std::size_t j, const State& s, std::size_t i, std::size_t a, const Decision& d) {
+  // The key of the situation a step of action `a` costing `cost` with `changes` leads to from
+  // node `i` (whose state is `s`), from node `i`'s: its parts and the key.
+  ChildKey child_key(
+      std::size_t i, std::size_t a, Amount cost, ChangeSpan changes, const State& s) const {
+    const bool emergency = m_.actions[a].emergency;
+    const Node& here = nodes[i];
+    ChildKey ck;
+    ck.state_hash = here.state_hash;
+    for (const auto& [id, v] : changes) ck.state_hash ^= var_term(id, s.get(id)) ^ var_term(id, v);
+    ck.done_hash = here.done_hash + ws_.weights[a];
+    ck.steps = here.steps + (emergency ? 0 : 1);
+    ck.emergency_steps = here.emergency_steps + (emergency ? 1 : 0);
+    ck.key =
+        key_of(ck.state_hash, ck.done_hash, here.budget.net() + cost, ck.steps, ck.emergency_steps);
+    return ck;
+  }
+
+  // Makes the workspace's proposal action `a` with its `k`-th parameter vector.
+  void set_proposal(std::size_t a, std::size_t k) {
+    const ParamTable& pt = ws_.params;
+    Proposal& proposal = ws_.proposal;
+    proposal.action = a;
+    if (pt.arity[a] > 0 || !proposal.params.empty())
+      proposal.params.assign(pt.at(a, k), pt.at(a, k) + pt.arity[a]);
+  }
+
+  // True iff the workspace's proposal (of action `a`), approved in node `i` (whose state is
+  // `s`), would lead to a known situation. Cheap first: a known situation with the same
+  // completions, spend and steps (another order of the same steps), when the cost is known
+  // without evaluating anything; then the step's cost and changes (`preview_into`, the
+  // kernel's own computation), and the situations with that key compared exactly.
+  bool leads_to_known(std::size_t i, std::size_t a, const State& s) {
+    const Action& action = m_.actions[a];
+    if (!action.cost_expr && ws_.steps_index.find(steps_key(i, a, action.cost)) == KeyIndex::kFree)
+      return false;
+    if (!preview_into(m_, s, ws_.proposal, ws_.preview_cost, ws_.preview)) return false;
+    const ChildKey ck = child_key(i, a, ws_.preview_cost, ws_.preview, s);
+    const std::uint32_t newest = ws_.index.find(ck.key);
+    for (std::size_t j = newest == KeyIndex::kFree ? kNone : newest; j != kNone;
+         j = nodes[j].same_key)
+      if (is_child(j, s, i, a, ws_.preview_cost, ws_.preview)) return true;
+    return false;
+  }
+
+  // The key of everything but the state (see Workspace::steps_index) after a step of action `a`
+  // costing `cost` from node `i`.
+  [[nodiscard]] std::uint64_t steps_key(std::size_t i, std::size_t a, Amount cost) const {
+    const bool emergency = m_.actions[a].emergency;
+    const Node& here = nodes[i];
+    return key_of(0,
+                  here.done_hash + ws_.weights[a],
+                  here.budget.net() + cost,
+                  here.steps + (emergency ? 0 : 1),
+                  here.emergency_steps + (emergency ? 1 : 0));
+  }
+
+  // True iff node `j` is the situation that a step of action `a` costing `cost` with `changes`
+  // leads to from node `i` (whose state is `s`), without building either situation.
+  bool is_child(std::size_t j,
+                const State& s,
+                std::size_t i,
+                std::size_t a,
+                Amount cost,
+                ChangeSpan changes) {
     const bool emergency = m_.actions[a].emergency;
     {
       const Node& known = nodes[j];
       const Node& here = nodes[i];
-      if (known.budget.net() != here.budget.net() + d.cost ||
-          known.budget.gross() != here.budget.gross() + d.cost ||
+      if (known.budget.net() != here.budget.net() + cost ||
+          known.budget.gross() != here.budget.gross() + cost ||
           known.steps != here.steps + (emergency ? 0 : 1) ||
           known.emergency_steps != here.emergency_steps + (emergency ? 1 : 0))
         return false;
       const std::uint64_t* kd = done_of(j);
       const std::uint64_t* sd = done_of(i);
-      if (kd[a] != sd[a] + 1 || !std::equal(kd, kd + a, sd) ||
-          !std::equal(kd + a + 1, kd + actions_, sd + a + 1))
-        return false;
+      if (kd[a] != sd[a] + 1) return false;
+      std::uint64_t differ = 0;  // the other counts, without a branch (or a memcmp) each
+      for (std::size_t x = 0; x < a; ++x) differ |= kd[x] ^ sd[x];
+      for (std::size_t x = a + 1; x < actions_; ++x) differ |= kd[x] ^ sd[x];
+      if (differ != 0) return false;
     }
-    for (const auto& [id, v] : d.changes)  // cheap first: the changed variables
+    // A small state: the two states' values side by side, compared once each (the child's:
+    // `s` patched by `changes`; node j's: its own state, or its parent's patched by its
+    // changes; later changes win, as in `with`).
+    constexpr std::size_t kSmall = 32;
+    if (const std::size_t n = s.size(); n <= kSmall) {
+      std::array<const Value*, kSmall> child;  // the first n are set below
+      std::array<const Value*, kSmall> known;
+      for (VarId id = 0; id < n; ++id) child[id] = &s.get(id);
+      for (const auto& [id, v] : changes) child[id] = &v;
+      const Node& node = nodes[j];
+      const State& base = node.state ? *node.state : *nodes[node.parent].state;
+      for (VarId id = 0; id < n; ++id) known[id] = &base.get(id);
+      if (!node.state) {
+        const std::pair<VarId, Value>* c = changes_of(j);
+        for (std::size_t k = 0; k < node.changes_count; ++k) known[c[k].first] = &c[k].second;
+      }
+      for (VarId id = 0; id < n; ++id)
+        if (!same_value(*child[id], *known[id])) return false;
+      return true;
+    }
+    // A large one: the changed variables first, then only where the two states do not share
+    // their storage.
+    for (const auto& [id, v] : changes)
       if (!same_value(value_in(j, id), v)) return false;
     auto changed = [&](VarId id) {
       return std::any_of(
-          d.changes.begin(), d.changes.end(), [&](const auto& c) { return c.first == id; });
+          changes.begin(), changes.end(), [&](const auto& c) { return c.first == id; });
     };
-    // Every other variable as in `s`: compared one by one in a small state; in a large one,
-    // only where the two states do not share their storage.
-    constexpr std::size_t kSmall = 32;
-    if (s.size() <= kSmall) {
-      for (VarId id = 0; id < s.size(); ++id)
-        if (!changed(id) && !same_value(value_in(j, id), s.get(id))) return false;
-      return true;
-    }
     const State known = nodes[j].state ? *nodes[j].state : built_state(j);
     for (const VarId id : known.diff(s))
       if (!changed(id)) return false;

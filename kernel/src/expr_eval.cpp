@@ -245,6 +245,41 @@ namespace {
   return EvalError::none;
 }
 
+// `sum + b` (`add`) or `sum - b` into `sum` at different scales, or an overflow at any: a
+// chain's rare step, out of line.
+[[gnu::noinline]] EvalError chain_step(Decimal& sum, Decimal b, bool add) {
+  const std::optional<Decimal> r = add ? checked_add(sum, b) : checked_sub(sum, b);
+  if (!r) return EvalError::overflow;
+  sum = *r;
+  return EvalError::none;
+}
+
+// The left operand of a `chain` program (`x + y - z + ... OP c`): the loop's steps for this
+// code, without dispatching on each instruction; the same value and the same first error.
+// Terms at the sum's scale (the usual: a variable holds its type's scale) add as integers.
+[[gnu::always_inline]] inline EvalError chain_sum(const NumericProgram& p,
+                                                  const EvalEnv& env,
+                                                  Decimal& out) {
+  const Value& first = lookup(env, p.code[0].index);
+  if (!first.is_defined()) return EvalError::undefined;
+  Decimal sum = first.as_number();
+  for (std::uint32_t k = 1; k + 1 < p.size; k += 2) {
+    const Value& v = lookup(env, p.code[k].index);
+    if (!v.is_defined()) return EvalError::undefined;
+    const Decimal& b = v.as_number();
+    const bool add = p.code[k + 1].op == ExprOp::add;
+    std::int64_t r = 0;
+    if (b.scale == sum.scale && !(add ? __builtin_add_overflow(sum.units, b.units, &r)
+                                      : __builtin_sub_overflow(sum.units, b.units, &r))) {
+      sum.units = r;
+      continue;
+    }
+    if (const EvalError err = chain_step(sum, b, add); err != EvalError::none) return err;
+  }
+  out = sum;
+  return EvalError::none;
+}
+
 }  // namespace
 
 EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decimal& right) {
@@ -267,20 +302,7 @@ EvalError run(const NumericProgram& p, const EvalEnv& env, Decimal& left, Decima
       return EvalError::none;
     }
     case NumericProgram::Shape::chain: {
-      // The loop's steps for this code, without dispatching on each instruction.
-      const Value& first = lookup(env, p.code[0].index);
-      if (!first.is_defined()) return EvalError::undefined;
-      Decimal sum = first.as_number();
-      for (std::uint32_t k = 1; k + 1 < p.size; k += 2) {
-        const Value& v = lookup(env, p.code[k].index);
-        if (!v.is_defined()) return EvalError::undefined;
-        const std::optional<Decimal> r = p.code[k + 1].op == ExprOp::add
-                                             ? checked_add(sum, v.as_number())
-                                             : checked_sub(sum, v.as_number());
-        if (!r) return EvalError::overflow;
-        sum = *r;
-      }
-      left = sum;
+      if (const EvalError err = chain_sum(p, env, left); err != EvalError::none) return err;
       right = p.constant;
       return EvalError::none;
     }
@@ -296,7 +318,7 @@ EvalError evaluate_number(const Expr& e, const EvalEnv& env, Decimal& out) {
 
 namespace {
 // The comparison `op` (lt, le, gt, ge, eq or ne) of two numbers.
-bool compare(ExprOp op, const Decimal& a, const Decimal& b) {
+[[gnu::always_inline]] inline bool compare(ExprOp op, const Decimal& a, const Decimal& b) {
   switch (op) {
     case ExprOp::eq:
       return a == b;
@@ -346,25 +368,49 @@ EvalError detail::evaluate_flat(const FlatComparison& c, const EvalEnv& env, boo
   return EvalError::none;
 }
 
-EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
+namespace {
+// `evaluate_bool` of every expression but the two shapes it runs itself: out of line, so that
+// those need no stack frame.
+[[gnu::noinline]] EvalError evaluate_bool_general(const Expr& e, const EvalEnv& env, bool& out) {
   if (e.program) {
     Decimal a;
     Decimal b;
-    if (e.program->shape == detail::NumericProgram::Shape::var_literal) {
-      // `x OP c` (most guards, goals and basins) without the call: `run`'s values and error.
-      const Value& x = lookup(env, e.program->x);
-      if (!x.is_defined()) return EvalError::undefined;
-      a = x.as_number();
-      b = e.program->constant;
-    } else if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none) {
+    if (const EvalError err = detail::run(*e.program, env, a, b); err != EvalError::none)
       return err;
-    }
     out = compare(e.op, a, b);
     return EvalError::none;
   }
   const EvalResult r = evaluate(e, env);
   if (r.ok()) out = r.value.as_bool();
   return r.error;
+}
+
+// `evaluate_bool` of a `chain` comparison, out of line: the frame its loop needs is not built
+// for the simplest comparisons.
+[[gnu::noinline]] EvalError evaluate_chain(const Expr& e,
+                                           const detail::NumericProgram& p,
+                                           const EvalEnv& env,
+                                           bool& out) {
+  Decimal sum;
+  if (const EvalError err = detail::chain_sum(p, env, sum); err != EvalError::none) return err;
+  out = compare(e.op, sum, p.constant);
+  return EvalError::none;
+}
+}  // namespace
+
+EvalError evaluate_bool(const Expr& e, const EvalEnv& env, bool& out) {
+  // `x OP c` (most guards, goals and basins) without a call, and `x + y - z ... OP c` (the
+  // usual invariant) with one: `run`'s values and errors.
+  const detail::NumericProgram* p = e.program.get();
+  if (p != nullptr && p->shape == detail::NumericProgram::Shape::var_literal) {
+    const Value& x = lookup(env, p->x);
+    if (!x.is_defined()) return EvalError::undefined;
+    out = compare(e.op, x.as_number(), p->constant);
+    return EvalError::none;
+  }
+  if (p != nullptr && p->shape == detail::NumericProgram::Shape::chain)
+    return evaluate_chain(e, *p, env, out);
+  return evaluate_bool_general(e, env, out);
 }
 
 EvalResult evaluate(const Expr& e, const EvalEnv& env) {

@@ -1203,58 +1203,30 @@ Decision SafetyKernel::evaluate_in(const State& state, const Proposal& proposal)
 
 namespace {
 
-// Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
-// value, or returns the reason it cannot be computed.
-std::optional<Reason> apply_effect(
+// Why effect `e` cannot be computed: `err` on its variable.
+[[gnu::noinline]] Reason effect_failure(const TaskModel& m, const Effect& e, EvalError err) {
+  const Variable& var = m.variables[e.variable];
+  return reason(err == EvalError::overflow ? ReasonCode::overflow : ReasonCode::undefined_value,
+                var.name,
+                "effect `" + std::string(to_string(e.mode)) + "` on `" + var.name +
+                    "`: " + eval_error_text(err));
+}
+
+// Every effect but a numeric set, increment, decrement or multiply (`apply_effect`'s general
+// path, out of line).
+[[gnu::noinline]] std::optional<Reason> apply_general_effect(
     const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& out, Value* operand) {
   const Variable& var = m.variables[e.variable];
   const Value& old = pre.state->get(e.variable);
-  auto fail = [&](EvalError err) {
-    return reason(err == EvalError::overflow ? ReasonCode::overflow : ReasonCode::undefined_value,
-                  var.name,
-                  "effect `" + std::string(to_string(e.mode)) + "` on `" + var.name +
-                      "`: " + eval_error_text(err));
-  };
   if (e.mode == EffectMode::del) {
     out = Value();
     return std::nullopt;
   }
-  // `operand`, when asked for, gets the effect's evaluated value (what rollback inverts).
-  // Numeric effects (the common case) compute their operand without a `Value` per node; the
-  // result and the errors are those of the general path below, in the same order.
-  if (e.value->type.is_numeric() &&
-      (e.mode == EffectMode::set || e.mode == EffectMode::increment ||
-       e.mode == EffectMode::decrement || e.mode == EffectMode::multiply)) {
-    // A literal operand (`+ 1`, the usual effect) is read where the parser put it: through a
-    // copy just written, the CPU would stall reading back its one-byte scale.
-    Decimal computed;
-    const Decimal* operand_value = &computed;
-    if (e.value->op == ExprOp::literal) {
-      operand_value = &e.value->literal.as_number();
-    } else if (const EvalError err = evaluate_number(*e.value, pre, computed);
-               err != EvalError::none) {
-      return fail(err);
-    }
-    const Decimal& b = *operand_value;
-    if (operand != nullptr) *operand = Value::number(b);
-    if (e.mode == EffectMode::set) {
-      out = Value::number(b);
-    } else {
-      if (!old.is_defined()) return fail(EvalError::undefined);
-      const Decimal& a = old.as_number();
-      const auto n = e.mode == EffectMode::increment   ? checked_add(a, b)
-                     : e.mode == EffectMode::decrement ? checked_sub(a, b)
-                                                       : checked_mul(a, b);
-      if (!n) return fail(EvalError::overflow);
-      out = Value::number(*n);
-    }
-    if (!normalise(var.type, out)) return fail(EvalError::overflow);
-    return std::nullopt;
-  }
   EvalResult r = kernel::evaluate(*e.value, pre);
-  if (!r.ok()) return fail(r.error);
+  if (!r.ok()) return effect_failure(m, e, r.error);
   if (operand != nullptr) *operand = r.value;
-  if (e.mode != EffectMode::set && !old.is_defined()) return fail(EvalError::undefined);
+  if (e.mode != EffectMode::set && !old.is_defined())
+    return effect_failure(m, e, EvalError::undefined);
   switch (e.mode) {
     case EffectMode::set:
       out = std::move(r.value);
@@ -1267,7 +1239,7 @@ std::optional<Reason> apply_effect(
       const auto n = e.mode == EffectMode::increment   ? checked_add(a, b)
                      : e.mode == EffectMode::decrement ? checked_sub(a, b)
                                                        : checked_mul(a, b);
-      if (!n) return fail(EvalError::overflow);
+      if (!n) return effect_failure(m, e, EvalError::overflow);
       out = Value::number(*n);
       break;
     }
@@ -1287,7 +1259,48 @@ std::optional<Reason> apply_effect(
     case EffectMode::del:
       break;
   }
-  if (!normalise(var.type, out)) return fail(EvalError::overflow);
+  if (!normalise(var.type, out)) return effect_failure(m, e, EvalError::overflow);
+  return std::nullopt;
+}
+
+// Effect application on the pre-action state (a parallel assignment). Fills `out` with the new
+// value, or returns the reason it cannot be computed. The numeric path (nearly every effect)
+// is inline in both of its callers (a decision and a preview); the rest is out of line.
+[[gnu::always_inline]] inline std::optional<Reason> apply_effect(
+    const TaskModel& m, const Effect& e, const EvalEnv& pre, Value& out, Value* operand) {
+  // `operand`, when asked for, gets the effect's evaluated value (what rollback inverts).
+  // Numeric effects (the common case) compute their operand without a `Value` per node; the
+  // result and the errors are those of the general path, in the same order.
+  if (e.mode == EffectMode::del || !e.value->type.is_numeric() ||
+      (e.mode != EffectMode::set && e.mode != EffectMode::increment &&
+       e.mode != EffectMode::decrement && e.mode != EffectMode::multiply))
+    return apply_general_effect(m, e, pre, out, operand);
+  const Variable& var = m.variables[e.variable];
+  const Value& old = pre.state->get(e.variable);
+  // A literal operand (`+ 1`, the usual effect) is read where the parser put it: through a
+  // copy just written, the CPU would stall reading back its one-byte scale.
+  Decimal computed;
+  const Decimal* operand_value = &computed;
+  if (e.value->op == ExprOp::literal) {
+    operand_value = &e.value->literal.as_number();
+  } else if (const EvalError err = evaluate_number(*e.value, pre, computed);
+             err != EvalError::none) {
+    return effect_failure(m, e, err);
+  }
+  const Decimal& b = *operand_value;
+  if (operand != nullptr) *operand = Value::number(b);
+  if (e.mode == EffectMode::set) {
+    out = Value::number(b);
+  } else {
+    if (!old.is_defined()) return effect_failure(m, e, EvalError::undefined);
+    const Decimal& a = old.as_number();
+    const auto n = e.mode == EffectMode::increment   ? checked_add(a, b)
+                   : e.mode == EffectMode::decrement ? checked_sub(a, b)
+                                                     : checked_mul(a, b);
+    if (!n) return effect_failure(m, e, EvalError::overflow);
+    out = Value::number(*n);
+  }
+  if (!normalise(var.type, out)) return effect_failure(m, e, EvalError::overflow);
   return std::nullopt;
 }
 
@@ -1304,6 +1317,19 @@ struct CompletionsRef {
     return plain != nullptr ? plain[i] : shared[i].load(std::memory_order_acquire);
   }
 };
+
+// The cost of action `a` in `pre` at the budget's scale (its constant, or its expression
+// evaluated): false if that overflows or cannot be evaluated.
+bool action_cost(const TaskModel& model, const Action& a, const EvalEnv& pre, Amount& cost) {
+  cost = a.cost;
+  if (!a.cost_expr) return true;
+  const EvalResult r = kernel::evaluate(*a.cost_expr, pre);
+  std::optional<Decimal> scaled;
+  if (r.ok()) scaled = r.value.as_number().rescaled(model.budget.scale);
+  if (!scaled) return false;
+  cost = scaled->units;
+  return true;
+}
 
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
 void decide_at(const TaskModel& model,
@@ -1350,17 +1376,10 @@ void decide_at(const TaskModel& model,
   const EvalEnv pre{&state, {}, &state, p.params.data()};
 
   // Cost (a parameter-dependent cost is evaluated first: every budget check needs it).
-  Amount cost = a.cost;
-  if (a.cost_expr) {
-    const EvalResult r = kernel::evaluate(*a.cost_expr, pre);
-    std::optional<Decimal> scaled;
-    if (r.ok()) scaled = r.value.as_number().rescaled(model_->budget.scale);
-    if (!scaled) {
-      d.reasons.push_back(
-          reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
-      return;
-    }
-    cost = scaled->units;
+  Amount cost = 0;
+  if (!action_cost(*model_, a, pre, cost)) {
+    d.reasons.push_back(reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
+    return;
   }
   d.cost = cost;
 
@@ -1575,6 +1594,23 @@ void decide_into(const TaskModel& model,
   if (s.completions.size() != model.actions.size())
     throw InvalidArgument("decide: the situation does not count the model's actions");
   decide_at(model, s.state, s.budget, s.steps, {s.completions.data(), nullptr}, proposal, out);
+}
+
+bool preview_into(
+    const TaskModel& model, const State& state, const Proposal& p, Amount& cost, Changes& changes) {
+  // `decide_at`'s computation of `d.cost` and `d.changes`, without its checks.
+  if (p.action >= model.actions.size()) return false;
+  const Action& a = model.actions[p.action];
+  if (p.params.size() != a.parameters.size()) return false;
+  const EvalEnv pre{&state, {}, &state, p.params.data()};
+  if (!action_cost(model, a, pre, cost)) return false;
+  changes.clear();
+  for (const Effect& e : a.effects) {
+    Value out;
+    if (apply_effect(model, e, pre, out, nullptr)) return false;
+    changes.emplace_back(e.variable, std::move(out));
+  }
+  return true;
 }
 
 void decide_into(const TaskModel& model,

@@ -8,12 +8,17 @@
 #include "../kernel/support.hpp"
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "lookahead_reference.hpp"
 #include "random_basin_spec.hpp"
 
 namespace {
 
 using namespace clampai::kernel;
 using namespace clampai::driver;
+using clampai::test::check_against_bfs;
+using clampai::test::Naive;
+using clampai::test::NaiveBfs;
+using clampai::test::param_vectors;
 
 std::shared_ptr<const TaskModel> vessel() {
   return load_spec_file(clampai::test::source_path("examples/pressure_vessel.json"));
@@ -157,62 +162,6 @@ TEST_CASE("parameters at the int64 edge are enumerated by count, and the search 
   CHECK_THAT(w.incomplete_reason, Catch::Contains("more than 64 values"));
 }
 
-namespace {
-
-// Every parameter vector of action `a` (its parameters are bounded and small here).
-std::vector<std::vector<Value>> param_vectors(const Action& a) {
-  std::vector<std::vector<Value>> out{{}};
-  for (const Parameter& p : a.parameters) {
-    std::vector<std::vector<Value>> next;
-    for (const auto& prefix : out) {
-      const std::int64_t count = p.max->units - p.min->units + 1;
-      for (std::int64_t k = 0; k < count; ++k) {
-        auto v = prefix;
-        v.push_back(Value::integer(p.min->units + k));
-        next.push_back(v);
-      }
-    }
-    out = next;
-  }
-  return out;
-}
-
-// The naive reference: depth-first over every approvable step, no memoisation.
-struct Naive {
-  const TaskModel& m;
-  std::optional<Amount> cheapest;  // cost of the cheapest goal within the depth
-  bool basin = false;
-
-  static bool holds(const ExprPtr& e, const State& s) {
-    const EvalResult r = evaluate(*e, EvalEnv{&s, {}, &s, nullptr});
-    return r.ok() && r.value.as_bool();
-  }
-  void walk(const Situation& s, Amount spent, unsigned depth_left, bool root) {
-    if (m.goal && holds(m.goal, s.state)) {
-      if (!cheapest || spent < *cheapest) cheapest = spent;
-      return;
-    }
-    bool in_basin = false;
-    for (const auto& b : m.basins) {
-      const EvalResult r = evaluate(*b.expr, EvalEnv{&s.state, {}, &s.state, nullptr});
-      in_basin = in_basin || !r.ok() || r.value.as_bool();
-    }
-    if (in_basin && !root) {
-      basin = true;
-      return;
-    }
-    if (depth_left == 0) return;
-    for (std::size_t a = 0; a < m.actions.size(); ++a) {
-      for (const auto& params : param_vectors(m.actions[a])) {
-        const Decision d = decide(m, s, Proposal{a, params});
-        if (d.approved) walk(advance(m, s, d), spent + d.cost, depth_left - 1, false);
-      }
-    }
-  }
-};
-
-}  // namespace
-
 TEST_CASE("the explicit engine agrees with a naive enumeration on random specs",
           "[kernel][lookahead][property]") {
   std::mt19937_64 rng(20261122);
@@ -318,4 +267,96 @@ TEST_CASE("a long search reports its progress in situations explored", "[kernel]
   REQUIRE_FALSE(reported.empty());
   CHECK(std::is_sorted(reported.begin(), reported.end()));
   CHECK(reported.back() <= r.situations);
+}
+
+TEST_CASE(
+    "the explicit engine finds exactly the situations, dead ends, basins and plans of a naive "
+    "breadth-first search, on random specs",
+    "[kernel][lookahead][property]") {
+  // The engine skips the kernel's decision on a step that leads to a known situation (it adds
+  // nothing) unless a dead end may rest on it; a wrong skip would lose a situation or a dead
+  // end, a wrong match would merge two situations: the counts and witnesses here would differ.
+  std::mt19937_64 rng(20261127);
+  int compared = 0, dead_ends = 0, basins = 0;
+  for (int i = 0; i < 400; ++i) {
+    const auto m = clampai::test::random_basin_spec(rng);
+    if (!m) continue;
+    const Situation start = Situation::initial(*m);
+    for (std::size_t a = 0; a < m->actions.size(); ++a) {
+      const Proposal p{a, param_vectors(m->actions[a]).back()};
+      const Decision d = decide(*m, start, p);
+      if (!d.approved) continue;
+      LookaheadOptions o;
+      o.depth = 3;
+      INFO("spec " << i << ", action " << m->actions[a].id);
+      NaiveBfs look{*m, true, o.depth};
+      look.run(advance(*m, start, d));
+      check_against_bfs(*m, lookahead(*m, start, p, o), look);
+      dead_ends += look.dead_end ? 1 : 0;
+      basins += look.basin ? 1 : 0;
+      ++compared;
+    }
+    LookaheadOptions o;
+    o.depth = 3;
+    NaiveBfs plan{*m, false, o.depth};
+    plan.run(start);
+    INFO("spec " << i << ", plan to the goal");
+    check_against_bfs(*m, plan_to_goal(*m, start, o), plan);
+  }
+  CHECK(compared > 150);
+  CHECK(dead_ends > 10);  // the seeded specs reach every kind of answer
+  CHECK(basins > 10);
+}
+
+TEST_CASE("preview_into gives the cost and changes of every approved decision",
+          "[kernel][lookahead][property]") {
+  // What a search uses to skip the decision of a step to a known situation: it must be what
+  // the kernel would record if it approved the step (a random walk's situations).
+  std::mt19937_64 rng(20261128);
+  int approved = 0, failed = 0;
+  for (int i = 0; i < 300; ++i) {
+    const auto m = clampai::test::random_basin_spec(rng);
+    if (!m) continue;
+    Situation s = Situation::initial(*m);
+    for (int step = 0; step < 6; ++step) {
+      std::vector<Decision> ok;
+      for (std::size_t a = 0; a < m->actions.size(); ++a) {
+        for (const auto& params : param_vectors(m->actions[a])) {
+          const Proposal p{a, params};
+          const Decision d = decide(*m, s, p);
+          Amount cost = -1;
+          Changes changes;
+          const bool previewed = preview_into(*m, s.state, p, cost, changes);
+          if (!previewed) {
+            CHECK_FALSE(d.approved);  // only a proposal the kernel rejects has no preview
+            ++failed;
+            continue;
+          }
+          if (!d.approved) continue;
+          ++approved;
+          CHECK(cost == d.cost);
+          REQUIRE(changes.size() == d.changes.size());
+          for (std::size_t k = 0; k < changes.size(); ++k) {
+            CHECK(changes[k].first == d.changes[k].first);
+            CHECK(changes[k].second == d.changes[k].second);
+            CHECK(changes[k].second.to_string() == d.changes[k].second.to_string());  // scale
+          }
+          ok.push_back(d);
+        }
+      }
+      if (ok.empty()) break;
+      s = advance(*m, s, ok[rng() % ok.size()]);
+    }
+  }
+  CHECK(approved > 1000);
+  // An unknown action and a wrong parameter count have no preview.
+  const auto m = vessel();
+  Amount cost = 0;
+  Changes changes;
+  CHECK_FALSE(preview_into(*m, m->initial_state(), Proposal{m->actions.size(), {}}, cost, changes));
+  CHECK_FALSE(preview_into(*m,
+                           m->initial_state(),
+                           Proposal{0, std::vector<Value>(9, Value::integer(1))},
+                           cost,
+                           changes));
 }

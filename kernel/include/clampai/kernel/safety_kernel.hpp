@@ -125,6 +125,20 @@ void decide_into(const TaskModel& model,
                  const Proposal& proposal,
                  Decision& out);
 
+/// Where `proposal` would lead from `state` if the kernel approved it: the cost and the changes
+/// that `decide_into` would put in `Decision::cost` and `Decision::changes`, computed the same
+/// way (the same code) but without a single check (no budget, parameter bound, guard, variable
+/// bound or invariant is looked at), for a search that needs to know whether an approved step
+/// would lead somewhere it has already been. False when they cannot be computed (an unknown
+/// action, the wrong number of parameters, a cost or an effect that cannot be evaluated: the
+/// kernel would reject the proposal); then `cost` and `changes` are unspecified. It says
+/// nothing of whether the proposal is approved.
+bool preview_into(const TaskModel& model,
+                  const State& state,
+                  const Proposal& proposal,
+                  Amount& cost,
+                  Changes& changes);
+
 /// The situation after committing an approved decision: its changes applied, its cost charged,
 /// the step (or emergency step) and the completion counted, as `SafetyKernel::execute` does.
 /// @throws InvalidArgument if `decision` is not approved.
