@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -201,6 +202,9 @@ struct Node {
   std::uint64_t emergency_steps = 0;
   std::uint64_t state_hash = 0;
   std::uint64_t done_hash = 0;
+  // The completions since the root, `done_width_` bits per action, when they fit in 64 bits
+  // (`done_packed_`): an exact comparison of two nodes' completions in one instruction.
+  std::uint64_t done_delta = 0;
   std::size_t parent = kNone;
   std::size_t same_key = kNone;  // the previous node with the same key (a hash collision)
   std::size_t action = 0;        // the step from the parent: action, parameter vector, cost
@@ -303,6 +307,13 @@ class Search {
     // but an expression that used it would read the parent there, so it is checked.
     fold_ = (m.goal ? !uses_old(*m.goal) : !m.goal_predicate);
     depth_limit_ = o.depth;
+    // A count grows by at most the depth within a search, so each action's growth fits in
+    // `done_width_` bits; all of them in one word when there are few enough actions.
+    done_width_ = std::max(1, static_cast<int>(std::bit_width(o.depth)));
+    done_packed_ = actions_ * static_cast<std::size_t>(done_width_) <= 64;
+#ifdef CLAMPAI_LOOKAHEAD_UNPACKED_COUNTS  // a white-box test of the comparison of every count
+    done_packed_ = false;
+#endif
     for (const CaptureBasin& b : m.basins) fold_ = fold_ && b.expr && !uses_old(*b.expr);
     enumerate_params();
   }
@@ -446,6 +457,8 @@ class Search {
   // The situation limit; nodes are numbered in 32 bits (far beyond any memory).
   std::size_t max_situations_ = std::min<std::size_t>(o_.max_situations, KeyIndex::kFree - 1);
   bool fold_ = false;         // goal and basins evaluated in the decision's pass
+  int done_width_ = 1;        // bits per action of Node::done_delta
+  bool done_packed_ = false;  // Node::done_delta holds every action's growth exactly
   unsigned depth_limit_ = 0;  // children are built down to this depth
   std::uint64_t polls_ = 0;
   bool timed_out_ = false;
@@ -513,6 +526,8 @@ class Search {
     child.emergency_steps = ck.emergency_steps;
     child.state_hash = ck.state_hash;
     child.done_hash = ck.done_hash;
+    if (done_packed_)
+      child.done_delta = nodes[i].done_delta + (std::uint64_t{1} << (a * done_width_));
     child.parent = i;
     child.same_key = same_key;
     child.action = a;
@@ -622,8 +637,10 @@ class Search {
                               Amount net,
                               std::uint64_t steps,
                               std::uint64_t emergency_steps) {
-    return mix(state_hash ^ done_hash ^ (static_cast<std::uint64_t>(net) * 0x9FB21C651E98DF25ULL) ^
-               (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL)) &
+    // No final mix: the state's and the completions' hashes are sums of mixed terms already,
+    // so the low bits (the index's slot) vary; the rest only has to differ.
+    return (state_hash ^ done_hash ^ (static_cast<std::uint64_t>(net) * 0x9FB21C651E98DF25ULL) ^
+            (steps * 0xC2B2AE3D27D4EB4FULL) ^ (emergency_steps * 0x165667B19E3779F9ULL)) &
            CLAMPAI_LOOKAHEAD_KEY_MASK;
   }
 
@@ -683,6 +700,17 @@ class Search {
                   here.emergency_steps + (emergency ? 1 : 0));
   }
 
+  // True iff node `j`'s completion counts are node `i`'s after a step of action `a`.
+  [[nodiscard]] bool counts_after_step(std::size_t j, std::size_t i, std::size_t a) const {
+    const std::uint64_t* kd = done_of(j);
+    const std::uint64_t* sd = done_of(i);
+    if (kd[a] != sd[a] + 1) return false;
+    std::uint64_t differ = 0;  // the other counts, without a branch (or a memcmp) each
+    for (std::size_t x = 0; x < a; ++x) differ |= kd[x] ^ sd[x];
+    for (std::size_t x = a + 1; x < actions_; ++x) differ |= kd[x] ^ sd[x];
+    return differ == 0;
+  }
+
   // True iff node `j` is the situation that a step of action `a` costing `cost` with `changes`
   // leads to from node `i` (whose state is `s`), without building either situation.
   bool is_child(std::size_t j,
@@ -700,13 +728,10 @@ class Search {
           known.steps != here.steps + (emergency ? 0 : 1) ||
           known.emergency_steps != here.emergency_steps + (emergency ? 1 : 0))
         return false;
-      const std::uint64_t* kd = done_of(j);
-      const std::uint64_t* sd = done_of(i);
-      if (kd[a] != sd[a] + 1) return false;
-      std::uint64_t differ = 0;  // the other counts, without a branch (or a memcmp) each
-      for (std::size_t x = 0; x < a; ++x) differ |= kd[x] ^ sd[x];
-      for (std::size_t x = a + 1; x < actions_; ++x) differ |= kd[x] ^ sd[x];
-      if (differ != 0) return false;
+      if (done_packed_
+              ? known.done_delta != here.done_delta + (std::uint64_t{1} << (a * done_width_))
+              : !counts_after_step(j, i, a))
+        return false;
     }
     // A small state: the two states' values side by side, compared once each (the child's:
     // `s` patched by `changes`; node j's: its own state, or its parent's patched by its

@@ -1,7 +1,9 @@
 // White-box: the explicit lookahead engine compiled with situation keys of two bits, so that
 // nearly every new situation's key is already taken and whether it is known rests on the exact
 // comparisons alone (state, spend, steps and every completion count). It must still find
-// exactly what the naive breadth-first search finds.
+// exactly what the naive breadth-first search finds. Built twice: with the completion counts
+// compared as one packed word (a search of few actions) and count by count
+// (CLAMPAI_LOOKAHEAD_UNPACKED_COUNTS).
 #define CLAMPAI_LOOKAHEAD_KEY_MASK \
   std::uint64_t { 3 }
 #include "../../driver/src/lookahead.cpp"  // NOLINT: the engine itself, with colliding keys
