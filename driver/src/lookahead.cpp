@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -194,7 +195,7 @@ struct ChildKey {
 // leaf's values through its parent's state and its changes.
 struct Node {
   explicit Node(const BudgetController& b) : budget(b) {}
-  std::optional<State> state{};
+  const State* state = nullptr;   // its persistent state, in the workspace's `states`, or none
   std::size_t changes_begin = 0;  // its step's changes: `changes[changes_begin, +count)`
   std::size_t changes_count = 0;
   BudgetController budget;
@@ -226,6 +227,19 @@ struct Workspace {
   std::optional<State> scratch;                  // the state of a leaf being looked at
   std::size_t scratch_node = kNone;              // which node's state `scratch` is
   std::vector<std::uint64_t> weights;            // done_weight of each action
+  // What the search reads of each action on every step, side by side (an Action is large).
+  struct ActionFacts {
+    Amount cost = 0;          // its cost, when `fixed_cost`
+    bool fixed_cost = false;  // no cost expression
+    bool emergency = false;
+  };
+  std::vector<ActionFacts> facts;
+  // The persistent states of a search's situations. Kept from one search to the next when they
+  // are small (see `trim`), so that a state of up to 32 variables is rewritten in place
+  // (`assign_with`) instead of allocated: the first `states_used` belong to the current search.
+  // A deque: a state never moves.
+  std::deque<State> states;
+  std::size_t states_used = 0;
   KeyIndex index;
   // The newest node of each key of everything but the state (completions, spend, steps): a
   // step can lead to a known situation only if it leads to a known one of these.
@@ -246,6 +260,10 @@ struct Workspace {
     if (changes.capacity() > kKeepNodes * 4) std::vector<std::pair<VarId, Value>>().swap(changes);
     if (index.capacity() > kKeepNodes * 8) index = KeyIndex();
     if (params.values.capacity() > 4096) params = ParamTable();
+    // Only small states are rewritten in place: larger ones (and their shared storage) are
+    // not kept once the search is over.
+    if (states.size() > kKeepNodes / 4 || (!states.empty() && states.front().size() > 32))
+      states.clear();
   }
 };
 
@@ -263,7 +281,8 @@ class WorkspaceLease {
     ws_->busy = true;
   }
   ~WorkspaceLease() {
-    ws_->nodes.clear();  // the states, now: a workspace keeps capacity, not situations
+    ws_->nodes.clear();
+    ws_->states_used = 0;  // the states stay, to be rewritten by the next search
     ws_->done.clear();
     ws_->changes.clear();
     ws_->scratch.reset();
@@ -298,8 +317,11 @@ class Search {
     ws_.changes.clear();
     ws_.scratch.reset();
     ws_.scratch_node = kNone;
+    ws_.states_used = 0;
     ws_.weights.clear();
     for (std::size_t a = 0; a < actions_; ++a) ws_.weights.push_back(done_weight(a));
+    ws_.facts.clear();
+    for (const Action& a : m.actions) ws_.facts.push_back({a.cost, !a.cost_expr, a.emergency});
     ws_.index.reset();
     ws_.steps_index.reset();
     // Goal and basins are evaluated in the decision's pass (on the parent's state patched by
@@ -334,7 +356,7 @@ class Search {
     n.emergency_steps = s.emergency_steps;
     ws_.done.insert(ws_.done.end(), s.completions.begin(), s.completions.end());
     ws_.done.resize(actions_);  // a situation counts every action of the model
-    n.state = std::move(s.state);
+    n.state = &new_state(std::move(s.state));
     const std::uint64_t key =
         key_of(n.state_hash, n.done_hash, n.budget.net(), n.steps, n.emergency_steps);
     ws_.index.at(key).node = 0;
@@ -358,7 +380,7 @@ class Search {
   // non-emergency action is (or, where the search cannot tell, may be) approvable there: an
   // incomplete search never reports a dead end it has not seen.
   bool expand(std::size_t i, bool add) {
-    if (add && !nodes[i].state) nodes[i].state = built_state(i);  // its children share it
+    if (add && !nodes[i].state) nodes[i].state = &built_state(i);  // its children share it
     // Read again after each child is added (the nodes may move; a scratch state does not).
     const State* state = &state_of(i);
     bool progress = false;
@@ -367,7 +389,7 @@ class Search {
     const Decision& d = ws_.decision;
     ws_.deferred.clear();
     for (std::size_t a = 0; a < actions_; ++a) {
-      const bool emergency = m_.actions[a].emergency;
+      const bool emergency = ws_.facts[a].emergency;
       if (!pt.enumerable[a]) {
         if (!emergency) progress = true;  // unknown: not enumerated
         continue;
@@ -409,7 +431,7 @@ class Search {
         add_child(i, a, k, d, ck, newest);
         slot.node = static_cast<std::uint32_t>(nodes.size() - 1);
         ws_.steps_index.at(steps_key(i, a, d.cost)).node = slot.node;
-        state = &*nodes[i].state;
+        state = nodes[i].state;
       }
     }
     for (const auto& [a, k] : ws_.deferred) {  // non-emergency steps to known situations
@@ -516,7 +538,7 @@ class Search {
       // A goal or a basin (the child is deeper than the root) stops the search, and a child at
       // the depth limit has no children: no persistent state.
       if (!child.goal && child.basin == nullptr && child.depth < depth_limit_)
-        child.state = state.with(d.changes);
+        child.state = &new_state(state, d.changes);
     }
     child.changes_begin = ws_.changes.size();
     child.changes_count = d.changes.size();
@@ -545,9 +567,30 @@ class Search {
 
   // Node `j`'s state, built from its parent's (which every node but the root has: a parent was
   // expanded, so its state was built).
-  [[nodiscard]] State built_state(std::size_t j) {
+  [[nodiscard]] const State& built_state(std::size_t j) {
     const Node& n = nodes[j];
-    return nodes[n.parent].state->with(ChangeSpan(changes_of(j), n.changes_count));
+    return new_state(*nodes[n.parent].state, ChangeSpan(changes_of(j), n.changes_count));
+  }
+
+  // A state of the workspace's for this search: `base` with `changes`.
+  const State& new_state(const State& base, ChangeSpan changes) {
+    if (ws_.states_used < ws_.states.size()) {
+      State& s = ws_.states[ws_.states_used++];
+      s.assign_with(base, changes);  // in place (no allocation) for a small state held alone
+      return s;
+    }
+    ++ws_.states_used;
+    return ws_.states.emplace_back(base.with(changes));
+  }
+  // The same, for the root's state itself.
+  const State& new_state(State root) {
+    if (ws_.states_used < ws_.states.size()) {
+      State& s = ws_.states[ws_.states_used++];
+      s = std::move(root);
+      return s;
+    }
+    ++ws_.states_used;
+    return ws_.states.emplace_back(std::move(root));
   }
 
   // Node `j`'s state: its own, or (a leaf's) built in the scratch state, valid until the next
@@ -648,7 +691,7 @@ class Search {
   // node `i` (whose state is `s`), from node `i`'s: its parts and the key.
   ChildKey child_key(
       std::size_t i, std::size_t a, Amount cost, ChangeSpan changes, const State& s) const {
-    const bool emergency = m_.actions[a].emergency;
+    const bool emergency = ws_.facts[a].emergency;
     const Node& here = nodes[i];
     ChildKey ck;
     ck.state_hash = here.state_hash;
@@ -676,8 +719,8 @@ class Search {
   // without evaluating anything; then the step's cost and changes (`preview_into`, the
   // kernel's own computation), and the situations with that key compared exactly.
   bool leads_to_known(std::size_t i, std::size_t a, const State& s) {
-    const Action& action = m_.actions[a];
-    if (!action.cost_expr && ws_.steps_index.find(steps_key(i, a, action.cost)) == KeyIndex::kFree)
+    const Workspace::ActionFacts& facts = ws_.facts[a];
+    if (facts.fixed_cost && ws_.steps_index.find(steps_key(i, a, facts.cost)) == KeyIndex::kFree)
       return false;
     if (!preview_into(m_, s, ws_.proposal, ws_.preview_cost, ws_.preview)) return false;
     const ChildKey ck = child_key(i, a, ws_.preview_cost, ws_.preview, s);
@@ -691,7 +734,7 @@ class Search {
   // The key of everything but the state (see Workspace::steps_index) after a step of action `a`
   // costing `cost` from node `i`.
   [[nodiscard]] std::uint64_t steps_key(std::size_t i, std::size_t a, Amount cost) const {
-    const bool emergency = m_.actions[a].emergency;
+    const bool emergency = ws_.facts[a].emergency;
     const Node& here = nodes[i];
     return key_of(0,
                   here.done_hash + ws_.weights[a],
@@ -719,7 +762,7 @@ class Search {
                 std::size_t a,
                 Amount cost,
                 ChangeSpan changes) {
-    const bool emergency = m_.actions[a].emergency;
+    const bool emergency = ws_.facts[a].emergency;
     {
       const Node& known = nodes[j];
       const Node& here = nodes[i];
@@ -761,7 +804,10 @@ class Search {
       return std::any_of(
           changes.begin(), changes.end(), [&](const auto& c) { return c.first == id; });
     };
-    const State known = nodes[j].state ? *nodes[j].state : built_state(j);
+    const State known =
+        nodes[j].state
+            ? *nodes[j].state
+            : nodes[nodes[j].parent].state->with(ChangeSpan(changes_of(j), nodes[j].changes_count));
     for (const VarId id : known.diff(s))
       if (!changed(id)) return false;
     return true;

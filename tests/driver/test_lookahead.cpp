@@ -360,3 +360,57 @@ TEST_CASE("preview_into gives the cost and changes of every approved decision",
                            cost,
                            changes));
 }
+
+TEST_CASE("a thread's next search rewrites the states of its last, whatever the model",
+          "[kernel][lookahead]") {
+  // The workspace keeps small states from one search to the next and rewrites them in place:
+  // searches of models of other sizes (2, 3 and 40 variables) in between, and a search within
+  // a search's progress callback (its own workspace), change nothing in a search's answer.
+  std::mt19937_64 rng(20261130);
+  std::shared_ptr<const TaskModel> small;
+  while (!small) small = clampai::test::random_basin_spec(rng);
+  std::string vars;
+  for (int i = 0; i < 40; ++i)
+    vars += std::string(i ? ", " : "") + "\"v" + std::to_string(i) +
+            "\": {\"type\": \"int\", \"initial\": 0, \"min\": 0, \"max\": 9}";
+  const auto wide = load_spec(R"J({"name": "wide", "goal": "v39 == 3", "variables": {)J" + vars +
+                              R"J(}, "actions": [
+      {"id": "a", "cost": 1, "effects": [{"variable": "v0", "mode": "increment", "value": "1"}]},
+      {"id": "z", "cost": 1, "effects": [{"variable": "v39", "mode": "increment", "value": "1"}]}],
+    "budget": {"total": 20, "min_action_cost": 1}})J");
+  const auto m = vessel();
+  LookaheadOptions o;
+  o.depth = 3;
+  auto answer = [&](const TaskModel& model) {
+    const LookaheadResult r = plan_to_goal(model, Situation::initial(model), o);
+    return std::to_string(r.situations) + " " + describe_plan(model, r.cheapest_plan);
+  };
+  const std::string first_small = answer(*small);
+  const std::string first_vessel = answer(*m);
+  const std::string first_wide = answer(*wide);
+  CHECK(first_wide == "10 z, z, z");  // 1 + 2 + 3 + 4 situations (multisets of a and z)
+  for (int round = 0; round < 3; ++round) {
+    CHECK(answer(*wide) == first_wide);
+    CHECK(answer(*small) == first_small);
+    CHECK(answer(*m) == first_vessel);
+  }
+  std::vector<std::string> nested;
+  LookaheadOptions outer = o;
+  outer.depth = 12;
+  outer.progress = [&](std::size_t) { nested.push_back(answer(*small)); };
+  std::string counters;
+  for (const char* v : {"a", "b", "c", "d", "e"})
+    counters += std::string(counters.empty() ? "" : ", ") + "{\"id\": \"inc_" + v +
+                "\", \"cost\": 1, \"effects\": [{\"variable\": \"" + v +
+                "\", \"mode\": \"increment\", \"value\": \"1\"}]}";
+  const auto five = load_spec(
+      R"J({"name": "five", "goal": "a == 50", "variables": {"a": {"type": "int", "initial": 0},
+      "b": {"type": "int", "initial": 0}, "c": {"type": "int", "initial": 0},
+      "d": {"type": "int", "initial": 0}, "e": {"type": "int", "initial": 0}}, "actions": [)J" +
+      counters + R"J(], "budget": {"total": 100, "min_action_cost": 1}})J");
+  const LookaheadResult big = plan_to_goal(*five, Situation::initial(*five), outer);
+  CHECK(big.situations == 6188);  // every multiset of at most 12 of the 5 steps
+  REQUIRE_FALSE(nested.empty());
+  for (const std::string& n : nested) CHECK(n == first_small);
+  CHECK(answer(*five) == answer(*five));
+}
