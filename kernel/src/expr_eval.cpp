@@ -24,7 +24,8 @@ const Value& lookup(const EvalEnv& env, VarId id) {
 bool values_equal(const Value& a, const Value& b) { return a == b; }
 
 // `x + y` (`sum`) or `x - y` of two variables: the value, or the first error.
-EvalError sum_or_difference(const EvalEnv& env, bool sum, VarId x, VarId y, Decimal& out) {
+[[gnu::always_inline]] inline EvalError sum_or_difference(
+    const EvalEnv& env, bool sum, VarId x, VarId y, Decimal& out) {
   const Value& a = lookup(env, x);
   if (!a.is_defined()) return EvalError::undefined;
   const Value& b = lookup(env, y);

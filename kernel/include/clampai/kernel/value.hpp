@@ -42,13 +42,15 @@ class Value {
     }
     return *this;
   }
-  Value& operator=(Value&& o) noexcept {
-    if (this != &o) {
-      reset();
+  [[gnu::always_inline]] Value& operator=(Value&& o) noexcept {
+    if (kind_ < Kind::string && o.kind_ < Kind::string) [[likely]] {
+      // Numbers, booleans, undefined: the payload, inline (`o` left undefined, as any move).
+      copy_payload(o);
       kind_ = o.kind_;
-      move_from(o);
+      if (this != &o) o.kind_ = Kind::undefined;
+      return *this;
     }
-    return *this;
+    return move_assign_shared(o);
   }
   ~Value() { reset(); }
 
@@ -165,6 +167,15 @@ class Value {
       o.list_.~ListPtr();
     }
     new (&o.number_) Decimal();
+  }
+  // A move assignment where either side is a string or a list.
+  [[gnu::noinline]] Value& move_assign_shared(Value& o) noexcept {
+    if (this != &o) {
+      reset();
+      kind_ = o.kind_;
+      move_from(o);
+    }
+    return *this;
   }
   [[gnu::noinline]] void reset_shared() noexcept {
     if (kind_ == Kind::string) {
