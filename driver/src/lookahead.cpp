@@ -836,8 +836,9 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
       }
       continue;  // a plan through a basin is no plan: the agent would be trapped
     }
-    // At the depth limit only a dead end is looked for: without that, nothing to decide.
-    if (!basins_and_dead_ends && d >= depth) continue;
+    // At the depth limit only a dead end is looked for: without that (or once the first is
+    // found: it is the one reported), nothing to decide.
+    if (d >= depth && (!basins_and_dead_ends || out.dead_end)) continue;
     const bool progress = s.expand(i, d < depth);
     if (basins_and_dead_ends && !progress && !out.dead_end) {
       out.dead_end = true;

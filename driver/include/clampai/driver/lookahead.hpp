@@ -89,8 +89,9 @@ struct LookaheadResult {
 
 /// Looks ahead of `proposal` in `situation`. If the kernel rejects the proposal, only
 /// `decision` is filled. A search keeps its working storage per thread and the next search on
-/// that thread reuses it (capacity only; after a search of more than about 16,000 situations it
-/// is released), so repeated searches allocate almost nothing.
+/// that thread reuses it (its capacity, and the states of up to 4,096 situations of at most 32
+/// variables, rewritten in place by the next search; after a search of more than about 16,000
+/// situations it is released), so repeated searches allocate almost nothing.
 LookaheadResult lookahead(const TaskModel& model,
                           const Situation& situation,
                           const Proposal& proposal,
