@@ -29,6 +29,9 @@ using kernel::VarId;
 namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+// A state of at most this many variables is one node of values: rewritten in place
+// (`State::assign_with`), and compared variable by variable (`is_child`).
+constexpr std::size_t kSmallState = 32;
 
 // The bits of a situation's key that are kept: all of them. A white-box test compiles this file
 // with two, so that nearly every situation collides with another and only the exact
@@ -259,10 +262,11 @@ struct Workspace {
     if (done.capacity() > kKeepNodes * 16) std::vector<std::uint64_t>().swap(done);
     if (changes.capacity() > kKeepNodes * 4) std::vector<std::pair<VarId, Value>>().swap(changes);
     if (index.capacity() > kKeepNodes * 8) index = KeyIndex();
+    if (steps_index.capacity() > kKeepNodes * 8) steps_index = KeyIndex();
     if (params.values.capacity() > 4096) params = ParamTable();
     // Only small states are rewritten in place: larger ones (and their shared storage) are
     // not kept once the search is over.
-    if (states.size() > kKeepNodes / 4 || (!states.empty() && states.front().size() > 32))
+    if (states.size() > kKeepNodes / 4 || (!states.empty() && states.front().size() > kSmallState))
       states.clear();
   }
 };
@@ -442,7 +446,6 @@ class Search {
       decide_into(m_, *state, here.budget, here.steps, done_of(i), proposal, ws_.decision);
       progress = d.approved;
     }
-    ws_.deferred.clear();
     return progress;
   }
 
@@ -779,10 +782,9 @@ class Search {
     // A small state: the two states' values side by side, compared once each (the child's:
     // `s` patched by `changes`; node j's: its own state, or its parent's patched by its
     // changes; later changes win, as in `with`).
-    constexpr std::size_t kSmall = 32;
-    if (const std::size_t n = s.size(); n <= kSmall) {
-      std::array<const Value*, kSmall> child;  // the first n are set below
-      std::array<const Value*, kSmall> known;
+    if (const std::size_t n = s.size(); n <= kSmallState) {
+      std::array<const Value*, kSmallState> child;  // the first n are set below
+      std::array<const Value*, kSmallState> known;
       for (VarId id = 0; id < n; ++id) child[id] = &s.get(id);
       for (const auto& [id, v] : changes) child[id] = &v;
       const Node& node = nodes[j];

@@ -1318,17 +1318,28 @@ struct CompletionsRef {
   }
 };
 
-// The cost of action `a` in `pre` at the budget's scale (its constant, or its expression
-// evaluated): false if that overflows or cannot be evaluated.
-bool action_cost(const TaskModel& model, const Action& a, const EvalEnv& pre, Amount& cost) {
-  cost = a.cost;
-  if (!a.cost_expr) return true;
+// The cost of an action with a cost expression, evaluated in `pre`, at the budget's scale:
+// false if that overflows or cannot be evaluated (out of line: most costs are constants).
+[[gnu::noinline]] bool evaluated_cost(const TaskModel& model,
+                                      const Action& a,
+                                      const EvalEnv& pre,
+                                      Amount& cost) {
   const EvalResult r = kernel::evaluate(*a.cost_expr, pre);
   std::optional<Decimal> scaled;
   if (r.ok()) scaled = r.value.as_number().rescaled(model.budget.scale);
   if (!scaled) return false;
   cost = scaled->units;
   return true;
+}
+
+// The cost of action `a` in `pre` at the budget's scale (its constant, or its expression
+// evaluated): false if that overflows or cannot be evaluated.
+[[gnu::always_inline]] inline bool action_cost(const TaskModel& model,
+                                               const Action& a,
+                                               const EvalEnv& pre,
+                                               Amount& cost) {
+  cost = a.cost;
+  return !a.cost_expr || evaluated_cost(model, a, pre, cost);
 }
 
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).

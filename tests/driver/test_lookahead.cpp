@@ -359,6 +359,25 @@ TEST_CASE("preview_into gives the cost and changes of every approved decision",
                            Proposal{0, std::vector<Value>(9, Value::integer(1))},
                            cost,
                            changes));
+  // Nor an effect or a cost that overflows: the kernel rejects both, for that reason.
+  const auto edge = load_spec(R"J({"name": "edge",
+    "variables": {"x": {"type": "int", "initial": 9223372036854775807}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]},
+                {"id": "pay", "cost": "n * 9223372036854775807",
+                 "parameters": {"n": {"type": "int", "min": 0, "max": 2}}, "effects": []}],
+    "budget": {"total": 10, "min_action_cost": 1}})J");
+  const Situation start = Situation::initial(*edge);
+  CHECK_FALSE(preview_into(*edge, start.state, Proposal{0, {}}, cost, changes));
+  CHECK(decide(*edge, start, Proposal{0, {}}).has(ReasonCode::overflow, "x"));
+  const Proposal pay{1, {Value::integer(2)}};
+  CHECK_FALSE(preview_into(*edge, start.state, pay, cost, changes));
+  CHECK(decide(*edge, start, pay).has(ReasonCode::overflow, "pay"));
+  // A preview says nothing of approval: a free `pay` is below the minimum cost, yet previewed.
+  const Proposal free{1, {Value::integer(0)}};
+  REQUIRE(preview_into(*edge, start.state, free, cost, changes));
+  CHECK(cost == 0);
+  CHECK(changes.empty());
+  CHECK_FALSE(decide(*edge, start, free).approved);
 }
 
 TEST_CASE("a thread's next search rewrites the states of its last, whatever the model",
