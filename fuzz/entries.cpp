@@ -279,9 +279,15 @@ void mcp(std::string_view input) {
     must(r.contains("id"), "an answer without an id: " + answer);
     // A message whose one id nlohmann reads (it keeps the last of duplicate keys, and refuses a
     // number beyond double's range) is answered with that id, whatever else is wrong with it.
-    const nlohmann::json asked = nlohmann::json::parse(line, nullptr, false);
-    const bool one_id = line.find("\"id\"") == line.rfind("\"id\"");
-    if (one_id && asked.is_object() && asked.contains("id") &&
+    int ids = 0;  // keys `id` of the top-level object
+    const nlohmann::json asked = nlohmann::json::parse(
+        line,
+        [&ids](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed == "id") ++ids;
+          return true;
+        },
+        false);
+    if (ids == 1 && asked.is_object() && asked.contains("id") &&
         (asked["id"].is_string() || asked["id"].is_number_integer()))
       must(r["id"] == asked["id"], "an answer without the message's id: " + answer);
     must(r.contains("result") != r.contains("error"),
