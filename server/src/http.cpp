@@ -152,6 +152,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       reading_ = false;
       return unreadable(std::move(*why));
     }
+    if (parser_->is_done()) {  // no body
+      reading_ = false;
+      return on_read({});
+    }
     http::async_read(stream_,
                      buffer_,
                      *parser_,
