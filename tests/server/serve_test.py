@@ -267,6 +267,9 @@ class ServeTest(unittest.TestCase):
                 self.assertIn("clampai_malformed_requests_total %d" % len(cases), c.metrics())
             self.assertEqual(srv.stop(), 0)
 
+    @unittest.skipIf("undefined" in os.environ.get("CLAMPAI_SANITIZE", ""),
+                     "UBSan's vptr check opens a pipe when its cache misses: at the descriptor "
+                     "limit that fails, and it reports a false error and aborts")
     def test_accepting_goes_on_after_running_out_of_descriptors(self):
         # Issue 35: one "too many open files" ended the accept loop for ever. The server gets 64
         # descriptors; idle connections take them all, then the next accept fails, which the
