@@ -207,8 +207,13 @@ void service(std::string_view input) {
   for (const std::string_view part : split_at_lines(input, "%%")) {
     if (++n > 16) break;  // a bounded session per input
     const std::size_t nl = std::min(part.find('\n'), part.size());
-    const std::string_view line = part.substr(0, nl);
+    std::string_view line = part.substr(0, nl);
     server::Request req;
+    // `!METHOD TARGET`: a request whose body the transport could not read (its length unknown).
+    if (line.starts_with('!')) {
+      line.remove_prefix(1);
+      req.body_unreadable = "Transfer-Encoding `gzip`: its length cannot be determined";
+    }
     const std::size_t sp1 = std::min(line.find(' '), line.size());
     req.method = std::string(line.substr(0, sp1));
     const std::string_view rest = line.substr(std::min(sp1 + 1, line.size()));
@@ -225,6 +230,9 @@ void service(std::string_view input) {
     const std::string before = state();
     server::Response r = svc.handle(req);
     const std::string what = req.method + " " + req.target + " (" + std::to_string(r.status) + ")";
+    if (!req.body_unreadable.empty())
+      must(r.status == 400 && must_parse(r.body, what)["error"]["code"] == "malformed_request",
+           what + ": a request whose body was lost was not refused as malformed");
     static constexpr int kStatuses[] = {200, 201, 400, 401, 404, 405, 409, 413, 431, 500, 503};
     must(std::find(std::begin(kStatuses), std::end(kStatuses), r.status) != std::end(kStatuses),
          what + ": a status the API does not document");
@@ -269,6 +277,19 @@ void mcp(std::string_view input) {
     const nlohmann::json r = must_parse(answer, "the answer");
     must(r.is_object() && r.value("jsonrpc", "") == "2.0", "not a JSON-RPC 2.0 answer: " + answer);
     must(r.contains("id"), "an answer without an id: " + answer);
+    // A message whose one id nlohmann reads (it keeps the last of duplicate keys, and refuses a
+    // number beyond double's range) is answered with that id, whatever else is wrong with it.
+    int ids = 0;  // keys `id` of the top-level object
+    const nlohmann::json asked = nlohmann::json::parse(
+        line,
+        [&ids](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed == "id") ++ids;
+          return true;
+        },
+        false);
+    if (ids == 1 && asked.is_object() && asked.contains("id") &&
+        (asked["id"].is_string() || asked["id"].is_number_integer()))
+      must(r["id"] == asked["id"], "an answer without the message's id: " + answer);
     must(r.contains("result") != r.contains("error"),
          "an answer with both or neither of result and error: " + answer);
     if (r.contains("error"))

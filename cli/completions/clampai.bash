@@ -39,7 +39,7 @@ _clampai() {
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
+    --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights | --model | --base-url | --host | --port)
       return
       ;;
@@ -65,7 +65,7 @@ _clampai() {
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
-    agent) opts="--llm --model --base-url --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
     mcp) opts="--help" ;;
     *) return ;;

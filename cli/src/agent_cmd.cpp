@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -27,14 +29,17 @@ struct Args {
   std::string spec, llm, model, base_url, trace, transcript, ledger, format = "text";
   std::optional<std::uint64_t> max_steps;
   std::optional<unsigned> lookahead;
+  std::optional<std::uint32_t> llm_timeout_ms;
   std::vector<std::string> allow_programs;
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
 std::unique_ptr<ca::LlmClient> make_client() {
   if (args.llm == "mock") {
-    if (!args.model.empty() || !args.base_url.empty())
-      throw SpecError("--llm", "--model and --base-url name a vendor's API; `mock` has none");
+    if (!args.model.empty() || !args.base_url.empty() || args.llm_timeout_ms)
+      throw SpecError("--llm",
+                      "--model, --base-url and --llm-timeout-ms are for a vendor's API; `mock` "
+                      "has none");
     auto client = std::make_unique<ca::MockLlm>();
     if (args.transcript.empty()) return client;
     return ca::with_transcript(std::move(client), args.transcript);
@@ -51,6 +56,11 @@ std::unique_ptr<ca::LlmClient> make_client() {
   options.model = args.model;
   options.base_url = args.base_url;
   if (!args.transcript.empty()) options.transcript = args.transcript;
+  if (args.llm_timeout_ms) {
+    // The whole attempt, connecting included: a connect timeout longer would never be reached.
+    options.total_timeout = std::chrono::milliseconds(*args.llm_timeout_ms);
+    options.connect_timeout = std::min(options.connect_timeout, options.total_timeout);
+  }
   try {
     return ca::make_http_llm(options);
   } catch (const std::invalid_argument& e) {
@@ -204,6 +214,13 @@ CLI::App* add_agent_command(CLI::App& app) {
                   args.base_url,
                   "The API's root: for anthropic without /v1, for openai with /v1 (e.g. "
                   "http://127.0.0.1:8080/v1); default: the vendor's public endpoint");
+  cmd->add_option("--llm-timeout-ms",
+                  args.llm_timeout_ms,
+                  "The LLM's time to answer one request, in milliseconds, connecting included "
+                  "(1 to 3600000; default 120000): a request still unanswered then fails as a "
+                  "`timeout` (not retried) and the step falls back like any LLM failure")
+      ->option_text("MS")
+      ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{3'600'000}));
   cmd->add_option(
          "--max-steps", args.max_steps, "Stop after this many steps (besides the T2 bound)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));

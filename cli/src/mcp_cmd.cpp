@@ -26,6 +26,8 @@ CLI::App* add_mcp_command(CLI::App& app) {
 int run_mcp_command() {
   try {
     const auto model = kernel::load_spec_file(spec);
+    // std::cin then reads stdin in blocks (synchronised with C's stdio, one byte a call).
+    std::ios::sync_with_stdio(false);
     return server::serve_mcp(model, std::cin, std::cout);
   } catch (const Error& e) {
     if (dynamic_cast<const SpecError*>(&e) != nullptr)

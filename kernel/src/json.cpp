@@ -5,6 +5,7 @@
 #include <charconv>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_set>
 
 #include "clampai/kernel/error.hpp"
@@ -215,6 +216,79 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   std::string pending_key_;
 };
 
+// Reads one member of the top-level object and only checks the rest is JSON: duplicate keys
+// and nesting are not its concern, and it records where a number beyond range stopped it.
+class Skimmer : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit Skimmer(std::string_view key) : key_(key) {}
+
+  bool object_root = false;
+  std::size_t seen = 0;  // how many times the member occurs at the top level
+  std::optional<JsonNode> value;
+  std::size_t overflow_end = 0;  // where a number beyond range ends, and its text
+  std::string overflow;
+
+  bool null() override { return scalar(JsonNode{}); }
+  bool boolean(bool b) override { return scalar(JsonNode::make_bool(b)); }
+  bool number_integer(number_integer_t v) override { return number(std::to_string(v), true); }
+  bool number_unsigned(number_unsigned_t v) override { return number(std::to_string(v), true); }
+  bool number_float(number_float_t, const string_t& raw) override { return number(raw, false); }
+  bool string(string_t& s) override { return scalar(JsonNode::make_string(std::move(s))); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    at_key_ = depth_ == 1 && k == key_;
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position,
+                   const std::string& last_token,
+                   const nlohmann::detail::exception& ex) override {
+    if (ex.id == 406) {
+      overflow_end = position;
+      overflow = last_token;
+    }
+    return false;
+  }
+
+ private:
+  bool number(std::string text, bool integral) {
+    JsonNode n;
+    n.kind = JsonNode::Kind::number;
+    n.integral = integral;
+    n.text = std::move(text);
+    return scalar(std::move(n));
+  }
+  bool scalar(JsonNode n) {
+    if (at_key_) {
+      ++seen;
+      value = std::move(n);
+    }
+    at_key_ = false;
+    return true;
+  }
+  bool open(bool object) {
+    if (depth_ == 0) object_root = object;
+    if (at_key_) {  // the member is a container: not read
+      ++seen;
+      value.reset();
+    }
+    at_key_ = false;
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+
+  std::string_view key_;
+  std::size_t depth_ = 0;
+  bool at_key_ = false;
+};
+
 constexpr std::int64_t kExactJsonInt = std::int64_t{1} << 53;
 
 }  // namespace
@@ -289,6 +363,38 @@ JsonNode parse_json(std::string_view text, const std::string& what, const JsonLi
                     builder.error_message.empty() ? "malformed JSON" : builder.error_message);
   }
   return std::move(builder.root);
+}
+
+TopLevelMember find_top_level_member(std::string_view text, std::string_view key) {
+  // nlohmann stops at a number beyond binary floating point's range: such a number is written
+  // over with `0.0` and spaces (still JSON, the same length, and not an integer) and the text
+  // read again, a few times at most.
+  constexpr int kRounds = 8;
+  std::string patched;
+  std::string_view input = text;
+  for (int round = 0; round < kRounds; ++round) {
+    Skimmer skim(key);
+    if (nlohmann::json::sax_parse(input.data(),
+                                  input.data() + input.size(),
+                                  &skim,
+                                  nlohmann::json::input_format_t::json,
+                                  true)) {
+      TopLevelMember out;
+      out.is_json = true;
+      if (skim.object_root && skim.seen == 1) out.value = std::move(skim.value);
+      return out;
+    }
+    const std::size_t n = skim.overflow.size();
+    if (n < 3 || skim.overflow_end < n || skim.overflow_end > input.size() ||
+        input.substr(skim.overflow_end - n, n) != skim.overflow)
+      return {};  // malformed
+    if (patched.empty()) {
+      patched.assign(text);
+      input = patched;
+    }
+    patched.replace(skim.overflow_end - n, n, "0.0" + std::string(n - 3, ' '));
+  }
+  return {};
 }
 
 std::string describe(const JsonNode& n) {

@@ -3,6 +3,8 @@
 // drain on SIGTERM. The routes live in Service::handle, which does no I/O with clients.
 #include "clampai/server/http.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <list>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -52,6 +55,31 @@ bool is_search(std::string_view target) {
     if (target.ends_with(op)) return true;
   }
   return false;
+}
+
+// Why the body of a request with these headers cannot be read, or nothing. A request's body is
+// framed by `Transfer-Encoding: chunked` alone or by Content-Length (RFC 9112 §6.3); with any
+// other transfer coding its length cannot be determined (Beast would read it as empty and its
+// bytes as the next request). Beast itself refuses Content-Length beside `chunked`.
+template <class Fields>
+std::optional<std::string> unframed_body(const Fields& fields) {
+  bool present = false;
+  std::string codings;  // every Transfer-Encoding field's, in order
+  std::size_t count = 0;
+  bool chunked = false;
+  for (const auto& f : fields) {
+    if (f.name() != http::field::transfer_encoding) continue;
+    codings += (present ? ", " : "") + std::string(f.value());
+    present = true;
+    for (const auto coding : http::token_list(f.value())) {
+      ++count;
+      chunked = beast::iequals(coding, "chunked");
+    }
+  }
+  if (!present || (count == 1 && chunked)) return std::nullopt;
+  return "Transfer-Encoding `" + codings +
+         "`: its length cannot be determined (the only transfer coding accepted is `chunked`, "
+         "alone)";
 }
 
 class SessionBase {
@@ -106,6 +134,28 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     parser_->header_limit(static_cast<std::uint32_t>(shared_.options.limits.max_header_bytes));
     lowest().expires_after(timeout());
     reading_ = true;
+    // The headers first: a body whose length cannot be determined is not read at all.
+    http::async_read_header(stream_,
+                            buffer_,
+                            *parser_,
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) {
+                                self->reading_ = false;
+                                return self->on_read(ec);
+                              }
+                              self->read_body();
+                            });
+  }
+
+  void read_body() {
+    if (auto why = unframed_body(parser_->get())) {
+      reading_ = false;
+      return unreadable(std::move(*why));
+    }
+    if (parser_->is_done()) {  // no body
+      reading_ = false;
+      return on_read({});
+    }
     http::async_read(stream_,
                      buffer_,
                      *parser_,
@@ -113,6 +163,27 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                        self->reading_ = false;
                        self->on_read(ec);
                      });
+  }
+
+  // A request whose body cannot be read: the service refuses it (400 malformed_request) and
+  // the connection closes, since the rest of the stream cannot be trusted to start a request.
+  void unreadable(std::string why) {
+    Request req = request_head();
+    req.body_unreadable = std::move(why);
+    keep_alive_ = false;
+    respond(shared_.service.handle(req));
+  }
+
+  // The request line and headers the service reads.
+  Request request_head() {
+    auto& msg = parser_->get();
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    if (const auto it = msg.find(http::field::authorization); it != msg.end())
+      req.authorization = std::string(it->value());
+    version_ = msg.version();
+    return req;
   }
 
   void on_read(beast::error_code ec) {
@@ -133,15 +204,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                         std::to_string(shared_.options.limits.max_header_bytes) + " bytes");
     if (ec)
       return refuse(400, "malformed_request", "the request is not valid HTTP/1.1: " + ec.message());
+    Request req = request_head();
     auto& msg = parser_->get();
-    Request req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    if (const auto it = msg.find(http::field::authorization); it != msg.end())
-      req.authorization = std::string(it->value());
     req.body = std::move(msg.body());
     keep_alive_ = msg.keep_alive();
-    version_ = msg.version();
     if (is_search(req.target)) {
       // A search may take seconds (its limits bound it): on the solver pool, so that the event
       // loop goes on serving its other connections. The tracked executor keeps the loop alive
@@ -273,10 +339,13 @@ class Listener : public std::enable_shared_from_this<Listener> {
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
 
   void accept() {
-    net::io_context& next = *iocs_[next_++ % iocs_.size()];
+    net::io_context& next = *iocs_[next_ % iocs_.size()];
     acceptor_.async_accept(next.get_executor(),
                            [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-                             if (ec) return;  // closed by the drain
+                             if (self->shared_.draining || !self->acceptor_.is_open()) return;
+                             if (ec) return self->retry(ec);
+                             ++self->next_;
+                             self->backoff_ = std::chrono::milliseconds(0);
                              self->start(std::move(socket));
                              self->accept();
                            });
@@ -286,10 +355,26 @@ class Listener : public std::enable_shared_from_this<Listener> {
     net::post(acceptor_.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
       self->acceptor_.close(ignored);
+      self->backoff_timer_.cancel();
     });
   }
 
  private:
+  // A failed accept never ends the loop. Out of descriptors (EMFILE, ENFILE) or memory, the
+  // connection stays queued and accepting again at once would fail again, in a busy loop: wait,
+  // 10 ms at first and twice as long after each failure up to a second, until descriptors
+  // free up. Any success resets the wait.
+  void retry(const beast::error_code& ec) {
+    shared_.service.note_accept_error(ec.message());
+    backoff_ =
+        std::clamp(backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+    backoff_timer_.expires_after(backoff_);
+    backoff_timer_.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
+      if (wait_ec || self->shared_.draining || !self->acceptor_.is_open()) return;
+      self->accept();
+    });
+  }
+
   void start(tcp::socket socket) {
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -309,6 +394,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Shared& shared_;
   ssl::context* tls_;
   tcp::acceptor acceptor_;
+  net::steady_timer backoff_timer_{acceptor_.get_executor()};
+  std::chrono::milliseconds backoff_{0};
 };
 
 }  // namespace

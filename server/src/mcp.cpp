@@ -4,6 +4,8 @@
 #include "clampai/server/mcp.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -42,6 +44,12 @@ struct RpcError {
   int code;
   std::string message;
 };
+
+// A JSON-RPC id: absent, a string, an integer or null.
+bool valid_id(const JsonNode* id) {
+  return id == nullptr || id->kind == JsonNode::Kind::string || id->kind == JsonNode::Kind::null ||
+         (id->kind == JsonNode::Kind::number && id->integral);
+}
 
 std::string id_json(const JsonNode* id) {
   if (id == nullptr || id->kind == JsonNode::Kind::null) return "null";
@@ -375,15 +383,22 @@ struct McpSession::Impl {
       limits.max_depth = 32;
       msg = ck::jsonio::parse_json(text, "message", limits);
     } catch (const Error& e) {
-      return error_message("null", kParseError, std::string("parse error: ") + e.what());
+      // Valid JSON refused (a duplicate key, a number beyond the fixed-point range, a limit)
+      // is answered with its id when that can be read.
+      const auto id = ck::jsonio::find_top_level_member(text, "id");
+      if (!id.is_json)
+        return error_message("null", kParseError, std::string("parse error: ") + e.what());
+      const JsonNode* node = id.value ? &*id.value : nullptr;
+      return error_message(valid_id(node) ? id_json(node) : "null",
+                           kInvalidRequest,
+                           std::string("invalid request: ") + e.what());
     }
     if (msg.kind == JsonNode::Kind::array)
       return error_message("null", kInvalidRequest, "invalid request: batches are not supported");
     if (msg.kind != JsonNode::Kind::object)
       return error_message("null", kInvalidRequest, "invalid request: not a JSON-RPC object");
     const JsonNode* id = msg.find("id");
-    const bool id_ok = id == nullptr || id->kind == JsonNode::Kind::string ||
-                       (id->kind == JsonNode::Kind::number && id->integral);
+    const bool id_ok = valid_id(id);
     const std::string rid = id_ok ? id_json(id) : "null";
     const JsonNode* version = msg.find("jsonrpc");
     if (version == nullptr || version->kind != JsonNode::Kind::string || version->text != "2.0")
@@ -449,12 +464,87 @@ std::string McpSession::handle(std::string_view message) noexcept {
   }
 }
 
+namespace {
+
+// Reads a stream a line at a time in blocks, keeping at most `limit` bytes of a line: a longer
+// line is read to its end and dropped as it comes, never held whole.
+class LineReader {
+ public:
+  enum class Got : std::uint8_t { line, too_long, end };
+
+  LineReader(std::istream& in, std::size_t limit) : in_(*in.rdbuf()), limit_(limit) {}
+
+  // The next line, without its `\n` (the last line may lack one).
+  Got next(std::string& line) {
+    line.clear();
+    bool any = false;
+    bool too_long = false;
+    for (;;) {
+      if (at_ == end_ && !fill()) {
+        if (!any) return Got::end;
+        return too_long ? Got::too_long : Got::line;
+      }
+      any = true;
+      const char* from = block_.data() + at_;
+      const auto* nl = static_cast<const char*>(std::memchr(from, '\n', end_ - at_));
+      const std::size_t n = nl != nullptr ? static_cast<std::size_t>(nl - from) : end_ - at_;
+      if (!too_long && line.size() + n > limit_) {
+        too_long = true;
+        std::string().swap(line);
+      }
+      if (!too_long) line.append(from, n);
+      at_ += n;
+      if (nl != nullptr) {
+        ++at_;
+        return too_long ? Got::too_long : Got::line;
+      }
+    }
+  }
+
+ private:
+  // The next block: what the stream has at hand, or at least one byte (waiting for it).
+  bool fill() {
+    at_ = end_ = 0;
+    const std::streamsize ready = in_.in_avail();
+    if (ready > 0) {
+      end_ = static_cast<std::size_t>(
+          in_.sgetn(block_.data(), std::min<std::streamsize>(ready, std::ssize(block_))));
+      return end_ > 0;
+    }
+    const auto c = in_.sbumpc();
+    if (c == std::char_traits<char>::eof()) return false;
+    block_[0] = std::char_traits<char>::to_char_type(c);
+    end_ = 1;
+    return true;
+  }
+
+  std::streambuf& in_;
+  std::size_t limit_;
+  std::array<char, 64 * 1024> block_{};
+  std::size_t at_ = 0;
+  std::size_t end_ = 0;
+};
+
+}  // namespace
+
 int serve_mcp(std::shared_ptr<const ck::TaskModel> model, std::istream& in, std::ostream& out) {
   McpSession session(std::move(model));
+  LineReader reader(in, kMaxMessage);
   std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string answer = session.handle(line);
+  for (;;) {
+    const LineReader::Got got = reader.next(line);
+    if (got == LineReader::Got::end) break;
+    std::string answer;
+    if (got == LineReader::Got::too_long) {
+      answer =
+          error_message("null",
+                        kInvalidRequest,
+                        "invalid request: a message longer than " + std::to_string(kMaxMessage) +
+                            " bytes (the limit), discarded up to its end of line");
+    } else {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      answer = session.handle(line);
+    }
     if (!answer.empty()) out << answer << '\n' << std::flush;
   }
   return 0;

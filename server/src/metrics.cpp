@@ -88,6 +88,12 @@ std::string Metrics::render(
       "clampai_malformed_requests_total " +
       load(malformed_) + "\n";
   out +=
+      "# HELP clampai_accept_errors_total Connections the listener failed to accept (such as "
+      "out of file descriptors); it goes on accepting, backing off while they last.\n"
+      "# TYPE clampai_accept_errors_total counter\n"
+      "clampai_accept_errors_total " +
+      load(accept_errors_) + "\n";
+  out +=
       "# HELP clampai_request_duration_seconds Time to answer an API request, from its body "
       "read to its response built.\n"
       "# TYPE clampai_request_duration_seconds histogram\n";

@@ -26,6 +26,11 @@ class Metrics {
   [[nodiscard]] std::uint64_t malformed_count() const {
     return malformed_.load(std::memory_order_relaxed);
   }
+  /// Counts a connection the listener failed to accept.
+  void accept_error() { accept_errors_.fetch_add(1, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t accept_error_count() const {
+    return accept_errors_.load(std::memory_order_relaxed);
+  }
   /// The text of /metrics: these counters and each task's.
   [[nodiscard]] std::string render(
       const std::vector<std::pair<std::string, const TaskCounters*>>& tasks) const;
@@ -37,6 +42,7 @@ class Metrics {
   std::array<std::atomic<std::uint64_t>, kBuckets.size() + 1> buckets_{};
   std::atomic<std::uint64_t> sum_ns_{0};
   std::atomic<std::uint64_t> malformed_{0};
+  std::atomic<std::uint64_t> accept_errors_{0};
 };
 
 }  // namespace clampai::server

@@ -202,6 +202,7 @@ struct Service::Impl {
   std::mutex log_mutex;
   std::chrono::steady_clock::time_point last_malformed_log{};
   std::uint64_t malformed_logged = 0;
+  std::chrono::steady_clock::time_point last_accept_log{};
 
   void log(const std::string& line) {
     if (options.log) options.log(line);
@@ -324,6 +325,20 @@ void Service::note_refused(int status, std::string_view code) {
   impl_->note_malformed(status, code, "refused by the transport");
 }
 
+void Service::note_accept_error(std::string_view message) {
+  impl_->metrics.accept_error();
+  if (!impl_->options.log) return;
+  std::lock_guard lock(impl_->log_mutex);
+  const auto now = std::chrono::steady_clock::now();
+  if (impl_->last_accept_log != std::chrono::steady_clock::time_point{} &&
+      now - impl_->last_accept_log < std::chrono::seconds(10))
+    return;
+  impl_->last_accept_log = now;
+  impl_->log("cannot accept a connection: " + std::string(message) + " (" +
+             std::to_string(impl_->metrics.accept_error_count()) +
+             " in all); accepting again as descriptors free up");
+}
+
 void Service::shutdown() {
   std::shared_lock lock(impl_->mutex);
   for (auto& [name, task] : impl_->tasks) {
@@ -368,6 +383,9 @@ Response Service::handle(const Request& request) noexcept {
 }
 
 Response Service::Impl::route(const Request& req) {
+  // A body that could not be read is never taken for an empty one, whatever the route.
+  if (!req.body_unreadable.empty())
+    throw Refusal{400, "malformed_request", "the body cannot be read: " + req.body_unreadable};
   std::string_view path = req.target;
   path = path.substr(0, std::min(path.find('?'), path.size()));
   const auto parts = split_path(path);

@@ -43,3 +43,9 @@ file(WRITE ${WORK_DIR}/typo.json [=[{"variables": {"balance": {"type": "int", "i
  "budget": {"total": 1, "min_action_cost": 1}}]=])
 expect("agent bad spec" 2 "unknown variable `balnce`" ${noenv} ${CLAMPAI} agent ${WORK_DIR}/typo.json --llm anthropic)
 expect("agent help" 0 "--transcript" ${CLAMPAI} agent --help)
+
+# --llm-timeout-ms: its range, and not with the mock (the timeout itself: agent_llm_timeout.py).
+expect("agent llm timeout zero" 2 "--llm-timeout-ms" ${CLAMPAI} agent ${ex}/quickstart.json --llm openai --llm-timeout-ms 0)
+expect("agent llm timeout too long" 2 "--llm-timeout-ms" ${CLAMPAI} agent ${ex}/quickstart.json --llm openai --llm-timeout-ms 3600001)
+expect("agent llm timeout with mock" 2 "--llm-timeout-ms" ${CLAMPAI} agent ${ex}/quickstart.json --llm mock --llm-timeout-ms 1000)
+expect("agent help llm timeout" 0 "--llm-timeout-ms" ${CLAMPAI} agent --help)

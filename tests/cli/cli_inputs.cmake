@@ -167,3 +167,18 @@ if(NOT SANITIZED)
   file(APPEND ${W}/oom.json "0]}}, \"actions\": [], \"budget\": {\"total\": 1, \"min_action_cost\": 1}}")
   expect("out of memory" 4 "out of memory" ${SH} -c "ulimit -v 600000 && exec \"$0\" check \"$1\"" ${CLAMPAI} ${W}/oom.json)
 endif()
+
+# ---- `clampai mcp`: a line over the 1 MiB message limit is discarded as it is read ----
+# A 1 GB line on stdin (made as it is sent), then a ping: answered -32600 with `id: null`, then
+# the ping. Within 600 MB of address space: the line is never held (it once was, whole).
+if(NOT SANITIZED)
+  expect("mcp over-long line" 0
+         "\"id\":null,\"error\":{\"code\":-32600,\"message\":\"invalid request: a message longer than 1048576 bytes[^\n]*\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
+         ${SH} -c "ulimit -v 600000 && (head -c 1000000000 /dev/zero && printf '\\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\\n') | \"$0\" mcp \"$1\""
+         ${CLAMPAI} ${q})
+endif()
+# Valid JSON refused, answered with its id.
+file(WRITE ${W}/refused.jsonl "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"x\":1e400,\"id\":\"late\"}\n{\"jsonrpc\":\"2.0\",\"id\":3,\"id\":4,\"method\":\"ping\"}\n")
+expect("mcp refused JSON keeps its id" 0
+       "\"id\":\"late\",\"error\":{\"code\":-32600,[^\n]*1e400[^\n]*\n[^\n]*\"id\":null,\"error\":{\"code\":-32600,[^\n]*duplicate key `id`"
+       ${SH} -c "exec \"$0\" mcp \"$1\" < \"$2\"" ${CLAMPAI} ${q} ${W}/refused.jsonl)

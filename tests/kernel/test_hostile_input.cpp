@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "clampai/kernel/json.hpp"
 #include "support.hpp"
 
 using namespace clampai::kernel;
@@ -208,4 +209,45 @@ TEST_CASE("SpecLoader: unknown names get a suggestion", "[kernel][spec][suggest]
   CHECK_THAT(error(R"(, "budgte": 1)"), Contains("unknown key `budgte` (did you mean `budget`?)"));
   CHECK_THAT(error(R"(, "interface": {"reads": ["cuont"]})"),
              Contains("unknown variable `cuont` (did you mean `count`?)"));
+}
+
+TEST_CASE("JSON: a refused document's top-level member is read when the text is JSON",
+          "[kernel][json]") {
+  // For `clampai mcp` (issue 35): a message refused for a duplicate key or a number beyond
+  // range is answered with its id.
+  using jsonio::find_top_level_member;
+  using jsonio::JsonNode;
+  const auto id = find_top_level_member(R"({"a":1e400,"b":{"id":3,"id":4},"id":"x","c":1})", "id");
+  REQUIRE(id.is_json);
+  REQUIRE(id.value);
+  CHECK(id.value->kind == JsonNode::Kind::string);
+  CHECK(id.value->text == "x");
+  const auto n = find_top_level_member(R"({"id":12,"x":[1e999,-1e999,1e400]})", "id");
+  REQUIRE(n.value);
+  CHECK((n.value->kind == JsonNode::Kind::number && n.value->integral && n.value->text == "12"));
+  // A number beyond range reads as 0.0, never as an integer.
+  const auto big = find_top_level_member(R"({"id":1e400})", "id");
+  REQUIRE(big.value);
+  CHECK((big.value->text == "0.0" && !big.value->integral));
+  // JSON, but no single scalar member to read.
+  for (const char* text :
+       {R"({"id":1,"id":2})", R"({"id":[1]})", R"({"x":1})", R"([{"id":1}])", R"("id")"}) {
+    CAPTURE(text);
+    const auto m = find_top_level_member(text, "id");
+    CHECK(m.is_json);
+    CHECK_FALSE(m.value);
+  }
+  // Not JSON.
+  for (const char* text :
+       {R"({"id":1)", R"({"id":1} x)", R"({"id":1,"a":1e400,})", "", R"({"id":1,"a":1e400)"}) {
+    CAPTURE(text);
+    const auto m = find_top_level_member(text, "id");
+    CHECK_FALSE(m.is_json);
+    CHECK_FALSE(m.value);
+  }
+  // More numbers beyond range than it reads again for: given up, not read.
+  std::string many = R"({"a":[)";
+  for (int i = 0; i < 20; ++i) many += "1e400,";
+  many += R"(1],"id":1})";
+  CHECK_FALSE(find_top_level_member(many, "id").is_json);
 }

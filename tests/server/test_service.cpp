@@ -3,10 +3,16 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <malloc.h>
+
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <streambuf>
 #include <string>
 
 #include "../kernel/support.hpp"
@@ -237,6 +243,35 @@ TEST_CASE("Service: rollback undoes the last commit, and the trace streams as JS
   const ck::TraceCheck check = ck::verify_trace_file(file, /*allow_unsealed=*/true);
   CHECK(check.ok);
   CHECK(check.entries == 4);  // genesis, two executions, the rollback
+}
+
+TEST_CASE("Service: a request whose body could not be read is refused, never taken as empty",
+          "[server][service]") {
+  // Issue 35: `Transfer-Encoding: gzip` on a rollback of sequence 999999 was read as an empty
+  // body, and the rollback undid the latest commit. The transport now says the body is lost,
+  // and no route reads it as empty.
+  cs::Service s({});
+  s.add_task(spec_text(), "autoscale.json");
+  auto r =
+      call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})");
+  REQUIRE(r.status == 200);
+  for (const std::string op : {"rollback", "execute", "evaluate"}) {
+    cs::Request req{"POST", "/v1/tasks/autoscale/" + op, "", ""};
+    req.body_unreadable = "Transfer-Encoding `gzip`: its length cannot be determined";
+    r = s.handle(req);
+    CHECK(r.status == 400);
+    CHECK(code_of(r) == "malformed_request");
+    CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+               Catch::Matchers::Contains("Transfer-Encoding `gzip`"));
+  }
+  r = call(s, "GET", "/v1/tasks/autoscale/state");
+  CHECK(body_of(r)["steps"] == 1);  // nothing rolled back
+  r = call(s, "GET", "/metrics");
+  CHECK_THAT(r.body, Catch::Matchers::Contains("clampai_malformed_requests_total 3\n"));
+  CHECK_THAT(r.body, Catch::Matchers::Contains("clampai_accept_errors_total 0\n"));
+  s.note_accept_error("Too many open files");
+  r = call(s, "GET", "/metrics");
+  CHECK_THAT(r.body, Catch::Matchers::Contains("clampai_accept_errors_total 1\n"));
 }
 
 TEST_CASE("Service: lookahead, repair and verify answer with the command line's reports",
@@ -473,4 +508,138 @@ TEST_CASE("McpSession: an action named like a built-in tool is refused", "[serve
   spec.replace(spec.find("\"process_batch\""), 15, "\"status\"");
   REQUIRE_THROWS_WITH(cs::McpSession(ck::load_spec(spec)),
                       Catch::Matchers::Contains("action `status` has the name of a built-in tool"));
+}
+
+TEST_CASE("McpSession: valid JSON refused is answered with its id when it can be read",
+          "[server][mcp]") {
+  // Issue 35: a number beyond the fixed-point range or a duplicate key was answered with
+  // `id: null` although the id was there to read.
+  cs::McpSession m(ck::load_spec(spec_text()));
+  const auto ask = [&](const std::string& msg) { return json::parse(m.handle(msg)); };
+  const std::string call = R"("method":"tools/call","params":{"name":"scale_up","arguments":)";
+  struct Case {
+    std::string message;
+    json id;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"jsonrpc":"2.0","id":7,)" + call + R"({"n":1e400}}})", 7},
+           {R"({"jsonrpc":"2.0",)" + call + R"({"n":1e400}},"id":"after"})", "after"},
+           {R"({"jsonrpc":"2.0",)" + call + R"({"n":1e400,"m":-1e999}},"id":8})", 8},
+           {R"({"jsonrpc":"2.0","id":9,)" + call + R"({"n":1,"n":2}}})", 9},
+           {R"({"jsonrpc":"2.0","jsonrpc":"2.0","method":"ping","id":10})", 10},
+           {R"({"jsonrpc":"2.0","method":"ping","id":null,"x":1e400})", nullptr},
+           // No id to read: twice, beyond range, not a string or an integer, or not there.
+           {R"({"jsonrpc":"2.0","method":"ping","id":1,"id":2})", nullptr},
+           {R"({"jsonrpc":"2.0","method":"ping","id":1e400})", nullptr},
+           {R"({"jsonrpc":"2.0","method":"ping","id":{"a":1},"b":1e400})", nullptr},
+           {R"({"jsonrpc":"2.0","method":"ping","id":1.5,"b":1e400})", nullptr},
+           {R"({"jsonrpc":"2.0","method":"ping","b":1e400})", nullptr},
+           {R"([{"id":1,"a":1e400}])", nullptr},
+       }) {
+    CAPTURE(c.message);
+    const json r = ask(c.message);
+    CHECK(r["id"] == c.id);
+    CHECK(r["error"]["code"] == -32600);  // JSON, but not a request this server takes
+    CHECK_THAT(r["error"]["message"].get<std::string>(),
+               Catch::Matchers::StartsWith("invalid request: "));
+  }
+  // Malformed JSON is a parse error, its id unread.
+  for (const std::string bad : {R"({"jsonrpc":"2.0","id":5,"method":"ping")",
+                                R"({"jsonrpc":"2.0","id":5,"x":1e400,})",
+                                R"({"id":5} x)"}) {
+    CAPTURE(bad);
+    const json r = ask(bad);
+    CHECK(r["error"]["code"] == -32700);
+    CHECK(r["id"].is_null());
+  }
+  CHECK(ask(R"({"jsonrpc":"2.0","id":11,"method":"ping"})")["result"] == json::object());
+}
+
+namespace {
+
+// A stream of one line of `size` bytes (made as it is read, never held), then `rest`; it notes
+// the most memory the heap held while the line was being read.
+class LongLine : public std::streambuf {
+ public:
+  LongLine(std::size_t size, std::string rest) : left_(size), rest_(std::move(rest)) {}
+  std::size_t peak_growth() const { return peak_ - base_; }
+
+ protected:
+  int_type underflow() override {
+    if (left_ > 0) {
+      note_heap();
+      const std::size_t n = std::min(left_, block_.size());
+      left_ -= n;
+      setg(block_.data(), block_.data(), block_.data() + n);
+    } else if (!rest_done_) {
+      rest_done_ = true;
+      setg(rest_.data(), rest_.data(), rest_.data() + rest_.size());
+    } else {
+      return traits_type::eof();
+    }
+    return gptr() == egptr() ? traits_type::eof() : traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  void note_heap() {
+    const struct mallinfo2 mi = mallinfo2();
+    const std::size_t used = mi.uordblks + mi.hblkhd;
+    if (base_ == 0) base_ = used;
+    peak_ = std::max(peak_, used);
+  }
+
+  std::size_t left_;
+  std::string rest_;
+  bool rest_done_ = false;
+  std::array<char, 1 << 16> block_ = [] {
+    std::array<char, 1 << 16> a{};
+    a.fill('a');
+    return a;
+  }();
+  std::size_t base_ = 0;
+  std::size_t peak_ = 0;
+};
+
+std::vector<json> answers_of(const std::string& out) {
+  std::vector<json> all;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) all.push_back(json::parse(line));
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("serve_mcp: an over-long line is discarded as it is read, and the session goes on",
+          "[server][mcp]") {
+  // Issue 35: a whole line was read before the 1 MiB limit applied (a 64 MiB line cost 200 MB,
+  // a larger one all memory). Now memory stays within the limit, whatever the line.
+  constexpr std::size_t kLimit = std::size_t{1} << 20;
+  LongLine in_buf(64 * kLimit, "\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+  std::istream in(&in_buf);
+  std::ostringstream out;
+  CHECK(cs::serve_mcp(ck::load_spec(spec_text()), in, out) == 0);
+  const auto answers = answers_of(out.str());
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0]["id"].is_null());
+  CHECK(answers[0]["error"]["code"] == -32600);
+  CHECK_THAT(answers[0]["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("longer than 1048576 bytes"));
+  CHECK(answers[1]["id"] == 1);
+  CHECK(answers[1]["result"] == json::object());
+  // The heap grew by less than the limit and one block (getline had held all 64 MiB).
+  CHECK(in_buf.peak_growth() < kLimit + (std::size_t{1} << 18));
+
+  // The limit is exact; a last line without its newline is read all the same.
+  const std::string fits = "[" + std::string(kLimit - 2, ' ') + "]";
+  std::istringstream exact(fits + "\n" + fits + " \n" +
+                           R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  out.str("");
+  CHECK(cs::serve_mcp(ck::load_spec(spec_text()), exact, out) == 0);
+  const auto more = answers_of(out.str());
+  REQUIRE(more.size() == 3);
+  CHECK_THAT(more[0]["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("batches are not supported"));
+  CHECK_THAT(more[1]["error"]["message"].get<std::string>(),
+             Catch::Matchers::Contains("longer than 1048576 bytes"));
+  CHECK(more[2]["id"] == 2);
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,6 +61,21 @@ struct JsonLimits {
 /// @throws SpecError whose path is `line:column` (or the JSON path of the offending element)
 /// for malformed JSON, a duplicate key, or a limit exceeded.
 JsonNode parse_json(std::string_view text, const std::string& what, const JsonLimits& limits = {});
+
+/// What can still be read of a text `parse_json` refused.
+struct TopLevelMember {
+  /// Whether the text is JSON all the same (refused for a duplicate key, a number beyond the
+  /// fixed-point range, a limit) rather than malformed.
+  bool is_json = false;
+  /// The top-level object's member asked for, when it occurs there once with a value that is
+  /// neither an array nor an object (a number beyond range reads as `0.0`).
+  std::optional<JsonNode> value;
+};
+
+/// Reads the member `key` of the top-level object of `text`, tolerating what `parse_json`
+/// refuses of valid JSON (so a refused message can be answered with its id). Takes time
+/// linear in the text's size (the caller bounds it); builds no other node.
+TopLevelMember find_top_level_member(std::string_view text, std::string_view key);
 
 /// The kind of a node, for messages: `a number`, `an object`...
 std::string describe(const JsonNode& n);

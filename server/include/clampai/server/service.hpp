@@ -45,6 +45,11 @@ struct Request {
   std::string target{};         // the path and query, e.g. `/v1/tasks/t/evaluate`
   std::string authorization{};  // the `Authorization` header, if any
   std::string body{};
+  /// Empty when `body` is the request's whole body (possibly empty). Otherwise why the
+  /// transport could not read the body (its length could not be determined): `handle` then
+  /// refuses the request (400 malformed_request) whatever its route, so that no route ever
+  /// takes a lost body for an empty one (a rollback for "the latest").
+  std::string body_unreadable{};
 };
 
 /// One response. JSON unless `content_type` says otherwise; when `next_chunk` is set, the body
@@ -92,6 +97,10 @@ class Service {
   /// Counts a request the transport refused before it reached `handle` (413, 431, 400), for
   /// the metrics and the malformed-request log.
   void note_refused(int status, std::string_view code);
+
+  /// Counts a connection the listener failed to accept (`clampai_accept_errors_total`; the
+  /// listener goes on accepting), and logs it at most every 10 seconds.
+  void note_accept_error(std::string_view message);
 
   /// Seals every task's trace and flushes it to its file. Afterwards every request that would
   /// change a kernel is refused (409 task_sealed). Idempotent.
