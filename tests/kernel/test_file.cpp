@@ -289,6 +289,24 @@ TEST_CASE("File: whole files are written atomically, never over another file unl
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("FileLedger: the rule of written files, and /dev/null refused (a ledger is read back)",
+          "[kernel][file][ledger]") {
+  const std::string target = write_file("ledger-target.jsonl", "precious\n");
+  const std::string link = clampai::test::temp_file("ledger-link.jsonl");
+  std::filesystem::create_symlink(target, link);
+  REQUIRE_THROWS_WITH(
+      FileLedger(link, false),
+      Contains("cannot open the ledger file `" + link + "`: it is a symbolic link"));
+  REQUIRE_THROWS_WITH(FileLedger("/dev/null", false),
+                      Contains("it is /dev/null, which would lose what is written"));
+  REQUIRE_THROWS_WITH(FileLedger("/dev/zero", false), Contains("character device"));
+  REQUIRE(slurp(target) == "precious\n");
+  const std::string fresh = clampai::test::temp_file("ledger-fresh.jsonl");
+  FileLedger ledger(fresh, false);
+  REQUIRE(ledger.read(0).empty());
+  REQUIRE(std::filesystem::is_regular_file(fresh));
+}
+
 TEST_CASE("File: a file the project keeps is never read through a symbolic link",
           "[kernel][file]") {
   const std::string path = write_file("entry.json", "{}");
