@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "clampai/agent/http.hpp"
+#include "clampai/agent/transcript.hpp"
+#include "clampai/kernel/error.hpp"
 #include "http_transport.hpp"
 #include "http_vendors.hpp"
 
@@ -68,46 +70,28 @@ std::string utc_now() {
   return std::string(buf, n) + frac;
 }
 
-// Appends whole lines to a file opened once: created 0600 (prompts and answers may be private),
-// never through a symbolic link, never a FIFO or a device, one write per line with O_APPEND.
+// Appends whole lines to a file opened once under the rule of every written file (file.hpp):
+// created 0600 (prompts and answers may be private), appended to if it exists, never through a
+// symbolic link, never a FIFO or a device but /dev/null; one write per line with O_APPEND.
 class Transcript {
  public:
-  explicit Transcript(const std::filesystem::path& path) : path_(path.string()) {
-    fd_ = ::open(
-        path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-    if (fd_ < 0) {
-      const int e = errno;
-      throw std::invalid_argument(
-          "transcript `" + path_ + "`: cannot open: " +
-          (e == ELOOP ? std::string("it is a symbolic link") : std::string(std::strerror(e))));
-    }
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw std::invalid_argument("transcript `" + path_ + "`: not a regular file");
-    }
-    ::fcntl(fd_, F_SETFL, O_APPEND);  // blocking writes from here on
-  }
-  ~Transcript() { ::close(fd_); }
-  Transcript(const Transcript&) = delete;
-  Transcript& operator=(const Transcript&) = delete;
+  explicit Transcript(const std::filesystem::path& path) : out_(open(path.string())) {}
 
   void append(std::string line) {
     line += '\n';
-    std::size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        throw std::runtime_error("transcript `" + path_ +
-                                 "`: cannot write: " + std::strerror(errno));
-      done += static_cast<std::size_t>(n);
-    }
+    out_.write(line);
   }
 
  private:
-  std::string path_;
-  int fd_ = -1;
+  static kernel::OutputFile open(const std::string& path) {
+    try {
+      return open_transcript(path);
+    } catch (const FileError& e) {
+      throw std::invalid_argument(e.what());
+    }
+  }
+
+  kernel::OutputFile out_;
 };
 
 // What one attempt came to.

@@ -1,20 +1,24 @@
 // The transcript decorator: the LLM's prompts and answers as JSON Lines.
 #include "clampai/agent/transcript.hpp"
 
-#include <fstream>
-
 #include "clampai/kernel/error.hpp"
 
 namespace clampai::agent {
+
+kernel::OutputFile open_transcript(const std::string& path) {
+  kernel::WriteOptions options;
+  options.mode = kernel::WriteMode::append;
+  options.permissions = 0600;
+  options.what = "transcript";
+  return kernel::OutputFile(path, options);
+}
 
 namespace {
 
 class TranscriptLlm final : public LlmClient {
  public:
   TranscriptLlm(std::unique_ptr<LlmClient> inner, const std::filesystem::path& path)
-      : inner_(std::move(inner)), out_(path, std::ios::trunc) {
-    if (!out_) throw FileError("cannot write the transcript `" + path.string() + "`");
-  }
+      : inner_(std::move(inner)), out_(open_transcript(path.string())) {}
 
   LlmResponse complete(const LlmRequest& request) override {
     nlohmann::json line{{"call", ++calls_}, {"system", request.system}, {"prompt", request.prompt}};
@@ -40,12 +44,11 @@ class TranscriptLlm final : public LlmClient {
 
  private:
   void write(const nlohmann::json& line) {
-    out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    out_.flush();
+    out_.write(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
 
   std::unique_ptr<LlmClient> inner_;
-  std::ofstream out_;
+  kernel::OutputFile out_;
   std::uint64_t calls_ = 0;
 };
 

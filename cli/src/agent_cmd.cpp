@@ -227,10 +227,11 @@ CLI::App* add_agent_command(CLI::App& app) {
   auto* trace = cmd->add_option("--trace",
                                 args.trace,
                                 "Write the hash-chained trace (with the rejected proposals) to "
-                                "this new JSON Lines file");
+                                "this new JSON Lines file (/dev/null discards it)");
   cmd->add_option("--transcript",
                   args.transcript,
-                  "Write every prompt and answer to this JSON Lines file (never the API key)");
+                  "Append every prompt and answer to this JSON Lines file, created owner-only "
+                  "(never the API key); never a symbolic link or a special file but /dev/null");
   cmd->add_option("--lookahead",
                   args.lookahead,
                   "Reject actions after which a capture basin is reachable within K more steps")

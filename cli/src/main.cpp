@@ -104,7 +104,7 @@ void open_trace(const RunArgs& args,
                              : args.force ? ck::TraceOpen::overwrite
                                           : ck::TraceOpen::create;
   auto writer = std::make_shared<ck::TraceWriter>(args.trace, policy, mode);  // locks it
-  if (args.append) {
+  if (args.append && !writer->discards()) {  // /dev/null keeps nothing to continue
     const ck::TraceCheck check = ck::verify_trace_file(args.trace, /*allow_unsealed=*/true);
     if (!check.ok)
       throw clampai::TraceError("cannot append to `" + args.trace + "`: " + check.message);
@@ -322,13 +322,16 @@ int main(int argc, char** argv) {
   run->add_option("--trace",
                   run_args.trace,
                   "Write the hash-chained trace to this JSON Lines file: a new file (an existing "
-                  "one is an error unless --append or --force); its directory must exist");
+                  "one is an error unless --append or --force); its directory must exist; never "
+                  "a symbolic link or a special file, but /dev/null discards it");
   auto* append_flag = run->add_flag(
       "--append",
       run_args.append,
       "Continue the unsealed trace in --trace: its chain is verified and replayed through the "
       "kernel first, and the run resumes from its last state, budget and counters");
-  run->add_flag("--force", run_args.force, "Replace the file given to --trace if it exists")
+  run->add_flag("--force",
+                run_args.force,
+                "Replace the regular file given to --trace if it exists (never through a link)")
       ->excludes(append_flag);
   run->add_option(
          "--flush",

@@ -1,15 +1,13 @@
 #include "certificate.hpp"
 
 #include <openssl/crypto.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <thread>
 
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/json.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 
@@ -163,11 +161,12 @@ std::string reuse(const std::string& file,
   const unsigned timeout_ms = options.timeout_ms;
   std::string body;
   try {
-    body = kernel::read_text_file(file);  // bounded; a FIFO or a device is an error, not a wait
+    // Bounded; a FIFO, a device or a symbolic link is an error, not a wait (file.hpp).
+    body = kernel::read_own_file(file, kernel::max_input_bytes());
   } catch (const FileError& e) {
-    // An entry that exists but is not a regular file within the limit was put there by hand or
-    // by an attacker: refused, not read and not silently replaced.
-    throw FileError(std::string("certificate cache: ") + e.what());
+    // An entry that is not a regular file within the limit was put there by hand or by an
+    // attacker: not read. A cache is an optimisation: a miss, and the task is verified.
+    return std::string("it cannot be read safely: ") + e.what();
   }
   try {
     JsonNode c = kernel::jsonio::parse_json(body, "certificate");
@@ -268,18 +267,16 @@ TaskResult certify(const TaskRef& task, const ComposeOptions& options) {
   c.add("seal",
         JsonNode::make_string(std::string(options.cache_key.empty() ? kSealSha : kSealHmac)));
   c.add("hash", JsonNode::make_string(hash));
+  // Stored atomically (file.hpp): a reader never meets half a certificate, and an entry that
+  // is a link or a special file is not replaced: a warning, the result stands.
   std::error_code ec;
   fs::create_directories(options.cache_dir, ec);
-  // Unique per process and thread: runs sharing a cache never write the same temporary file.
-  const std::string tmp = file + ".tmp" + std::to_string(::getpid()) + "-" +
-                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << canonical(c) << '\n';
-    if (!out) throw Error("cannot write certificate `" + tmp + "`");
+  try {
+    kernel::write_file_atomically(file, canonical(c) + "\n", /*replace=*/true, "certificate");
+  } catch (const FileError& e) {
+    r.cache_note +=
+        (r.cache_note.empty() ? "" : "; ") + std::string("certificate not stored: ") + e.what();
   }
-  fs::rename(tmp, file, ec);
-  if (ec) throw Error("cannot write certificate `" + file + "`: " + ec.message());
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "clampai/kernel/file.hpp"
 #include "json.hpp"
 #include "trace_codec.hpp"
 
@@ -154,12 +155,17 @@ CommitStatus MemoryLedger::commit(const LedgerRecord& record) {
 // ---- file ----
 
 FileLedger::FileLedger(std::string path, bool fsync) : path_(std::move(path)), fsync_(fsync) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
-  if (fd_ < 0) throw LedgerUnavailable(os_error("cannot open the ledger file", path_));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    throw LedgerUnavailable("the ledger `" + path_ + "` is not a regular file");
+  // The rule of every written file (file.hpp): never through a symbolic link, never a special
+  // file (not even /dev/null: a ledger is read back; `memory:` is the ledger that keeps nothing).
+  WriteOptions options;
+  options.mode = WriteMode::update;
+  options.what = "ledger file";
+  options.read_too = true;
+  options.null_ok = false;
+  try {
+    fd_ = OutputFile(path_, options).release();
+  } catch (const FileError& e) {
+    throw LedgerUnavailable(e.what());
   }
 }
 

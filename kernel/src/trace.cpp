@@ -1383,54 +1383,29 @@ TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
 
 TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode)
     : policy_(policy) {
-  const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-                    (mode == TraceOpen::create      ? O_CREAT | O_EXCL
-                     : mode == TraceOpen::overwrite ? O_CREAT
-                                                    : O_APPEND);
-  const int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    std::string why = std::strerror(err);
-    const std::string what = describe_file(path);
-    if (!what.empty() && what != "a regular file" && what != "a symbolic link to a regular file") {
-      why = "it is " + what + ", not a regular file";
-    } else if (err == EEXIST) {
-      why =
-          "it already exists (a trace is never overwritten silently: --append continues it, "
-          "--force replaces it)";
-    } else if (err == ENOENT && mode == TraceOpen::append) {
-      why = "it does not exist: there is no trace to append to";
-    } else if (err == ENOENT && std::filesystem::path(path).has_parent_path()) {
-      const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-      why += " (the directory `" + parent.string() + "` does not exist: create it first)";
-    }
-    throw TraceError("cannot open trace `" + path + "`: " + why);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw TraceError("cannot open trace `" + path + "`: it is " + describe_file(path) +
-                     ", not a regular file");
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw TraceError("cannot open trace `" + path + "`: " +
-                     (err == EWOULDBLOCK
-                          ? std::string("another process is writing it (it is locked)")
-                          : std::strerror(err)));
-  }
-  // Emptied only now that no other writer can be using it.
-  if ((mode == TraceOpen::overwrite && ::ftruncate(fd, 0) != 0) ||
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw TraceError("cannot open trace `" + path + "`: " + std::strerror(err));
+  // The one rule for written files (file.hpp): no link, no special file but /dev/null (which
+  // discards the trace), never clobbered but by `overwrite`, emptied only under the lock.
+  WriteOptions options;
+  options.mode = mode == TraceOpen::create      ? WriteMode::create
+                 : mode == TraceOpen::overwrite ? WriteMode::replace
+                                                : WriteMode::append_existing;
+  options.what = "trace";
+  options.exists_hint =
+      " (a trace is never overwritten silently: --append continues it, --force replaces it)";
+  options.missing_hint = ": there is no trace to append to";
+  options.lock = true;
+  int fd = -1;
+  try {
+    OutputFile out(path, options);
+    discards_ = out.discards();
+    fd = out.release();
+  } catch (const FileError& e) {
+    throw TraceError(e.what());
   }
   file_ = ::fdopen(fd, mode == TraceOpen::append ? "ab" : "wb");
   if (file_ == nullptr) {
     ::close(fd);
-    throw TraceError("cannot open trace `" + path + "`: " + std::strerror(errno));
+    throw TraceError("cannot open the trace `" + path + "`: " + std::strerror(errno));
   }
 }
 
@@ -1458,7 +1433,7 @@ void TraceWriter::write_ready_locked() {
       error_ = "write failed";
     } else if (policy_ != FlushPolicy::buffered && std::fflush(file_) != 0) {
       error_ = "flush failed";
-    } else if (policy_ == FlushPolicy::fsync && ::fsync(fileno(file_)) != 0) {
+    } else if (policy_ == FlushPolicy::fsync && !discards_ && ::fsync(fileno(file_)) != 0) {
       error_ = "fsync failed";
     }
     pending_.erase(it);
@@ -1480,7 +1455,7 @@ void TraceWriter::close() {
   std::lock_guard lock(mutex_);
   if (file_ == nullptr) return;
   bool ok = std::fflush(file_) == 0;
-  if (policy_ == FlushPolicy::fsync) ok = ::fsync(fileno(file_)) == 0 && ok;
+  if (policy_ == FlushPolicy::fsync && !discards_) ok = ::fsync(fileno(file_)) == 0 && ok;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   if (!ok || !closed) throw TraceError("trace file: closing failed");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <system_error>
 #include <utility>
 
 #include "clampai/kernel/error.hpp"
@@ -236,9 +237,17 @@ struct Service::Impl {
   std::string spec_path(const std::string& name) const {
     return (fs::path(options.data_dir) / (name + ".spec.json")).string();
   }
+  std::string trace_path(const std::string& name) const {
+    return (fs::path(options.data_dir) / (name + ".jsonl")).string();
+  }
+
+  // Where a task being added comes from: its spec file in the data directory (at a start), a
+  // --spec (whose trace in the data directory, if any, it continues) or POST /v1/tasks (for
+  // which a trace of that name in the data directory is an orphan, and refused).
+  enum class Origin : std::uint8_t { restored, given, posted };
 
   // Adds a loaded model as a task (its spec text kept in the data directory). Returns the task.
-  Task& add(std::shared_ptr<const ck::TaskModel> model, std::string_view text, bool restored) {
+  Task& add(std::shared_ptr<const ck::TaskModel> model, std::string_view text, Origin origin) {
     if (!is_task_name(model->name))
       throw Refusal{400,
                     "invalid_spec",
@@ -254,14 +263,45 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    if (!options.data_dir.empty() && !restored) {
-      const std::string path = spec_path(model->name);
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
-      out.close();
-      if (!out) throw TraceError("cannot write the spec `" + path + "`");
+    const TaskStorage storage{options.data_dir, options.ledger};
+    if (options.data_dir.empty() || origin == Origin::restored) {
+      auto task = open_task(model, storage, options.log);
+      Task& ref = *task;
+      tasks.emplace(model->name, std::move(task));
+      return ref;
     }
-    auto task = open_task(model, TaskStorage{options.data_dir, options.ledger}, options.log);
+    // A new task in the data directory has one commit point: its trace is created (with its
+    // first entry), then its spec file is written atomically and renamed into place, last. A
+    // failure before removes the trace it created; a crash before leaves no spec, so a restart
+    // does not meet the task (docs/FILES.md).
+    const std::string spec = spec_path(model->name);
+    const std::string trace = trace_path(model->name);
+    std::error_code ec;
+    if (fs::symlink_status(spec, ec).type() != fs::file_type::not_found)
+      throw Refusal{409,
+                    "task_exists",
+                    "the data directory has a spec file `" + spec +
+                        "` of no served task: move it away or remove it, then add the task"};
+    const bool orphan = fs::symlink_status(trace, ec).type() != fs::file_type::not_found;
+    if (orphan && origin == Origin::posted)
+      throw Refusal{409,
+                    "task_exists",
+                    "the data directory has a trace `" + trace + "` of no served task `" +
+                        model->name +
+                        "` (left by an earlier server, or by a crash while the task was added): "
+                        "move it away or remove it, then add the task (or start the server "
+                        "with --spec to continue it)"};
+    std::unique_ptr<Task> task;
+    try {
+      task = open_task(model, storage, options.log);
+      ck::write_file_atomically(spec, text, /*replace=*/false, "spec");
+    } catch (...) {
+      if (!orphan) {
+        task.reset();  // closes the trace
+        fs::remove(trace, ec);
+      }
+      throw;
+    }
     Task& ref = *task;
     tasks.emplace(model->name, std::move(task));
     return ref;
@@ -292,7 +332,7 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
   std::sort(specs.begin(), specs.end());
   for (const fs::path& p : specs) {
     try {
-      impl_->add(ck::load_spec_file(p.string()), {}, /*restored=*/true);
+      impl_->add(ck::load_spec_file(p.string()), {}, Impl::Origin::restored);
     } catch (const Refusal& r) {
       throw Error(p.string() + ": " + r.message);
     }
@@ -310,9 +350,9 @@ std::string Service::add_task(std::string_view spec_text, const std::string& ori
                   "` that did not load as a task");
   }
   try {
-    return impl_->add(model, spec_text, false).model().name;
+    return impl_->add(model, spec_text, Impl::Origin::given).model().name;
   } catch (const Refusal& r) {
-    if (r.code == "task_exists")
+    if (r.code == "task_exists" && impl_->find(model->name) != nullptr)
       throw Error(origin + ": task `" + model->name +
                   "`: its spec differs from the one its trace in `" + impl_->options.data_dir +
                   "` was written for (or from another --spec of that name)");
@@ -443,7 +483,7 @@ Response Service::Impl::route(const Request& req) {
     }
     if (find(model->name) != nullptr)
       throw Refusal{409, "task_exists", "a task named `" + model->name + "` is served already"};
-    Task& task = add(model, req.body, false);
+    Task& task = add(model, req.body, Origin::posted);
     JsonOut j;
     j.begin_object().key("task").value(task.model().name);
     j.key("spec_digest").value(task.model().digest).key("actions").begin_array();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "clampai/kernel/error.hpp"
@@ -172,7 +173,10 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
             (fs::path(storage.data_dir) /
              (model->name + "." + std::to_string(entries.size()) + ".sealed.jsonl"))
                 .string();
-        if (!fs::exists(archive)) fs::copy_file(path, archive);
+        // Written whole or not at all (a crash mid-copy leaves no torn archive that a restart
+        // would take for the kept copy), and never over another file.
+        if (std::error_code ec; fs::symlink_status(archive, ec).type() == fs::file_type::not_found)
+          ck::copy_file_atomically(path, archive, /*replace=*/false, "archived trace");
         const std::string text = ck::read_file(path);
         fs::resize_file(path, last_line_start(text));
         entries.pop_back();

@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include "support.hpp"
 
@@ -157,15 +159,164 @@ TEST_CASE("TraceWriter: create never overwrites, overwrite empties, a second wri
   REQUIRE_THROWS_WITH(
       TraceWriter(clampai::test::temp_file("none.jsonl"), FlushPolicy::flush, TraceOpen::append),
       Contains("there is no trace to append to"));
-  REQUIRE_THROWS_WITH(TraceWriter("/dev/null", FlushPolicy::flush, TraceOpen::overwrite),
+  REQUIRE_THROWS_WITH(TraceWriter("/dev/zero", FlushPolicy::flush, TraceOpen::overwrite),
                       Contains("character device, not a regular file"));
   const std::string fifo = clampai::test::temp_file("trace-fifo.jsonl");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   for (TraceOpen mode : {TraceOpen::create, TraceOpen::overwrite, TraceOpen::append}) {
     REQUIRE_THROWS_WITH(TraceWriter(fifo, FlushPolicy::flush, mode),
                         Contains("is a FIFO (named pipe), not a regular file"));
+    // /dev/null is accepted in every mode, by any number of writers at once (never locked).
+    TraceWriter discarded(std::string("/dev/null"), FlushPolicy::fsync, mode);
+    TraceWriter another(std::string("/dev/null"), FlushPolicy::fsync, mode);
+    CHECK(discarded.discards());
+    discarded.write(0, "{}");
+    discarded.close();
   }
   std::filesystem::remove(fifo);
+  // Never through a symbolic link, even with `overwrite` (--force): the target is untouched.
+  const std::string link = clampai::test::temp_file("trace-link.jsonl");
+  std::filesystem::create_symlink(path, link);
+  for (TraceOpen mode : {TraceOpen::create, TraceOpen::overwrite, TraceOpen::append}) {
+    REQUIRE_THROWS_WITH(TraceWriter(link, FlushPolicy::flush, mode),
+                        Contains("is a symbolic link to a regular file: a file is never written "
+                                 "through a symbolic link"));
+  }
+  std::filesystem::remove(link);
+}
+
+TEST_CASE("OutputFile: one rule for every written file: no link, no special file but /dev/null",
+          "[kernel][file]") {
+  const std::string target = write_file("target.txt", "precious\n");
+  const std::string link = clampai::test::temp_file("link.txt");
+  std::filesystem::create_symlink(target, link);
+  const std::string fifo = clampai::test::temp_file("out-fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (WriteMode mode :
+       {WriteMode::create, WriteMode::replace, WriteMode::append, WriteMode::update}) {
+    WriteOptions o;
+    o.mode = mode;
+    o.what = "report";
+    REQUIRE_THROWS_WITH(OutputFile(link, o),
+                        Contains("cannot open the report `" + link + "`: it is a symbolic link"));
+    // A FIFO without a reader: refused at once, never waited on.
+    REQUIRE_THROWS_WITH(OutputFile(fifo, o),
+                        Contains("is a FIFO (named pipe), not a regular file"));
+    REQUIRE_THROWS_WITH(OutputFile("/dev/zero", o),
+                        Contains("is a character device, not a regular file (of the special "
+                                 "files only /dev/null is written to)"));
+    OutputFile null("/dev/null", o);
+    CHECK(null.discards());
+    null.write("gone");
+    null.sync();
+    o.null_ok = false;
+    REQUIRE_THROWS_WITH(OutputFile("/dev/null", o), Contains("it is /dev/null"));
+  }
+  REQUIRE(slurp(target) == "precious\n");
+  // A FIFO with a reader is refused as well (opened, then seen by fstat).
+  {
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(reader >= 0);
+    REQUIRE_THROWS_WITH(OutputFile(fifo, WriteOptions{}), Contains("FIFO"));
+    ::close(reader);
+  }
+  std::filesystem::remove(fifo);
+  // Never clobbered but on request; appended to; created with the permissions asked for.
+  WriteOptions o;
+  REQUIRE_THROWS_WITH(OutputFile(target, o), Contains("it already exists"));
+  o.mode = WriteMode::append;
+  OutputFile(target, o).write("more\n");
+  REQUIRE(slurp(target) == "precious\nmore\n");
+  const std::string fresh = clampai::test::temp_file("fresh.txt");
+  o.permissions = 0600;
+  OutputFile(fresh, o).write("x");
+  struct stat st {};
+  REQUIRE(::stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  o.mode = WriteMode::replace;
+  OutputFile(target, o).write("new\n");
+  REQUIRE(slurp(target) == "new\n");
+  o.mode = WriteMode::append_existing;
+  o.missing_hint = ": nothing to continue";
+  REQUIRE_THROWS_WITH(OutputFile(clampai::test::temp_file("none"), o),
+                      Contains("it does not exist: nothing to continue"));
+}
+
+TEST_CASE("File: whole files are written atomically, never over another file unless asked",
+          "[kernel][file]") {
+  const std::string dir = clampai::test::temp_file("atomic");
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/spec.json";
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  write_file_atomically(path, "one", /*replace=*/false, "spec");
+  REQUIRE(slurp(path) == "one");
+  REQUIRE_THROWS_WITH(write_file_atomically(path, "two", false, "spec"),
+                      Contains("cannot write the spec `" + path + "`: it already exists"));
+  REQUIRE(slurp(path) == "one");
+  write_file_atomically(path, "two", /*replace=*/true, "spec");
+  REQUIRE(slurp(path) == "two");
+  // A failure while the content is written leaves the old file and no temporary one.
+  REQUIRE_THROWS_WITH(write_file_atomically(
+                          path,
+                          [](OutputFile& out) {
+                            out.write("half");
+                            throw clampai::FileError("disk full");
+                          },
+                          true),
+                      Contains("disk full"));
+  REQUIRE(slurp(path) == "two");
+  REQUIRE(listing() == std::vector<std::string>{"spec.json"});
+  // A link or a special file in the way is refused, even with `replace`; /dev/null discards.
+  const std::string link = dir + "/link.json";
+  std::filesystem::create_symlink(path, link);
+  REQUIRE_THROWS_WITH(write_file_atomically(link, "x", true), Contains("symbolic link"));
+  const std::string fifo = dir + "/fifo.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE_THROWS_WITH(write_file_atomically(fifo, "x", true), Contains("FIFO"));
+  write_file_atomically("/dev/null", "x", false);
+  REQUIRE(slurp(path) == "two");
+  // A streamed copy.
+  copy_file_atomically(path, dir + "/copy.json", false);
+  REQUIRE(slurp(dir + "/copy.json") == "two");
+  REQUIRE(listing() ==
+          std::vector<std::string>{"copy.json", "fifo.json", "link.json", "spec.json"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("FileLedger: the rule of written files, and /dev/null refused (a ledger is read back)",
+          "[kernel][file][ledger]") {
+  const std::string target = write_file("ledger-target.jsonl", "precious\n");
+  const std::string link = clampai::test::temp_file("ledger-link.jsonl");
+  std::filesystem::create_symlink(target, link);
+  REQUIRE_THROWS_WITH(
+      FileLedger(link, false),
+      Contains("cannot open the ledger file `" + link + "`: it is a symbolic link"));
+  REQUIRE_THROWS_WITH(FileLedger("/dev/null", false),
+                      Contains("it is /dev/null, which would lose what is written"));
+  REQUIRE_THROWS_WITH(FileLedger("/dev/zero", false), Contains("character device"));
+  REQUIRE(slurp(target) == "precious\n");
+  const std::string fresh = clampai::test::temp_file("ledger-fresh.jsonl");
+  FileLedger ledger(fresh, false);
+  REQUIRE(ledger.read(0).empty());
+  REQUIRE(std::filesystem::is_regular_file(fresh));
+}
+
+TEST_CASE("File: a file the project keeps is never read through a symbolic link",
+          "[kernel][file]") {
+  const std::string path = write_file("entry.json", "{}");
+  REQUIRE(read_own_file(path, 100) == "{}");
+  const std::string link = clampai::test::temp_file("entry-link.json");
+  std::filesystem::create_symlink(path, link);
+  REQUIRE(read_file(link) == "{}");  // an input may be a link
+  REQUIRE_THROWS_WITH(read_own_file(link, 100),
+                      Contains("is a symbolic link to a regular file: a file the project keeps "
+                               "is never read through a symbolic link"));
 }
 
 TEST_CASE("Trace: a torn last line is a truncated tail after the verified entries",

@@ -325,6 +325,33 @@ class ServeTest(unittest.TestCase):
             self.assertIn(message, p.stderr, args)
             self.assertEqual(p.stdout, "")
 
+    def test_an_orphan_trace_is_409_for_post_and_the_directory_still_starts(self):
+        # A trace of no served task (its spec file gone): adding that task answered 500 and
+        # left a spec and a split trace that stopped every restart (issue 35).
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        with Server("--insecure-no-auth", "--data-dir", data) as srv, srv.client() as c:
+            c.create_task(spec("autoscale.json"))
+            c.execute("autoscale", "scale_up", {"n": 1})
+            self.assertEqual(srv.stop(signal.SIGTERM), 0)  # sealed
+        os.remove(os.path.join(data, "autoscale.spec.json"))
+        orphan = os.path.join(data, "autoscale.jsonl")
+        with open(orphan, "rb") as f:
+            before = f.read()
+        other = spec("autoscale.json")
+        other["variables"]["instances"]["initial"] = 5
+        for _ in range(2):  # each time a restart, then the refusal
+            with Server("--insecure-no-auth", "--data-dir", data) as srv, srv.client() as c:
+                with self.assertRaises(ClampaiError) as e:
+                    c.create_task(other)
+                self.assertEqual(e.exception.status, 409)
+                self.assertEqual(e.exception.code, "task_exists")
+                self.assertIn(orphan, str(e.exception))
+                self.assertEqual(sorted(os.listdir(data)), ["autoscale.jsonl"])
+                self.assertEqual(srv.stop(signal.SIGTERM), 0)
+        with open(orphan, "rb") as f:
+            self.assertEqual(f.read(), before)
+
     def test_kill_9_then_restart_resumes_every_task_and_sigterm_seals(self):
         data = os.path.join(self.dir, "data")
         os.mkdir(data)

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <streambuf>
 #include <string>
+#include <vector>
 
 #include "../kernel/support.hpp"
 #include "clampai/kernel.hpp"
@@ -362,6 +363,65 @@ TEST_CASE("Service: with a data directory, a restarted server resumes every task
   other.replace(other.find("\"initial\": 4"), 12, "\"initial\": 5");
   cs::Service s(o);
   REQUIRE_THROWS_WITH(s.add_task(other, "other.json"), Catch::Matchers::Contains("differs"));
+}
+
+TEST_CASE("Service: POST /v1/tasks over an orphan trace is 409, leaves nothing, and restarts",
+          "[server][service][durability]") {
+  // An orphan: the sealed trace of a task whose spec file is gone (or an earlier server's).
+  const std::string dir = fresh_dir();
+  cs::ServiceOptions o;
+  o.data_dir = dir;
+  {
+    cs::Service s(o);
+    s.add_task(spec_text(), "autoscale.json");
+    call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})");
+    s.shutdown();
+  }
+  fs::remove(dir + "/autoscale.spec.json");
+  const std::string orphan = dir + "/autoscale.jsonl";
+  const std::string before = read(orphan);
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  REQUIRE(listing() == std::vector<std::string>{"autoscale.jsonl"});
+  std::string other = spec_text();
+  other.replace(other.find("\"initial\": 4"), 12, "\"initial\": 5");
+  {
+    cs::Service s(o);
+    REQUIRE(s.task_names().empty());
+    for (const std::string& spec : {other, spec_text()}) {
+      const auto r = call(s, "POST", "/v1/tasks", spec);
+      CHECK(r.status == 409);
+      CHECK(code_of(r) == "task_exists");
+      CHECK_THAT(body_of(r)["error"]["message"].get<std::string>(),
+                 Catch::Matchers::Contains("`" + orphan + "`") &&
+                     Catch::Matchers::Contains("move it away or remove it"));
+      // Nothing left behind: no spec, no archive, the trace as it was.
+      CHECK(listing() == std::vector<std::string>{"autoscale.jsonl"});
+      CHECK(read(orphan) == before);
+    }
+    CHECK(s.task_names().empty());
+  }
+  {
+    cs::Service s(o);  // the directory still starts
+    CHECK(s.task_names().empty());
+  }
+  // Once the orphan is moved away, the task is added, and a restart resumes it.
+  fs::rename(orphan, dir + "/old.jsonl.bak");
+  {
+    cs::Service s(o);
+    const auto r = call(s, "POST", "/v1/tasks", other);
+    REQUIRE(r.status == 201);
+    CHECK(listing() ==
+          std::vector<std::string>{"autoscale.jsonl", "autoscale.spec.json", "old.jsonl.bak"});
+    CHECK(read(dir + "/autoscale.spec.json") == other);
+  }
+  cs::Service s(o);
+  CHECK(s.task_names() == std::vector<std::string>{"autoscale"});
+  CHECK(body_of(call(s, "GET", "/v1/tasks/autoscale/state"))["state"]["instances"] == 5);
 }
 
 TEST_CASE("Service: the JSON depth limit is exact and configurable, and changes nothing",

@@ -8,10 +8,10 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <set>
 
+#include "clampai/kernel/file.hpp"
 #include "clampai/kernel/parallel.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/verifier/contract.hpp"
@@ -287,10 +287,12 @@ struct Worker {
     for (char& c : name) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
     }
-    std::ofstream out(options.smtlib_dir + "/" + name + ".smt2");
-    out << "; clampai obligation " << id << ": unsat means proved\n" << alone.to_smt2();
-    if (!out)
-      throw std::runtime_error("cannot write `" + options.smtlib_dir + "/" + name + ".smt2`");
+    // Whole or not at all, never through a link (file.hpp); a rerun replaces its own files.
+    kernel::write_file_atomically(
+        options.smtlib_dir + "/" + name + ".smt2",
+        "; clampai obligation " + id + ": unsat means proved\n" + alone.to_smt2(),
+        /*replace=*/true,
+        "SMT-LIB file");
   }
 
   // Builds the counterexample and replays it through the kernel before reporting it.

@@ -130,11 +130,13 @@ enum class TraceOpen : std::uint8_t {
 class TraceWriter {
  public:
   /// Opens `path` as `mode` says and locks it; nothing is written yet. The file is never
-  /// truncated before the lock is held.
+  /// truncated before the lock is held. It is opened under the rule of every written file
+  /// (`OutputFile`, file.hpp): never through a symbolic link, never a special file but
+  /// /dev/null, which is accepted (and discards the trace; it is not locked).
   /// @throws TraceError naming the file and the OS's reason if it cannot be opened (a missing
   /// parent directory is named; it is not created), if it exists and `mode` is `create`, if it
-  /// does not exist and `mode` is `append`, if it is not a regular file, or if another writer
-  /// holds its lock.
+  /// does not exist and `mode` is `append`, if it is a symbolic link or a special file other
+  /// than /dev/null, or if another writer holds its lock.
   TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode = TraceOpen::overwrite);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
@@ -149,6 +151,8 @@ class TraceWriter {
   /// entry `entries`. Requires that nothing was written yet.
   /// @throws InvalidArgument if something was.
   void continue_from(std::uint64_t entries);
+  /// Whether the file is /dev/null (nothing written is kept, so nothing can be continued).
+  [[nodiscard]] bool discards() const noexcept { return discards_; }
 
  private:
   void write_ready_locked();
@@ -157,6 +161,7 @@ class TraceWriter {
   std::condition_variable written_;
   std::FILE* file_ = nullptr;
   FlushPolicy policy_;
+  bool discards_ = false;
   std::uint64_t next_ = 0;
   std::map<std::uint64_t, std::string> pending_;
   std::string error_;
