@@ -93,23 +93,44 @@ std::vector<TraceEntry> parse_trace_lines(const std::vector<std::string>& lines,
 TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
                               const std::string& source,
                               bool allow_unsealed) {
-  std::vector<TraceEntry> entries;
-  entries.reserve(lines.size());
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    try {
-      TraceEntry e = detail::entry_from_line(lines[i], source);
-      if (e.to_json_line() != lines[i])
-        throw TraceError("not in canonical form: the line was changed");
-      entries.push_back(std::move(e));
-    } catch (const Error& e) {
-      TraceCheck check;
-      check.entries = lines.size();
-      check.first_bad = i;
-      check.message = "entry " + std::to_string(i) + ": " + e.what();
-      return check;
-    }
-  }
-  return verify_chain(entries, allow_unsealed);
+  TraceReadOptions options;
+  options.allow_unsealed = allow_unsealed;
+  std::size_t at = 0;
+  TraceReader reader(
+      source,
+      [&](std::string& out) {
+        for (; at < lines.size() && out.size() < default_trace_block_bytes; ++at) {
+          out += lines[at];
+          out += '\n';
+        }
+        return at < lines.size();
+      },
+      options);
+  return reader.finish();
+}
+
+std::vector<std::string> Ledger::read_page(std::uint64_t from, std::size_t limit) {
+  std::vector<std::string> lines = read(from);
+  if (lines.size() > limit) lines.resize(limit);
+  return lines;
+}
+
+std::unique_ptr<TraceReader> read_ledger(Ledger& ledger,
+                                         TraceReadOptions options,
+                                         std::size_t page) {
+  if (page == 0) throw InvalidArgument("read_ledger: a page of no lines");
+  return std::make_unique<TraceReader>(
+      "the ledger " + ledger.describe(),
+      [&ledger, page, next = std::uint64_t{0}](std::string& out) mutable {
+        const std::vector<std::string> lines = ledger.read_page(next, page);
+        for (const std::string& line : lines) {
+          out += line;
+          out += '\n';
+        }
+        next += lines.size();
+        return lines.size() == page;  // a short page is the last
+      },
+      options);
 }
 
 std::string state_json(const State& state) {

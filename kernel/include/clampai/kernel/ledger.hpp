@@ -23,6 +23,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/trace_reader.hpp"
 
 namespace clampai {
 
@@ -71,6 +72,11 @@ class Ledger {
   /// The canonical lines of the committed entries `from`, `from` + 1, ..., in order.
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   virtual std::vector<std::string> read(std::uint64_t from) = 0;
+  /// At most `limit` (> 0) of those lines: a page, so that a long trace is read through in
+  /// bounded memory, its sequence numbers the cursor (`read_ledger`). The default takes them
+  /// from `read(from)`; a ledger in a database reads only the page.
+  /// @throws LedgerUnavailable if the ledger cannot be reached.
+  virtual std::vector<std::string> read_page(std::uint64_t from, std::size_t limit);
   /// Appends `record.line` iff the ledger holds exactly `record.sequence` entries, the last of
   /// which has hash `record.prev`; atomically with the head it describes.
   /// @throws LedgerUnavailable if the ledger cannot be reached: the commit may or may not have
@@ -129,9 +135,15 @@ class FileLedger final : public Ledger {
 /// `clampai::ledger::open_ledger`).
 std::shared_ptr<Ledger> open_local_ledger(const std::string& url);
 
-/// Verifies canonical trace lines exactly as `verify_trace_file` verifies a file's lines: each
-/// line must be the canonical JSON of its entry byte for byte, then the chain (`verify_chain`).
-/// `source` names them in messages.
+/// A `TraceReader` of `ledger`'s entries from the first, read `page` lines at a time
+/// (`read_page`): a trace of any length in bounded memory. Problems name the entry.
+std::unique_ptr<TraceReader> read_ledger(Ledger& ledger,
+                                         TraceReadOptions options = {},
+                                         std::size_t page = 4096);
+
+/// Verifies canonical trace lines exactly as `verify_trace_file` verifies a file's lines
+/// (through a `TraceReader`): each line must be the canonical JSON of its entry byte for
+/// byte, then the chain. `source` names them in messages.
 TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
                               const std::string& source,
                               bool allow_unsealed);
