@@ -157,9 +157,15 @@ std::shared_ptr<MemoryLedger> MemoryLedger::share() const {
 }
 
 std::vector<std::string> MemoryLedger::read(std::uint64_t from) {
+  return read_page(from, log_->lines.max_size());
+}
+
+std::vector<std::string> MemoryLedger::read_page(std::uint64_t from, std::size_t limit) {
   std::lock_guard lock(log_->mutex);
   if (from >= log_->lines.size()) return {};
-  return {log_->lines.begin() + static_cast<std::ptrdiff_t>(from), log_->lines.end()};
+  const std::size_t to = from + std::min<std::size_t>(limit, log_->lines.size() - from);
+  return {log_->lines.begin() + static_cast<std::ptrdiff_t>(from),
+          log_->lines.begin() + static_cast<std::ptrdiff_t>(to)};
 }
 
 CommitStatus MemoryLedger::commit(const LedgerRecord& record) {
@@ -249,13 +255,19 @@ void FileLedger::catch_up_locked() {
 }
 
 std::vector<std::string> FileLedger::read(std::uint64_t from) {
+  return read_page(from, lines_.max_size());
+}
+
+std::vector<std::string> FileLedger::read_page(std::uint64_t from, std::size_t limit) {
   std::lock_guard guard(mutex_);
   {
     FileLock lock(fd_, LOCK_SH, path_);
     catch_up_locked();
   }
   if (from >= lines_.size()) return {};
-  return {lines_.begin() + static_cast<std::ptrdiff_t>(from), lines_.end()};
+  const std::size_t to = from + std::min<std::size_t>(limit, lines_.size() - from);
+  return {lines_.begin() + static_cast<std::ptrdiff_t>(from),
+          lines_.begin() + static_cast<std::ptrdiff_t>(to)};
 }
 
 CommitStatus FileLedger::commit(const LedgerRecord& record) {
@@ -317,7 +329,7 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
     k.resume = std::move(resume);
     return std::make_unique<SafetyKernel>(model_, std::move(k));
   };
-  std::vector<std::string> lines = with_reconnect([&] { return ledger_->read(0); });
+  std::vector<std::string> lines = with_reconnect([&] { return ledger_->read_page(0, 1); });
   if (lines.empty()) {
     // A fresh kernel writes the genesis entry; commit it unless another kernel was first.
     replay_time_ = options_.clock();
@@ -341,18 +353,37 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
       ++stats_.in_doubt;
     }
     if (status == CommitStatus::committed) ++stats_.commits;
-    lines = with_reconnect([&] { return ledger_->read(0); });
+    lines = with_reconnect([&] { return ledger_->read_page(0, 1); });
     if (lines.empty())
       throw LedgerUnavailable("the ledger " + ledger_->describe() + " lost its genesis entry");
   }
-  const std::string source = "the ledger " + ledger_->describe();
-  std::vector<TraceEntry> entries = parse_trace_lines(lines, source);
+  // The committed entries page by page (a trace of any length, in bounded memory; each page
+  // read with the reconnects), parsed as they stream: each is checked as it is applied.
+  constexpr std::size_t kPage = 4096;
+  TraceReadOptions read;
+  read.verify = false;
+  TraceReader reader(
+      "the ledger " + ledger_->describe(),
+      [this, next = std::uint64_t{0}](std::string& out) mutable {
+        const std::vector<std::string> page =
+            with_reconnect([&] { return ledger_->read_page(next, kPage); });
+        for (const std::string& line : page) {
+          out += line;
+          out += '\n';
+        }
+        next += page.size();
+        return page.size() == kPage;
+      },
+      read);
+  TraceEntry entry;
+  if (!reader.next(entry))
+    throw LedgerUnavailable("the ledger " + ledger_->describe() + " lost its genesis entry");
   // KernelOptions::resume checks the genesis (spec, initial state, hash); the rest is applied
   // entry by entry, as later ones will be.
-  local_ = fresh_local({entries.front()});
+  local_ = fresh_local({entry});
   length_ = 1;
-  head_ = entries.front().hash;
-  for (std::size_t i = 1; i < entries.size(); ++i) apply_locked(entries[i], i);
+  head_ = entry.hash;
+  for (std::size_t i = 1; reader.next(entry); ++i) apply_locked(entry, i);
   stats_.applied = 0;
 }
 

@@ -110,7 +110,13 @@ struct TraceReader::Impl {
   bool torn = false;                       // a last line without its newline
   bool exhausted = false;                  // `more` has no lines left
 
-  // The block: bytes [offset, offset + len) of the trace, at `data`.
+  // The block: bytes [offset, offset + len) of the trace, at `data` when it is kept (for
+  // `next`), else read piece by piece into the workers' buffers.
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    std::size_t capacity = 0;
+  };
+  std::vector<Buffer> workers;
   std::unique_ptr<char[]> buffer;
   std::size_t capacity = 0;
   std::string incoming;  // `more`'s lines
@@ -156,12 +162,13 @@ struct TraceReader::Impl {
 
   // Reads the next block (checking its pieces when verifying, unless only lines are counted
   // now); false at the end of the trace.
-  bool load(bool count_only) {
+  bool load(bool count_only, bool keep) {
     loaded = false;
     pieces.clear();
     piece = 0;
     in_piece = 0;
     at = 0;
+    data = nullptr;
     std::string_view bytes;
     if (file) {
       if (next_offset >= intact) return false;
@@ -170,23 +177,56 @@ struct TraceReader::Impl {
       if (intact - offset > block_bytes)
         end = line_start_from(*file, offset + block_bytes, intact, scratch);
       len = static_cast<std::size_t>(end - offset);
-      char* out = room(len);
-      data = out;
       next_offset = end;
-      if (!options.verify || count_only) {
-        file->read(offset, len, out);
+      if (count_only) {  // a little at a time: only the lines are counted
+        scratch.resize(kScanBytes);
+        for (std::uint64_t from = offset; from < end;) {
+          const std::size_t n = std::min<std::uint64_t>(kScanBytes, end - from);
+          file->read(from, n, scratch.data());
+          lines += static_cast<std::uint64_t>(std::count(scratch.data(), scratch.data() + n, '\n'));
+          from += n;
+          if (from == end && scratch[n - 1] != '\n') ++lines;  // a last line without its newline
+        }
+        loaded = true;
+        return true;
+      }
+      if (!options.verify) {
+        data = room(len);
+        file->read(offset, len, buffer.get());
       } else {
         split(end, [&](std::uint64_t from, std::uint64_t to) {
           return from == offset ? offset : line_start_from(*file, from, to, scratch);
         });
         const unsigned cores = detail::verification_threads();
-        parallel_for(pieces.size(), cores, [&](std::size_t k, unsigned) {
-          detail::PieceCheck& p = pieces[k];
-          char* at_piece = out + (p.begin - offset);
-          const auto n = static_cast<std::size_t>(p.end - p.begin);
-          file->read(p.begin, n, at_piece);  // FileError: rethrown by parallel_for
-          detail::check_piece(std::string_view(at_piece, n), p, source);
-        });
+        if (keep) {  // the block stays, for `next` to read its entries
+          char* out = room(len);
+          data = out;
+          parallel_for(pieces.size(), cores, [&](std::size_t k, unsigned) {
+            detail::PieceCheck& p = pieces[k];
+            char* at_piece = out + (p.begin - offset);
+            const auto n = static_cast<std::size_t>(p.end - p.begin);
+            file->read(p.begin, n, at_piece);  // FileError: rethrown by parallel_for
+            detail::check_piece(std::string_view(at_piece, n), p, source);
+          });
+        } else {  // each piece into its worker's buffer, reused: the bytes are not kept
+          workers.resize(
+              std::max<std::size_t>(workers.size(), parallel_workers(pieces.size(), cores)));
+          parallel_for(pieces.size(), cores, [&](std::size_t k, unsigned w) {
+            detail::PieceCheck& p = pieces[k];
+            const auto n = static_cast<std::size_t>(p.end - p.begin);
+            Buffer& b = workers[w];
+            if (b.capacity < n) {
+              b.bytes.reset();
+              b.bytes = std::make_unique_for_overwrite<char[]>(n);
+              b.capacity = n;
+            }
+            file->read(p.begin, n, b.bytes.get());  // FileError: rethrown by parallel_for
+            detail::check_piece(std::string_view(b.bytes.get(), n), p, source);
+          });
+          std::size_t held = 0;
+          for (const Buffer& b : workers) held += b.capacity;
+          peak = std::max(peak, held);
+        }
       }
     } else {
       incoming.clear();
@@ -213,15 +253,14 @@ struct TraceReader::Impl {
         });
       }
     }
-    peak = std::max(peak, len);
-    bytes = std::string_view(data, len);
+    if (data != nullptr) peak = std::max(peak, len);
+    bytes = std::string_view(data != nullptr ? data : "", data != nullptr ? len : 0);
     if (!pieces.empty()) {
       for (const auto& p : pieces) lines += p.lines;
     } else {
       // Counted (or split by `next`): every newline ends a line, and so does the block's end.
-      std::uint64_t n = static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
-      if (bytes.back() != '\n') ++n;
-      lines += n;
+      lines += static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+      if (!bytes.empty() && bytes.back() != '\n') ++lines;
     }
     loaded = true;
     return true;
@@ -274,7 +313,7 @@ struct TraceReader::Impl {
     while (!finished && !stopped) {
       if (options.verify) {
         if (!loaded || piece >= pieces.size()) {
-          if (!load(false)) return false;
+          if (!load(false, true)) return false;
           continue;
         }
         detail::PieceCheck& pc = pieces[piece];
@@ -290,13 +329,16 @@ struct TraceReader::Impl {
         return true;
       }
       if (!loaded || at >= len) {
-        if (!load(false)) return false;
+        if (!load(false, true)) return false;
         continue;
       }
       try {
         detail::entry_of_line(take_line(), entry, source);
       } catch (const Error& e) {
-        throw TraceError("line " + std::to_string(index + 1) + ": " + e.what());
+        // A file's lines are lines; a ledger's are its entries.
+        throw TraceError((file ? "line " + std::to_string(index + 1)
+                               : source + ": entry " + std::to_string(index)) +
+                         ": " + e.what());
       }
       ++index;
       return true;
@@ -311,7 +353,7 @@ struct TraceReader::Impl {
     // no entry (which is reported first, wherever it is), then only counted.
     while (true) {
       if (!loaded || piece >= pieces.size()) {
-        if (!load(problem.has_value() || !options.verify)) break;
+        if (!load(problem.has_value() || !options.verify, false)) break;
         continue;  // counted only: no pieces
       }
       detail::PieceCheck& pc = pieces[piece];

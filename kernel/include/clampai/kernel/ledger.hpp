@@ -93,6 +93,7 @@ class MemoryLedger final : public Ledger {
   [[nodiscard]] std::shared_ptr<MemoryLedger> share() const;
   [[nodiscard]] std::string describe() const override { return "memory:"; }
   std::vector<std::string> read(std::uint64_t from) override;
+  std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
   CommitStatus commit(const LedgerRecord& record) override;
 
  private:
@@ -117,6 +118,7 @@ class FileLedger final : public Ledger {
   FileLedger& operator=(const FileLedger&) = delete;
   [[nodiscard]] std::string describe() const override { return path_; }
   std::vector<std::string> read(std::uint64_t from) override;
+  std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
   CommitStatus commit(const LedgerRecord& record) override;
 
  private:
