@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "support.hpp"
@@ -309,4 +310,40 @@ TEST_CASE("Trace stream: a ledger is read page by page, as a file is",
   REQUIRE_FALSE(bad.ok);
   REQUIRE(bad.first_bad == 40);
   REQUIRE_THAT(bad.message, Catch::StartsWith("entry 40: "));
+}
+
+TEST_CASE("Trace stream: a file ledger reads its pages from the file, not from memory",
+          "[kernel][trace][stream][ledger]") {
+  const auto model = load_spec(kCounter);
+  const std::string path = clampai::test::temp_file("ledger.jsonl");
+  {
+    SharedKernel shared(model, std::make_shared<FileLedger>(path));
+    for (int i = 0; i < 4200; ++i) (void)shared.execute("add", {});  // past the first mark
+  }
+  const std::vector<std::string> lines = lines_of(path);
+  REQUIRE(lines.size() == 4201);
+  FileLedger ledger(path);  // a fresh handle: it finds the lines in the file
+  for (const std::uint64_t from : {0UL, 1UL, 4095UL, 4096UL, 4097UL, 4190UL, 4200UL}) {
+    const std::vector<std::string> page = ledger.read_page(from, 7);
+    INFO("from " << from);
+    REQUIRE(page.size() == std::min<std::size_t>(7, 4201 - from));
+    for (std::size_t k = 0; k < page.size(); ++k) REQUIRE(page[k] == lines[from + k]);
+  }
+  REQUIRE(ledger.read_page(4201, 7).empty());
+  REQUIRE(ledger.read(0) == lines);
+  TraceReadOptions options;
+  options.allow_unsealed = true;
+  const TraceCheck check = read_ledger(ledger, options, 1000)->finish();
+  INFO(check.message);
+  REQUIRE(check.ok);
+  REQUIRE(check.entries == 4201);
+  // A second process continues from the file, and a torn last line is not an entry.
+  std::ofstream(path, std::ios::app) << "{\"action\":";
+  {
+    SharedKernel again(model, std::make_shared<FileLedger>(path));
+    REQUIRE(again.execute("add", {}).decision.approved);
+  }
+  REQUIRE(verify_trace_file(path, /*allow_unsealed=*/true).ok);
+  REQUIRE(lines_of(path).size() == 4202);
+  std::remove(path.c_str());
 }

@@ -107,7 +107,8 @@ class MemoryLedger final : public Ledger {
 /// ends where this handle last read it, appends the line and flushes it; so processes on one
 /// machine can share the file. `fsync` makes every commit durable against a machine crash.
 /// A line left without its newline by a writer that died is not an entry: the next commit
-/// truncates it. Each handle keeps the lines it has read in memory.
+/// truncates it. A handle keeps of the file only its length, its last line and where every
+/// 4,096th line starts: pages are read from the file (`read_page`), at any length.
 class FileLedger final : public Ledger {
  public:
   /// Opens (creating it if missing) `path`.
@@ -126,9 +127,13 @@ class FileLedger final : public Ledger {
   bool fsync_;
   int fd_ = -1;
   std::mutex mutex_;
-  // Lines known from the start of the file and where each one ends.
-  std::vector<std::uint64_t> ends_;
-  std::vector<std::string> lines_;
+  // What is known of the file, without its lines: how many whole lines it has, where they
+  // end, the last one, and where every kMark-th one starts (a page is found from there).
+  static constexpr std::uint64_t kMark = 4096;
+  std::uint64_t count_ = 0;
+  std::uint64_t end_ = 0;
+  std::string last_line_;
+  std::vector<std::uint64_t> marks_;
   void catch_up_locked();  // under the flock
 };
 
