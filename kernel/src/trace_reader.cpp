@@ -366,20 +366,18 @@ struct TraceReader::Impl {
       ++piece;
       in_piece = 0;
     }
-    if (!options.verify) {
+    if (!options.verify || problem) {
       TraceCheck check;
-      check.ok = true;
+      check.ok = !options.verify;
       check.entries = lines;
-      return check;
-    }
-    if (problem) {
-      TraceCheck check;
-      check.entries = lines;
-      check.first_bad = problem->first;
-      // A file's lines are lines; a ledger's are its entries.
-      check.message = "entry " + std::to_string(problem->first) +
-                      (file ? " (line " + std::to_string(problem->first + 1) + ")" : "") + ": " +
-                      problem->second;
+      if (problem) {
+        check.first_bad = problem->first;
+        // A file's lines are lines; a ledger's are its entries.
+        check.message = "entry " + std::to_string(problem->first) +
+                        (file ? " (line " + std::to_string(problem->first + 1) + ")" : "") + ": " +
+                        problem->second;
+      }
+      release();
       return check;
     }
     TraceCheck check = chain.finish(lines);
@@ -397,7 +395,22 @@ struct TraceReader::Impl {
                       "seal it)";
     }
     if (!check.ok && file && file->locked_by_another_process()) still_being_written(check, size);
+    release();
     return check;
+  }
+
+  // Lets go of the buffers and the file once the verdict is known (a reader may be kept, by
+  // a kernel's options, long after).
+  void release() {
+    buffer.reset();
+    capacity = 0;
+    workers.clear();
+    pieces.clear();
+    pieces.shrink_to_fit();
+    std::string().swap(incoming);
+    std::string().swap(scratch);
+    data = nullptr;
+    file.reset();
   }
 
   // The index of the first line of piece `k` of the block.
