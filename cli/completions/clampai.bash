@@ -58,7 +58,7 @@ _clampai() {
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
         return
       fi
-      opts="--spec --allow-unsealed --format --quiet --help"
+      opts="--spec --allow-unsealed --undo-depth --format --quiet --help"
       ;;
     verify) opts="--jobs --timeout-ms --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
     bench) opts="--seconds --format --quiet --help" ;;

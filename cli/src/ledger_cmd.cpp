@@ -89,7 +89,8 @@ bool names_ledger(const std::string& target) { return cl::is_postgres_url(target
 
 int verify_ledger_trace(const std::string& url,
                         const std::string& spec,
-                        const std::string& format) {
+                        const std::string& format,
+                        std::size_t undo_depth) {
   cl::PostgresUrl parts = cl::split_postgres_url(url);
   std::shared_ptr<const ck::TaskModel> model;
   if (!spec.empty()) model = ck::load_spec_file(spec);
@@ -100,15 +101,26 @@ int verify_ledger_trace(const std::string& url,
   if (!ledger.has_task())
     throw TraceError("no task `" + parts.task + "` in the ledger " +
                      cl::redact_url(parts.conninfo));
-  const std::vector<std::string> lines = ledger.read(0);
-  ck::TraceCheck check = ck::verify_trace_lines(lines, ledger.describe(), /*allow_unsealed=*/true);
+  // Read page by page (the sequence number the cursor), streaming as a file is: the chain,
+  // then with --spec the entries again, each replayed as it is read.
+  ck::TraceReadOptions read;
+  read.allow_unsealed = true;  // a ledger is live: its task goes on
+  ck::TraceCheck check = ck::read_ledger(ledger, read)->finish();
   std::string replay = "not requested";
   if (check.ok && model) {
-    if (auto mismatch = ck::replay_trace(model, ck::parse_trace_lines(lines, ledger.describe()))) {
+    const auto reader = ck::read_ledger(ledger, read);
+    ck::TraceReplay replaying(model, undo_depth);
+    ck::TraceEntry entry;
+    std::optional<std::string> mismatch;
+    while (!mismatch && reader->next(entry)) mismatch = replaying.add(entry);
+    if (mismatch) {
+      const std::size_t at = replaying.entries() - 1;
       check.ok = false;
-      check.first_bad = mismatch->first;
-      check.message = "entry " + std::to_string(mismatch->first) + ": replay: " + mismatch->second;
+      check.first_bad = at;
+      check.message = "entry " + std::to_string(at) + ": replay: " + *mismatch;
       replay = "failed";
+    } else if (const ck::TraceCheck again = reader->finish(); !again.ok) {
+      check = again;
     } else {
       replay = "ok";
     }

@@ -39,7 +39,12 @@ bool names_ledger(const std::string& target);
 
 /// `trace verify URL#TASK`: verifies the task's chain in the database as a trace file is
 /// verified (each line canonical, byte for byte, then the chain; a shared ledger is open, so
-/// no seal is required) and, with `spec`, replays it. Returns 0 if it verifies, else 1.
-int verify_ledger_trace(const std::string& url, const std::string& spec, const std::string& format);
+/// no seal is required) and, with `spec`, replays it (keeping `undo_depth` undo records).
+/// The entries are read page by page, streaming, at any length. Returns 0 if it verifies,
+/// else 1.
+int verify_ledger_trace(const std::string& url,
+                        const std::string& spec,
+                        const std::string& format,
+                        std::size_t undo_depth);
 
 }  // namespace clampai::cli

@@ -112,13 +112,26 @@ void open_trace(const RunArgs& args,
       throw clampai::TraceError("cannot append to `" + args.trace +
                                 "`: the trace is sealed (its run finished; nothing may follow "
                                 "a seal): write a new trace");
-    std::vector<ck::TraceEntry> entries = ck::read_trace_file(args.trace);
-    if (auto mismatch = ck::replay_trace(model, entries)) {
-      throw clampai::TraceError("cannot append to `" + args.trace + "`: entry " +
-                                std::to_string(mismatch->first) + ": " + mismatch->second);
-    }
-    writer->continue_from(entries.size());
-    options.resume = std::move(entries);
+    // Read again as the kernel continues it, streaming (any length, bounded memory), each entry
+    // replayed as `trace verify --spec` replays it.
+    ck::TraceReadOptions read;
+    read.allow_unsealed = true;
+    auto reader = std::make_shared<ck::TraceReader>(args.trace, read);
+    auto replay = std::make_shared<ck::TraceReplay>(model, kRunUndoDepth);
+    options.resume_from = [reader, replay, path = args.trace](ck::TraceEntry& e) {
+      if (!reader->next(e)) {
+        const ck::TraceCheck again = reader->finish();  // changed since it was checked
+        if (!again.ok)
+          throw clampai::TraceError("cannot append to `" + path + "`: " + again.message);
+        return false;
+      }
+      if (auto mismatch = replay->add(e)) {
+        throw clampai::TraceError("cannot append to `" + path + "`: entry " +
+                                  std::to_string(replay->entries() - 1) + ": " + *mismatch);
+      }
+      return true;
+    };
+    writer->continue_from(check.entries);
   }
   options.writer = std::move(writer);
 }
@@ -206,20 +219,34 @@ struct TraceArgs {
   std::string file;
   std::string spec;
   bool allow_unsealed = false;
+  std::size_t undo_depth = ck::default_replay_undo_depth;
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   if (clampai::cli::names_ledger(args.file))
-    return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format);
+    return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format, args.undo_depth);
+  // Streaming, at any length: the chain first (every core), then with --spec the trace again,
+  // each entry replayed as it is read (the replay keeps its state and `--undo-depth` undo
+  // records, never the trace).
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
   if (check.ok && !args.spec.empty()) {
     const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
-    if (auto mismatch = ck::replay_trace(model, ck::read_trace_file(args.file))) {
+    ck::TraceReadOptions read;
+    read.allow_unsealed = args.allow_unsealed;
+    ck::TraceReader reader(args.file, read);
+    ck::TraceReplay replaying(model, args.undo_depth);
+    ck::TraceEntry entry;
+    std::optional<std::string> mismatch;
+    while (!mismatch && reader.next(entry)) mismatch = replaying.add(entry);
+    if (mismatch) {
+      const std::size_t at = replaying.entries() - 1;
       check.ok = false;
-      check.first_bad = mismatch->first;
-      check.message = "entry " + std::to_string(mismatch->first) + ": replay: " + mismatch->second;
+      check.first_bad = at;
+      check.message = "entry " + std::to_string(at) + ": replay: " + *mismatch;
       replay = "failed";
+    } else if (const ck::TraceCheck again = reader.finish(); !again.ok) {
+      check = again;  // the file changed since its chain was checked
     } else {
       replay = "ok";
     }
@@ -426,6 +453,14 @@ int main(int argc, char** argv) {
                    trace_args.allow_unsealed,
                    "Accept a trace without a seal entry (a run that did not finish); with --spec, "
                    "its entries are replayed but there is no final state to compare");
+  verify
+      ->add_option("--undo-depth",
+                   trace_args.undo_depth,
+                   "With --spec: the committed actions whose undo records the replay keeps, "
+                   "most recent first (a rollback of an older one is a mismatch); 0 keeps all. "
+                   "The replay's memory is the state plus these records, whatever the trace's "
+                   "length")
+      ->capture_default_str();
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
@@ -438,8 +473,9 @@ int main(int argc, char** argv) {
   std::string max_input;
   app.add_option("--max-input-bytes",
                  max_input,
-                 "Largest input file read (spec, trace, state, manifest, cache entry), in bytes "
-                 "or with K, M, G; default 64M, or CLAMPAI_MAX_INPUT_BYTES")
+                 "Largest input file read (spec, state, manifest, cache entry), in bytes or "
+                 "with K, M, G; default 64M, or CLAMPAI_MAX_INPUT_BYTES. Traces are read "
+                 "streaming, at any size")
       ->option_text("BYTES");
 
   try {

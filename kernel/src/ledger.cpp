@@ -94,23 +94,44 @@ std::vector<TraceEntry> parse_trace_lines(const std::vector<std::string>& lines,
 TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
                               const std::string& source,
                               bool allow_unsealed) {
-  std::vector<TraceEntry> entries;
-  entries.reserve(lines.size());
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    try {
-      TraceEntry e = detail::entry_from_line(lines[i], source);
-      if (e.to_json_line() != lines[i])
-        throw TraceError("not in canonical form: the line was changed");
-      entries.push_back(std::move(e));
-    } catch (const Error& e) {
-      TraceCheck check;
-      check.entries = lines.size();
-      check.first_bad = i;
-      check.message = "entry " + std::to_string(i) + ": " + e.what();
-      return check;
-    }
-  }
-  return verify_chain(entries, allow_unsealed);
+  TraceReadOptions options;
+  options.allow_unsealed = allow_unsealed;
+  std::size_t at = 0;
+  TraceReader reader(
+      source,
+      [&](std::string& out) {
+        for (; at < lines.size() && out.size() < default_trace_block_bytes; ++at) {
+          out += lines[at];
+          out += '\n';
+        }
+        return at < lines.size();
+      },
+      options);
+  return reader.finish();
+}
+
+std::vector<std::string> Ledger::read_page(std::uint64_t from, std::size_t limit) {
+  std::vector<std::string> lines = read(from);
+  if (lines.size() > limit) lines.resize(limit);
+  return lines;
+}
+
+std::unique_ptr<TraceReader> read_ledger(Ledger& ledger,
+                                         TraceReadOptions options,
+                                         std::size_t page) {
+  if (page == 0) throw InvalidArgument("read_ledger: a page of no lines");
+  return std::make_unique<TraceReader>(
+      "the ledger " + ledger.describe(),
+      [&ledger, page, next = std::uint64_t{0}](std::string& out) mutable {
+        const std::vector<std::string> lines = ledger.read_page(next, page);
+        for (const std::string& line : lines) {
+          out += line;
+          out += '\n';
+        }
+        next += lines.size();
+        return lines.size() == page;  // a short page is the last
+      },
+      options);
 }
 
 std::string state_json(const State& state) {
@@ -137,9 +158,15 @@ std::shared_ptr<MemoryLedger> MemoryLedger::share() const {
 }
 
 std::vector<std::string> MemoryLedger::read(std::uint64_t from) {
+  return read_page(from, log_->lines.max_size());
+}
+
+std::vector<std::string> MemoryLedger::read_page(std::uint64_t from, std::size_t limit) {
   std::lock_guard lock(log_->mutex);
   if (from >= log_->lines.size()) return {};
-  return {log_->lines.begin() + static_cast<std::ptrdiff_t>(from), log_->lines.end()};
+  const std::size_t to = from + std::min<std::size_t>(limit, log_->lines.size() - from);
+  return {log_->lines.begin() + static_cast<std::ptrdiff_t>(from),
+          log_->lines.begin() + static_cast<std::ptrdiff_t>(to)};
 }
 
 CommitStatus MemoryLedger::commit(const LedgerRecord& record) {
@@ -205,56 +232,118 @@ void transfer_all(
     done += static_cast<std::size_t>(n);
   }
 }
+
+// How a ledger file is read: a chunk at a time, never the whole file.
+constexpr std::size_t kFileChunk = std::size_t{1} << 20;
 }  // namespace
 
 void FileLedger::catch_up_locked() {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) throw LedgerUnavailable(os_error("cannot stat", path_));
-  const std::uint64_t known = ends_.empty() ? 0 : ends_.back();
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size < known) throw TraceError("the ledger file `" + path_ + "` shrank: it was truncated");
-  if (size == known) return;
-  std::string tail(size - known, '\0');
-  transfer_all(
-      [&](std::size_t at, std::size_t n, off_t off) {
-        return ::pread(fd_, tail.data() + at, n, off);
-      },
-      tail.size(),
-      known,
-      "cannot read",
-      path_);
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t nl = tail.find('\n', at);
-    if (nl == std::string::npos) break;  // a line without its newline: a write cut short
-    lines_.emplace_back(tail, at, nl - at);
-    ends_.push_back(known + nl + 1);
-    at = nl + 1;
+  if (size < end_) throw TraceError("the ledger file `" + path_ + "` shrank: it was truncated");
+  // The new whole lines, a chunk at a time: counted, every kMark-th one's start marked, the
+  // last one kept (a line without its newline is a write cut short: not an entry).
+  std::string chunk;
+  std::string line;
+  std::uint64_t line_start = end_;
+  std::uint64_t at = end_;
+  bool partial = false;  // `line` holds the start of a line not ended yet
+  while (at < size) {
+    chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kFileChunk, size - at)));
+    transfer_all(
+        [&](std::size_t got, std::size_t n, off_t off) {
+          return ::pread(fd_, chunk.data() + got, n, off);
+        },
+        chunk.size(),
+        at,
+        "cannot read",
+        path_);
+    std::size_t from = 0;
+    while (from < chunk.size()) {
+      const std::size_t nl = chunk.find('\n', from);
+      if (!partial) {
+        line.clear();
+        line_start = at + from;
+      }
+      if (nl == std::string::npos) {
+        line.append(chunk, from, std::string::npos);
+        partial = true;
+        break;
+      }
+      line.append(chunk, from, nl - from);
+      partial = false;
+      if (count_ % kMark == 0) marks_.push_back(line_start);
+      ++count_;
+      end_ = at + nl + 1;
+      last_line_ = line;
+      from = nl + 1;
+    }
+    at += chunk.size();
   }
 }
 
 std::vector<std::string> FileLedger::read(std::uint64_t from) {
+  return read_page(from, std::numeric_limits<std::size_t>::max());
+}
+
+std::vector<std::string> FileLedger::read_page(std::uint64_t from, std::size_t limit) {
   std::lock_guard guard(mutex_);
   {
     FileLock lock(fd_, LOCK_SH, path_);
     catch_up_locked();
   }
-  if (from >= lines_.size()) return {};
-  return {lines_.begin() + static_cast<std::ptrdiff_t>(from), lines_.end()};
+  if (from >= count_) return {};
+  // The lines before `end_` never change (commits append after it): read without the lock,
+  // from the mark before `from`.
+  const std::uint64_t want = std::min<std::uint64_t>(limit, count_ - from);
+  std::uint64_t skip = from % kMark;
+  std::uint64_t at = marks_[static_cast<std::size_t>(from / kMark)];
+  std::vector<std::string> lines;
+  std::string chunk;
+  std::string line;
+  while (lines.size() < want && at < end_) {
+    chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kFileChunk, end_ - at)));
+    transfer_all(
+        [&](std::size_t got, std::size_t n, off_t off) {
+          return ::pread(fd_, chunk.data() + got, n, off);
+        },
+        chunk.size(),
+        at,
+        "cannot read",
+        path_);
+    std::size_t pos = 0;
+    while (pos < chunk.size() && lines.size() < want) {
+      const std::size_t nl = chunk.find('\n', pos);
+      if (nl == std::string::npos) {
+        if (skip == 0) line.append(chunk, pos, std::string::npos);
+        break;
+      }
+      if (skip > 0) {
+        --skip;
+      } else {
+        line.append(chunk, pos, nl - pos);
+        lines.push_back(std::move(line));
+        line.clear();
+      }
+      pos = nl + 1;
+    }
+    at += chunk.size();
+  }
+  return lines;
 }
 
 CommitStatus FileLedger::commit(const LedgerRecord& record) {
   std::lock_guard guard(mutex_);
   FileLock lock(fd_, LOCK_EX, path_);
   catch_up_locked();
-  if (lines_.size() != record.sequence) return CommitStatus::conflict;
-  if (!lines_.empty() && detail::entry_from_line(lines_.back(), path_).hash != record.prev)
+  if (count_ != record.sequence) return CommitStatus::conflict;
+  if (count_ > 0 && detail::entry_from_line(last_line_, path_).hash != record.prev)
     return CommitStatus::conflict;
-  if (lines_.empty() && record.prev != kZeroHash) return CommitStatus::conflict;
+  if (count_ == 0 && record.prev != kZeroHash) return CommitStatus::conflict;
   // A line without its newline is a commit that never completed (its writer died before it
   // returned): it is not part of the ledger, and goes.
-  const std::uint64_t end = ends_.empty() ? 0 : ends_.back();
-  if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
+  if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0)
     throw LedgerUnavailable(os_error("cannot truncate the torn tail of", path_));
   std::string text = record.line;
   text += '\n';
@@ -263,12 +352,14 @@ CommitStatus FileLedger::commit(const LedgerRecord& record) {
         return ::pwrite(fd_, text.data() + at, n, off);
       },
       text.size(),
-      end,
+      end_,
       "cannot write",
       path_);
   if (fsync_ && ::fdatasync(fd_) != 0) throw LedgerUnavailable(os_error("cannot sync", path_));
-  lines_.push_back(record.line);
-  ends_.push_back(end + text.size());
+  if (count_ % kMark == 0) marks_.push_back(end_);
+  ++count_;
+  end_ += text.size();
+  last_line_ = record.line;
   return CommitStatus::committed;
 }
 
@@ -302,7 +393,7 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
     k.resume = std::move(resume);
     return std::make_unique<SafetyKernel>(model_, std::move(k));
   };
-  std::vector<std::string> lines = with_reconnect([&] { return ledger_->read(0); });
+  std::vector<std::string> lines = with_reconnect([&] { return ledger_->read_page(0, 1); });
   if (lines.empty()) {
     // A fresh kernel writes the genesis entry; commit it unless another kernel was first.
     replay_time_ = options_.clock();
@@ -326,18 +417,37 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
       ++stats_.in_doubt;
     }
     if (status == CommitStatus::committed) ++stats_.commits;
-    lines = with_reconnect([&] { return ledger_->read(0); });
+    lines = with_reconnect([&] { return ledger_->read_page(0, 1); });
     if (lines.empty())
       throw LedgerUnavailable("the ledger " + ledger_->describe() + " lost its genesis entry");
   }
-  const std::string source = "the ledger " + ledger_->describe();
-  std::vector<TraceEntry> entries = parse_trace_lines(lines, source);
+  // The committed entries page by page (a trace of any length, in bounded memory; each page
+  // read with the reconnects), parsed as they stream: each is checked as it is applied.
+  constexpr std::size_t kPage = 4096;
+  TraceReadOptions read;
+  read.verify = false;
+  TraceReader reader(
+      "the ledger " + ledger_->describe(),
+      [this, next = std::uint64_t{0}](std::string& out) mutable {
+        const std::vector<std::string> page =
+            with_reconnect([&] { return ledger_->read_page(next, kPage); });
+        for (const std::string& line : page) {
+          out += line;
+          out += '\n';
+        }
+        next += page.size();
+        return page.size() == kPage;
+      },
+      read);
+  TraceEntry entry;
+  if (!reader.next(entry))
+    throw LedgerUnavailable("the ledger " + ledger_->describe() + " lost its genesis entry");
   // KernelOptions::resume checks the genesis (spec, initial state, hash); the rest is applied
   // entry by entry, as later ones will be.
-  local_ = fresh_local({entries.front()});
+  local_ = fresh_local({entry});
   length_ = 1;
-  head_ = entries.front().hash;
-  for (std::size_t i = 1; i < entries.size(); ++i) apply_locked(entries[i], i);
+  head_ = entry.hash;
+  for (std::size_t i = 1; reader.next(entry); ++i) apply_locked(entry, i);
   stats_.applied = 0;
 }
 

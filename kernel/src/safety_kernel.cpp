@@ -1125,7 +1125,18 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   if (!options_.resume.empty()) {
     const std::vector<TraceEntry> entries = std::move(options_.resume);
     options_.resume.clear();
-    resume(entries);
+    std::size_t i = 0;
+    resume([&](TraceEntry& e) {
+      if (i == entries.size()) return false;
+      e = entries[i++];
+      return true;
+    });
+    return;
+  }
+  if (options_.resume_from) {
+    const auto next = std::move(options_.resume_from);
+    options_.resume_from = nullptr;
+    resume(next);
     return;
   }
   TraceEntry genesis;
@@ -2115,13 +2126,22 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
 }
 
 namespace {
+// Why a rollback in a replayed trace finds no action to undo: none left, or only actions
+// older than the undo records kept (`dropped` of them were let go).
+std::string rollback_past(std::uint64_t dropped, std::size_t depth) {
+  if (dropped == 0) return "a rollback with nothing to roll back";
+  return "a rollback of an action older than the last " + std::to_string(depth) +
+         " committed actions, whose undo records are all that is kept (the undo depth)";
+}
+
 [[noreturn]] void resume_failed(std::size_t entry, const std::string& why) {
   throw InvalidArgument("cannot continue the trace: entry " + std::to_string(entry) + ": " + why);
 }
 }  // namespace
 
-void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
-  const TraceEntry& genesis = entries.front();
+void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
+  TraceEntry genesis;
+  if (!next(genesis)) resume_failed(0, "the trace to continue is empty");
   if (genesis.kind != EntryKind::genesis) resume_failed(0, "not a genesis entry");
   if (genesis.spec != model_->digest) resume_failed(0, "the trace was written for another spec");
   if (genesis.state != state_digest(state_))
@@ -2148,9 +2168,12 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
     append_locked(first, 0, 0, budget_, nullptr);
     if (impl_->head_hash() != genesis.hash) resume_failed(0, "the genesis entry is not intact");
   }
-  std::vector<Receipt> receipts;
-  for (std::size_t i = 1; i < entries.size(); ++i) {
-    const TraceEntry& e = entries[i];
+  // The receipts of the actions that can still be rolled back (`undo_depth`: older ones can
+  // not), most recent last.
+  std::deque<Receipt> receipts;
+  std::uint64_t dropped = 0;
+  TraceEntry e;
+  for (std::size_t i = 1; next(e); ++i) {
     now = e.time_us;
     std::string bad;
     // An attestation's params are not an action's: its own shape is checked below.
@@ -2166,6 +2189,10 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
         const Outcome o = execute(e.action, *params);
         if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
         receipts.push_back(*o.receipt);
+        if (options_.undo_depth > 0 && receipts.size() > options_.undo_depth) {
+          receipts.pop_front();
+          ++dropped;
+        }
         break;
       }
       case EntryKind::attested:
@@ -2184,7 +2211,7 @@ void SafetyKernel::resume(const std::vector<TraceEntry>& entries) {
         break;
       }
       case EntryKind::rolled_back:
-        if (receipts.empty()) resume_failed(i, "a rollback with nothing to roll back");
+        if (receipts.empty()) resume_failed(i, rollback_past(dropped, options_.undo_depth));
         try {
           (void)rollback(receipts.back());
         } catch (const InvalidArgument& err) {
@@ -2294,23 +2321,47 @@ TraceCheck SafetyKernel::verify_trace() const {
   return view->verify(*impl_);
 }
 
-std::optional<std::pair<std::size_t, std::string>> replay_trace(
-    std::shared_ptr<const TaskModel> model,
-    const std::vector<TraceEntry>& entries,
-    State* final_state) {
-  using Mismatch = std::pair<std::size_t, std::string>;
-  if (entries.empty() || entries[0].kind != EntryKind::genesis)
-    return Mismatch{0, "the trace does not start with a genesis entry"};
-  if (entries[0].spec != model->digest) {
-    return Mismatch{0,
-                    "the trace was written for another spec (digest " +
-                        entries[0].spec.substr(0, 12) + "..., this spec is " +
-                        model->digest.substr(0, 12) + "...)"};
+struct TraceReplay::Impl {
+  Impl(std::shared_ptr<const TaskModel> m, std::size_t depth)
+      : model(std::move(m)), kernel(model, options(depth)), undo_depth(depth) {}
+
+  static KernelOptions options(std::size_t depth) {
+    KernelOptions o;
+    o.trace_window = 1;  // its own entries are not needed: only its state and counters
+    o.undo_depth = depth;
+    return o;
   }
-  SafetyKernel kernel(model);
-  if (entries[0].state != state_digest(kernel.state()))
-    return Mismatch{0, "the initial state differs from the spec's"};
-  std::vector<Receipt> receipts;
+
+  std::shared_ptr<const TaskModel> model;
+  SafetyKernel kernel;
+  std::size_t undo_depth;
+  std::deque<Receipt> receipts;  // of the actions that can still be rolled back, latest last
+  std::uint64_t dropped = 0;     // receipts let go with their undo records
+  std::size_t entries = 0;
+};
+
+TraceReplay::TraceReplay(std::shared_ptr<const TaskModel> model, std::size_t undo_depth)
+    : impl_(std::make_unique<Impl>(std::move(model), undo_depth)) {}
+
+TraceReplay::~TraceReplay() = default;
+
+std::size_t TraceReplay::entries() const { return impl_->entries; }
+
+State TraceReplay::state() const { return impl_->kernel.state(); }
+
+std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
+  const std::size_t i = impl_->entries++;
+  const TaskModel& model = *impl_->model;
+  SafetyKernel& kernel = impl_->kernel;
+  if (i == 0) {
+    if (e.kind != EntryKind::genesis) return "the trace does not start with a genesis entry";
+    if (e.spec != model.digest) {
+      return "the trace was written for another spec (digest " + e.spec.substr(0, 12) +
+             "..., this spec is " + model.digest.substr(0, 12) + "...)";
+    }
+    if (e.state != state_digest(kernel.state())) return "the initial state differs from the spec's";
+    return std::nullopt;
+  }
   auto text = [](const std::vector<std::pair<std::string, Value>>& values) {
     std::vector<std::pair<std::string, Value>> sorted = values;
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
@@ -2324,73 +2375,83 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
     }
     return out;
   };
-  for (std::size_t i = 1; i < entries.size(); ++i) {
-    const TraceEntry& e = entries[i];
-    std::string bad;
-    const std::optional<ParamMap> recorded =
-        e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, bad);
-    if (!recorded) return Mismatch{i, "parameter `" + bad + "` is not a number"};
-    const ParamMap& params = *recorded;
-    switch (e.kind) {
-      case EntryKind::genesis:
-        return Mismatch{i, "a second genesis entry"};
-      case EntryKind::executed: {
-        Outcome o = kernel.execute(e.action, params);
-        if (!o.decision.approved) return Mismatch{i, "`" + e.action + "` is rejected on replay"};
-        if (text(e.changes) != text(named(*model, o.decision.changes)))
-          return Mismatch{i, "`" + e.action + "` changes other values on replay"};
-        if (e.cost != model->format_amount(o.decision.cost))
-          return Mismatch{
-              i,
-              "`" + e.action + "` costs " + model->format_amount(o.decision.cost) + " on replay"};
-        receipts.push_back(*o.receipt);
-        break;
+  std::string bad;
+  const std::optional<ParamMap> recorded =
+      e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, bad);
+  if (!recorded) return "parameter `" + bad + "` is not a number";
+  const ParamMap& params = *recorded;
+  switch (e.kind) {
+    case EntryKind::genesis:
+      return "a second genesis entry";
+    case EntryKind::executed: {
+      Outcome o = kernel.execute(e.action, params);
+      if (!o.decision.approved) return "`" + e.action + "` is rejected on replay";
+      if (text(e.changes) != text(named(model, o.decision.changes)))
+        return "`" + e.action + "` changes other values on replay";
+      if (e.cost != model.format_amount(o.decision.cost))
+        return "`" + e.action + "` costs " + model.format_amount(o.decision.cost) + " on replay";
+      impl_->receipts.push_back(*o.receipt);
+      if (impl_->undo_depth > 0 && impl_->receipts.size() > impl_->undo_depth) {
+        impl_->receipts.pop_front();
+        ++impl_->dropped;
       }
-      case EntryKind::rejected: {
-        // A guard's veto (the lookahead) is not the model's verdict: a replaying kernel has no
-        // guard, and a rejection changes nothing, so it is accepted as recorded.
-        if (!e.reasons.empty() &&
-            std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
-              return is_guard_reason(r.code);
-            }))
-          break;
-        const Decision d = kernel.evaluate(e.action, params);
-        if (d.approved)
-          return Mismatch{i,
-                          "`" + e.action + "` was recorded as rejected but is approved on replay"};
-        break;
-      }
-      case EntryKind::rolled_back: {
-        if (receipts.empty()) return Mismatch{i, "a rollback with nothing to roll back"};
-        try {
-          Outcome o = kernel.rollback(receipts.back());
-          if (text(e.changes) != text(named(*model, o.decision.changes)))
-            return Mismatch{i, "the rollback restores other values on replay"};
-        } catch (const InvalidArgument& err) {
-          return Mismatch{i, err.what()};
-        }
-        receipts.pop_back();
-        break;
-      }
-      case EntryKind::attested:
-        // What an attestor saw is not the model's to decide; the entry changes nothing (the
-        // counters below must not move).
-        if (auto why = malformed_attestation(e)) return Mismatch{i, *why};
-        if (!e.action.empty() && !model->find_action(e.action))
-          return Mismatch{i, "an attestation of unknown action `" + e.action + "`"};
-        break;
-      case EntryKind::sealed:
-        if (e.state != state_digest(kernel.state()))
-          return Mismatch{i, "the final state differs from the sealed one"};
-        break;
+      break;
     }
-    if (e.step != kernel.steps() || e.emergency_steps != kernel.emergency_steps())
-      return Mismatch{i, "step counters differ on replay"};
-    const BudgetController b = kernel.budget();
-    if (e.gross != model->format_amount(b.gross()) || e.net != model->format_amount(b.net()))
-      return Mismatch{i, "budget differs on replay"};
+    case EntryKind::rejected: {
+      // A guard's veto (the lookahead) is not the model's verdict: a replaying kernel has no
+      // guard, and a rejection changes nothing, so it is accepted as recorded.
+      if (!e.reasons.empty() &&
+          std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
+            return is_guard_reason(r.code);
+          }))
+        break;
+      const Decision d = kernel.evaluate(e.action, params);
+      if (d.approved)
+        return "`" + e.action + "` was recorded as rejected but is approved on replay";
+      break;
+    }
+    case EntryKind::rolled_back: {
+      if (impl_->receipts.empty()) return rollback_past(impl_->dropped, impl_->undo_depth);
+      try {
+        Outcome o = kernel.rollback(impl_->receipts.back());
+        if (text(e.changes) != text(named(model, o.decision.changes)))
+          return std::string("the rollback restores other values on replay");
+      } catch (const InvalidArgument& err) {
+        return std::string(err.what());
+      }
+      impl_->receipts.pop_back();
+      break;
+    }
+    case EntryKind::attested:
+      // What an attestor saw is not the model's to decide; the entry changes nothing (the
+      // counters below must not move).
+      if (auto why = malformed_attestation(e)) return *why;
+      if (!e.action.empty() && !model.find_action(e.action))
+        return "an attestation of unknown action `" + e.action + "`";
+      break;
+    case EntryKind::sealed:
+      if (e.state != state_digest(kernel.state()))
+        return std::string("the final state differs from the sealed one");
+      break;
   }
-  if (final_state != nullptr) *final_state = kernel.state();
+  if (e.step != kernel.steps() || e.emergency_steps != kernel.emergency_steps())
+    return std::string("step counters differ on replay");
+  const BudgetController b = kernel.budget();
+  if (e.gross != model.format_amount(b.gross()) || e.net != model.format_amount(b.net()))
+    return std::string("budget differs on replay");
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::size_t, std::string>> replay_trace(
+    std::shared_ptr<const TaskModel> model,
+    const std::vector<TraceEntry>& entries,
+    State* final_state) {
+  if (entries.empty())
+    return std::pair<std::size_t, std::string>{0, "the trace does not start with a genesis entry"};
+  TraceReplay replay(std::move(model), /*undo_depth=*/0);
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (auto why = replay.add(entries[i])) return std::pair<std::size_t, std::string>{i, *why};
+  if (final_state != nullptr) *final_state = replay.state();
   return std::nullopt;
 }
 

@@ -799,32 +799,6 @@ class PlainLine {
   const QuoteMap& quotes_;
 };
 
-// A trace file's whole bytes: a regular file within the input limit (file.hpp).
-std::string read_trace_bytes(const std::string& path) {
-  try {
-    return read_file(path);
-  } catch (const FileError& e) {
-    throw TraceError(e.what());
-  }
-}
-
-// Splits a JSON Lines file; each line must end with '\n'.
-std::vector<std::string_view> split_lines(std::string_view text, std::string& problem) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) {
-      problem = "the last line has no newline: the file was truncated or changed";
-      lines.push_back(text.substr(start));
-      break;
-    }
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
 }  // namespace
 
 namespace detail {
@@ -999,76 +973,6 @@ std::string TraceEntry::compute_hash() const {
   return sha256_hex(out);
 }
 
-namespace {
-
-// The checks of verify_chain, entry by entry in order (each entry's hash already checked):
-// `add` says why the entry is bad (then stop), `finish` checks the end. Its messages are those
-// of every chain check (kept entries, parsed entries, trace files).
-class ChainChecker {
- public:
-  ChainChecker(std::size_t entries, bool allow_unsealed)
-      : n_(entries), allow_unsealed_(allow_unsealed) {
-    check_.entries = entries;
-  }
-
-  // Entry `i` (the entries come in order from 0), whose `prev` is `links` (equal to the hash
-  // of the entry before, or to the zero hash for entry 0); false once one is bad (then
-  // `finish` says why).
-  bool add(std::size_t i, std::uint64_t sequence, EntryKind kind, bool hash_ok, bool links) {
-    if (sequence != i)
-      return fail(i,
-                  "sequence number " + std::to_string(sequence) + ", expected " +
-                      std::to_string(i) + " (an entry was deleted, inserted or moved)");
-    if (!hash_ok) return fail(i, "hash mismatch: the entry was changed");
-    if (!links) return fail(i, "does not link to the previous entry's hash");
-    if ((i == 0) != (kind == EntryKind::genesis)) {
-      return fail(
-          i, i == 0 ? "the first entry is not a genesis entry" : "a genesis entry after the start");
-    }
-    if (kind == EntryKind::sealed && i + 1 != n_) return fail(i + 1, "entries follow the seal");
-    last_kind_ = kind;
-    return true;
-  }
-
-  // The verdict once every entry was added (or one failed).
-  TraceCheck finish() {
-    if (failed_) return check_;
-    if (n_ == 0) {
-      fail(0, "the trace is empty (a trace starts with a genesis entry)");
-      return check_;
-    }
-    check_.sealed = last_kind_ == EntryKind::sealed;
-    if (!check_.sealed && !allow_unsealed_) {
-      fail(n_,
-           "the trace ends without a seal: it was truncated after entry " + std::to_string(n_ - 1) +
-               ", or the run did not finish");
-      return check_;
-    }
-    check_.ok = true;
-    check_.message = std::to_string(n_) + " entries, chain intact" +
-                     (check_.sealed ? ", sealed" : ", not sealed");
-    return check_;
-  }
-
- private:
-  bool fail(std::size_t i, const std::string& message) {
-    failed_ = true;
-    check_.ok = false;
-    check_.sealed = false;
-    check_.first_bad = i;
-    check_.message = "entry " + std::to_string(i) + ": " + message;
-    return false;
-  }
-
-  std::size_t n_;
-  bool allow_unsealed_;
-  TraceCheck check_;
-  bool failed_ = false;
-  EntryKind last_kind_ = EntryKind::genesis;
-};
-
-}  // namespace
-
 TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsealed) {
   // Recomputing the hashes is the cost, and each is independent of the others: on a long trace
   // they are computed by several threads first; the checks then run in order as before, so
@@ -1100,61 +1004,73 @@ TraceCheck verify_chain(const std::vector<TraceEntry>& entries, bool allow_unsea
       hash_ok[i] = detail::digest_is_hex(first_digest, entries[i].hash) ? 1 : 0;
     }
   });
-  ChainChecker chain(entries.size(), allow_unsealed);
+  detail::ChainChecker chain(allow_unsealed);
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const TraceEntry& e = entries[i];
     const bool links = e.prev == (i == 0 ? std::string_view(kZeroHash) : entries[i - 1].hash);
     if (!chain.add(i, e.sequence, e.kind, hash_ok[i] != 0, links)) break;
   }
-  return chain.finish();
+  return chain.finish(entries.size());
 }
 
-std::vector<TraceEntry> read_trace_file(const std::string& path) {
-  const std::string bytes = read_trace_bytes(path);
-  std::string problem;
-  std::vector<TraceEntry> entries;
-  const auto lines = split_lines(bytes, problem);
-  entries.reserve(lines.size());
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    TraceEntry& e = entries.emplace_back();
-    ChainLink link;
-    std::size_t from = 0;
-    std::size_t to = 0;
-    if (CanonicalReader(lines[i]).entry(&e, link, from, to)) continue;  // canonical: read directly
-    try {
-      e = entry_from_json(detail::parse_json(lines[i], path));
-    } catch (const Error& err) {
-      throw TraceError("line " + std::to_string(i + 1) + ": " + err.what());
-    }
+namespace detail {
+
+bool ChainChecker::add(
+    std::uint64_t i, std::uint64_t sequence, EntryKind kind, bool hash_ok, bool links) {
+  if (i > 0 && last_kind_ == EntryKind::sealed) return fail(i, "entries follow the seal");
+  if (sequence != i)
+    return fail(i,
+                "sequence number " + std::to_string(sequence) + ", expected " + std::to_string(i) +
+                    " (an entry was deleted, inserted or moved)");
+  if (!hash_ok) return fail(i, "hash mismatch: the entry was changed");
+  if (!links) return fail(i, "does not link to the previous entry's hash");
+  if ((i == 0) != (kind == EntryKind::genesis)) {
+    return fail(
+        i, i == 0 ? "the first entry is not a genesis entry" : "a genesis entry after the start");
   }
-  return entries;
+  last_kind_ = kind;
+  return true;
 }
 
-namespace {
+TraceCheck ChainChecker::finish(std::uint64_t entries) {
+  check_.entries = entries;
+  if (failed_) return check_;
+  if (entries == 0) {
+    fail(0, "the trace is empty (a trace starts with a genesis entry)");
+    return check_;
+  }
+  check_.sealed = last_kind_ == EntryKind::sealed;
+  if (!check_.sealed && !allow_unsealed_) {
+    fail(entries,
+         "the trace ends without a seal: it was truncated after entry " +
+             std::to_string(entries - 1) + ", or the run did not finish");
+    return check_;
+  }
+  check_.ok = true;
+  check_.message = std::to_string(entries) + " entries, chain intact" +
+                   (check_.sealed ? ", sealed" : ", not sealed");
+  return check_;
+}
 
-// What the chain checks need of a line, found by the worker that read it.
-struct LineCheck {
-  std::uint64_t sequence = 0;
-  EntryKind kind = EntryKind::executed;
-  bool hash_ok = false;
-  bool links = false;  // `prev` is the hash of the line before (the first line: see FilePiece)
-};
-
-// A run of whole lines of a trace file, read and hashed by one worker.
-struct FilePiece {
-  std::size_t begin = 0;  // byte offsets in the file, at line starts
-  std::size_t end = 0;
-  std::size_t lines = 0;
-  std::vector<LineCheck> checks;
-  std::string first_prev;  // the first line's `prev` and the last line's `hash`
-  std::string last_hash;
-  std::vector<std::unique_ptr<TraceEntry>> parsed;  // the lines read by the general path
-  std::size_t problem_line = 0;  // the first line that is no entry (if `problem` is set)
-  std::string problem;
-};
+bool ChainChecker::fail(std::uint64_t i, const std::string& message) {
+  failed_ = true;
+  check_.ok = false;
+  check_.sealed = false;
+  check_.first_bad = i;
+  check_.message = "entry " + std::to_string(i) + ": " + message;
+  return false;
+}
 
 bool same_hash(std::string_view a, std::string_view b) {
   return a.size() == 64 && b.size() == 64 ? same_bytes<64>(a.data(), b.data()) : a == b;
+}
+
+void entry_of_line(std::string_view line, TraceEntry& e, const std::string& source) {
+  ChainLink link;
+  std::size_t from = 0;
+  std::size_t to = 0;
+  if (CanonicalReader(line).entry(&e, link, from, to)) return;  // canonical: read directly
+  e = entry_from_json(detail::parse_json(line, source));
 }
 
 // Reads and hashes the lines of `piece`: a line in canonical form directly (no tree, no copy),
@@ -1163,7 +1079,7 @@ bool same_hash(std::string_view a, std::string_view b) {
 // for byte. Each line's `prev` is compared with the hash of the line before while both are in
 // the cache. After the first line that is no entry, the lines are only counted (that problem
 // is what will be reported).
-void read_piece(std::string_view bytes, FilePiece& piece, const std::string& path) {
+void check_piece(std::string_view bytes, PieceCheck& piece, const std::string& source) {
   const char* p = bytes.data();
   const char* const end = bytes.data() + bytes.size();
   piece.checks.reserve(bytes.size() / 256 + 1);
@@ -1177,11 +1093,17 @@ void read_piece(std::string_view bytes, FilePiece& piece, const std::string& pat
   std::string_view last_hash;
   QuoteMap quotes;
   while (p < end) {
+    if (!piece.problem.empty()) {  // only counted now
+      for (; p < end; ++piece.lines) {
+        const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
+        p = nl != nullptr ? static_cast<const char*>(nl) + 1 : end;
+      }
+      break;
+    }
     const char* nl = quotes.scan(p, end);
     const std::string_view line(p, static_cast<std::size_t>(nl - p));
     p = nl + 1;
     const std::size_t index = piece.lines++;
-    if (!piece.problem.empty()) continue;
     ChainLink link;
     LineCheck& check = piece.checks.emplace_back();
     std::size_t from = 0;
@@ -1202,13 +1124,14 @@ void read_piece(std::string_view bytes, FilePiece& piece, const std::string& pat
       }
     } else {
       try {
-        auto e = std::make_unique<TraceEntry>(entry_from_json(detail::parse_json(line, path)));
+        auto e = std::make_unique<TraceEntry>(entry_from_json(detail::parse_json(line, source)));
         if (e->to_json_line() != line)
           throw TraceError("not in canonical form: the line was changed");
         check.hash_ok = e->compute_hash() == e->hash;
         link = {e->sequence, e->kind, e->prev, e->hash};
         piece.parsed.push_back(std::move(e));
       } catch (const Error& err) {
+        piece.checks.pop_back();
         piece.problem = err.what();
         piece.problem_line = index;
         continue;
@@ -1231,155 +1154,7 @@ void read_piece(std::string_view bytes, FilePiece& piece, const std::string& pat
   piece.last_hash = last_hash;
 }
 
-constexpr std::size_t kFileBlock = std::size_t{64} << 10;
-
-// The start of a torn tail's message: what verified, and what the last line lacks.
-std::string torn_tail(std::size_t entries, std::size_t tail_bytes) {
-  return "truncated tail after " + std::to_string(entries) + " verified entries: the last line (" +
-         std::to_string(tail_bytes) + " bytes) has no newline, ";
-}
-
-// The end of the file's last whole line (the byte after its last newline; 0 if it has none).
-std::size_t whole_lines_end(const InputFile& file, std::string& block) {
-  block.resize(kFileBlock);
-  std::size_t end = file.size();
-  while (end > 0) {
-    const std::size_t begin = end > kFileBlock ? end - kFileBlock : 0;
-    file.read(begin, end - begin, block.data());
-    for (std::size_t i = end - begin; i-- > 0;)
-      if (block[i] == '\n') return begin + i + 1;
-    end = begin;
-  }
-  return 0;
-}
-
-// The start of the first line that starts at or after `at` (0 < at <= intact, where the whole
-// lines end).
-std::size_t line_start_from(const InputFile& file,
-                            std::size_t at,
-                            std::size_t intact,
-                            std::string& block) {
-  block.resize(kFileBlock);
-  for (std::size_t from = at - 1; from < intact;) {
-    const std::size_t n = std::min(kFileBlock, intact - from);
-    file.read(from, n, block.data());
-    if (const void* nl = std::memchr(block.data(), '\n', n))
-      return from + static_cast<std::size_t>(static_cast<const char*>(nl) - block.data()) + 1;
-    from += n;
-  }
-  return intact;  // the file changed since its end was found (its reads will say so)
-}
-
-TraceCheck verify_file(const InputFile& file, const std::string& path, bool allow_unsealed) {
-  // A last line without its newline is a write that was cut short (a crash, a full disk): the
-  // entries before it are checked, and the tail is reported with how to drop it.
-  std::string block;
-  const std::size_t intact = whole_lines_end(file, block);
-  const bool torn = intact != file.size();
-  // The whole lines in pieces cut at line starts (about 8 per core, each from 32 KiB to
-  // 1 MiB), each copied into its worker's buffer (pread: a file truncated meanwhile is an
-  // error, not a signal), read and hashed on every core (two lines at a time); then the first
-  // problem in line order is reported, or the chain checked in order, as a sequential reading
-  // would.
-  const unsigned cores = verification_threads();
-  const std::size_t piece_bytes =
-      std::clamp<std::size_t>(intact / (cores * 8), std::size_t{32} << 10, std::size_t{1} << 20);
-  const std::size_t n_pieces = std::max<std::size_t>(1, intact / piece_bytes);
-  std::vector<FilePiece> pieces(n_pieces);
-  for (std::size_t k = 1; k < n_pieces; ++k) {
-    const std::size_t at = std::max(pieces[k - 1].begin, k * (intact / n_pieces));
-    pieces[k].begin = at == 0 ? 0 : line_start_from(file, at, intact, block);
-    pieces[k - 1].end = pieces[k].begin;
-  }
-  pieces.back().end = intact;
-  struct Buffer {
-    std::unique_ptr<char[]> bytes;
-    std::size_t capacity = 0;
-  };
-  std::vector<Buffer> buffers(parallel_workers(n_pieces, cores));
-  parallel_for(n_pieces, cores, [&](std::size_t k, unsigned worker) {
-    FilePiece& piece = pieces[k];
-    const std::size_t n = piece.end - piece.begin;
-    Buffer& buffer = buffers[worker];
-    if (buffer.capacity < n) {
-      buffer.bytes = std::make_unique_for_overwrite<char[]>(n);
-      buffer.capacity = n;
-    }
-    file.read(piece.begin, n, buffer.bytes.get());  // FileError: rethrown by parallel_for
-    read_piece(std::string_view(buffer.bytes.get(), n), piece, path);
-  });
-  std::size_t lines = 0;
-  for (const FilePiece& piece : pieces) lines += piece.lines;
-  std::size_t before = 0;
-  for (const FilePiece& piece : pieces) {
-    if (!piece.problem.empty()) {
-      const std::size_t i = before + piece.problem_line;
-      TraceCheck check;
-      check.entries = lines;
-      check.first_bad = i;
-      check.message =
-          "entry " + std::to_string(i) + " (line " + std::to_string(i + 1) + "): " + piece.problem;
-      return check;
-    }
-    before += piece.lines;
-  }
-  ChainChecker chain(lines, allow_unsealed || torn);
-  std::size_t i = 0;
-  std::string_view last_hash = kZeroHash;  // of the line before the piece
-  for (FilePiece& piece : pieces) {
-    if (piece.checks.empty()) continue;
-    piece.checks.front().links = same_hash(piece.first_prev, last_hash);
-    bool ok = true;
-    for (std::size_t j = 0; j < piece.checks.size() && ok; ++j, ++i) {
-      const LineCheck& c = piece.checks[j];
-      ok = chain.add(i, c.sequence, c.kind, c.hash_ok, c.links);
-    }
-    if (!ok) break;
-    last_hash = piece.last_hash;
-  }
-  TraceCheck check = chain.finish();
-  if (!torn || (lines > 0 && !check.ok)) return check;
-  check.ok = false;
-  check.entries = lines;
-  check.first_bad = lines;
-  check.truncated_tail = true;
-  check.verified_bytes = intact;
-  check.message = torn_tail(lines, file.size() - intact) +
-                  "a write was cut short (a crash or a full disk); to recover, keep the verified "
-                  "entries: `truncate -s " +
-                  std::to_string(intact) + " FILE` (or `head -n " + std::to_string(lines) +
-                  " FILE > COPY`), then verify again (with --allow-unsealed: the run did not "
-                  "seal it)";
-  return check;
-}
-
-// A verdict against a trace that another process's writer still holds (a run in progress):
-// its last line may be half written and its seal is still to come, so the verdict says so,
-// and a torn tail gets no advice to cut the file.
-void still_being_written(TraceCheck& check, std::size_t file_size) {
-  constexpr std::string_view kWriting =
-      "another process holds the trace's write lock: it is still being written (a run in "
-      "progress); verify it again when the run has ended";
-  if (check.truncated_tail) {
-    check.message = torn_tail(check.entries, file_size - check.verified_bytes) +
-                    std::string(kWriting) + " (do not cut a file while it is written)";
-  } else {
-    check.message += " (" + std::string(kWriting) + ")";
-  }
-}
-
-}  // namespace
-
-TraceCheck verify_trace_file(const std::string& path, bool allow_unsealed) {
-  try {
-    const InputFile file(path);
-    TraceCheck check = verify_file(file, path, allow_unsealed);
-    if (!check.ok && file.locked_by_another_process()) still_being_written(check, file.size());
-    return check;
-  } catch (const FileError& e) {
-    throw TraceError(e.what());
-  }
-}
+}  // namespace detail
 
 TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen mode)
     : policy_(policy) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +81,64 @@ struct StoredLine {
 TraceCheck verify_stored_lines(const std::vector<StoredLine>& lines,
                                std::uint64_t first_sequence,
                                bool allow_unsealed);
+
+/// What the chain checks need of a line, found by the worker that read it.
+struct LineCheck {
+  std::uint64_t sequence = 0;
+  EntryKind kind = EntryKind::executed;
+  bool hash_ok = false;
+  bool links = false;  // `prev` is the hash of the line before (a piece's first line: see below)
+};
+
+/// A run of whole lines of a trace, read and hashed by one worker (`check_piece`).
+struct PieceCheck {
+  std::uint64_t begin = 0;  // byte offsets in the trace, at line starts
+  std::uint64_t end = 0;
+  std::size_t lines = 0;          // lines in the piece
+  std::vector<LineCheck> checks;  // one per line before the first that is no entry
+  std::string first_prev;         // the first line's `prev` (its `links` is the caller's)
+  std::string last_hash;          // the last checked line's `hash`
+  std::vector<std::unique_ptr<TraceEntry>> parsed;  // the lines read by the general path
+  std::size_t problem_line = 0;  // the first line that is no entry (if `problem` is set)
+  std::string problem;
+};
+
+/// Reads and hashes the whole lines of `bytes` (each ends with '\n') into `piece`: a canonical
+/// line directly, hashed over its bytes as read, two at a time; any other line parsed as JSON
+/// and required to serialise back to itself. After the first line that is no entry, the lines
+/// are only counted. `source` names the trace in messages.
+void check_piece(std::string_view bytes, PieceCheck& piece, const std::string& source);
+
+/// Two hashes (64 hex digits) equal.
+bool same_hash(std::string_view a, std::string_view b);
+
+/// Reads one line into `e` (directly if canonical, else through JSON), without verifying it.
+/// @throws Error naming what is wrong if the line is no trace entry.
+void entry_of_line(std::string_view line, TraceEntry& e, const std::string& source);
+
+/// The checks of a chain, entry by entry in order (each entry's hash checked by the caller):
+/// `add` says why the entry is bad (then stop), `finish` checks the end. Its messages are those
+/// of every chain check (kept entries, parsed entries, trace files and ledgers). Needs no count
+/// in advance: a trace is checked as it streams.
+class ChainChecker {
+ public:
+  explicit ChainChecker(bool allow_unsealed) : allow_unsealed_(allow_unsealed) {}
+  /// Entry `i` (the entries come in order from 0), whose `prev` is `links` (equal to the hash
+  /// of the entry before, or to the zero hash for entry 0); false once one is bad.
+  bool add(std::uint64_t i, std::uint64_t sequence, EntryKind kind, bool hash_ok, bool links);
+  /// The verdict once `entries` entries were added (or one failed, then `entries` is the
+  /// count reported).
+  TraceCheck finish(std::uint64_t entries);
+  [[nodiscard]] bool failed() const { return failed_; }
+
+ private:
+  bool fail(std::uint64_t i, const std::string& message);
+
+  bool allow_unsealed_;
+  TraceCheck check_;
+  bool failed_ = false;
+  EntryKind last_kind_ = EntryKind::genesis;
+};
 
 /// What an intact chain's check says: "N entries (from entry F), chain intact, sealed".
 std::string chain_summary(std::size_t entries, std::uint64_t first_sequence, bool sealed);

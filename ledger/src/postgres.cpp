@@ -1,5 +1,8 @@
 // The PostgreSQL ledger (libpqxx 6): versioned schema, compare-and-set commits.
 #include <pqxx/pqxx>
+
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -134,12 +137,21 @@ bool PostgresLedger::has_task() {
 }
 
 std::vector<std::string> PostgresLedger::read(std::uint64_t from) {
+  return read_page(from, static_cast<std::size_t>(std::numeric_limits<long long>::max()));
+}
+
+std::vector<std::string> PostgresLedger::read_page(std::uint64_t from, std::size_t limit) {
+  if (limit == 0) throw InvalidArgument("PostgresLedger::read_page: a page of no lines");
+  const auto rows_at_most = static_cast<long long>(std::min<std::size_t>(
+      limit, static_cast<std::size_t>(std::numeric_limits<long long>::max())));
   return impl_->guarded([&] {
     pqxx::read_transaction r(impl_->connection());
     const pqxx::result rows = r.exec_params(
-        "SELECT seq, line FROM clampai_ledger_entries WHERE task = $1 AND seq >= $2 ORDER BY seq",
+        "SELECT seq, line FROM clampai_ledger_entries WHERE task = $1 AND seq >= $2 ORDER BY seq "
+        "LIMIT $3",
         impl_->task,
-        static_cast<long long>(from));
+        static_cast<long long>(from),
+        rows_at_most);
     std::vector<std::string> lines;
     lines.reserve(rows.size());
     for (const auto& row : rows) {

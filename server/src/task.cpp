@@ -2,6 +2,7 @@
 #include "task.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "clampai/kernel/file.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/security.hpp"
+#include "clampai/kernel/trace_reader.hpp"
 #include "clampai/ledger/ledger.hpp"
 
 namespace clampai::server {
@@ -86,30 +88,21 @@ const std::string& Task::verify_json(const std::function<std::string()>& compute
 
 namespace {
 
-// The receipts of the committed actions still in effect at the end of `entries`.
-std::deque<ck::Receipt> receipts_of(const ck::TaskModel& model,
-                                    const std::vector<ck::TraceEntry>& entries) {
-  std::deque<ck::Receipt> out;
-  for (const ck::TraceEntry& e : entries) {
-    if (e.kind == ck::EntryKind::rolled_back) {
-      if (!out.empty()) out.pop_back();
-      continue;
-    }
-    if (e.kind != ck::EntryKind::executed) continue;
-    const auto action = model.find_action(e.action);
-    const auto cost = ck::Decimal::parse(e.cost);
-    if (!action || !cost) continue;  // the kernel's replay has refused such a trace already
-    out.push_back({e.sequence, *action, ck::to_amount(*cost, model.budget.scale, "cost")});
-    if (out.size() > kUndoDepth) out.pop_front();
+// Keeps `receipts` the receipts of the committed actions still in effect after `e` (the last
+// kUndoDepth of them), the entries of a trace given one at a time.
+void note_receipt(const ck::TaskModel& model,
+                  const ck::TraceEntry& e,
+                  std::deque<ck::Receipt>& receipts) {
+  if (e.kind == ck::EntryKind::rolled_back) {
+    if (!receipts.empty()) receipts.pop_back();
+    return;
   }
-  return out;
-}
-
-// The byte offset where the last line of `text` starts (text ends with a newline).
-std::size_t last_line_start(const std::string& text) {
-  if (text.size() < 2) return 0;
-  const auto nl = text.rfind('\n', text.size() - 2);
-  return nl == std::string::npos ? 0 : nl + 1;
+  if (e.kind != ck::EntryKind::executed) return;
+  const auto action = model.find_action(e.action);
+  const auto cost = ck::Decimal::parse(e.cost);
+  if (!action || !cost) return;  // the kernel's replay refuses such a trace
+  receipts.push_back({e.sequence, *action, ck::to_amount(*cost, model.budget.scale, "cost")});
+  if (receipts.size() > kUndoDepth) receipts.pop_front();
 }
 
 }  // namespace
@@ -156,42 +149,54 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
       // a second server on this directory fails before touching the file.
       auto writer =
           std::make_shared<ck::TraceWriter>(path, ck::FlushPolicy::flush, ck::TraceOpen::append);
-      ck::TraceCheck check = ck::verify_trace_file(path, /*allow_unsealed=*/true);
+      // The trace is read streaming, at any length, in bounded memory (trace_reader.hpp): once
+      // to check its chain, then again as the kernel replays it.
+      ck::TraceReadOptions read;
+      read.allow_unsealed = true;
+      ck::TraceCheck check = ck::TraceReader(path, read).finish();
       if (!check.ok && check.truncated_tail) {
         // The process died while writing this entry: it was never answered, so it is dropped.
         fs::resize_file(path, check.verified_bytes);
         say("task `" + model->name + "`: dropped the last line of `" + path +
             "`, cut short by a crash (" + std::to_string(check.entries) + " entries kept)");
-        check = ck::verify_trace_file(path, /*allow_unsealed=*/true);
+        check = ck::TraceReader(path, read).finish();
       }
       if (!check.ok) throw TraceError("cannot continue the trace `" + path + "`: " + check.message);
-      std::vector<ck::TraceEntry> entries = ck::read_trace_file(path);
+      std::size_t n = check.entries;
       if (check.sealed) {
         // A seal ends a trace; the service goes on. The sealed trace is kept whole, and the
         // live one continues the same chain from the entry before the seal.
         const std::string archive =
-            (fs::path(storage.data_dir) /
-             (model->name + "." + std::to_string(entries.size()) + ".sealed.jsonl"))
+            (fs::path(storage.data_dir) / (model->name + "." + std::to_string(n) + ".sealed.jsonl"))
                 .string();
         // Written whole or not at all (a crash mid-copy leaves no torn archive that a restart
         // would take for the kept copy), and never over another file.
         if (std::error_code ec; fs::symlink_status(archive, ec).type() == fs::file_type::not_found)
           ck::copy_file_atomically(path, archive, /*replace=*/false, "archived trace");
-        const std::string text = ck::read_file(path);
-        fs::resize_file(path, last_line_start(text));
-        entries.pop_back();
+        fs::resize_file(path, ck::TraceReader(path, read).last_line_start());
+        --n;
         say("task `" + model->name + "`: the sealed trace is kept as `" + archive +
-            "`; continuing `" + path + "` from entry " + std::to_string(entries.size() - 1));
+            "`; continuing `" + path + "` from entry " + std::to_string(n - 1));
       }
-      writer->continue_from(entries.size());
-      receipts = receipts_of(*model, entries);
+      writer->continue_from(n);
+      auto reader = std::make_shared<ck::TraceReader>(path, read);
+      auto kept = std::make_shared<std::deque<ck::Receipt>>();
+      options.resume_from = [reader, kept, model, path](ck::TraceEntry& e) {
+        if (reader->next(e)) {
+          note_receipt(*model, e, *kept);
+          return true;
+        }
+        const ck::TraceCheck again = reader->finish();  // changed since it was checked
+        if (!again.ok)
+          throw TraceError("cannot continue the trace `" + path + "`: " + again.message);
+        return false;
+      };
       options.writer = writer;
-      const std::size_t n = entries.size();
-      options.resume = std::move(entries);
       try {
         auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
         say("task `" + model->name + "`: resumed from `" + path + "` (" + std::to_string(n) +
             " entries replayed and verified)");
+        receipts = std::move(*kept);
         return std::make_unique<Task>(
             model, path, std::move(writer), std::move(kernel), std::move(receipts));
       } catch (const InvalidArgument& e) {

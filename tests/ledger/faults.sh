@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shared ledger's fault tests (issue 21), each run by ctest through scripts/with-postgres.sh:
 #   faults.sh CLAMPAI FAULT_AGENT SCENARIO
-# Scenarios: kill-decided, kill-in-transaction, restart, drop-connection, last-unit, cli-race.
+# Scenarios: kill-decided, kill-in-transaction, restart, drop-connection, last-unit, cli-race,
+# long-chain.
 # After each: the chain verifies and replays (`clampai trace verify URL#TASK --spec`), the
 # budget adds up (the entries' costs, the head row and the last entry agree, within the total),
 # and every commit an agent was told of is in the ledger. Waits are for files the agents create
@@ -140,6 +141,20 @@ case "$scenario" in
     total="$(four_runs "$DATABASE_URL")"
     [[ "$total" == 40 ]] || fail "the runs' actions add up to $total, not 40"
     check 40
+    ;;
+  long-chain)
+    # A chain of more than two pages (`trace verify URL#TASK` and a process's start read the
+    # ledger 4,096 rows at a time, streaming): it verifies and replays, and a second process
+    # replays it all before it finds nothing left to do.
+    sql "ALTER DATABASE \"$PGDATABASE\" SET synchronous_commit = off" >/dev/null
+    spec 9000
+    # (No goal: each run ends when nothing is approvable, exit 1.)
+    out="$("$clampai" run "$work/spec.json" --ledger "$DATABASE_URL#faults" --format json -q || true)"
+    [[ "$out" == *'"commits": 9001'* ]] || fail "the long run did not commit its 9001 entries"
+    out="$("$clampai" run "$work/spec.json" --ledger "$DATABASE_URL#faults" --format json -q || true)"
+    [[ "$out" == *'"commits": 0'* ]] ||
+      fail "the second run did not start from the ledger's head: $out"
+    check 9000
     ;;
   *)
     fail "unknown scenario"

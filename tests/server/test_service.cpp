@@ -298,6 +298,51 @@ TEST_CASE("Service: lookahead, repair and verify answer with the command line's 
   CHECK(body_of(r).contains("obligations"));
 }
 
+TEST_CASE("Service: a restart resumes a trace larger than the input limit, read as it streams",
+          "[server][service][durability]") {
+  const std::string dir = fresh_dir();
+  cs::ServiceOptions o;
+  o.data_dir = dir;
+  std::string state;
+  {
+    cs::Service s(o);
+    s.add_task(spec_text(), "autoscale.json");
+    for (int i = 0; i < 30; ++i) {
+      const auto r = call(s,
+                          "POST",
+                          "/v1/tasks/autoscale/execute",
+                          std::string(R"({"action":"set_throttle","params":{"fraction":)") +
+                              (i % 2 == 0 ? "0.5" : "0.6") + "}}");
+      REQUIRE(body_of(r)["approved"] == true);
+    }
+    state = call(s, "GET", "/v1/tasks/autoscale/state").body;
+  }
+  // The limit is for specs and requests (the spec, about 2 KiB, is read within it), never for
+  // a trace: a restart used to refuse the task's trace as too large.
+  struct Limit {
+    std::size_t before = ck::max_input_bytes();
+    Limit() { ck::set_max_input_bytes(4096); }
+    ~Limit() { ck::set_max_input_bytes(before); }
+    Limit(const Limit&) = delete;
+    Limit& operator=(const Limit&) = delete;
+  } limit;
+  REQUIRE(fs::file_size(dir + "/autoscale.jsonl") > 3 * ck::max_input_bytes());
+  {
+    cs::Service s(o);
+    REQUIRE(s.task_names() == std::vector<std::string>{"autoscale"});
+    REQUIRE(call(s, "GET", "/v1/tasks/autoscale/state").body == state);
+    s.shutdown();  // sealed
+  }
+  {
+    cs::Service s(o);  // the sealed trace is kept whole; the live one continues before the seal
+    REQUIRE(body_of(call(s, "GET", "/v1/tasks/autoscale/state"))["state"] ==
+            json::parse(state)["state"]);
+    const auto r = call(s, "POST", "/v1/tasks/autoscale/rollback", "{}");
+    REQUIRE(r.status == 200);  // the receipts are rebuilt from the trace as it streams
+  }
+  REQUIRE(ck::verify_trace_file(dir + "/autoscale.jsonl", /*allow_unsealed=*/true).ok);
+}
+
 TEST_CASE("Service: with a data directory, a restarted server resumes every task from its trace",
           "[server][service][durability]") {
   const std::string dir = fresh_dir();

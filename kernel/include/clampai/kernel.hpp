@@ -16,5 +16,6 @@
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/suggest.hpp"
 #include "clampai/kernel/trace.hpp"
+#include "clampai/kernel/trace_reader.hpp"
 #include "clampai/kernel/type.hpp"
 #include "clampai/kernel/value.hpp"

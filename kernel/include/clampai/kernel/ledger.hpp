@@ -23,6 +23,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/trace_reader.hpp"
 
 namespace clampai {
 
@@ -71,6 +72,11 @@ class Ledger {
   /// The canonical lines of the committed entries `from`, `from` + 1, ..., in order.
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   virtual std::vector<std::string> read(std::uint64_t from) = 0;
+  /// At most `limit` (> 0) of those lines: a page, so that a long trace is read through in
+  /// bounded memory, its sequence numbers the cursor (`read_ledger`). The default takes them
+  /// from `read(from)`; a ledger in a database reads only the page.
+  /// @throws LedgerUnavailable if the ledger cannot be reached.
+  virtual std::vector<std::string> read_page(std::uint64_t from, std::size_t limit);
   /// Appends `record.line` iff the ledger holds exactly `record.sequence` entries, the last of
   /// which has hash `record.prev`; atomically with the head it describes.
   /// @throws LedgerUnavailable if the ledger cannot be reached: the commit may or may not have
@@ -87,6 +93,7 @@ class MemoryLedger final : public Ledger {
   [[nodiscard]] std::shared_ptr<MemoryLedger> share() const;
   [[nodiscard]] std::string describe() const override { return "memory:"; }
   std::vector<std::string> read(std::uint64_t from) override;
+  std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
   CommitStatus commit(const LedgerRecord& record) override;
 
  private:
@@ -100,7 +107,8 @@ class MemoryLedger final : public Ledger {
 /// ends where this handle last read it, appends the line and flushes it; so processes on one
 /// machine can share the file. `fsync` makes every commit durable against a machine crash.
 /// A line left without its newline by a writer that died is not an entry: the next commit
-/// truncates it. Each handle keeps the lines it has read in memory.
+/// truncates it. A handle keeps of the file only its length, its last line and where every
+/// 4,096th line starts: pages are read from the file (`read_page`), at any length.
 class FileLedger final : public Ledger {
  public:
   /// Opens (creating it if missing) `path`.
@@ -111,6 +119,7 @@ class FileLedger final : public Ledger {
   FileLedger& operator=(const FileLedger&) = delete;
   [[nodiscard]] std::string describe() const override { return path_; }
   std::vector<std::string> read(std::uint64_t from) override;
+  std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
   CommitStatus commit(const LedgerRecord& record) override;
 
  private:
@@ -118,9 +127,13 @@ class FileLedger final : public Ledger {
   bool fsync_;
   int fd_ = -1;
   std::mutex mutex_;
-  // Lines known from the start of the file and where each one ends.
-  std::vector<std::uint64_t> ends_;
-  std::vector<std::string> lines_;
+  // What is known of the file, without its lines: how many whole lines it has, where they
+  // end, the last one, and where every kMark-th one starts (a page is found from there).
+  static constexpr std::uint64_t kMark = 4096;
+  std::uint64_t count_ = 0;
+  std::uint64_t end_ = 0;
+  std::string last_line_;
+  std::vector<std::uint64_t> marks_;
   void catch_up_locked();  // under the flock
 };
 
@@ -129,9 +142,15 @@ class FileLedger final : public Ledger {
 /// `clampai::ledger::open_ledger`).
 std::shared_ptr<Ledger> open_local_ledger(const std::string& url);
 
-/// Verifies canonical trace lines exactly as `verify_trace_file` verifies a file's lines: each
-/// line must be the canonical JSON of its entry byte for byte, then the chain (`verify_chain`).
-/// `source` names them in messages.
+/// A `TraceReader` of `ledger`'s entries from the first, read `page` lines at a time
+/// (`read_page`): a trace of any length in bounded memory. Problems name the entry.
+std::unique_ptr<TraceReader> read_ledger(Ledger& ledger,
+                                         TraceReadOptions options = {},
+                                         std::size_t page = 4096);
+
+/// Verifies canonical trace lines exactly as `verify_trace_file` verifies a file's lines
+/// (through a `TraceReader`): each line must be the canonical JSON of its entry byte for
+/// byte, then the chain. `source` names them in messages.
 TraceCheck verify_trace_lines(const std::vector<std::string>& lines,
                               const std::string& source,
                               bool allow_unsealed);

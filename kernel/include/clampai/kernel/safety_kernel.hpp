@@ -75,6 +75,12 @@ struct KernelOptions {
   /// and hands `writer` only the entries after them (open it with `TraceOpen::append` and
   /// `continue_from(resume.size())`). Empty: start with a genesis entry.
   std::vector<TraceEntry> resume{};
+  /// The same as `resume`, one entry at a time (used when `resume` is empty): each call fills
+  /// the next entry of the trace to continue and returns true, or returns false after the last
+  /// (a `TraceReader`'s `next`, clampai/kernel/trace_reader.hpp): a trace of any length is
+  /// continued in the memory `trace_window` and `undo_depth` bound. What it throws leaves the
+  /// constructor. Empty: start with a genesis entry (unless `resume` is set).
+  std::function<bool(TraceEntry&)> resume_from{};
   /// Hash the entries `execute` appends after the call returns, in order, on a background
   /// thread the kernel starts when entries wait (true, the default), or by the threads that
   /// call `execute` (false: after its commit, outside the kernel's lock, each hashes the entries
@@ -312,8 +318,9 @@ class SafetyKernel {
   // If `line` (which has room for it): the last line published, hashed first.
   void copy_last_line_locked(std::string* line) noexcept;
   void write_line(std::uint64_t sequence, std::string line);
-  // Replays `entries` (KernelOptions::resume) into this fresh kernel.
-  void resume(const std::vector<TraceEntry>& entries);
+  // Replays the entries `next` gives (KernelOptions::resume, resume_from) into this fresh
+  // kernel.
+  void resume(const std::function<bool(TraceEntry&)>& next);
 
   std::shared_ptr<const TaskModel> model_;
   KernelOptions options_;
@@ -336,13 +343,42 @@ class SafetyKernel {
 
 /// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is
 /// approved again with the same changes and cost, every rollback applies, every recorded
-/// rejection is rejected again, and the seal's state digest matches.
-/// Returns the index and reason of the first mismatch, or nullopt; `final_state` gets the
-/// state reached.
+/// rejection is rejected again, and the seal's state digest matches (`TraceReplay`, with every
+/// undo record kept). Returns the index and reason of the first mismatch, or nullopt;
+/// `final_state` gets the state reached.
 std::optional<std::pair<std::size_t, std::string>> replay_trace(
     std::shared_ptr<const TaskModel> model,
     const std::vector<TraceEntry>& entries,
     State* final_state = nullptr);
+
+/// The undo records a `TraceReplay` keeps by default: those of the last 1024 committed
+/// actions, as many as `clampai run` and the server keep for rollback.
+inline constexpr std::size_t default_replay_undo_depth = 1024;
+
+/// `replay_trace` entry by entry, for a trace read as it streams: keeps a kernel's state and
+/// counters and the undo records of the last `undo_depth` committed actions (0: all of them),
+/// and no entry, so its memory is of the order of the largest state plus that depth, whatever
+/// the trace's length. A rollback of an older action is a mismatch naming the depth.
+class TraceReplay {
+ public:
+  /// @throws InvalidArgument if the model's initial state breaks a blocking invariant.
+  explicit TraceReplay(std::shared_ptr<const TaskModel> model,
+                       std::size_t undo_depth = default_replay_undo_depth);
+  ~TraceReplay();
+  TraceReplay(const TraceReplay&) = delete;
+  TraceReplay& operator=(const TraceReplay&) = delete;
+  /// Replays the next entry (entry number `entries()`, from 0): nullopt if it replays, else
+  /// why not (then nothing more should be added).
+  std::optional<std::string> add(const TraceEntry& entry);
+  /// How many entries were added.
+  [[nodiscard]] std::size_t entries() const;
+  /// The state reached.
+  [[nodiscard]] State state() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The SHA-256 (hex) of a state's canonical JSON: an object from variable name to value.
 std::string state_digest(const State& state);

@@ -50,6 +50,9 @@ class PostgresLedger final : public kernel::Ledger {
 
   [[nodiscard]] std::string describe() const override;
   std::vector<std::string> read(std::uint64_t from) override;
+  /// One page of at most `limit` lines (`LIMIT`, keyed on the sequence number: the index's
+  /// order), in its own read transaction.
+  std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
   kernel::CommitStatus commit(const kernel::LedgerRecord& record) override;
 
   /// True iff the task has a genesis entry in the database.
