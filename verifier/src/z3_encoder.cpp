@@ -150,7 +150,11 @@ z3::expr Encoder::all_items(const z3::expr& s,
     z3::expr_vector args(ctx_);
     args.push_back(x);
     const z3::expr tail = x.extract(ctx_.int_val(1), x.length() - 1);
-    ctx_.recdef(f, args, x.length() == 0 || (test(x.nth(ctx_.int_val(0))) && f(tail)));
+    // An `ite` on the length, not a disjunction: Z3 unfolds the cases of an `ite`.
+    ctx_.recdef(
+        f,
+        args,
+        z3::ite(x.length() == 0, ctx_.bool_val(true), test(x.nth(ctx_.int_val(0))) && f(tail)));
     it = recfuns_.emplace(key, f).first;
   }
   return it->second(s);
@@ -270,6 +274,9 @@ z3::expr Encoder::bounds(VarId id, const z3::expr& x) {
               any = any || item == ctx_.int_val(codes_->of(value));
             return any;
           });
+    } else if (v.type.element()->is_numeric()) {
+      // Every element is a number the kernel can hold.
+      c = c && all_items(x, "int64", [&](const z3::expr& item) { return int64_range(ctx_, item); });
     }
     return c;
   }
