@@ -59,17 +59,18 @@ std::vector<ck::Value> domain_of(const ck::Variable& v) {
       return out;
     }
     case ck::Type::Kind::list: {
-      // Lists of up to max_length items: the enumeration's values, or two numbers (1 and, at a
-      // decimal scale, 0.5). A list of numbers is an open domain (see `open_domain`).
+      // Lists of up to max_length items: the enumeration's values, or three numbers. A list of
+      // numbers is an open domain (see `open_domain`).
       const ck::Type& el = *v.type.element();
       std::vector<ck::Value> items;
       if (el.kind() == ck::Type::Kind::enumeration) {
         for (const auto& s : el.enum_values()) items.push_back(ck::Value::string(s));
       } else {
+        // The generator's literals: 0, 1, 2 (and 0.5 at a decimal scale, for 0).
         const auto s = static_cast<std::uint8_t>(el.scale());
-        items.push_back(ck::Value::number(ck::Decimal{ck::pow10(s), s}));
-        items.push_back(s > 0 ? ck::Value::number(ck::Decimal{5 * ck::pow10(s) / 10, s})
-                              : ck::Value::number(ck::Decimal{0, 0}));
+        const std::int64_t one = ck::pow10(s);
+        for (const std::int64_t u : {s > 0 ? one / 2 : 0, one, 2 * one})
+          items.push_back(ck::Value::number(ck::Decimal{u, s}));
       }
       std::vector<ck::Value> out{ck::Value::list({})};
       std::vector<ck::Value::List> level{{}};

@@ -224,8 +224,13 @@ class Gen {
     }
     if (f_.near_overflow && v.scale > 0 && chance(6)) return "922337203685477581";
     if (variables && !in_invariant && chance(15)) return number(1, v.scale);
+    // 0, 1, 2 or 0.5 at a scale no finer than the elements': the same numbers at different
+    // scales meet often.
     const int s = pick(0, v.scale);
-    return units_text(pick(-1, 2) * (s == 0 ? 1 : pick(1, 5)), s);
+    std::int64_t unit = 1;
+    for (int i = 0; i < s; ++i) unit *= 10;
+    const int k = pick(0, s > 0 ? 3 : 2);
+    return units_text(k == 3 ? unit / 2 : k * unit, s);
   }
 
   // A list value assignable to `v`: a literal, another list of no finer scale (or of a subset
@@ -260,7 +265,8 @@ class Gen {
     const int k = pick(0, 9);
     if (k < 4) {
       std::string x = item(v, in_invariant);
-      if (v.values.empty() && f_.decimals && chance(25)) x = units_text(pick(-1, 3), v.scale + 1);
+      if (v.values.empty() && f_.decimals && chance(25))
+        x = units_text(5 * pick(0, 3), v.scale + 1);
       return "contains(" + v.name + ", " + x + ")";
     }
     if (k < 6)

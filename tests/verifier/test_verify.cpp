@@ -288,17 +288,37 @@ TEST_CASE("Verify: a list set into a list of a finer scale keeps its numbers' va
     const auto model = kernel::load_spec(head + value + tail);
     const auto r = verifier::verify(model);
     const auto& o = find(r, "preservation:a0:i0");
-    REQUIRE(o.verdict == verifier::VerdictKind::refuted);  // replayed through the kernel
-    REQUIRE(value_of(o.counterexample->post, "xs").find("1.00") != std::string::npos);
-    REQUIRE(r.exit_code() == 1);
+    // Each form on its own (CHECK): every one was proved, wrongly, before the fix.
+    CHECK(o.verdict == verifier::VerdictKind::refuted);  // replayed through the kernel
+    CHECK(r.exit_code() == 1);
+    if (o.counterexample)
+      CHECK(value_of(o.counterexample->post, "xs").find("1.00") != std::string::npos);
     // The kernel blocks a0 in the initial state, which --depth 1 therefore reaches.
     kernel::SafetyKernel k(model);
     REQUIRE(k.evaluate("a0", {}).has(kernel::ReasonCode::invariant_violated, "i0"));
     verifier::VerifyOptions options;
     options.depth = 1;
     const auto& d = find(verifier::verify(model, options), "preservation:a0:i0");
-    REQUIRE(d.reachability.status == verifier::Reachability::Status::reachable);
+    CHECK(d.reachability.status == verifier::Reachability::Status::reachable);
   }
+}
+
+TEST_CASE("Verify: lists of different scales compare by value; a finer number is looked up",
+          "[verifier][lists]") {
+  // Both were `unsupported construct` before: now decided, and the copy keeps every value.
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"ys": {"type": "list", "element": "int", "initial": [1], "max_length": 2},
+                  "xs": {"type": "list", "element": {"type": "decimal", "scale": 2}, "initial": [], "max_length": 2}},
+    "actions": [{"id": "copy", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": "ys"}]},
+                {"id": "half", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": "[0.5]"}]}],
+    "invariants": [{"name": "same", "check": "xs == [] || xs == ys || xs == [0.5]"},
+                   {"name": "no_half", "check": "!contains(ys, 0.5) && (contains(ys, 1.0) || !contains(xs, 1))"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J"));
+  REQUIRE(r.unknown == 0);
+  CHECK(find(r, "preservation:copy:same").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:half:same").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:copy:no_half").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:half:no_half").verdict == verifier::VerdictKind::proved);
 }
 
 TEST_CASE("Verify: a number rescaled into a list fails on int64 overflow, as in the kernel",
