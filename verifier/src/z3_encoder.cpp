@@ -48,6 +48,14 @@ Type common_list_type(const Type& a, const Type& b) {
   return x->kind() == Type::Kind::enumeration || y->kind() != Type::Kind::enumeration ? a : b;
 }
 
+// `a && b`, leaving out a side that is the literal `true` (the terms the solver sees stay those
+// of the encodings that do not convert anything).
+z3::expr both(const z3::expr& a, const z3::expr& b) {
+  if (a.is_true()) return b;
+  if (b.is_true()) return a;
+  return a && b;
+}
+
 // Terms of different sorts cannot meet in one Z3 operation: an honest `unknown`, never a Z3
 // sort error.
 void same_sort(const z3::expr& a, const z3::expr& b, const char* what) {
@@ -185,7 +193,8 @@ z3::expr Encoder::convert(
       mark = ranges_.size();
       const z3::expr b = convert(*e.args[2], env, to, codes, fits != nullptr ? &fb : nullptr);
       only_if(mark, !c);
-      if (fits != nullptr) *fits = *fits && z3::ite(c, fa, fb);
+      if (fits != nullptr && !(fa.is_true() && fb.is_true()))
+        *fits = both(*fits, z3::ite(c, fa, fb));
       return z3::ite(c, a, b);
     }
     // A list held by a variable (or written by an earlier effect): its elements at its scale.
@@ -198,8 +207,8 @@ z3::expr Encoder::convert(
       throw Unsupported{"unsupported construct: a value finer than what receives it"};
     const z3::expr out = rescaled_items(t.e, el.scale() - t.scale);
     if (fits != nullptr)
-      *fits =
-          *fits && all_items(out, "int64", [&](const z3::expr& x) { return int64_range(ctx_, x); });
+      *fits = both(
+          *fits, all_items(out, "int64", [&](const z3::expr& x) { return int64_range(ctx_, x); }));
     return out;
   }
   if (to.is_numeric()) {
@@ -207,7 +216,7 @@ z3::expr Encoder::convert(
     if (t.scale > to.scale())
       throw Unsupported{"unsupported construct: a value finer than what receives it"};
     const z3::expr out = align(t, to.scale());
-    if (fits != nullptr) *fits = *fits && int64_range(ctx_, out);
+    if (fits != nullptr) *fits = both(*fits, int64_range(ctx_, out));
     return out;
   }
   const bool as_codes = codes || to.kind() == Type::Kind::enumeration || yields_codes(e);
@@ -356,7 +365,8 @@ z3::expr Encoder::effect(const Action& action, const kernel::Effect& eff, z3::ex
     throw;
   }
   // The intermediate results of the value expression, then the written value itself.
-  computed = take_ranges() && fits;
+  computed = take_ranges();
+  if (!fits.is_true()) computed = computed && fits;
   if (var.type.is_numeric() && eff.mode != kernel::EffectMode::set)
     computed = computed && int64_range(ctx_, value);
   return value;
