@@ -298,7 +298,8 @@ TEST_CASE("Verify: a list set into a list of a finer scale keeps its numbers' va
     REQUIRE(k.evaluate("a0", {}).has(kernel::ReasonCode::invariant_violated, "i0"));
     verifier::VerifyOptions options;
     options.depth = 1;
-    const auto& d = find(verifier::verify(model, options), "preservation:a0:i0");
+    const auto rd = verifier::verify(model, options);
+    const auto& d = find(rd, "preservation:a0:i0");
     CHECK(d.reachability.status == verifier::Reachability::Status::reachable);
   }
 }
