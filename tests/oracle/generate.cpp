@@ -20,7 +20,8 @@ std::vector<std::string> feature_names() {
           "emergency",
           "parameters",
           "decimals",
-          "enums"};
+          "enums",
+          "lists"};
 }
 
 Features parse_features(const std::string& text, Features f) {
@@ -36,6 +37,7 @@ Features parse_features(const std::string& text, Features f) {
     if (name == "parameters") return &f.parameters;
     if (name == "decimals") return &f.decimals;
     if (name == "enums") return &f.enums;
+    if (name == "lists") return &f.lists;
     return nullptr;
   };
   std::size_t start = 0;
@@ -53,7 +55,7 @@ Features parse_features(const std::string& text, Features f) {
       f.enum_cross = f.if_scale_overflow = f.depth_bad_initial = f.depth_strict = on;
       if (item == "all")
         f.near_overflow = f.old_values = f.dependencies = f.emergency = f.parameters = f.decimals =
-            f.enums = on;
+            f.enums = f.lists = on;
       continue;
     }
     bool* b = flag(item);
@@ -67,7 +69,9 @@ Features parse_features(const std::string& text, Features f) {
 namespace {
 
 struct Var {
-  enum Kind { integer, decimal, boolean, enumeration } kind = integer;
+  // A list holds numbers of `scale` (0: int) or, with `values`, enumeration values; its
+  // max_length is 2.
+  enum Kind { integer, decimal, boolean, enumeration, list } kind = integer;
   std::string name;
   int scale = 0;
   std::int64_t lo = 0, hi = 0;      // units
@@ -180,6 +184,100 @@ class Gen {
       }
       vars_.push_back(v);
     }
+    if (!f_.lists || !chance(45)) return;
+    // Lists (issue 34): of numbers of mixed scales (an int list copied into a decimal one), and
+    // of enumeration values (the first enum's, or a subset of them).
+    const int lists = pick(1, 2);
+    for (int i = 0; i < lists; ++i) {
+      Var v;
+      v.kind = Var::list;
+      v.name = "l" + std::to_string(i);
+      if (f_.enums && chance(35)) {
+        v.values = base.empty() ? std::vector<std::string>{"red", "green"} : base;
+        if (v.values.size() > 1 && chance(30)) v.values.pop_back();
+      } else {
+        v.scale = f_.decimals ? pick(0, 2) : 0;
+      }
+      vars_.push_back(v);
+    }
+  }
+
+  std::vector<const Var*> lists(bool enums) const {
+    std::vector<const Var*> out;
+    for (const Var& v : vars_)
+      if (v.kind == Var::list && v.values.empty() != enums) out.push_back(&v);
+    return out;
+  }
+
+  // An item of list `v`: a number no finer than its elements (near the int64 edge at times),
+  // or one of its enumeration values (a literal, or an enum variable whose values are v's).
+  std::string item(const Var& v, bool in_invariant, bool variables = true) {
+    if (!v.values.empty()) {
+      for (const Var& w : vars_) {
+        if (!variables || w.kind != Var::enumeration || !chance(30)) continue;
+        bool subset = true;
+        for (const auto& x : w.values)
+          subset = subset && std::find(v.values.begin(), v.values.end(), x) != v.values.end();
+        if (subset) return w.name;
+      }
+      return "'" + one(v.values) + "'";
+    }
+    if (f_.near_overflow && v.scale > 0 && chance(6)) return "922337203685477581";
+    if (variables && !in_invariant && chance(15)) return number(1, v.scale);
+    // 0, 1, 2 or 0.5 at a scale no finer than the elements': the same numbers at different
+    // scales meet often.
+    const int s = pick(0, v.scale);
+    std::int64_t unit = 1;
+    for (int i = 0; i < s; ++i) unit *= 10;
+    const int k = pick(0, s > 0 ? 3 : 2);
+    return units_text(k == 3 ? unit / 2 : k * unit, s);
+  }
+
+  // A list value assignable to `v`: a literal, another list of no finer scale (or of a subset
+  // of v's values), or an `if` of two of them.
+  std::string list_value(const Var& v, int depth) {
+    const int k = pick(0, 9);
+    if (depth > 0 && k < 2)
+      return "(if " + boolean(0, false) + " then " + list_value(v, depth - 1) + " else " +
+             list_value(v, depth - 1) + ")";
+    if (k < 6) {
+      std::vector<const Var*> from;
+      for (const Var* w : lists(!v.values.empty())) {
+        bool ok = w->scale <= v.scale;
+        for (const auto& x : w->values)
+          ok = ok && std::find(v.values.begin(), v.values.end(), x) != v.values.end();
+        if (ok && w != &v) from.push_back(w);
+      }
+      if (!from.empty()) return one(from)->name;
+    }
+    if (chance(15)) return "[]";
+    if (chance(50)) return "[" + item(v, false) + "]";
+    // Two items: literals (an enum variable beside a literal would type the list as its enum).
+    return "[" + item(v, false, false) + ", " + item(v, false, false) + "]";
+  }
+
+  // A bool fact about a list: membership (by value: a finer number too), length, equality with
+  // another list (of another scale) or a literal.
+  std::string list_atom(bool in_invariant) {
+    std::vector<const Var*> all = lists(false);
+    for (const Var* w : lists(true)) all.push_back(w);
+    const Var& v = *one(all);
+    const int k = pick(0, 9);
+    if (k < 4) {
+      std::string x = item(v, in_invariant);
+      if (v.values.empty() && f_.decimals && chance(25))
+        x = units_text(5 * pick(0, 3), v.scale + 1);
+      return "contains(" + v.name + ", " + x + ")";
+    }
+    if (k < 6)
+      return "(len(" + v.name + ") " + (chance(50) ? "<=" : "==") + " " +
+             std::to_string(pick(0, 2)) + ")";
+    std::vector<const Var*> same;
+    for (const Var* w : all)
+      if (w != &v && w->values.empty() == v.values.empty()) same.push_back(w);
+    if (k < 8 && !same.empty()) return "(" + v.name + " == " + one(same)->name + ")";
+    if (in_invariant && f_.old_values && k < 9) return "(" + v.name + " == old(" + v.name + "))";
+    return "(" + v.name + " != " + list_value(v, 0) + ")";
   }
 
   json var_json(const Var& v) {
@@ -201,6 +299,17 @@ class Gen {
         j["type"] = "enum";
         j["values"] = v.values;
         j["initial"] = one(v.values);
+        break;
+      case Var::list:
+        j["type"] = "list";
+        if (!v.values.empty())
+          j["element"] = {{"type", "enum"}, {"values", v.values}};
+        else if (v.scale == 0)
+          j["element"] = "int";
+        else
+          j["element"] = {{"type", "decimal"}, {"scale", v.scale}};
+        j["initial"] = json::array();
+        j["max_length"] = 2;
         break;
     }
     return j;
@@ -259,6 +368,12 @@ class Gen {
         e["mode"] = "set";
         e["value"] = enum_value(v, 1);
         break;
+      case Var::list: {
+        const int k = pick(0, 9);
+        e["mode"] = k < 5 ? "set" : k < 8 ? "append" : "remove";
+        e["value"] = e["mode"] == "set" ? list_value(v, 1) : item(v, false);
+        break;
+      }
     }
     return e;
   }
@@ -345,6 +460,8 @@ class Gen {
         return chance(50) ? "(" + v.name + " -> " + bool_atom(false) + ")" : "!" + v.name;
       case Var::enumeration:
         return "(" + v.name + " != '" + one(v.values) + "')";
+      case Var::list:
+        return chance(50) ? "!" + list_atom(false) : list_atom(true);
     }
     return "true";
   }
@@ -367,6 +484,8 @@ class Gen {
       if (v.kind == Var::boolean) bools.push_back(&v);
       if (v.kind == Var::enumeration) enums.push_back(&v);
     }
+    if (f_.lists && (!lists(false).empty() || !lists(true).empty()) && chance(30))
+      return list_atom(in_invariant);
     const int k = pick(0, 99);
     if (!bools.empty() && k < 18) {
       const std::string n = one(bools)->name;

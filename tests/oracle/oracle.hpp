@@ -27,6 +27,7 @@ struct Features {
   bool parameters = true;
   bool decimals = true;
   bool enums = true;
+  bool lists = true;  // lists of numbers of mixed scales and of enumeration values (issue 34)
 };
 
 /// "enum_cross,if_scale_overflow,..." (the known-failing ones) and how to turn each on.

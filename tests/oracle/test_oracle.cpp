@@ -104,7 +104,7 @@ TEST_CASE("oracle: the feature switches parse, and an unknown one is an error", 
   const Features k = parse_features("known");
   CHECK((k.enum_cross && k.if_scale_overflow && k.depth_bad_initial && k.depth_strict));
   CHECK_THROWS_WITH(parse_features("+enum_crosss"), Catch::Contains("`enum_crosss`"));
-  CHECK(feature_names().size() == 11);
+  CHECK(feature_names().size() == 12);
 }
 
 // The reproducers of the verifier bugs the oracle found (tests/oracle/cases/, see its README),

@@ -1,7 +1,8 @@
 // Seeded random specs that reach every check of the kernel's decision, for differential tests
 // of the kernel against the verifier: ints, decimals of several scales, enumerations that are
-// subsets and permutations of each other, a bool, a bounded list; actions with parameters (int
-// and decimal), cost expressions, `requires`, dependencies, `if` over branches of different
+// subsets and permutations of each other, a bool, bounded lists (of ints, of decimal(2) set from
+// the int list and from literals of other scales, of enumeration values); actions with parameters
+// (int and decimal), cost expressions, `requires`, dependencies, `if` over branches of different
 // scales, min/max, near-overflow literals; invariants with `old()`, blocking and monitoring.
 // Also random situations (state, budget, steps, completions) and proposals over them.
 #pragma once
@@ -50,6 +51,9 @@ class KernelSpecGenerator {
     var("flag", Type::boolean(), Value::boolean(false));
     VariableDecl* l = var("l", Type::list(Type::integer()), Value::list({}));
     l->max_length = pick(1, 3);
+    VariableDecl* ld = var("ld", Type::list(Type::decimal(2)), Value::list({}));
+    ld->max_length = pick(1, 3);
+    var("le", Type::list(Type::enumeration({"red", "green", "blue"})), Value::list({}));
 
     const int n_actions = pick(2, 5);
     for (int a = 0; a < n_actions; ++a) {
@@ -126,8 +130,17 @@ class KernelSpecGenerator {
           values.emplace_back(id, Value::boolean(pick(0, 1) == 1));
           break;
         case Type::Kind::list: {
+          const Type& el = *v.type.element();
           Value::List items;
-          for (int n = pick(0, 3); n > 0; --n) items.push_back(Value::integer(pick(-2, 2)));
+          for (int n = pick(0, 3); n > 0; --n) {
+            if (el.kind() == Type::Kind::enumeration)
+              items.push_back(Value::string(colour_value()));
+            else if (el.scale() > 0 && pick(0, 5) == 0)
+              items.push_back(Value::number(Decimal{units(), std::uint8_t(el.scale())}));
+            else
+              items.push_back(Value::number(
+                  Decimal{pick(-2, 2) * (el.scale() > 0 ? 50 : 1), std::uint8_t(el.scale())}));
+          }
           values.emplace_back(id, Value::list(std::move(items)));
           break;
         }
@@ -269,7 +282,39 @@ class KernelSpecGenerator {
       case 10:
         return "(" + boolean(depth - 1) + " -> " + boolean(depth - 1) + ")";
       default:
-        return pick(0, 2) == 0 ? "len(l) < 3" : "i1 >= i2";
+        switch (pick(0, 7)) {
+          case 0:
+            return "len(l) < 3";
+          case 1:  // a number of any scale looked up in a list of ints, of decimals
+            return std::string("contains(") + (pick(0, 1) ? "l" : "ld") + ", " + literal(3) + ")";
+          case 2:
+            return pick(0, 1) ? "ld == l" : "ld != [1, 0.5]";
+          case 3:
+            return pick(0, 1) ? "contains(le, shade)" : "le != ['" + colour_value() + "']";
+          case 4:
+            return "contains(if flag then l else ld, 1)";
+          default:
+            return "i1 >= i2";
+        }
+    }
+  }
+
+  // A list assignable to `ld` (list<decimal(2)>): the int list, literals of coarser scales, an
+  // `if` of those; with numbers that overflow at scale 2.
+  std::string decimal_list() {
+    switch (pick(0, 5)) {
+      case 0:
+        return "l";
+      case 1:
+        return "[1, 0.5]";
+      case 2:
+        return "if flag then l else [" + literal(2) + "]";
+      case 3:
+        return "[" + literal(2) + "]";
+      case 4:
+        return "[]";
+      default:
+        return "ld";
     }
   }
 
@@ -304,7 +349,20 @@ class KernelSpecGenerator {
       case 10:
         return {"l", EffectMode::append, std::to_string(pick(-2, 2))};
       case 11:
-        return {"l", EffectMode::remove, std::to_string(pick(-2, 2))};
+        switch (pick(0, 6)) {
+          case 0:
+            return {"ld", EffectMode::set, decimal_list()};
+          case 1:
+            return {"ld", EffectMode::append, literal(2)};
+          case 2:
+            return {"ld", EffectMode::remove, literal(2)};
+          case 3:
+            return {"le", EffectMode::set, pick(0, 1) ? "[shade, 'red']" : "[hue]"};
+          case 4:
+            return {"le", pick(0, 1) ? EffectMode::append : EffectMode::remove, "shade"};
+          default:
+            return {"l", EffectMode::remove, std::to_string(pick(-2, 2))};
+        }
       default:
         return {"d1", EffectMode::increment, number(1, 1)};
     }

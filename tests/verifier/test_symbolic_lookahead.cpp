@@ -137,7 +137,7 @@ TEST_CASE("Symbolic lookahead: a variable Z3 cannot hold makes the answer incomp
           "[verifier][lookahead]") {
   const auto m =
       load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0, "min": 0, "max": 10},
-      "tags": {"type": "list", "element": {"type": "enum", "values": ["a", "b"]}, "initial": []}},
+      "tag": {"type": "int", "optional": true}},
     "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment", "value": "1"}]}],
     "goal": "x == 3", "capture_basins": [{"name": "over", "check": "x >= 5"}],
     "budget": {"total": 10, "min_action_cost": 1}})J");

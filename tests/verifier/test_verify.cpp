@@ -268,3 +268,94 @@ TEST_CASE("Verify: --depth finds a replayed path to a refuted pair, or proves th
   REQUIRE(os.reachability.status == verifier::Reachability::Status::unreachable);
   REQUIRE_THAT(os.reachability.reason, Catch::Matchers::Contains("not inductive"));
 }
+
+// Issue 34: a list whose numbers have a coarser scale than the elements of the list that
+// receives it was copied unit for unit ([1] into a list<decimal(1)> read as [0.1]): verify
+// proved actions the kernel blocks. Each form of the value: a literal, a variable, an `if`.
+TEST_CASE("Verify: a list set into a list of a finer scale keeps its numbers' values",
+          "[verifier][lists]") {
+  const std::string head = R"J({
+    "variables": {"b": {"type": "bool", "initial": true},
+                  "ys": {"type": "list", "element": "int", "initial": [1], "max_length": 2},
+                  "xs": {"type": "list", "element": {"type": "decimal", "scale": 2}, "initial": [], "max_length": 2}},
+    "actions": [{"id": "a0", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": ")J";
+  const std::string tail = R"J("}]}],
+    "invariants": [{"name": "i0", "check": "!contains(xs, 1)"}, {"name": "i1", "check": "ys == [] || ys == [1]"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J";
+  for (const char* value :
+       {"[1]", "ys", "if b then [1] else [1.5]", "if b then ys else [2.5]", "[0.5, 1]"}) {
+    INFO(value);
+    const auto model = kernel::load_spec(head + value + tail);
+    const auto r = verifier::verify(model);
+    const auto& o = find(r, "preservation:a0:i0");
+    // Each form on its own (CHECK): every one was proved, wrongly, before the fix.
+    CHECK(o.verdict == verifier::VerdictKind::refuted);  // replayed through the kernel
+    CHECK(r.exit_code() == 1);
+    if (o.counterexample)
+      CHECK(value_of(o.counterexample->post, "xs").find("1.00") != std::string::npos);
+    // The kernel blocks a0 in the initial state, which --depth 1 therefore reaches.
+    kernel::SafetyKernel k(model);
+    REQUIRE(k.evaluate("a0", {}).has(kernel::ReasonCode::invariant_violated, "i0"));
+    verifier::VerifyOptions options;
+    options.depth = 1;
+    const auto rd = verifier::verify(model, options);
+    const auto& d = find(rd, "preservation:a0:i0");
+    CHECK(d.reachability.status == verifier::Reachability::Status::reachable);
+  }
+}
+
+TEST_CASE("Verify: lists of different scales compare by value; a finer number is looked up",
+          "[verifier][lists]") {
+  // Both were `unsupported construct` before: now decided, and the copy keeps every value.
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"ys": {"type": "list", "element": "int", "initial": [1], "max_length": 2},
+                  "xs": {"type": "list", "element": {"type": "decimal", "scale": 2}, "initial": [], "max_length": 2}},
+    "actions": [{"id": "copy", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": "ys"}]},
+                {"id": "half", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": "[0.5]"}]}],
+    "invariants": [{"name": "same", "check": "xs == [] || xs == ys || xs == [0.5]"},
+                   {"name": "no_half", "check": "!contains(ys, 0.5) && (contains(ys, 1.0) || !contains(xs, 1))"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J"));
+  REQUIRE(r.unknown == 0);
+  CHECK(find(r, "preservation:copy:same").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:half:same").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:copy:no_half").verdict == verifier::VerdictKind::proved);
+  CHECK(find(r, "preservation:half:no_half").verdict == verifier::VerdictKind::proved);
+}
+
+TEST_CASE("Verify: a number rescaled into a list fails on int64 overflow, as in the kernel",
+          "[verifier][lists]") {
+  // 922337203685477581 fits an int, not a decimal(1): the kernel rejects the append and the
+  // set with `overflow`, so the lists stay empty (no false counterexample, and the lint says
+  // the effects can overflow).
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"ys": {"type": "list", "element": "int", "initial": [], "max_length": 2},
+                  "xs": {"type": "list", "element": {"type": "decimal", "scale": 1}, "initial": [], "max_length": 2},
+                  "zs": {"type": "list", "element": {"type": "decimal", "scale": 1}, "initial": [], "max_length": 2}},
+    "actions": [{"id": "add", "cost": 1, "effects": [{"variable": "xs", "mode": "append", "value": "922337203685477581"}]},
+                {"id": "copy", "cost": 1, "requires": "ys == [] || ys == [922337203685477581]", "effects": [{"variable": "zs", "mode": "set", "value": "ys"}]}],
+    "invariants": [{"name": "i0", "check": "len(xs) == 0"}, {"name": "i1", "check": "!contains(zs, 922337203685477581)"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J"));
+  REQUIRE(find(r, "preservation:add:i0").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "preservation:copy:i1").verdict == verifier::VerdictKind::proved);
+  REQUIRE(find(r, "lint:no-overflow:add").verdict == verifier::VerdictKind::refuted);
+  REQUIRE(r.exit_code() != 2);
+}
+
+TEST_CASE("Verify: lists of enumeration values are encoded", "[verifier][lists]") {
+  const auto r = verifier::verify(kernel::load_spec(R"J({
+    "variables": {"c": {"type": "enum", "values": ["red", "green"], "initial": "red"},
+                  "xs": {"type": "list", "element": {"type": "enum", "values": ["red", "green", "blue"]}, "initial": [], "max_length": 2}},
+    "actions": [{"id": "push", "cost": 1, "effects": [{"variable": "xs", "mode": "append", "value": "c"}]},
+                {"id": "reset", "cost": 1, "effects": [{"variable": "xs", "mode": "set", "value": "['green']"}]},
+                {"id": "drop", "cost": 1, "effects": [{"variable": "xs", "mode": "remove", "value": "'red'"}]}],
+    "invariants": [{"name": "no_blue", "check": "!contains(xs, 'blue')"}, {"name": "no_pair", "check": "xs != ['red', 'red']"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J"));
+  REQUIRE(r.unknown == 0);
+  for (const char* a : {"push", "reset", "drop"})
+    REQUIRE(find(r, std::string("preservation:") + a + ":no_blue").verdict ==
+            verifier::VerdictKind::proved);
+  const auto& o = find(r, "preservation:push:no_pair");
+  REQUIRE(o.verdict == verifier::VerdictKind::refuted);
+  REQUIRE(value_of(o.counterexample->post, "xs") == "['red', 'red']");
+  REQUIRE(find(r, "preservation:reset:no_pair").verdict == verifier::VerdictKind::proved);
+}

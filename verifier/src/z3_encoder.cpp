@@ -3,6 +3,7 @@
 #include "z3_encoder.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 namespace clampai::verifier::detail {
@@ -21,11 +22,38 @@ z3::expr int64_range(z3::context& ctx, const z3::expr& x) {
 }
 std::int64_t units_at(const kernel::Decimal& d, int scale) { return d.rescaled(scale)->units; }
 
-// True iff `e` produces enumeration values: an enumeration, or an `if` choosing among them
-// (the type of an `if` over two different enumerations is `string`).
+// True iff `e` produces enumeration values (or lists of them): an enumeration, or an `if`
+// choosing among them (the type of an `if` over two different enumerations is `string`).
 bool yields_codes(const Expr& e) {
-  if (e.type.kind() == Type::Kind::enumeration) return true;
+  const Type& t =
+      e.type.kind() == Type::Kind::list && e.type.element() != nullptr ? *e.type.element() : e.type;
+  if (t.kind() == Type::Kind::enumeration) return true;
   return e.op == ExprOp::ite && (yields_codes(*e.args[1]) || yields_codes(*e.args[2]));
+}
+
+// The scale of a term of type `t`: a number's, or the elements' of a list of numbers.
+int units_scale(const Type& t) {
+  if (t.kind() == Type::Kind::list) return t.element() != nullptr ? t.element()->scale() : 0;
+  return t.scale();
+}
+
+// The type both sides of a comparison of lists are converted to: numbers at the finer scale of
+// the two, enumeration values as codes if either side holds them.
+Type common_list_type(const Type& a, const Type& b) {
+  const Type* x = a.element();
+  const Type* y = b.element();
+  if (x == nullptr || y == nullptr) return x != nullptr ? a : b;
+  if (x->is_numeric() && y->is_numeric())
+    return Type::list(Type::decimal(std::max(x->scale(), y->scale())));
+  return x->kind() == Type::Kind::enumeration || y->kind() != Type::Kind::enumeration ? a : b;
+}
+
+// `a && b`, leaving out a side that is the literal `true` (the terms the solver sees stay those
+// of the encodings that do not convert anything).
+z3::expr both(const z3::expr& a, const z3::expr& b) {
+  if (a.is_true()) return b;
+  if (b.is_true()) return a;
+  return a && b;
 }
 
 // Terms of different sorts cannot meet in one Z3 operation: an honest `unknown`, never a Z3
@@ -68,29 +96,135 @@ z3::sort Encoder::sort_of(const Type& t) {
     case Type::Kind::string:
       return ctx_.string_sort();
     case Type::Kind::list: {
-      // A list is a Z3 sequence of its elements (numbers as scaled integers). Elements of an
-      // enumeration would need a quantified range constraint: not encoded.
-      if (t.element() == nullptr || t.element()->kind() == Type::Kind::enumeration) break;
+      // A list is a Z3 sequence of its elements (numbers as scaled integers, enumeration values
+      // as codes).
+      if (t.element() == nullptr) break;
       z3::sort element = sort_of(*t.element());
       return ctx_.seq_sort(element);
     }
   }
-  throw Unsupported{"unsupported construct: lists of enumeration values"};
+  throw Unsupported{"unsupported construct: an empty list of unknown type"};
 }
 
-z3::expr Encoder::empty_list(const Type& t) {
-  const z3::sort s = sort_of(t);
+z3::sort Encoder::sort_as(const Type& t, bool codes) {
+  if (!codes) return sort_of(t);
+  if (t.kind() == Type::Kind::string) return ctx_.int_sort();
+  if (t.kind() == Type::Kind::list && t.element() != nullptr &&
+      t.element()->kind() == Type::Kind::string) {
+    z3::sort element = ctx_.int_sort();
+    return ctx_.seq_sort(element);
+  }
+  return sort_of(t);
+}
+
+z3::expr Encoder::empty_list(const z3::sort& s) {
   const Z3_ast r = Z3_mk_seq_empty(ctx_, s);
   ctx_.check_error();
   return z3::expr(ctx_, r);
 }
 
-z3::expr Encoder::element(const Term& t, const Type& list_type) {
-  const Type& el = *list_type.element();
-  if (!el.is_numeric()) return t.e;
-  if (t.scale > el.scale())
-    throw Unsupported{"unsupported construct: a value finer than the list's elements"};
-  return align(t, el.scale());
+namespace {
+std::atomic<std::uint64_t> recfun_names{0};  // Z3 merges recursive functions of one name
+}
+
+z3::expr Encoder::rescaled_items(const z3::expr& s, int k) {
+  const std::string key = "rescaled." + std::to_string(k);
+  auto it = recfuns_.find(key);
+  if (it == recfuns_.end()) {
+    z3::sort element = ctx_.int_sort();
+    const z3::sort seq = ctx_.seq_sort(element);
+    const std::string name = "clampai$" + key + "." + std::to_string(recfun_names++);
+    const z3::func_decl f = ctx_.recfun(name.c_str(), seq, seq);
+    const z3::expr x = ctx_.constant("s", seq);
+    z3::expr_vector args(ctx_);
+    args.push_back(x);
+    const z3::expr head = (x.nth(ctx_.int_val(0)) * ctx_.int_val(kernel::pow10(k))).unit();
+    const z3::expr tail = x.extract(ctx_.int_val(1), x.length() - 1);
+    ctx_.recdef(f, args, z3::ite(x.length() == 0, x, z3::concat(head, f(tail))));
+    it = recfuns_.emplace(key, f).first;
+  }
+  return it->second(s);
+}
+
+z3::expr Encoder::all_items(const z3::expr& s,
+                            const std::string& key,
+                            const std::function<z3::expr(const z3::expr&)>& test) {
+  auto it = recfuns_.find(key);
+  if (it == recfuns_.end()) {
+    const z3::sort seq = s.get_sort();
+    const std::string name = "clampai$" + key + "." + std::to_string(recfun_names++);
+    const z3::func_decl f = ctx_.recfun(name.c_str(), seq, ctx_.bool_sort());
+    const z3::expr x = ctx_.constant("s", seq);
+    z3::expr_vector args(ctx_);
+    args.push_back(x);
+    const z3::expr tail = x.extract(ctx_.int_val(1), x.length() - 1);
+    // An `ite` on the length, not a disjunction: Z3 unfolds the cases of an `ite`.
+    ctx_.recdef(
+        f,
+        args,
+        z3::ite(x.length() == 0, ctx_.bool_val(true), test(x.nth(ctx_.int_val(0))) && f(tail)));
+    it = recfuns_.emplace(key, f).first;
+  }
+  return it->second(s);
+}
+
+z3::expr Encoder::convert(
+    const Expr& e, const Env& env, const Type& to, bool codes, z3::expr* fits) {
+  if (to.kind() == Type::Kind::list) {
+    if (to.element() == nullptr)
+      throw Unsupported{"unsupported construct: an empty list of unknown type"};
+    const Type& el = *to.element();
+    if (e.op == ExprOp::list) {
+      // Item by item: the kernel keeps each item's own value, and a write rescales each.
+      z3::expr out = empty_list(sort_as(to, codes));
+      for (const auto& item : e.args)
+        out = z3::concat(out, convert(*item, env, el, codes, fits).unit());
+      return out;
+    }
+    if (e.op == ExprOp::ite) {
+      // The kernel evaluates one branch (lazily: the other's range conditions hold only when it
+      // is taken) and converts what it chose.
+      const z3::expr c = encode(*e.args[0], env, false).e;
+      z3::expr fa = ctx_.bool_val(true);
+      z3::expr fb = ctx_.bool_val(true);
+      std::size_t mark = ranges_.size();
+      const z3::expr a = convert(*e.args[1], env, to, codes, fits != nullptr ? &fa : nullptr);
+      only_if(mark, c);
+      mark = ranges_.size();
+      const z3::expr b = convert(*e.args[2], env, to, codes, fits != nullptr ? &fb : nullptr);
+      only_if(mark, !c);
+      if (fits != nullptr && !(fa.is_true() && fb.is_true()))
+        *fits = both(*fits, z3::ite(c, fa, fb));
+      return z3::ite(c, a, b);
+    }
+    // A list held by a variable (or written by an earlier effect): its elements at its scale.
+    const Term t = encode(e, env, codes || el.kind() == Type::Kind::enumeration);
+    if (!z3::eq(t.e.get_sort(), sort_as(to, codes)))
+      throw Unsupported{"unsupported construct: a list of " + e.type.to_string() + " where a " +
+                        to.to_string() + " is expected"};
+    if (!el.is_numeric() || t.scale == el.scale()) return t.e;
+    if (t.scale > el.scale())
+      throw Unsupported{"unsupported construct: a value finer than what receives it"};
+    const z3::expr out = rescaled_items(t.e, el.scale() - t.scale);
+    if (fits != nullptr)
+      *fits = both(
+          *fits, all_items(out, "int64", [&](const z3::expr& x) { return int64_range(ctx_, x); }));
+    return out;
+  }
+  if (to.is_numeric()) {
+    const Term t = encode(e, env, false);
+    if (t.scale > to.scale())
+      throw Unsupported{"unsupported construct: a value finer than what receives it"};
+    const z3::expr out = align(t, to.scale());
+    if (fits != nullptr) *fits = both(*fits, int64_range(ctx_, out));
+    return out;
+  }
+  const bool as_codes = codes || to.kind() == Type::Kind::enumeration || yields_codes(e);
+  const z3::expr out = encode(e, env, as_codes).e;
+  if (!z3::eq(out.get_sort(), sort_as(to, as_codes)))
+    throw Unsupported{"unsupported construct: a value of " + e.type.to_string() + " where a " +
+                      to.to_string() + " is expected (enumeration values and other strings)"};
+  return out;
 }
 
 Term Encoder::ranged(Term t) {
@@ -137,7 +271,23 @@ z3::expr Encoder::bounds(VarId id, const z3::expr& x) {
     return any;
   }
   if (v.type.kind() == Type::Kind::list) {
-    return v.max_length ? x.length() <= ctx_.int_val(*v.max_length) : ctx_.bool_val(true);
+    z3::expr c = v.max_length ? x.length() <= ctx_.int_val(*v.max_length) : ctx_.bool_val(true);
+    if (v.type.element()->kind() == Type::Kind::enumeration) {
+      // Every element is a value of the enumeration (as a scalar of it is, above).
+      const std::vector<std::string>& values = v.type.element()->enum_values();
+      std::string key = "enum";
+      for (const std::string& value : values) key += "." + std::to_string(codes_->of(value));
+      c = c && all_items(x, key, [&](const z3::expr& item) {
+            z3::expr any = ctx_.bool_val(false);
+            for (const std::string& value : values)
+              any = any || item == ctx_.int_val(codes_->of(value));
+            return any;
+          });
+    } else if (v.type.element()->is_numeric()) {
+      // Every element is a number the kernel can hold.
+      c = c && all_items(x, "int64", [&](const z3::expr& item) { return int64_range(ctx_, item); });
+    }
+    return c;
   }
   if (!v.type.is_numeric()) return ctx_.bool_val(true);
   z3::expr c = int64_range(ctx_, x);
@@ -174,22 +324,21 @@ z3::expr Encoder::effect(const Action& action, const kernel::Effect& eff, z3::ex
   const kernel::Variable& var = model_.variables[eff.variable];
   const z3::expr old = pre(eff.variable);
   z3::expr value = old;
+  // The written value converted to the variable's type fits int64 (the kernel's normalise).
+  z3::expr fits = ctx_.bool_val(true);
   try {
     switch (eff.mode) {
-      case kernel::EffectMode::set: {
-        list_hint_ = &var.type;
-        const bool codes = var.type.kind() == Type::Kind::enumeration || yields_codes(*eff.value);
-        const Term t = encode(*eff.value, env, codes);
-        value = var.type.is_numeric() ? align(t, var.type.scale()) : t.e;
+      case kernel::EffectMode::set:
+        value = convert(*eff.value, env, var.type, false, &fits);
         same_sort(value, old, "an assignment");
         break;
-      }
       case kernel::EffectMode::append:
-        value = z3::concat(old, element(encode(*eff.value, env, false), var.type).unit());
+        value = z3::concat(old, convert(*eff.value, env, *var.type.element(), false, &fits).unit());
         break;
       case kernel::EffectMode::remove: {
         // The first element equal to the value is removed; none: unchanged (as the kernel).
-        const z3::expr unit = element(encode(*eff.value, env, false), var.type).unit();
+        // The old elements are the variable's, already at its scale: nothing to rescale.
+        const z3::expr unit = convert(*eff.value, env, *var.type.element(), false, nullptr).unit();
         const z3::expr at = z3::indexof(old, unit, ctx_.int_val(0));
         value = z3::ite(at >= 0,
                         z3::concat(old.extract(ctx_.int_val(0), at),
@@ -217,7 +366,9 @@ z3::expr Encoder::effect(const Action& action, const kernel::Effect& eff, z3::ex
   }
   // The intermediate results of the value expression, then the written value itself.
   computed = take_ranges();
-  if (var.type.is_numeric()) computed = computed && int64_range(ctx_, value);
+  if (!fits.is_true()) computed = computed && fits;
+  if (var.type.is_numeric() && eff.mode != kernel::EffectMode::set)
+    computed = computed && int64_range(ctx_, value);
   return value;
 }
 
@@ -273,7 +424,7 @@ z3::expr Encoder::constant(const Value& v, const Type& type) {
     case Type::Kind::string:
       return ctx_.string_val(v.as_string());
     case Type::Kind::list: {
-      z3::expr out = empty_list(type);
+      z3::expr out = empty_list(sort_of(type));
       for (const Value& item : v.as_list())
         out = z3::concat(out, constant(item, *type.element()).unit());
       return out;
@@ -291,23 +442,20 @@ Term Encoder::encode(const Expr& e, const Env& env, bool codes) {
       const int s = std::max(x.scale, y.scale);
       return align(x, s) == align(y, s);
     }
+    if (a.type.kind() == Type::Kind::list) {
+      // The kernel compares the elements by value: both sides converted to one list type.
+      const Type to = common_list_type(a.type, b.type);
+      const z3::expr x = convert(a, env, to, false, nullptr);
+      const z3::expr y = convert(b, env, to, false, nullptr);
+      same_sort(x, y, "a comparison");
+      return x == y;
+    }
     if (yields_codes(a) || yields_codes(b)) {
       // Enumeration values of any enumeration, and string literals, as their codes.
       const z3::expr x = encode(a, env, true).e;
       const z3::expr y = encode(b, env, true).e;
       same_sort(x, y, "a comparison");
       return x == y;
-    }
-    if (a.type.kind() == Type::Kind::list) {
-      const Type& typed = a.type.element() != nullptr ? a.type : b.type;
-      const Type* other = a.type.element() != nullptr ? b.type.element() : a.type.element();
-      if (other != nullptr && typed.element()->scale() != other->scale()) {
-        throw Unsupported{"unsupported construct: comparison of lists with different scales"};
-      }
-      list_hint_ = &typed;
-      const z3::expr x = encode(a, env, false).e;
-      list_hint_ = &typed;
-      return x == encode(b, env, false).e;
     }
     const z3::expr x = encode(a, env, false).e;
     const z3::expr y = encode(b, env, false).e;
@@ -333,13 +481,13 @@ Term Encoder::encode(const Expr& e, const Env& env, bool codes) {
       if (env.post != nullptr) {
         // The last write wins, as in the kernel (effects apply in order).
         for (auto it = env.post->rbegin(); it != env.post->rend(); ++it) {
-          if (it->first == e.index) return Term{it->second, e.type.scale()};
+          if (it->first == e.index) return Term{it->second, units_scale(e.type)};
         }
       }
-      return Term{pre(e.index), e.type.scale()};
+      return Term{pre(e.index), units_scale(e.type)};
     }
     case ExprOp::old_variable:
-      return Term{pre(e.index), e.type.scale()};
+      return Term{pre(e.index), units_scale(e.type)};
     case ExprOp::parameter:
       return Term{param(*env.action, e.index), e.type.scale()};
     case ExprOp::neg: {
@@ -410,6 +558,8 @@ Term Encoder::encode(const Expr& e, const Env& env, bool codes) {
     case ExprOp::logical_not:
       return Term{!encode(*e.args[0], env, false).e, 0};
     case ExprOp::ite: {
+      if (e.type.kind() == Type::Kind::list)
+        return Term{convert(e, env, e.type, codes, nullptr), units_scale(e.type)};
       const z3::expr c = encode(*e.args[0], env, false).e;
       const bool branch_codes = codes || yields_codes(e);
       std::size_t mark = ranges_.size();
@@ -448,19 +598,26 @@ Term Encoder::encode(const Expr& e, const Env& env, bool codes) {
     case ExprOp::contains: {
       const Expr& list = *e.args[0];
       if (list.type.element() == nullptr) return Term{ctx_.bool_val(false), 0};  // contains([], v)
-      const z3::expr l = encode(list, env, false).e;
-      return Term{l.contains(element(encode(*e.args[1], env, false), list.type).unit()), 0};
+      if (list.type.element()->is_numeric()) {
+        // By value (as the kernel): the value at the list's scale; a finer value is in the list
+        // only if it has no digits past that scale.
+        const Term l = encode(list, env, false);
+        const Term x = encode(*e.args[1], env, false);
+        if (x.scale <= l.scale) return Term{l.e.contains(align(x, l.scale).unit()), 0};
+        const z3::expr k = ctx_.int_val(kernel::pow10(x.scale - l.scale));
+        return Term{z3::mod(x.e, k) == 0 && l.e.contains((x.e / k).unit()), 0};
+      }
+      const bool as_codes = yields_codes(list) || yields_codes(*e.args[1]);
+      const z3::expr l = encode(list, env, as_codes).e;
+      const z3::expr x = encode(*e.args[1], env, as_codes).e;
+      z3::sort item = x.get_sort();
+      if (!z3::eq(l.get_sort(), ctx_.seq_sort(item)))
+        throw Unsupported{
+            "unsupported construct: `contains` mixes enumeration values with other strings"};
+      return Term{l.contains(x.unit()), 0};
     }
-    case ExprOp::list: {
-      const Type* type = e.type.element() != nullptr ? &e.type : list_hint_;
-      list_hint_ = nullptr;
-      if (type == nullptr || type->element() == nullptr)
-        throw Unsupported{"unsupported construct: an empty list of unknown type"};
-      z3::expr out = empty_list(*type);
-      for (const auto& item : e.args)
-        out = z3::concat(out, element(encode(*item, env, false), *type).unit());
-      return Term{out, 0};
-    }
+    case ExprOp::list:
+      return Term{convert(e, env, e.type, codes, nullptr), units_scale(e.type)};
   }
   throw Unsupported{"unsupported construct"};
 }

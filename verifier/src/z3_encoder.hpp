@@ -4,6 +4,7 @@
 
 #include <z3++.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,7 +33,9 @@ class EnumCodes {
 
 /// A numeric term is an integer count of 10^-scale units, exactly as the kernel stores it;
 /// booleans are Bool, enumeration values the Int code of their string (EnumCodes), strings
-/// String.
+/// String. A list is a Z3 sequence of its elements' terms; for a list of numbers, `scale` is
+/// the scale of every element's units (the kernel compares numbers by value, so one scale per
+/// list term loses nothing).
 struct Term {
   z3::expr e;
   int scale = 0;
@@ -122,10 +125,31 @@ class Encoder {
   };
   // `codes`: string literals stand for enumeration values (their EnumCodes code).
   Term encode(const kernel::Expr& e, const Env& env, bool codes);
+  // The one conversion of a value to the type of what receives it (the kernel's `normalise`
+  // on a write, and the common type of a comparison): `e` as a value of type `to`, a number at
+  // `to`'s scale, each element of a list at its element type's scale (a list literal and the
+  // branches of an `if` item by item; any other list through `rescaled_items`), string
+  // literals as enumeration codes where `to` holds enumeration values (or `codes`). `fits`,
+  // when given, is conjoined with the condition that every converted number stays within int64
+  // (the kernel's overflow on writing it). Every effect, list literal, list `if` and list
+  // comparison goes through it. @throws Unsupported for a value finer than `to` or of another
+  // sort.
+  z3::expr convert(
+      const kernel::Expr& e, const Env& env, const kernel::Type& to, bool codes, z3::expr* fits);
   z3::expr align(const Term& t, int scale);
   z3::sort sort_of(const kernel::Type& t);
-  z3::expr empty_list(const kernel::Type& list_type);
-  z3::expr element(const Term& t, const kernel::Type& list_type);  // aligned to the element type
+  // The sort of a `to` value, strings as enumeration codes where `codes`.
+  z3::sort sort_as(const kernel::Type& t, bool codes);
+  z3::expr empty_list(const z3::sort& list_sort);
+  // Z3 4.8 has no seq.map: functions over sequences of Int defined by recursion on the first
+  // element, once per encoder, named uniquely in the process (Z3 merges recursive functions of
+  // one name). `rescaled_items(s, k)`: every element times 10^k. `all_items(s, key, test)`:
+  // `test` holds of every element (`key` names the test).
+  z3::expr rescaled_items(const z3::expr& s, int k);
+  z3::expr all_items(const z3::expr& s,
+                     const std::string& key,
+                     const std::function<z3::expr(const z3::expr&)>& test);
+  std::map<std::string, z3::func_decl> recfuns_;
 
   z3::context& ctx_;
   const kernel::TaskModel& model_;
@@ -133,8 +157,7 @@ class Encoder {
   std::shared_ptr<EnumCodes> codes_;
   std::vector<std::optional<z3::expr>> pre_;
   bool nonlinear_ = false;
-  const kernel::Type* list_hint_ = nullptr;  // the type an empty list literal takes
-  std::vector<z3::expr> ranges_;             // int64 range of every arithmetic result
+  std::vector<z3::expr> ranges_;  // int64 range of every arithmetic result
   Term ranged(Term t);
   // The range conditions added since `mark` hold only where `taken` does (a lazily evaluated
   // operand).

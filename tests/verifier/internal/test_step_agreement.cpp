@@ -81,18 +81,23 @@ std::string compare(const TaskModel& m,
   bind(sym.steps, ctx.int_val(static_cast<std::int64_t>(s.steps)));
   for (std::size_t a = 0; a < m.actions.size(); ++a)
     bind(sym.done[a], ctx.int_val(static_cast<std::int64_t>(s.completions[a])));
-  // Model evaluation leaves some sequence terms (indexof, extract) unreduced: simplify, and
-  // as a last resort ask a solver whether the ground term is true.
-  auto truth = [&](const z3::expr& e) {
-    z3::expr v = zm.eval(e, true);
-    if (!v.is_true() && !v.is_false()) v = v.simplify();
-    if (v.is_true() || v.is_false()) return v.is_true();
+  // Model evaluation leaves some sequence terms (indexof, extract) and the encoder's recursive
+  // functions over lists unreduced (without model completion, which would give those functions
+  // arbitrary values): simplify, and as a last resort ask a solver for the ground term's value.
+  auto value = [&](const z3::expr& e) {
+    z3::expr v = zm.eval(e, false);
+    if (v.is_numeral() || v.is_true() || v.is_false()) return v;
+    v = v.simplify();
+    if (v.is_numeral() || v.is_true() || v.is_false()) return v;
     ground.push();
-    ground.add(!v);
-    const bool holds = ground.check() == z3::unsat;
+    const z3::expr x = ctx.constant("ground", v.get_sort());
+    ground.add(x == v);
+    REQUIRE(ground.check() == z3::sat);
+    const z3::expr r = ground.get_model().eval(x, true);
     ground.pop();
-    return holds;
+    return r;
   };
+  auto truth = [&](const z3::expr& e) { return value(e).is_true(); };
 
   const Decision d = decide(m, s, p);
   std::vector<std::string> sym_reasons, sym_warnings;
@@ -125,8 +130,8 @@ std::string compare(const TaskModel& m,
         << describe(sym_warnings) << "; ";
   const bool params_ok =
       d.reasons.empty() || d.reasons.front().code != ReasonCode::invalid_parameter;
-  if (params_ok && cost_ok && zm.eval(st.cost, true).get_numeral_int64() != d.cost)
-    why << "spend: kernel " << d.cost << ", step " << zm.eval(st.cost, true) << "; ";
+  if (params_ok && cost_ok && value(st.cost).get_numeral_int64() != d.cost)
+    why << "spend: kernel " << d.cost << ", step " << value(st.cost) << "; ";
   if (params_ok && cost_ok && simulated && d.changes.size() == st.post.size()) {
     for (std::size_t i = 0; i < st.post.size(); ++i) {
       const Type& type = m.variables[st.post[i].first].type;
@@ -134,12 +139,12 @@ std::string compare(const TaskModel& m,
       if (type.kind() == Type::Kind::list) {  // ground sequence terms: reduced by a solver
         ground.push();
         const z3::expr x = ctx.constant("ground", st.post[i].second.get_sort());
-        ground.add(x == zm.eval(st.post[i].second, true));
+        ground.add(x == zm.eval(st.post[i].second, false));
         REQUIRE(ground.check() == z3::sat);
         v = enc.value_of(ground.get_model(), x, type);
         ground.pop();
       } else {
-        v = enc.value_of(zm, st.post[i].second, type);
+        v = enc.value_of(zm, value(st.post[i].second), type);
       }
       if (!(v == d.changes[i].second))
         why << "post `" << m.variables[st.post[i].first].name << "`: kernel "
