@@ -69,5 +69,5 @@ expect("verify --timeout negative" 2 "--timeout"
        ${CLAMPAI} verify ${ex}/quickstart.json --timeout -1)
 expect("verify --timeout not a number" 2 "--timeout"
        ${CLAMPAI} verify ${ex}/quickstart.json --timeout soon)
-expect("verify --help names --timeout" 0 "--timeout FLOAT[^\n]*Wall-time limit of the whole run"
+expect("verify --help names --timeout" 0 "--timeout FLOAT[^\n]*\n *Wall-time limit of the whole run"
        ${CLAMPAI} verify --help)

@@ -224,32 +224,6 @@ TEST_CASE("Verify: after the run's deadline nothing is solved, and what is left 
   REQUIRE(r.exit_code() == 3);
 }
 
-TEST_CASE("Verify: a query Z3 does not interrupt is unknown and spoils no other obligation",
-          "[verifier]") {
-  // Z3 4.8.12's sequence theory ignores the interrupt on this guard, grows to gigabytes and
-  // then left later queries failing ("Overflow encountered when expanding vector"), so verdicts
-  // depended on the jobs (issue 34). Z3's memory limit ends it; each obligation has its own
-  // context.
-  const auto model =
-      kernel::load_spec_file(source_path("tests/data/verify/nested_contains.json"));
-  for (unsigned jobs : {1U, 2U}) {
-    verifier::VerifyOptions options;
-    options.timeout_ms = 200;
-    options.jobs = jobs;
-    const auto r = verifier::verify(model, options);
-    INFO(jobs << " jobs");
-    REQUIRE(find(r, "preservation:push:short").verdict == verifier::VerdictKind::unknown);
-    REQUIRE(find(r, "preservation:bump:small").verdict == verifier::VerdictKind::proved);
-    REQUIRE(find(r, "lint:consistent").verdict == verifier::VerdictKind::proved);
-    REQUIRE(find(r, "lint:enabled:bump").verdict == verifier::VerdictKind::proved);
-    for (const auto& o : r.obligations) {
-      INFO(o.id << ": " << o.reason);
-      REQUIRE(o.reason.find("Overflow") == std::string::npos);
-      if (o.action != "push") REQUIRE(o.verdict == verifier::VerdictKind::proved);
-    }
-  }
-}
-
 TEST_CASE("Verify: lints find redundant invariants, dead actions and overflowing effects",
           "[verifier][lint]") {
   const auto r = verifier::verify(kernel::load_spec(R"J({

@@ -9,11 +9,12 @@ namespace clampai::verifier::detail {
 namespace {
 
 std::mutex sessions_mutex;
-unsigned sessions = 0;  // alive
+unsigned sessions = 0;      // alive
+std::uint64_t kept_mb = 0;  // what Z3 still holds after running out of memory (see rebase)
 
 // Under sessions_mutex.
 void set_memory_limit() {
-  const std::uint64_t mb = kSolverMemoryMb + std::uint64_t{kSessionMemoryMb} * sessions;
+  const std::uint64_t mb = kept_mb + kSolverMemoryMb + std::uint64_t{kSessionMemoryMb} * sessions;
   Z3_global_param_set("memory_max_size", std::to_string(mb).c_str());
 }
 
@@ -25,6 +26,12 @@ void limit_solver_memory() {
     const std::lock_guard lock(sessions_mutex);
     set_memory_limit();
   });
+}
+
+void rebase_memory_limit() {
+  const std::lock_guard lock(sessions_mutex);
+  kept_mb = Z3_get_estimated_alloc_size() >> 20;
+  set_memory_limit();
 }
 
 std::shared_mutex& units() {

@@ -97,6 +97,12 @@ std::string gave_up(const std::string& z3_reason, bool nonlinear);
 /// Shared by units that solve: held shared while a unit runs, exclusively by a unit run alone.
 std::shared_mutex& units();
 
+/// Z3 does not free everything a query held when it runs out of memory (hundreds of megabytes
+/// stay allocated, and counted): the limit is raised by what Z3 holds now. Called with no
+/// other unit running, after a unit that ran out of memory, so that the next ones get the
+/// same room.
+void rebase_memory_limit();
+
 /// Runs `unit(alone)` beside other units (alone = false); if it throws OutOfMemory, runs it
 /// again from scratch with no other unit running (alone = true). Units never nest.
 template <typename Unit>
@@ -110,6 +116,9 @@ void run_unit(Unit&& unit) {
     }
   }
   std::unique_lock lock(units());
+  struct Rebase {
+    ~Rebase() { rebase_memory_limit(); }
+  } rebase;
   unit(true);
 }
 
