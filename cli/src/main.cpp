@@ -389,7 +389,8 @@ int main(int argc, char** argv) {
                                         "Prove with Z3 that every action preserves every blocking "
                                         "invariant, or show a counterexample the kernel replays");
   verify_cmd->add_option("SPEC", verify_args.spec, "Task spec (JSON)")->required();
-  verify_cmd->add_option("--jobs", verify_args.jobs, "Worker threads, each with its own solver")
+  verify_cmd
+      ->add_option("--jobs", verify_args.jobs, "Worker threads (the report does not depend on it)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   verify_cmd
