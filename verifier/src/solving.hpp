@@ -20,7 +20,8 @@
 namespace clampai::verifier::detail {
 
 /// Z3's memory limit for all contexts of the process, in megabytes: kSolverMemoryMb, plus
-/// kSessionMemoryMb for each Session alive (a context that has solved holds about 17 MB).
+/// kSessionMemoryMb for each Session alive (a context that has solved holds about 17 MB), plus
+/// what Z3 kept after running out of memory (rebase_memory_limit).
 inline constexpr unsigned kSolverMemoryMb = 1024;
 inline constexpr unsigned kSessionMemoryMb = 32;
 
