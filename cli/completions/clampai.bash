@@ -60,7 +60,7 @@ _clampai() {
       fi
       opts="--spec --allow-unsealed --undo-depth --format --quiet --help"
       ;;
-    verify) opts="--jobs --timeout-ms --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
+    verify) opts="--jobs --timeout-ms --timeout --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
     bench) opts="--seconds --format --quiet --help" ;;
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;

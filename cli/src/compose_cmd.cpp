@@ -80,12 +80,7 @@ CLI::App* add_compose_command(CLI::App& app) {
   cmd->add_option("--timeout-ms", args.timeout_ms, "Solver time limit per obligation")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
-  cmd->add_option("--timeout",
-                  args.timeout_s,
-                  "Wall-time limit of the whole run, in seconds (0: none); what is not checked "
-                  "by then is unknown (exit 3)")
-      ->check(CLI::Range(0.0, 604800.0))
-      ->capture_default_str();
+  add_run_timeout_option(cmd, args.timeout_s);
   cmd->add_option("--max-obligations",
                   args.max_obligations,
                   "Refuse (exit 2) a composition with more solver obligations than this "
@@ -128,8 +123,7 @@ int run_compose_command() {
   }
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
-  options.run_timeout_ms = static_cast<std::uint64_t>(args.timeout_s * 1000.0 + 0.5);
-  if (args.timeout_s > 0 && options.run_timeout_ms == 0) options.run_timeout_ms = 1;
+  options.run_timeout_ms = run_timeout_ms(args.timeout_s);
   options.max_obligations = args.max_obligations;
   options.progress = [&progress](std::size_t done, std::size_t total) {
     progress.update(done, total);

@@ -262,6 +262,7 @@ struct VerifyArgs {
   std::string spec;
   unsigned jobs = clampai::cli::default_jobs();
   unsigned timeout_ms = 10000;
+  double timeout_s = 0;
   bool fail_on_unknown = false;
   std::string smtlib_dir;
   unsigned depth = 0;
@@ -271,9 +272,10 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   // Wall-clock time of the whole command: loading, proving and the goal search.
   clampai::report::Progress progress(
       clampai::report::Progress::for_stderr("verify", clampai::cli::quiet()));
+  cv::VerifyOptions options;
+  options.deadline = cv::Deadline::after(clampai::cli::run_timeout_ms(args.timeout_s));
   progress.phase("loading the spec");
   const auto model = ck::load_spec_file(args.spec);
-  cv::VerifyOptions options;
   options.jobs = args.jobs;
   options.timeout_ms = args.timeout_ms;
   options.smtlib_dir = args.smtlib_dir;
@@ -287,7 +289,7 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   clampai::report::VerifyReport out;
   if (args.depth > 0 && model->goal) {
     progress.phase("goal search within " + std::to_string(args.depth) + " steps");
-    out.goal = clampai::cli::check_goal(*model, args.depth);
+    out.goal = clampai::cli::check_goal(*model, args.depth, options.deadline.at());
   }
   out.seconds = progress.seconds();
   progress.stop();
@@ -298,7 +300,11 @@ int cmd_verify(const VerifyArgs& args, const Common& common) {
   clampai::report::write_verify(std::cout, clampai::cli::format_of(common.format), out);
   if (out.goal && out.goal->infeasible) return kFinding;
   if (!out.downward_flows.empty()) return kFinding;
-  return report.exit_code(args.fail_on_unknown);
+  const int code = report.exit_code(args.fail_on_unknown);
+  // A goal search the run's time limit cut short is unfinished too.
+  if (code == 0 && out.goal && !out.goal->complete && options.deadline.passed())
+    return args.fail_on_unknown ? kFinding : 3;
+  return code;
 }
 
 // A usage error (a bad option value, a missing argument) of a subcommand whose `--format` asks
@@ -413,12 +419,16 @@ int main(int argc, char** argv) {
                                         "Prove with Z3 that every action preserves every blocking "
                                         "invariant, or show a counterexample the kernel replays");
   verify_cmd->add_option("SPEC", verify_args.spec, "Task spec (JSON)")->required();
-  verify_cmd->add_option("--jobs", verify_args.jobs, "Worker threads, each with its own solver")
+  verify_cmd
+      ->add_option("--jobs", verify_args.jobs, "Worker threads (the report does not depend on it)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  verify_cmd->add_option("--timeout-ms", verify_args.timeout_ms, "Solver time limit per obligation")
+  verify_cmd
+      ->add_option(
+          "--timeout-ms", verify_args.timeout_ms, "Solver time limit per solver call (obligation)")
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
+  clampai::cli::add_run_timeout_option(verify_cmd, verify_args.timeout_s);
   verify_cmd->add_flag("--fail-on-unknown",
                        verify_args.fail_on_unknown,
                        "Exit 1 (not 3) when an obligation is unknown");

@@ -12,11 +12,14 @@
 
 namespace clampai::cli {
 
-report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth) {
+report::GoalSummary check_goal(const kernel::TaskModel& m,
+                               unsigned depth,
+                               std::chrono::steady_clock::time_point deadline) {
   report::GoalSummary g;
   g.depth = depth;
   kernel::LookaheadOptions o;
   o.depth = depth;
+  o.deadline = deadline;
   const std::string k = std::to_string(depth);
   const driver::LookaheadResult r = driver::plan_to_goal(m, kernel::Situation::initial(m), o);
   g.complete = r.complete;
@@ -54,6 +57,20 @@ report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth) {
   }
   g.message += incomplete;
   return g;
+}
+
+void add_run_timeout_option(CLI::App* cmd, double& seconds) {
+  cmd->add_option("--timeout",
+                  seconds,
+                  "Wall-time limit of the whole run, in seconds (0: none); what is not checked "
+                  "by then is unknown (exit 3)")
+      ->check(CLI::Range(0.0, 604800.0))
+      ->capture_default_str();
+}
+
+std::uint64_t run_timeout_ms(double seconds) {
+  if (seconds <= 0) return 0;
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(seconds * 1000.0 + 0.5));
 }
 
 kernel::ParamMap parse_params(const std::string& text, const std::string& option) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,10 +22,20 @@ namespace clampai::cli {
 /// `clampai verify --depth K`: can the goal be reached from the initial state within K steps
 /// and the budget? `infeasible` (not reachable, proved for every run) when the search was
 /// complete, K covers the T2 step bound and there is no emergency action (which could add steps).
-report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth);
+/// The search stops, incomplete, at `deadline` (the run's `--timeout`).
+report::GoalSummary check_goal(
+    const kernel::TaskModel& m,
+    unsigned depth,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 /// The default of `--jobs`: one worker per core (verdicts do not depend on it).
 unsigned default_jobs();
+
+/// Adds `--timeout SECONDS` (the whole run's wall-time limit, 0: none) to `cmd`: `verify` and
+/// `compose`.
+void add_run_timeout_option(CLI::App* cmd, double& seconds);
+/// The `--timeout` in milliseconds (0: none; a positive value is at least 1 ms).
+std::uint64_t run_timeout_ms(double seconds);
 
 /// Parameter values from a JSON object (`{"n": 3, "amount": "12.50"}`): numbers read exactly
 /// from their text, or strings holding exact decimals (kernel::parse_named_numbers). An empty

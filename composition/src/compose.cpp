@@ -91,9 +91,7 @@ class Collector final : public detail::ObligationSink {
 
 ComposeReport compose(const Manifest& manifest, const ComposeOptions& options) {
   const auto start = detail::Clock::now();
-  std::optional<detail::Clock::time_point> deadline;
-  if (options.run_timeout_ms > 0)
-    deadline = start + std::chrono::milliseconds(options.run_timeout_ms);
+  const verifier::Deadline deadline = verifier::Deadline::after(options.run_timeout_ms);
   const detail::Invariants invariants(manifest);
 
   // Counted before anything is verified: a composition too big for the limit is refused at

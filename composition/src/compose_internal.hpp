@@ -70,7 +70,7 @@ kernel::State project(const Manifest& m,
 /// `tick` is called after each task.
 std::vector<TaskResult> verify_tasks(const Manifest& m,
                                      const ComposeOptions& options,
-                                     std::optional<Clock::time_point> deadline,
+                                     const verifier::Deadline& deadline,
                                      const std::function<void()>& tick,
                                      ObligationSink& sink);
 
@@ -94,7 +94,7 @@ class Solver {
   Solver(const Manifest& m,
          const Invariants& inv,
          const ComposeOptions& options,
-         std::optional<Clock::time_point> deadline,
+         const verifier::Deadline& deadline,
          std::function<void()> tick);
   ~Solver();
   Solver(const Solver&) = delete;
@@ -116,15 +116,12 @@ class Solver {
   const Manifest& m_;
   const Invariants& inv_;
   const ComposeOptions& options_;
-  std::optional<Clock::time_point> deadline_;
+  verifier::Deadline deadline_;
   std::function<void()> tick_;
   std::size_t batch_;
   std::vector<Pending> pending_;
   std::vector<Obligation> done_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
-
-/// The reason of an obligation left unchecked when the run's time limit is reached.
-std::string not_reached(const ComposeOptions& options);
 
 }  // namespace clampai::composition::detail

@@ -18,21 +18,15 @@ constexpr std::size_t kBatchPerWorker = 512;
 
 }  // namespace
 
-std::string not_reached(const ComposeOptions& options) {
-  return "not checked: the run's time limit (" + std::to_string(options.run_timeout_ms) +
-         " ms, --timeout) was reached first";
-}
-
 struct Solver::Worker {
-  unsigned timeout_ms;
   verifier::ContractChecker checker;
-  explicit Worker(unsigned ms) : timeout_ms(ms), checker(ms) {}
+  Worker(unsigned ms, const verifier::Deadline& deadline) : checker(ms, deadline) {}
 };
 
 Solver::Solver(const Manifest& m,
                const Invariants& inv,
                const ComposeOptions& options,
-               std::optional<Clock::time_point> deadline,
+               const verifier::Deadline& deadline,
                std::function<void()> tick)
     : m_(m),
       inv_(inv),
@@ -58,25 +52,13 @@ void Solver::flush() {
                                         kernel::parallel_workers(pending_.size(), options_.jobs)));
   kernel::parallel_for(pending_.size(), options_.jobs, [&](std::size_t i, unsigned w) {
     Pending& p = pending_[i];
-    std::optional<unsigned> left;  // ms until the deadline
-    if (deadline_) {
-      const auto now = Clock::now();
-      left = now >= *deadline_
-                 ? 0U
-                 : static_cast<unsigned>(std::max<std::int64_t>(
-                       1,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - now)
-                           .count()));
-    }
-    if (left && *left == 0) {
+    if (deadline_.passed()) {
       p.obligation.verdict = VerdictKind::unknown;
-      p.obligation.reason = not_reached(options_);
+      p.obligation.reason = deadline_.not_reached();
     } else {
-      // A check never runs past the deadline: near it, the worker's solver gets a shorter
-      // limit (a new context at most once per halving of the time left).
-      const unsigned limit = left ? std::min(options_.timeout_ms, *left) : options_.timeout_ms;
+      // A check never runs past the deadline: the checker cuts its limit to the time left.
       auto& worker = workers_[w];
-      if (!worker || worker->timeout_ms > 2 * limit) worker = std::make_unique<Worker>(limit);
+      if (!worker) worker = std::make_unique<Worker>(options_.timeout_ms, deadline_);
       decide(*worker, p);
     }
     tick_();

@@ -12,7 +12,7 @@ using verifier::VerdictKind;
 
 std::vector<TaskResult> verify_tasks(const Manifest& m,
                                      const ComposeOptions& options,
-                                     std::optional<Clock::time_point> deadline,
+                                     const verifier::Deadline& deadline,
                                      const std::function<void()>& tick,
                                      ObligationSink& sink) {
   std::map<const kernel::TaskModel*, std::size_t> first;  // one verification per distinct model
@@ -24,21 +24,19 @@ std::vector<TaskResult> verify_tasks(const Manifest& m,
   std::vector<char> skipped(m.tasks.size(), 0);
   kernel::parallel_for(todo.size(), options.jobs, [&](std::size_t item, unsigned) {
     const std::size_t k = todo[item];
-    const auto now = Clock::now();
-    if (deadline && now >= *deadline) {
+    const unsigned left = deadline.cut(options.timeout_ms);
+    if (left == 0) {
       TaskResult& r = results[k];
       r.name = m.tasks[k].name;
       r.file = m.tasks[k].file;
       r.digest = m.tasks[k].model->digest;
       r.unknown = 1;
       skipped[k] = 1;
-    } else if (deadline) {
+    } else if (deadline.set()) {
       // Its solver time cut to the time left (a certificate records the limit it was made
       // under, so unknowns from a cut run are not reused by a run with a longer one).
       ComposeOptions cut = options;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
-      cut.timeout_ms = static_cast<unsigned>(
-          std::clamp<std::int64_t>(left.count(), 1, static_cast<std::int64_t>(options.timeout_ms)));
+      cut.timeout_ms = left;
       results[k] = certify(m.tasks[k], cut);
     } else {
       results[k] = certify(m.tasks[k], options);
@@ -58,7 +56,7 @@ std::vector<TaskResult> verify_tasks(const Manifest& m,
                 : r.unknown > 0 ? VerdictKind::unknown
                                 : VerdictKind::proved;
     o.reason = skipped[i] != 0
-                   ? not_reached(options)
+                   ? deadline.not_reached()
                    : std::to_string(r.proved) + " proved, " + std::to_string(r.refuted) +
                          " refuted, " + std::to_string(r.unknown) + " unknown" +
                          (r.reused ? " (certificate reused)" : "");

@@ -160,6 +160,70 @@ TEST_CASE("Verify: the verdicts do not depend on the number of jobs", "[verifier
   }
 }
 
+TEST_CASE("Verify: the report, counterexamples included, does not depend on the number of jobs",
+          "[verifier]") {
+  // With one context per worker, a model depended on what that worker had solved before: the
+  // autoscale example's counterexample differed between 1 and 2 jobs (issue 34).
+  for (const char* spec :
+       {"examples/autoscale.json", "examples/cloud_deploy.json", "examples/payments.json"}) {
+    const auto model = kernel::load_spec_file(source_path(spec));
+    auto text = [](const verifier::Obligation& o) {
+      std::string out = o.id + " " + std::string(verifier::to_string(o.verdict)) + " " + o.reason;
+      if (o.counterexample) {
+        for (const auto* part :
+             {&o.counterexample->pre, &o.counterexample->params, &o.counterexample->post}) {
+          for (const auto& [name, v] : *part) out += " " + name + "=" + v.to_string();
+          out += " |";
+        }
+      }
+      return out;
+    };
+    verifier::VerifyOptions options;
+    const auto one = verifier::verify(model, options);
+    REQUIRE(one.refuted > 0);
+    for (unsigned jobs : {2U, 3U}) {
+      options.jobs = jobs;
+      const auto other = verifier::verify(model, options);
+      REQUIRE(one.obligations.size() == other.obligations.size());
+      for (std::size_t i = 0; i < one.obligations.size(); ++i) {
+        INFO(spec << " with " << jobs << " jobs");
+        REQUIRE(text(one.obligations[i]) == text(other.obligations[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("Verify: after the run's deadline nothing is solved, and what is left is unknown",
+          "[verifier]") {
+  const auto model = kernel::load_spec_file(source_path("examples/cloud_deploy.json"));
+  verifier::VerifyOptions options;
+  options.jobs = 2;
+  options.depth = 5;
+  options.deadline = verifier::Deadline::after(1);
+  while (!options.deadline.passed()) {
+  }
+  const auto r = verifier::verify(model, options);
+  const std::string not_reached =
+      "not checked: the run's time limit (1 ms, --timeout) was reached first";
+  std::size_t unreached = 0;
+  for (const auto& o : r.obligations) {
+    INFO(o.id << ": " << o.reason);
+    // Only what needs no solver is decided: base cases are evaluated, frames skip the solver.
+    if (o.verdict != verifier::VerdictKind::unknown) {
+      REQUIRE(o.reason.rfind("inductive", 0) == std::string::npos);
+      continue;
+    }
+    REQUIRE(o.reason == not_reached);
+    ++unreached;
+  }
+  REQUIRE(find(r, "preservation:scale_up:instance_cap").reason == not_reached);
+  REQUIRE(find(r, "lint:consistent").reason == not_reached);
+  REQUIRE(unreached > 0);
+  REQUIRE(r.unknown > 0);
+  REQUIRE(r.refuted == 0);
+  REQUIRE(r.exit_code() == 3);
+}
+
 TEST_CASE("Verify: lints find redundant invariants, dead actions and overflowing effects",
           "[verifier][lint]") {
   const auto r = verifier::verify(kernel::load_spec(R"J({

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "clampai/kernel/safety_kernel.hpp"
+#include "solving.hpp"
 #include "step.hpp"
-#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier {
@@ -125,14 +125,16 @@ std::set<std::string> variables_of(const Formula& f) {
 }
 
 struct ContractChecker::Impl {
-  explicit Impl(unsigned ms) : timeout_ms(ms), solver(ctx, z3::solver::simple()), watchdog(ctx) {}
+  Impl(const detail::Limits& l, bool alone)
+      : limits(l), session(alone), ctx(session.ctx()), solver(ctx, z3::solver::simple()) {}
 
-  unsigned timeout_ms;
-  z3::context ctx;
+  detail::Limits limits;
+  detail::Session session;
+  z3::context& ctx;
   // One solver for every check, each inside push/pop: creating a default solver costs
   // milliseconds, a push microseconds.
   z3::solver solver;
-  detail::Watchdog watchdog;
+  bool damaged = false;                                // a check failed in this context
   std::vector<std::shared_ptr<const TaskModel>> keep;  // models the encoders point into
   std::map<const TaskModel*, std::unique_ptr<detail::Encoder>> encoders;
   // One table of enumeration codes: variables of several tasks meet in one formula.
@@ -189,17 +191,39 @@ struct ContractChecker::Impl {
                          bool dropped);
 };
 
-ContractChecker::ContractChecker(unsigned timeout_ms) : impl_(std::make_unique<Impl>(timeout_ms)) {}
+ContractChecker::ContractChecker(unsigned timeout_ms, Deadline deadline)
+    : timeout_ms_(timeout_ms), deadline_(deadline) {}
 ContractChecker::~ContractChecker() = default;
 
 ContractOutcome ContractChecker::check(const ContractCheck& c) {
-  try {
-    return impl_->run(c);
-  } catch (const z3::exception& e) {
-    ContractOutcome out;  // unknown: a solver failure decides nothing, the run goes on
-    out.reason = std::string("the solver failed: ") + e.msg();
+  ContractOutcome out;
+  if (deadline_.passed()) {
+    out.reason = deadline_.not_reached();
     return out;
   }
+  detail::run_unit([&](bool alone) {
+    // A context is reused until a check fails in it (a failure may leave it damaged), and a
+    // check run alone has its own.
+    if (!impl_ || alone || impl_->session.alone()) {
+      impl_.reset();  // first: Z3's memory limit counts every context alive
+      try {
+        impl_ = std::make_unique<Impl>(detail::Limits{timeout_ms_, deadline_}, alone);
+      } catch (const z3::exception& e) {
+        out = ContractOutcome{};
+        out.reason = detail::Session::not_created(e, alone);
+        return;
+      }
+    }
+    try {
+      out = impl_->run(c);
+      if (impl_->damaged) impl_.reset();
+    } catch (const z3::exception& e) {
+      out = ContractOutcome{};  // unknown: a solver failure decides nothing, the run goes on
+      out.reason = impl_->session.failure(e);
+      impl_.reset();
+    }
+  });
+  return out;
 }
 
 ContractOutcome ContractChecker::Impl::run(const ContractCheck& c) {
@@ -273,15 +297,16 @@ ContractOutcome ContractChecker::Impl::run(const ContractCheck& c) {
     out.reason = u.reason;
     return out;
   }
-  switch (watchdog.run(timeout_ms, [&] { return solver.check(); })) {
+  const detail::Outcome r = session.check(solver, z3::expr_vector(ctx), limits);
+  damaged = r.failed;
+  switch (r.result) {
     case z3::unsat:
       out.verdict = VerdictKind::proved;
       out.reason = c.actor ? "preserved: holds after the action whenever the premises hold before"
                            : "implied by the premises";
       return out;
     case z3::unknown:
-      out.reason = watchdog.timed_out() ? "timeout after " + std::to_string(timeout_ms) + " ms"
-                                        : solver.reason_unknown();
+      out.reason = r.reason;
       return out;
     case z3::sat:
       break;
@@ -407,7 +432,8 @@ ContractOutcome ContractChecker::Impl::refute(
 }
 
 std::vector<Obligation> interface_obligations(std::shared_ptr<const TaskModel> model,
-                                              unsigned timeout_ms) {
+                                              unsigned timeout_ms,
+                                              Deadline deadline) {
   const TaskModel& m = *model;
   const kernel::Interface& itf = m.interface;
   std::vector<Obligation> out;
@@ -465,7 +491,7 @@ std::vector<Obligation> interface_obligations(std::shared_ptr<const TaskModel> m
     if (inv.enforcement == Enforcement::blocking && inv.expr && !inv.transition)
       state_invariants.push_back(Formula::of(model, inv.expr, "invariant `" + inv.name + "`"));
   }
-  ContractChecker checker(timeout_ms);
+  ContractChecker checker(timeout_ms, deadline);
   Obligation guarantees = make("interface:guarantees");
   if (!itf.guarantees) {
     guarantees.reason = "no guarantees declared";

@@ -7,9 +7,11 @@
 
 #include <z3++.h>
 
+#include <optional>
+
 #include "clampai/kernel/safety_kernel.hpp"
+#include "solving.hpp"
 #include "step.hpp"
-#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier::detail {
@@ -36,11 +38,16 @@ namespace {
 // checks of lists (APPROXIMATION, docs/VERIFY.md): Z3's sequence theory often gives up on them
 // across steps; without them the search allows more paths, so `unreachable` stays sound, and a
 // `reachable` path is still replayed through the kernel.
-void search(const std::shared_ptr<const TaskModel>& model,
-            const std::vector<Obligation*>& refuted,
-            unsigned depth,
-            unsigned timeout_ms,
-            bool relax_lists) {
+//
+// Decides `refuted` in order, in one fresh context; returns how many it decided: all, or up to
+// and including the first whose query failed (a failure may leave the context damaged, so the
+// caller goes on with the rest in a fresh one).
+std::size_t search_once(const std::shared_ptr<const TaskModel>& model,
+                        const std::vector<Obligation*>& refuted,
+                        unsigned depth,
+                        const Limits& limits,
+                        bool relax_lists,
+                        bool alone) {
   const TaskModel& m = *model;
   auto approval = [&](const SymbolicStep& st) {
     if (!relax_lists) return st.approved();
@@ -61,9 +68,16 @@ void search(const std::shared_ptr<const TaskModel>& model,
           Reachability{Reachability::Status::unknown, depth, {}, "reachability unknown: " + why};
   };
 
-  z3::context ctx;
+  std::optional<Session> created;
+  try {
+    created.emplace(alone);
+  } catch (const z3::exception& e) {
+    give_up(Session::not_created(e, alone));
+    return refuted.size();
+  }
+  Session& session = *created;
+  z3::context& ctx = session.ctx();
   z3::solver solver(ctx, z3::solver::simple());
-  Watchdog watchdog(ctx);
   Unrolling u;
   try {
     for (unsigned i = 0; i <= depth; ++i) {
@@ -85,6 +99,10 @@ void search(const std::shared_ptr<const TaskModel>& model,
       solver.add(u.situations[0].done[a] == start.done[a]);
     // Steps: sel_i selects an action, or -1 to stutter (so shorter sequences are found too).
     for (unsigned i = 0; i < depth; ++i) {
+      if (limits.deadline.passed()) {  // the unrolling itself takes long at a great depth
+        give_up(limits.deadline.not_reached());
+        return refuted.size();
+      }
       const z3::expr sel = ctx.int_const(("sel" + std::to_string(i)).c_str());
       u.selectors.push_back(sel);
       Encoder& here = *u.states[i];
@@ -101,14 +119,22 @@ void search(const std::shared_ptr<const TaskModel>& model,
     }
   } catch (const Unsupported& e) {
     give_up(e.reason);
-    return;
+    return refuted.size();
   } catch (const z3::exception& e) {
-    give_up(std::string("the solver failed (") + e.msg() + ")");
-    return;
+    give_up(session.failure(e));
+    return refuted.size();
   }
 
   Encoder& last = *u.states[depth];
-  for (Obligation* o : refuted) {
+  for (std::size_t n = 0; n < refuted.size(); ++n) {
+    Obligation* o = refuted[n];
+    if (limits.deadline.passed()) {
+      o->reachability = Reachability{Reachability::Status::unknown,
+                                     depth,
+                                     {},
+                                     "reachability unknown: " + limits.deadline.not_reached()};
+      continue;
+    }
     const std::size_t a = *m.find_action(o->action);
     const Action& action = m.actions[a];
     Reachability r{Reachability::Status::unknown, depth, {}, ""};
@@ -123,7 +149,13 @@ void search(const std::shared_ptr<const TaskModel>& model,
       solver.add(z3::implies(lit, bad));
       z3::expr_vector assumptions(ctx);
       assumptions.push_back(lit);
-      switch (watchdog.run(timeout_ms, [&] { return solver.check(assumptions); })) {
+      const Outcome outcome = session.check(solver, assumptions, limits);
+      if (outcome.failed) {
+        o->reachability = Reachability{
+            Reachability::Status::unknown, depth, {}, "reachability unknown: " + outcome.reason};
+        return n + 1;
+      }
+      switch (outcome.result) {
         case z3::unsat:
           r.status = Reachability::Status::unreachable;
           r.reason = "not reachable within " + std::to_string(depth) +
@@ -135,10 +167,7 @@ void search(const std::shared_ptr<const TaskModel>& model,
                      "it, or the action's `requires`)";
           break;
         case z3::unknown:
-          r.reason =
-              "reachability unknown: " +
-              (watchdog.timed_out() ? "timeout after " + std::to_string(timeout_ms) + " ms"
-                                    : "the solver gave up (" + solver.reason_unknown() + ")");
+          r.reason = "reachability unknown: " + outcome.reason;
           break;
         case z3::sat: {
           const z3::model zm = solver.get_model();
@@ -188,11 +217,25 @@ void search(const std::shared_ptr<const TaskModel>& model,
       last.take_ranges();
       r.reason = "reachability unknown: " + e.reason;
     } catch (const z3::exception& e) {
-      r.status = Reachability::Status::unknown;
-      r.witness.clear();
-      r.reason = std::string("reachability unknown: the solver failed (") + e.msg() + ")";
+      o->reachability = Reachability{
+          Reachability::Status::unknown, depth, {}, "reachability unknown: " + session.failure(e)};
+      return n + 1;
     }
     o->reachability = std::move(r);
+  }
+  return refuted.size();
+}
+
+void search(const std::shared_ptr<const TaskModel>& model,
+            const std::vector<Obligation*>& refuted,
+            unsigned depth,
+            const Limits& limits,
+            bool relax_lists,
+            bool alone) {
+  for (std::size_t done = 0; done < refuted.size();) {
+    const std::vector<Obligation*> rest(refuted.begin() + static_cast<std::ptrdiff_t>(done),
+                                        refuted.end());
+    done += search_once(model, rest, depth, limits, relax_lists, alone);
   }
 }
 
@@ -201,21 +244,23 @@ void search(const std::shared_ptr<const TaskModel>& model,
 void check_reachability(const std::shared_ptr<const TaskModel>& model,
                         std::vector<Obligation>& obligations,
                         unsigned depth,
-                        unsigned timeout_ms) {
+                        const Limits& limits) {
   std::vector<Obligation*> refuted;
   for (auto& o : obligations) {
     if (o.kind == ObligationKind::preservation && o.verdict == VerdictKind::refuted)
       refuted.push_back(&o);
   }
   if (refuted.empty() || depth == 0) return;
-  search(model, refuted, depth, timeout_ms, false);
-  std::vector<Obligation*> again;
-  for (Obligation* o : refuted) {
-    if (o->reachability.status == Reachability::Status::unknown &&
-        o->reachability.reason.find("incomplete (theory seq)") != std::string::npos)
-      again.push_back(o);
-  }
-  if (!again.empty()) search(model, again, depth, timeout_ms, true);
+  run_unit([&](bool alone) {
+    search(model, refuted, depth, limits, false, alone);
+    std::vector<Obligation*> again;
+    for (Obligation* o : refuted) {
+      if (o->reachability.status == Reachability::Status::unknown &&
+          o->reachability.reason.find("incomplete (theory seq)") != std::string::npos)
+        again.push_back(o);
+    }
+    if (!again.empty()) search(model, again, depth, limits, true, alone);
+  });
 }
 
 }  // namespace clampai::verifier::detail

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "clampai/verifier/verify.hpp"
+#include "solving.hpp"
 
 namespace clampai::verifier::detail {
 
@@ -13,10 +14,11 @@ namespace clampai::verifier::detail {
 /// decision, budget, step limit, dependencies and post-state bounds included, so the search
 /// allows exactly the sequences the kernel approves. `unreachable` holds for the kernel;
 /// `reachable` is only reported after the witness replays through the kernel's decision; a
-/// witness that does not replay, an unencodable construct or a solver failure is `unknown`.
+/// witness that does not replay, an unencodable construct, a solver failure or a time limit
+/// (each query's, or the run's deadline, also checked while the steps are built) is `unknown`.
 void check_reachability(const std::shared_ptr<const kernel::TaskModel>& model,
                         std::vector<Obligation>& obligations,
                         unsigned depth,
-                        unsigned timeout_ms);
+                        const Limits& limits);
 
 }  // namespace clampai::verifier::detail

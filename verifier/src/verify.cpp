@@ -1,5 +1,7 @@
-// Proof obligations, solved incrementally: one Z3 context and solver per worker thread, the
-// state hypotheses asserted once, one scope per action, one activation literal per invariant.
+// Proof obligations. Each preservation obligation that reaches the solver is checked in a fresh
+// Z3 context (solving.hpp): the state hypotheses and the action's step, then the negated
+// invariant, so that its verdict and counterexample depend on it alone, whatever the job count
+// and whatever failed before it.
 #include "clampai/verifier/verify.hpp"
 
 #include <z3++.h>
@@ -16,8 +18,8 @@
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/verifier/contract.hpp"
 #include "reach.hpp"
+#include "solving.hpp"
 #include "step.hpp"
-#include "watchdog.hpp"
 #include "z3_encoder.hpp"
 
 namespace clampai::verifier {
@@ -89,42 +91,41 @@ Obligation base_case(const TaskModel& m, const Invariant& inv) {
 
 // ---- preservation ----
 
-struct Worker {
-  std::shared_ptr<const TaskModel> model;
-  const VerifyOptions& options;
-  std::vector<Obligation>& results;  // [action * n_invariants + invariant], blocking only
-  const std::vector<std::size_t>& blocking;
+// What every preservation obligation of one action starts from, in a fresh context: the state
+// hypotheses (bounds of every encodable variable, every blocking state invariant that can be
+// encoded) and the kernel's decision on the action from any situation. Each obligation that
+// reaches the solver gets its own, so its verdict and counterexample depend on it alone (not
+// on what else a worker solved before it, nor on an earlier check that failed).
+struct ActionContext {
+  detail::Session session;
+  z3::solver solver;
+  detail::Encoder enc;
+  std::vector<VarId> encodable{};
+  std::vector<bool> hypothesis{};
+  std::vector<std::string> omitted{};  // blocking invariants that could not be encoded
+  std::optional<detail::SymbolicStep> step{};
+  bool nonlinear = false;   // the action's step multiplies non-constant terms
+  std::string unsupported;  // why the action cannot be encoded, if it cannot
 
-  void run(std::size_t first, std::size_t stride) {
-    const TaskModel& m = *model;
-    z3::context ctx;
-    // The SMT core directly: the default solver's tactic set-up costs milliseconds per
-    // solver, and with assumptions and push/pop the default solver uses this core anyway.
-    z3::solver solver(ctx, z3::solver::simple());
-    detail::Watchdog watchdog(ctx);
-    watchdog_ = &watchdog;
-    detail::Encoder enc(ctx, m);
-    situation_.emplace(detail::SymSituation::fresh(ctx, m, ""));
-    // Its terms belong to `ctx`: they must go before it does, however run() ends.
-    struct ResetSituation {
-      std::optional<detail::SymSituation>& situation;
-      ~ResetSituation() { situation.reset(); }
-    } reset_situation{situation_};
+  ActionContext(const TaskModel& m, bool alone)
+      // The SMT core directly: the default solver's tactic set-up costs milliseconds per
+      // solver, and with assumptions the default solver uses this core anyway.
+      : session(alone), solver(session.ctx(), z3::solver::simple()), enc(session.ctx(), m) {}
 
-    // The state hypotheses, once: bounds of every encodable variable, and every blocking
-    // state invariant that can be encoded. Those that cannot are remembered: a satisfying
-    // assignment might violate them, so it cannot be reported as a counterexample.
-    std::vector<VarId> encodable;
+  // @throws z3::exception
+  void prepare(const TaskModel& m, const std::vector<std::size_t>& blocking, std::size_t a) {
     for (VarId id = 0; id < m.variables.size(); ++id) {
       try {
         solver.add(enc.bounds(id, enc.pre(id)));
         encodable.push_back(id);
       } catch (const detail::Unsupported&) {
       } catch (const z3::exception&) {
+        if (session.out_of_memory()) throw;
       }
     }
-    std::vector<bool> hypothesis(m.invariants.size(), false);
-    std::vector<std::string> omitted;
+    // Those that cannot be encoded are remembered: a satisfying assignment might violate them,
+    // so it cannot be reported as a counterexample.
+    hypothesis.assign(m.invariants.size(), false);
     for (std::size_t i : blocking) {
       const Invariant& inv = m.invariants[i];
       if (inv.transition) continue;  // relates two states: not a hypothesis on one
@@ -139,73 +140,87 @@ struct Worker {
       } catch (const detail::Unsupported&) {
         omitted.push_back(inv.name);
       } catch (const z3::exception&) {
+        if (session.out_of_memory()) throw;
         enc.take_ranges();
         omitted.push_back(inv.name);
       }
     }
+    // The kernel's decision on the action from any situation: the budget, step and dependency
+    // checks are left to the run (preservation quantifies over every situation); the premise
+    // of an obligation is that the kernel evaluates the invariant (parameters within bounds,
+    // the cost and every effect computed) with `requires` holding.
+    enc.reset_nonlinear();
+    try {
+      const detail::SymSituation situation = detail::SymSituation::fresh(session.ctx(), m, "");
+      step = detail::symbolic_step(enc, situation, a);
+      solver.add(step->checks_of(kernel::ReasonCode::requires_failed));
+    } catch (const detail::Unsupported& u) {
+      unsupported = u.reason + " (in action `" + m.actions[a].id + "`)";
+    }
+    nonlinear = enc.nonlinear();
+  }
+};
 
-    for (std::size_t a = first; a < m.actions.size(); a += stride) {
-      const unsigned scopes = Z3_solver_get_num_scopes(ctx, solver);
-      try {
-        run_action(a, ctx, solver, enc, encodable, hypothesis, omitted);
-      } catch (const z3::exception& e) {
-        // A solver failure decides nothing: this action's open obligations are unknown, and
-        // the run goes on.
-        while (Z3_solver_get_num_scopes(ctx, solver) > scopes) solver.pop();
-        enc.take_ranges();
-        for (std::size_t k = 0; k < blocking.size(); ++k) {
-          Obligation& o = slot(a, k);
-          if (o.verdict != VerdictKind::unknown || !o.reason.empty()) continue;
-          o.reason = std::string("the solver failed: ") + e.msg();
-        }
-      }
+struct Worker {
+  std::shared_ptr<const TaskModel> model;
+  const VerifyOptions& options;
+  const detail::Limits& limits;
+  std::vector<Obligation>& results;  // [action * n_invariants + invariant], blocking only
+  const std::vector<std::size_t>& blocking;
+  std::atomic<std::size_t>* done_ = nullptr;
+
+  void run(std::size_t first, std::size_t stride) {
+    for (std::size_t a = first; a < model->actions.size(); a += stride) {
+      detail::run_unit([&](bool alone) { run_action(a, alone); });
+      report_progress();
     }
   }
 
-  detail::Watchdog* watchdog_ = nullptr;
-  std::optional<detail::SymSituation> situation_;  // unconstrained: every situation
-  std::atomic<std::size_t>* done_ = nullptr;
-
   Obligation& slot(std::size_t a, std::size_t k) { return results[a * blocking.size() + k]; }
 
-  void run_action(std::size_t a,
-                  z3::context& ctx,
-                  z3::solver& solver,
-                  detail::Encoder& enc,
-                  const std::vector<VarId>& encodable,
-                  const std::vector<bool>& hypothesis,
-                  const std::vector<std::string>& omitted) {
+  // A fresh context for action `a`, prepared; null with `why` if that failed.
+  // @throws detail::OutOfMemory (see detail::Session)
+  std::unique_ptr<ActionContext> open(std::size_t a, bool alone, std::string& why) {
+    std::unique_ptr<ActionContext> ac;
+    try {
+      ac = std::make_unique<ActionContext>(*model, alone);
+    } catch (const z3::exception& e) {
+      why = detail::Session::not_created(e, alone);
+      return nullptr;
+    }
+    try {
+      ac->prepare(*model, blocking, a);
+    } catch (const z3::exception& e) {
+      why = ac->session.failure(e);
+      return nullptr;
+    }
+    return ac;
+  }
+
+  // Every obligation of action `a`, from scratch (a unit: run again alone if Z3 ran out of
+  // memory beside other units).
+  void run_action(std::size_t a, bool alone) {
     const TaskModel& m = *model;
     const Action& action = m.actions[a];
     for (std::size_t k = 0; k < blocking.size(); ++k) {
       Obligation& o = slot(a, k);
       const Invariant& inv = m.invariants[blocking[k]];
+      o = Obligation{};
       o.kind = ObligationKind::preservation;
       o.id = "preservation:" + action.id + ":" + inv.name;
       o.action = action.id;
       o.invariant = inv.name;
       o.loc = inv.loc;
     }
-    solver.push();
-    // The kernel's decision on the action from any situation: the budget, step and dependency
-    // checks are left to the run (preservation quantifies over every situation); the premise
-    // of an obligation is that the kernel evaluates the invariant (parameters within bounds,
-    // the cost and every effect computed) with `requires` holding.
-    std::optional<detail::SymbolicStep> step;
-    enc.reset_nonlinear();
-    try {
-      step = detail::symbolic_step(enc, *situation_, a);
-      solver.add(step->checks_of(kernel::ReasonCode::requires_failed));
-    } catch (const detail::Unsupported& u) {
-      for (std::size_t k = 0; k < blocking.size(); ++k) {
-        slot(a, k).verdict = VerdictKind::unknown;
-        slot(a, k).reason = u.reason + " (in action `" + action.id + "`)";
-      }
-      solver.pop();
-      report_progress();
-      return;
-    }
-    const bool action_nonlinear = enc.nonlinear();
+    auto all_unknown = [&](const std::string& why) {
+      for (std::size_t k = 0; k < blocking.size(); ++k) slot(a, k).reason = why;
+    };
+    if (limits.deadline.passed()) return all_unknown(limits.deadline.not_reached());
+    std::string why;
+    std::unique_ptr<ActionContext> ac = open(a, alone, why);
+    if (!ac) return all_unknown(why);
+    if (!ac->unsupported.empty()) return all_unknown(ac->unsupported);
+    bool used = false;  // a check ran in `ac`: the next obligation gets a fresh context
     std::set<VarId> written;
     for (const auto& e : action.effects) written.insert(e.variable);
 
@@ -214,7 +229,6 @@ struct Worker {
       const std::size_t i = blocking[k];
       const Invariant& inv = m.invariants[i];
       if (!inv.expr) {
-        o.verdict = VerdictKind::unknown;
         o.reason = inv.opaque_reason.empty()
                        ? "opaque predicate: a native (C++) invariant cannot be reasoned about"
                        : "opaque predicate: " + inv.opaque_reason;
@@ -222,54 +236,72 @@ struct Worker {
       }
       const std::set<VarId> reads = vars_of(*inv.expr);
       // The frame shortcut skips the solver; with --smtlib every obligation is written instead.
-      if (options.smtlib_dir.empty() && hypothesis[i] &&
+      if (options.smtlib_dir.empty() && ac->hypothesis[i] &&
           std::none_of(reads.begin(), reads.end(), [&](VarId v) { return written.count(v) > 0; })) {
         o.verdict = VerdictKind::proved;
         o.reason = "frame: the action writes none of the invariant's variables";
         continue;
       }
       // The kernel's check of the invariant (an overflow fails it closed).
-      const detail::Check& check = *step->invariant(inv.name);
-      if (!check.unsupported.empty()) {
-        o.verdict = VerdictKind::unknown;
-        o.reason = check.unsupported;
+      if (const std::string& u = ac->step->invariant(inv.name)->unsupported; !u.empty()) {
+        o.reason = u;
         continue;
       }
-      const bool nonlinear = action_nonlinear;
-      const z3::expr act = ctx.bool_const(("check:" + o.id).c_str());
-      solver.add(z3::implies(act, check.evaluated && !check.holds));
-      z3::expr_vector assumptions(ctx);
-      assumptions.push_back(act);
-      if (!options.smtlib_dir.empty()) write_smtlib(o.id, solver, act);
-      switch (watchdog_->run(options.timeout_ms, [&] { return solver.check(assumptions); })) {
-        case z3::unsat:
-          o.verdict = VerdictKind::proved;
-          o.reason = "inductive: holds after the action whenever the invariants hold before it";
-          break;
-        case z3::unknown: {
-          const std::string why = solver.reason_unknown();
-          o.verdict = VerdictKind::unknown;
-          if (watchdog_->timed_out() || why.find("timeout") != std::string::npos ||
-              why.find("canceled") != std::string::npos) {
-            o.reason = "timeout after " + std::to_string(options.timeout_ms) + " ms";
-          } else {
-            o.reason = nonlinear ? "nonlinear arithmetic (" + why + ")" : why;
-          }
-          break;
+      if (limits.deadline.passed()) {
+        o.reason = limits.deadline.not_reached();
+        continue;
+      }
+      if (used) {
+        ac.reset();                // first: Z3's memory limit counts every context alive
+        ac = open(a, alone, why);  // prepared as the first was: the same for every obligation
+        if (!ac) {
+          o.reason = why;
+          continue;
         }
-        case z3::sat:
-          if (!omitted.empty()) {
-            o.verdict = VerdictKind::unknown;
-            o.reason = "a counterexample exists if invariant `" + omitted.front() +
-                       "` is ignored, and it could not be encoded (opaque or unsupported)";
-            break;
-          }
-          refute(o, action, inv, solver.get_model(), enc, encodable, step->params, written);
-          break;
+      }
+      used = true;
+      try {
+        decide(o, action, inv, *ac, written);
+      } catch (const z3::exception& e) {
+        o.verdict = VerdictKind::unknown;
+        o.counterexample.reset();
+        o.reason = ac->session.failure(e);
       }
     }
-    solver.pop();
-    report_progress();
+  }
+
+  // One obligation, in a fresh context. @throws z3::exception
+  void decide(Obligation& o,
+              const Action& action,
+              const Invariant& inv,
+              ActionContext& ac,
+              const std::set<VarId>& written) {
+    z3::context& ctx = ac.session.ctx();
+    const detail::Check& check = *ac.step->invariant(inv.name);
+    const z3::expr act = ctx.bool_const(("check:" + o.id).c_str());
+    ac.solver.add(z3::implies(act, check.evaluated && !check.holds));
+    z3::expr_vector assumptions(ctx);
+    assumptions.push_back(act);
+    if (!options.smtlib_dir.empty()) write_smtlib(o.id, ac.solver, act);
+    const detail::Outcome r = ac.session.check(ac.solver, assumptions, limits, ac.nonlinear);
+    switch (r.result) {
+      case z3::unsat:
+        o.verdict = VerdictKind::proved;
+        o.reason = "inductive: holds after the action whenever the invariants hold before it";
+        break;
+      case z3::unknown:
+        o.reason = r.reason;
+        break;
+      case z3::sat:
+        if (!ac.omitted.empty()) {
+          o.reason = "a counterexample exists if invariant `" + ac.omitted.front() +
+                     "` is ignored, and it could not be encoded (opaque or unsupported)";
+          break;
+        }
+        refute(
+            o, action, inv, ac.solver.get_model(), ac.enc, ac.encodable, ac.step->params, written);
+        break;
+    }
   }
 
   void report_progress() {
@@ -363,40 +395,104 @@ struct Worker {
 
 // ---- lints: properties of the spec itself ----
 
-std::vector<Obligation> lints(const TaskModel& m,
-                              const std::vector<std::size_t>& blocking,
-                              unsigned timeout_ms) {
-  std::vector<Obligation> out;
-  z3::context ctx;
-  z3::solver solver(ctx, z3::solver::simple());
-  detail::Watchdog watchdog(ctx);
-  detail::Encoder enc(ctx, m);
-  for (VarId id = 0; id < m.variables.size(); ++id) {
-    try {
-      solver.add(enc.bounds(id, enc.pre(id)));
-    } catch (const detail::Unsupported&) {
-    }
-  }
-  // One literal per encodable blocking state invariant: lit -> I, and neg -> !I.
+// The lints' context: the bounds, and one literal per encodable blocking state invariant
+// (holds -> I, fails -> !I).
+struct LintContext {
   struct Lit {
     std::string name;
     z3::expr holds, fails;
   };
-  std::vector<Lit> lits;
-  for (std::size_t i : blocking) {
-    const Invariant& inv = m.invariants[i];
-    if (!inv.expr || inv.transition) continue;
-    try {
-      const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr) && enc.take_ranges();
-      Lit l{inv.name,
-            ctx.bool_const(("holds:" + inv.name).c_str()),
-            ctx.bool_const(("fails:" + inv.name).c_str())};
-      solver.add(z3::implies(l.holds, term));
-      solver.add(z3::implies(l.fails, !term));
-      lits.push_back(l);
-    } catch (const detail::Unsupported&) {
+  detail::Session session;
+  z3::solver solver;
+  detail::Encoder enc;
+  std::vector<Lit> lits{};
+  z3::expr_vector all;  // every `holds`
+
+  LintContext(const TaskModel& m, bool alone)
+      : session(alone),
+        solver(session.ctx(), z3::solver::simple()),
+        enc(session.ctx(), m),
+        all(session.ctx()) {}
+
+  // @throws z3::exception
+  void prepare(const TaskModel& m, const std::vector<std::size_t>& blocking) {
+    z3::context& ctx = session.ctx();
+    for (VarId id = 0; id < m.variables.size(); ++id) {
+      try {
+        solver.add(enc.bounds(id, enc.pre(id)));
+      } catch (const detail::Unsupported&) {
+      }
+    }
+    for (std::size_t i : blocking) {
+      const Invariant& inv = m.invariants[i];
+      if (!inv.expr || inv.transition) continue;
+      try {
+        const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr) && enc.take_ranges();
+        Lit l{inv.name,
+              ctx.bool_const(("holds:" + inv.name).c_str()),
+              ctx.bool_const(("fails:" + inv.name).c_str())};
+        solver.add(z3::implies(l.holds, term));
+        solver.add(z3::implies(l.fails, !term));
+        lits.push_back(l);
+        all.push_back(l.holds);
+      } catch (const detail::Unsupported&) {
+      }
     }
   }
+};
+
+// Every lint, each query in a context where no earlier query failed: after a failure (which
+// may leave a context damaged) the next lint gets a fresh one.
+std::vector<Obligation> lints(const TaskModel& m,
+                              const std::vector<std::size_t>& blocking,
+                              const detail::Limits& limits,
+                              bool alone) {
+  std::vector<Obligation> out;
+  std::unique_ptr<LintContext> lc;
+  std::string why;  // why the last context could not be prepared
+  auto ready = [&]() -> bool {
+    if (lc) return true;
+    try {
+      lc = std::make_unique<LintContext>(m, alone);
+    } catch (const z3::exception& e) {
+      why = detail::Session::not_created(e, alone);
+      return false;
+    }
+    try {
+      lc->prepare(m, blocking);
+      return true;
+    } catch (const z3::exception& e) {
+      why = lc->session.failure(e);
+      lc.reset();
+      return false;
+    }
+  };
+  auto unknown = [&](Obligation& o, const std::string& reason) {
+    o.verdict = VerdictKind::unknown;
+    o.reason = reason;
+  };
+  // Runs `body` (which fills `o`, and `also` if given) on a ready context; a failure leaves
+  // them unknown.
+  auto lint = [&](Obligation& o, Obligation* also, auto&& body) {
+    if (limits.deadline.passed()) {
+      unknown(o, limits.deadline.not_reached());
+      if (also) unknown(*also, limits.deadline.not_reached());
+      return;
+    }
+    if (!ready()) {
+      unknown(o, why);
+      if (also) unknown(*also, why);
+      return;
+    }
+    try {
+      if (!body(*lc)) lc.reset();
+    } catch (const z3::exception& e) {
+      const std::string reason = lc->session.failure(e);
+      if (o.reason.empty()) unknown(o, reason);
+      if (also && also->reason.empty()) unknown(*also, reason);
+      lc.reset();
+    }
+  };
   auto make = [&](std::string id, std::string action, std::string invariant) {
     Obligation o;
     o.kind = ObligationKind::lint;
@@ -405,59 +501,71 @@ std::vector<Obligation> lints(const TaskModel& m,
     o.invariant = std::move(invariant);
     return o;
   };
-  auto unknown = [&](Obligation& o, const std::string& why) {
-    o.verdict = VerdictKind::unknown;
-    o.reason = why;
+  auto check = [&](LintContext& c, const z3::expr_vector& assumptions) {
+    return c.session.check(c.solver, assumptions, limits);
   };
-  z3::expr_vector all(ctx);
-  for (const auto& l : lits) all.push_back(l.holds);
 
   Obligation consistent = make("lint:consistent", "", "");
-  switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
-    case z3::sat:
-      consistent.verdict = VerdictKind::proved;
-      consistent.reason = "some state within the bounds satisfies every blocking invariant";
-      break;
-    case z3::unsat: {
-      consistent.verdict = VerdictKind::refuted;
-      std::string names;
-      for (const auto& c : solver.unsat_core())
-        names += (names.empty() ? "" : ", ") + c.decl().name().str().substr(6);
-      consistent.reason = "the blocking invariants are jointly unsatisfiable within the bounds (" +
-                          names + "): every check would be vacuous";
-      break;
-    }
-    default:
-      unknown(consistent, solver.reason_unknown());
-  }
-  const bool vacuous = consistent.verdict != VerdictKind::proved;
-  out.push_back(consistent);
-  if (vacuous) return out;
-
-  for (std::size_t k = 0; k < lits.size(); ++k) {
-    Obligation o = make("lint:independent:" + lits[k].name, "", lits[k].name);
-    z3::expr_vector assumptions(ctx);
-    for (std::size_t j = 0; j < lits.size(); ++j)
-      assumptions.push_back(j == k ? lits[j].fails : lits[j].holds);
-    switch (watchdog.run(timeout_ms, [&] { return solver.check(assumptions); })) {
+  lint(consistent, nullptr, [&](LintContext& c) {
+    const detail::Outcome r = check(c, c.all);
+    switch (r.result) {
       case z3::sat:
-        o.verdict = VerdictKind::proved;
-        o.reason = "not implied by the other invariants";
+        consistent.verdict = VerdictKind::proved;
+        consistent.reason = "some state within the bounds satisfies every blocking invariant";
         break;
       case z3::unsat: {
+        consistent.verdict = VerdictKind::refuted;
         std::string names;
-        for (const auto& c : solver.unsat_core()) {
-          const std::string n = c.decl().name().str();
-          if (n.rfind("holds:", 0) == 0) names += (names.empty() ? "`" : ", `") + n.substr(6) + "`";
-        }
-        o.verdict = VerdictKind::refuted;
-        o.reason = names.empty() ? "redundant: it holds in every state within the bounds"
-                                 : "redundant: implied by " + names;
+        for (const auto& core : c.solver.unsat_core())
+          names += (names.empty() ? "" : ", ") + core.decl().name().str().substr(6);
+        consistent.reason =
+            "the blocking invariants are jointly unsatisfiable within the bounds (" + names +
+            "): every check would be vacuous";
         break;
       }
       default:
-        unknown(o, solver.reason_unknown());
+        unknown(consistent, r.reason);
     }
+    return !r.failed;
+  });
+  const bool vacuous = consistent.verdict != VerdictKind::proved;
+  out.push_back(consistent);
+  if (vacuous || !lc) return out;
+  const std::vector<std::string> names = [&] {
+    std::vector<std::string> v;
+    for (const auto& l : lc->lits) v.push_back(l.name);
+    return v;
+  }();
+
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    Obligation o = make("lint:independent:" + names[k], "", names[k]);
+    lint(o, nullptr, [&](LintContext& c) {
+      z3::expr_vector assumptions(c.session.ctx());
+      for (std::size_t j = 0; j < c.lits.size(); ++j)
+        assumptions.push_back(j == k ? c.lits[j].fails : c.lits[j].holds);
+      const detail::Outcome r = check(c, assumptions);
+      switch (r.result) {
+        case z3::sat:
+          o.verdict = VerdictKind::proved;
+          o.reason = "not implied by the other invariants";
+          break;
+        case z3::unsat: {
+          std::string implied;
+          for (const auto& core : c.solver.unsat_core()) {
+            const std::string n = core.decl().name().str();
+            if (n.rfind("holds:", 0) == 0)
+              implied += (implied.empty() ? "`" : ", `") + n.substr(6) + "`";
+          }
+          o.verdict = VerdictKind::refuted;
+          o.reason = implied.empty() ? "redundant: it holds in every state within the bounds"
+                                     : "redundant: implied by " + implied;
+          break;
+        }
+        default:
+          unknown(o, r.reason);
+      }
+      return !r.failed;
+    });
     out.push_back(o);
   }
 
@@ -465,63 +573,76 @@ std::vector<Obligation> lints(const TaskModel& m,
     Obligation enabled = make("lint:enabled:" + a.id, a.id, "");
     Obligation overflow = make("lint:no-overflow:" + a.id, a.id, "");
     enabled.loc = overflow.loc = a.loc;
-    solver.push();
-    try {
-      // The symbolic step of `a` from any situation: its parameter and `requires` checks enable
-      // it, its effects' overflow checks are the lint.
-      const detail::SymbolicStep step =
-          detail::symbolic_step(enc,
-                                detail::SymSituation::fresh(ctx, m, ""),
-                                static_cast<std::size_t>(&a - &m.actions[0]));
-      solver.add(step.checks_of(kernel::ReasonCode::invalid_parameter) &&
-                 step.checks_of(kernel::ReasonCode::requires_failed));
-      switch (watchdog.run(timeout_ms, [&] { return solver.check(all); })) {
-        case z3::sat:
-          enabled.verdict = VerdictKind::proved;
-          enabled.reason = "enabled in some state that satisfies the invariants";
-          break;
-        case z3::unsat:
-          enabled.verdict = VerdictKind::refuted;
-          enabled.reason =
-              "dead action: `requires` can never hold in a state that satisfies the invariants";
-          break;
-        default:
-          unknown(enabled, solver.reason_unknown());
-      }
-      z3::expr in_range = ctx.bool_val(true);
-      for (const detail::Check& c : step.checks) {
-        if (c.code == kernel::ReasonCode::overflow && c.subject != a.id)
-          in_range = in_range && c.holds;
-      }
-      if (a.effects.empty()) {
-        overflow.verdict = VerdictKind::proved;
-        overflow.reason = "no numeric effect";
-      } else {
-        const z3::expr lit = ctx.bool_const(("overflow:" + a.id).c_str());
-        solver.add(z3::implies(lit, !in_range));
-        z3::expr_vector assumptions = all;
-        assumptions.push_back(lit);
-        switch (watchdog.run(timeout_ms, [&] { return solver.check(assumptions); })) {
-          case z3::unsat:
-            overflow.verdict = VerdictKind::proved;
-            overflow.reason = "every written value stays within int64";
-            break;
+    lint(enabled, &overflow, [&](LintContext& c) {
+      z3::context& ctx = c.session.ctx();
+      c.solver.push();
+      bool usable = true;
+      try {
+        // The symbolic step of `a` from any situation: its parameter and `requires` checks
+        // enable it, its effects' overflow checks are the lint.
+        const detail::SymbolicStep step =
+            detail::symbolic_step(c.enc,
+                                  detail::SymSituation::fresh(ctx, m, ""),
+                                  static_cast<std::size_t>(&a - &m.actions[0]));
+        c.solver.add(step.checks_of(kernel::ReasonCode::invalid_parameter) &&
+                     step.checks_of(kernel::ReasonCode::requires_failed));
+        const detail::Outcome r = check(c, c.all);
+        usable = !r.failed;
+        switch (r.result) {
           case z3::sat:
-            overflow.verdict = VerdictKind::refuted;
-            overflow.reason = "an effect can overflow int64 in some state: the kernel rejects `" +
-                              a.id + "` there with `overflow` (add bounds)";
+            enabled.verdict = VerdictKind::proved;
+            enabled.reason = "enabled in some state that satisfies the invariants";
+            break;
+          case z3::unsat:
+            enabled.verdict = VerdictKind::refuted;
+            enabled.reason =
+                "dead action: `requires` can never hold in a state that satisfies the invariants";
             break;
           default:
-            unknown(overflow, solver.reason_unknown());
+            unknown(enabled, r.reason);
         }
+        z3::expr in_range = ctx.bool_val(true);
+        for (const detail::Check& ch : step.checks) {
+          if (ch.code == kernel::ReasonCode::overflow && ch.subject != a.id)
+            in_range = in_range && ch.holds;
+        }
+        if (a.effects.empty()) {
+          overflow.verdict = VerdictKind::proved;
+          overflow.reason = "no numeric effect";
+        } else if (!usable) {
+          unknown(overflow, r.reason);
+        } else if (limits.deadline.passed()) {
+          unknown(overflow, limits.deadline.not_reached());
+        } else {
+          const z3::expr lit = ctx.bool_const(("overflow:" + a.id).c_str());
+          c.solver.add(z3::implies(lit, !in_range));
+          z3::expr_vector assumptions = c.all;
+          assumptions.push_back(lit);
+          const detail::Outcome o = check(c, assumptions);
+          usable = !o.failed;
+          switch (o.result) {
+            case z3::unsat:
+              overflow.verdict = VerdictKind::proved;
+              overflow.reason = "every written value stays within int64";
+              break;
+            case z3::sat:
+              overflow.verdict = VerdictKind::refuted;
+              overflow.reason = "an effect can overflow int64 in some state: the kernel rejects `" +
+                                a.id + "` there with `overflow` (add bounds)";
+              break;
+            default:
+              unknown(overflow, o.reason);
+          }
+        }
+      } catch (const detail::Unsupported& u) {
+        c.enc.take_ranges();
+        if (enabled.verdict != VerdictKind::proved && enabled.verdict != VerdictKind::refuted)
+          unknown(enabled, u.reason);
+        unknown(overflow, u.reason);
       }
-    } catch (const detail::Unsupported& u) {
-      enc.take_ranges();
-      if (enabled.verdict != VerdictKind::proved && enabled.verdict != VerdictKind::refuted)
-        unknown(enabled, u.reason);
-      unknown(overflow, u.reason);
-    }
-    solver.pop();
+      if (usable) c.solver.pop();
+      return usable;
+    });
     out.push_back(enabled);
     out.push_back(overflow);
   }
@@ -553,32 +674,25 @@ Report verify(std::shared_ptr<const TaskModel> model, const VerifyOptions& optio
   report.facts.push_back(
       Fact{"budget:t4", "T4: gross spend never decreases: a refund lowers net spend only"});
 
+  const detail::Limits limits{options.timeout_ms, options.deadline};
   std::vector<Obligation> preservation(m.actions.size() * blocking.size());
   const unsigned jobs = std::max(
       1U,
       std::min<unsigned>(options.jobs,
                          static_cast<unsigned>(std::max<std::size_t>(1, m.actions.size()))));
   std::atomic<std::size_t> done{0};
-  // One worker (and Z3 context) per job, each taking every jobs-th action.
+  // One worker per job, each taking every jobs-th action; each obligation that reaches the
+  // solver has a fresh context, so what it reports does not depend on the job count.
   kernel::parallel_for(jobs, jobs, [&](std::size_t t, unsigned) {
-    Worker worker{model, options, preservation, blocking, {}, {}, {}};
-    worker.done_ = &done;
+    Worker worker{model, options, limits, preservation, blocking, &done};
     worker.run(static_cast<unsigned>(t), jobs);
   });
-  if (options.depth > 0)
-    detail::check_reachability(model, preservation, options.depth, options.timeout_ms);
+  if (options.depth > 0) detail::check_reachability(model, preservation, options.depth, limits);
   for (auto& o : preservation) report.obligations.push_back(std::move(o));
-  try {
-    for (auto& o : lints(m, blocking, options.timeout_ms))
-      report.obligations.push_back(std::move(o));
-  } catch (const z3::exception& e) {
-    Obligation o;
-    o.kind = ObligationKind::lint;
-    o.id = "lint:consistent";
-    o.reason = std::string("the solver failed: ") + e.msg();
-    report.obligations.push_back(std::move(o));
-  }
-  for (auto& o : interface_obligations(model, options.timeout_ms))
+  std::vector<Obligation> lint_results;
+  detail::run_unit([&](bool alone) { lint_results = lints(m, blocking, limits, alone); });
+  for (auto& o : lint_results) report.obligations.push_back(std::move(o));
+  for (auto& o : interface_obligations(model, options.timeout_ms, options.deadline))
     report.obligations.push_back(std::move(o));
 
   for (auto& o : report.obligations) {

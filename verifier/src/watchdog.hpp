@@ -13,9 +13,15 @@
 
 namespace clampai::verifier::detail {
 
+/// Sets Z3's memory limit for every context of the process, once (solving.hpp).
+void limit_solver_memory();
+
 class Watchdog {
  public:
-  explicit Watchdog(z3::context& ctx) : ctx_(ctx), thread_([this] { loop(); }) {}
+  /// Also sets the memory limit: every context that solves has a watchdog.
+  explicit Watchdog(z3::context& ctx) : ctx_(ctx), thread_([this] { loop(); }) {
+    limit_solver_memory();
+  }
   ~Watchdog() {
     {
       std::lock_guard lock(mutex_);

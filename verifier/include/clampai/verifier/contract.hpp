@@ -62,11 +62,13 @@ struct ContractOutcome {
 /// The names of the variables a formula reads.
 std::set<std::string> variables_of(const Formula& f);
 
-/// Decides ContractChecks; keeps one solver context, so reuse it for many checks. Not
-/// thread-safe: use one per thread.
+/// Decides ContractChecks; keeps one solver context, so reuse it for many checks (a check that
+/// fails in it gets a fresh one for the next). Not thread-safe: use one per thread.
 class ContractChecker {
  public:
-  explicit ContractChecker(unsigned timeout_ms = 10000);
+  /// Every check within `timeout_ms`, cut to `deadline`; after the deadline a check is
+  /// `unknown` without solving.
+  explicit ContractChecker(unsigned timeout_ms = 10000, Deadline deadline = {});
   ~ContractChecker();
   ContractChecker(const ContractChecker&) = delete;
   ContractChecker& operator=(const ContractChecker&) = delete;
@@ -76,7 +78,9 @@ class ContractChecker {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  unsigned timeout_ms_;
+  Deadline deadline_;
+  std::unique_ptr<Impl> impl_;  // created by the first check
 };
 
 /// The task's own interface obligations (when it declares one): `interface:writes` (its
@@ -86,6 +90,7 @@ class ContractChecker {
 /// `lint:assumes-consistent` (the assumes can hold together with the invariants). `verify`
 /// includes them.
 std::vector<Obligation> interface_obligations(std::shared_ptr<const kernel::TaskModel> model,
-                                              unsigned timeout_ms);
+                                              unsigned timeout_ms,
+                                              Deadline deadline = {});
 
 }  // namespace clampai::verifier

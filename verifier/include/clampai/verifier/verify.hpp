@@ -13,6 +13,7 @@
 
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/value.hpp"
+#include "clampai/verifier/deadline.hpp"
 
 namespace clampai::verifier {
 
@@ -66,8 +67,13 @@ struct Obligation {
 };
 
 struct VerifyOptions {
-  unsigned timeout_ms = 10000;  // per obligation
-  unsigned jobs = 1;            // worker threads, each with its own Z3 context
+  /// The time limit of every solver call (preservation, lints, interface obligations, each
+  /// reachability query), in milliseconds.
+  unsigned timeout_ms = 10000;
+  /// The whole run's limit (default: none): a solver call is cut to the time left, and what
+  /// has not started by then is `unknown` (`not checked: the run's time limit ...`).
+  Deadline deadline{};
+  unsigned jobs = 1;  // worker threads; the report does not depend on it (but for time limits)
   /// When not empty, every preservation obligation is also written to this directory as a
   /// standalone SMT-LIB 2 file (`<id>.smt2`, `:` replaced by `_`) that any solver can check:
   /// unsat means proved.
