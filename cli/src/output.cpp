@@ -15,7 +15,7 @@ namespace clampai::cli {
 report::GoalSummary check_goal(const kernel::TaskModel& m, unsigned depth) {
   report::GoalSummary g;
   g.depth = depth;
-  kernel::LookaheadOptions o;
+  driver::LookaheadOptions o;
   o.depth = depth;
   const std::string k = std::to_string(depth);
   const driver::LookaheadResult r = driver::plan_to_goal(m, kernel::Situation::initial(m), o);
