@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../cli/src/output.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/server.hpp"
@@ -149,7 +149,8 @@ void manifest(std::string_view input) {
 }
 
 void params(std::string_view input) {
-  const kernel::ParamMap p = cli::parse_params(std::string(input));
+  const kernel::ParamMap p =
+      input.empty() ? kernel::ParamMap{} : kernel::parse_named_numbers(input, "--params");
   for (const auto& [name, v] : p)
     must(v.kind() == kernel::Value::Kind::number, "parameter `" + name + "` is no number");
 }

@@ -2,6 +2,8 @@
 // nothing here throws, and the kernel still decides whatever is chosen.
 #include "clampai/agent/answer.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <exception>
 
 #include "clampai/kernel/error.hpp"
@@ -256,12 +258,18 @@ ParsedAnswer parse_call(const ToolCall& call) {
   Answer a;
   a.from_tool_call = true;
   a.action = strip_invisible(call.name);
-  if (!call.arguments.is_null()) {
-    if (!call.arguments.is_object())
+  nlohmann::json arguments;
+  try {
+    arguments = nlohmann::json::parse(call.arguments);
+  } catch (const nlohmann::json::exception&) {
+    return failure(FailureKind::bad_params, "the tool call's arguments are not JSON");
+  }
+  if (!arguments.is_null()) {
+    if (!arguments.is_object())
       return failure(FailureKind::bad_params,
                      "the tool call's arguments are not an object (" +
-                         std::string(call.arguments.type_name()) + ")");
-    for (const auto& [name, v] : call.arguments.items()) {
+                         std::string(arguments.type_name()) + ")");
+    for (const auto& [name, v] : arguments.items()) {
       kernel::Value value;
       if (!param_value(v, value))
         return failure(FailureKind::bad_params,

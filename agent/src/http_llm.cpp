@@ -3,8 +3,10 @@
 // classifies every failure into an LlmError kind, and writes one transcript line per attempt.
 // The key lives only in the request headers: every message and transcript line is scrubbed of it.
 #include <fcntl.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>

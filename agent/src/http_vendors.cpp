@@ -3,6 +3,8 @@
 // new field in an answer never breaks an adapter.
 #include "http_vendors.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <set>
 
 namespace clampai::agent::detail {
@@ -130,7 +132,8 @@ json anthropic_body(const LlmRequest& request, const std::string& model, const T
     json tools = json::array();
     for (std::size_t i = 0; i < request.tools.size(); ++i) {
       const auto& t = request.tools[i];
-      json tool{{"name", names.wire[i]}, {"input_schema", object_schema(t.input_schema)}};
+      json tool{{"name", names.wire[i]},
+                {"input_schema", object_schema(json::parse(t.input_schema))}};
       if (!t.description.empty()) tool["description"] = t.description;
       tools.push_back(std::move(tool));
     }
@@ -154,7 +157,8 @@ json openai_body(const LlmRequest& request,
     json tools = json::array();
     for (std::size_t i = 0; i < request.tools.size(); ++i) {
       const auto& t = request.tools[i];
-      json function{{"name", names.wire[i]}, {"parameters", object_schema(t.input_schema)}};
+      json function{{"name", names.wire[i]},
+                    {"parameters", object_schema(json::parse(t.input_schema))}};
       if (!t.description.empty()) function["description"] = t.description;
       tools.push_back(json{{"type", "function"}, {"function", std::move(function)}});
     }
@@ -196,7 +200,7 @@ LlmResponse parse_anthropic(const json& answer, const ToolNames& names) {
         if (!input->is_object()) unparsable(where + ": `input` is not an object");
         arguments = *input;
       }
-      response.tool_call = ToolCall{names.original(name->get<std::string>()), std::move(arguments)};
+      response.tool_call = ToolCall{names.original(name->get<std::string>()), arguments.dump()};
     }  // other blocks (thinking, a second tool_use) are not the answer
   }
   if (const auto usage = answer.find("usage"); usage != answer.end() && usage->is_object()) {
@@ -246,7 +250,7 @@ LlmResponse parse_openai(const json& answer, const ToolNames& names) {
       json args = arguments == function->end()
                       ? json::object()
                       : arguments_object(*arguments, where + ".function.arguments`");
-      response.tool_call = ToolCall{names.original(name->get<std::string>()), std::move(args)};
+      response.tool_call = ToolCall{names.original(name->get<std::string>()), args.dump()};
     }
   }
   if (const auto usage = answer.find("usage"); usage != answer.end() && usage->is_object()) {

@@ -3,9 +3,11 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 namespace clampai::agent {
 
-MockAnswer MockAnswer::call(std::string action, nlohmann::json arguments) {
+MockAnswer MockAnswer::call(std::string action, std::string arguments) {
   MockAnswer a;
   LlmResponse r;
   r.tool_call = ToolCall{std::move(action), std::move(arguments)};
@@ -34,6 +36,10 @@ MockLlm::MockLlm(MockOptions options) : options_(std::move(options)), rng_(optio
 
 namespace {
 
+ToolCall call_of(std::string name, const nlohmann::json& arguments) {
+  return ToolCall{std::move(name), arguments.dump()};
+}
+
 LlmResponse stop_answer() {
   LlmResponse r;
   r.text = R"({"stop": true})";
@@ -43,8 +49,9 @@ LlmResponse stop_answer() {
 // Default parameters from a tool's schema: its default, else its minimum, else 0.
 nlohmann::json default_arguments(const ToolSpec& tool) {
   nlohmann::json args = nlohmann::json::object();
-  const auto props = tool.input_schema.find("properties");
-  if (props == tool.input_schema.end() || !props->is_object()) return args;
+  const nlohmann::json input_schema = nlohmann::json::parse(tool.input_schema);
+  const auto props = input_schema.find("properties");
+  if (props == input_schema.end() || !props->is_object()) return args;
   for (const auto& [name, schema] : props->items()) {
     const bool integer = schema.value("type", "") == "integer";
     double v = schema.contains("default")   ? schema["default"].get<double>()
@@ -83,7 +90,7 @@ LlmResponse MockLlm::complete(const LlmRequest& request) {
 LlmResponse MockLlm::best(const LlmRequest& request) {
   if (request.tools.empty()) return stop_answer();
   LlmResponse r;
-  r.tool_call = ToolCall{request.tools.front().name, default_arguments(request.tools.front())};
+  r.tool_call = call_of(request.tools.front().name, default_arguments(request.tools.front()));
   r.usage = {static_cast<std::int64_t>(request.prompt.size() / 4), 20};
   return r;
 }
@@ -94,8 +101,9 @@ LlmResponse MockLlm::random(const LlmRequest& request) {
   std::uniform_int_distribution<std::size_t> pick(0, request.tools.size() - 1);
   const ToolSpec& tool = request.tools[pick(rng_)];
   nlohmann::json args = nlohmann::json::object();
-  const auto props = tool.input_schema.find("properties");
-  if (props != tool.input_schema.end() && props->is_object()) {
+  const nlohmann::json input_schema = nlohmann::json::parse(tool.input_schema);
+  const auto props = input_schema.find("properties");
+  if (props != input_schema.end() && props->is_object()) {
     for (const auto& [name, schema] : props->items()) {
       const double lo = schema.value("minimum", -100.0), hi = schema.value("maximum", 100.0);
       // Mostly within the bounds, sometimes one step outside them.
@@ -109,7 +117,7 @@ LlmResponse MockLlm::random(const LlmRequest& request) {
   if (unit(rng_) < 0.2) {
     r.text = "I choose: " + nlohmann::json{{"action", tool.name}, {"params", args}}.dump();
   } else {
-    r.tool_call = ToolCall{tool.name, std::move(args)};
+    r.tool_call = call_of(tool.name, std::move(args));
   }
   r.usage = {static_cast<std::int64_t>(request.prompt.size() / 4), 20};
   return r;
@@ -127,10 +135,10 @@ LlmResponse MockLlm::adversarial(const LlmRequest& request) {
   switch (attack(rng_)) {
     case 0:  // a valid choice
     case 1:
-      r.tool_call = ToolCall{good, good_args};
+      r.tool_call = call_of(good, good_args);
       break;
     case 2:  // an unknown action
-      r.tool_call = ToolCall{forbidden, nlohmann::json::object()};
+      r.tool_call = call_of(forbidden, nlohmann::json::object());
       break;
     case 3:  // prompt injection in text, naming a forbidden action
       r.text =
@@ -163,7 +171,7 @@ LlmResponse MockLlm::adversarial(const LlmRequest& request) {
             break;
         }
       }
-      r.tool_call = ToolCall{good, args};
+      r.tool_call = call_of(good, args);
       break;
     }
     case 6:  // NUL bytes and zero-width characters around a valid answer
@@ -183,13 +191,13 @@ LlmResponse MockLlm::adversarial(const LlmRequest& request) {
       r.text = std::string(10000, '[') + std::string(10000, ']');
       break;
     case 11:  // arguments that are not an object
-      r.tool_call = ToolCall{good, nlohmann::json::array({1, 2, 3})};
+      r.tool_call = call_of(good, nlohmann::json::array({1, 2, 3}));
       break;
     case 12:  // a zero-width character inside an unknown id
-      r.tool_call = ToolCall{"drop\xE2\x80\x8B_all_tables", nlohmann::json::object()};
+      r.tool_call = call_of("drop\xE2\x80\x8B_all_tables", nlohmann::json::object());
       break;
     case 13:  // an unknown parameter
-      r.tool_call = ToolCall{good, nlohmann::json{{"__proto__", 1}}};
+      r.tool_call = call_of(good, nlohmann::json{{"__proto__", 1}});
       break;
     case 14:  // prose only
       r.text = "I think the best course of action is to wait and see.";

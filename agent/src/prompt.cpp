@@ -2,6 +2,8 @@
 // the invariants, the offered actions with their values), and the tools.
 #include "prompt.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -66,9 +68,10 @@ ToolSpec tool_of(const kernel::TaskModel& model, std::size_t index) {
       s["description"] = "at most " + std::to_string(p.type.scale()) + " digits after the point";
     props[p.name] = std::move(s);
   }
-  t.input_schema = {{"type", "object"}, {"properties", std::move(props)}};
-  if (!required.empty()) t.input_schema["required"] = std::move(required);
-  t.input_schema["additionalProperties"] = false;
+  nlohmann::json schema{{"type", "object"}, {"properties", std::move(props)}};
+  if (!required.empty()) schema["required"] = std::move(required);
+  schema["additionalProperties"] = false;
+  t.input_schema = schema.dump();
   return t;
 }
 

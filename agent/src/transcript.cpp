@@ -1,6 +1,8 @@
 // The transcript decorator: the LLM's prompts and answers as JSON Lines.
 #include "clampai/agent/transcript.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "clampai/kernel/error.hpp"
 
 namespace clampai::agent {
@@ -28,7 +30,8 @@ class TranscriptLlm final : public LlmClient {
       LlmResponse r = inner_->complete(request);
       nlohmann::json answer{{"text", r.text}};
       if (r.tool_call)
-        answer["tool_call"] = {{"name", r.tool_call->name}, {"arguments", r.tool_call->arguments}};
+        answer["tool_call"] = {{"name", r.tool_call->name},
+                               {"arguments", nlohmann::json::parse(r.tool_call->arguments)}};
       line["answer"] = std::move(answer);
       line["usage"] = {{"input_tokens", r.usage.input_tokens},
                        {"output_tokens", r.usage.output_tokens}};

@@ -25,6 +25,45 @@ bool budget_only(const ck::Decision& d) {
   });
 }
 
+// Escrow mode as a committer: decides on the lease's kernel, leases anew when only the lease's
+// budget is short, and refuses for the budget only when the pool has no slice left.
+class EscrowCommitter final : public driver::Committer {
+ public:
+  explicit EscrowCommitter(cl::EscrowKernel& escrow) : escrow_(escrow) {}
+  [[nodiscard]] const ck::SafetyKernel& view() const override { return escrow_.local(); }
+  ck::Outcome commit(const ck::Proposal& proposal) override {
+    ck::Outcome o = escrow_.execute(proposal);
+    if (o.receipt) spent += o.receipt->cost;
+    return o;
+  }
+  ck::Decision record_rejection(const ck::Proposal& proposal) override {
+    return escrow_.local().evaluate(proposal);  // a lease's chain records no rejections
+  }
+  [[nodiscard]] bool records_rejections() const override { return false; }
+  std::optional<ck::Outcome> rollback(const ck::Receipt& receipt) override {
+    return escrow_.rollback(receipt);
+  }
+  // Nothing approvable on the lease: if only its budget is short, propose the first such action
+  // (committing it leases anew, or is refused for the pool).
+  std::optional<ck::Proposal> when_stuck(const driver::Choice& choice) override {
+    const auto short_of_budget =
+        std::find_if(choice.rejected.begin(), choice.rejected.end(), budget_only);
+    if (short_of_budget == choice.rejected.end()) return std::nullopt;
+    return driver::default_proposal(escrow_.model(), short_of_budget->action);
+  }
+  // A refusal on the lease is final: the pool is out of budget, or the decision is the same on
+  // any lease (escrow mode accepts only specs whose decisions read no shared state).
+  std::optional<driver::Termination> on_refusal(const ck::Decision& d) override {
+    return budget_only(d) ? driver::Termination::budget_exhausted
+                          : driver::Termination::no_approvable_action;
+  }
+
+  ck::Amount spent = 0;
+
+ private:
+  cl::EscrowKernel& escrow_;
+};
+
 }  // namespace
 
 int run_on_escrow(const LedgerRun& args) {
@@ -46,56 +85,13 @@ int run_on_escrow(const LedgerRun& args) {
   cl::EscrowKernel escrow(model, url.conninfo, task, options);
 
   driver::FirstApprovableDriver chooser;
-  driver::RunResult r;
-  ck::Amount spent = 0;
-  auto tally = [&](const ck::Decision& d) {
-    ++r.rejected;
-    for (const auto& reason : d.reasons)
-      ++r.rejections_by_reason[std::string(to_string(reason.code))];
-  };
+  EscrowCommitter committer(escrow);
+  driver::RunOptions run_options;
+  run_options.max_steps = args.max_steps;
   report::Progress progress(report::Progress::for_stderr("run", quiet()));
   progress.phase("running in escrow mode on " + escrow.describe());
-  while (true) {
-    if (escrow.local().goal_reached()) {
-      r.termination = driver::Termination::goal_reached;
-      break;
-    }
-    if (args.max_steps && r.executed >= *args.max_steps) {
-      r.termination = driver::Termination::max_steps;
-      break;
-    }
-    driver::Choice choice = chooser.next(escrow.local());
-    r.attempted += choice.rejected.size();
-    ck::Proposal proposal;
-    if (choice.proposal) {
-      proposal = *choice.proposal;
-    } else {
-      // Nothing approvable on the lease: if only its budget is short, ask for a new slice by
-      // proposing the first such action (execute leases anew, or refuses for the pool).
-      const auto short_of_budget =
-          std::find_if(choice.rejected.begin(), choice.rejected.end(), budget_only);
-      if (short_of_budget == choice.rejected.end()) {
-        for (const auto& d : choice.rejected) tally(d);
-        r.termination = driver::Termination::no_approvable_action;
-        for (const auto& d : choice.rejected)
-          r.last_reasons.insert(r.last_reasons.end(), d.reasons.begin(), d.reasons.end());
-        break;
-      }
-      proposal = driver::default_proposal(*model, short_of_budget->action);
-    }
-    ++r.attempted;
-    const ck::Outcome o = escrow.execute(proposal);
-    if (!o.receipt) {
-      tally(o.decision);
-      r.termination = budget_only(o.decision) ? driver::Termination::budget_exhausted
-                                              : driver::Termination::no_approvable_action;
-      r.last_reasons = o.decision.reasons;
-      break;
-    }
-    ++r.executed;
-    spent += o.receipt->cost;
-    r.actions.push_back(model->actions[proposal.action].id);
-  }
+  driver::RunResult r = driver::run(committer, chooser, run_options);
+  const ck::Amount spent = committer.spent;
   escrow.close();
   progress.stop();
   r.goal_reached = escrow.local().goal_reached();

@@ -21,6 +21,7 @@
 #include "clampai/report.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
+#include "evaluate_cmd.hpp"
 #include "ledger_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "mcp_cmd.hpp"
@@ -474,6 +475,7 @@ int main(int argc, char** argv) {
   add_format(verify, common);
   auto* bench = clampai::cli::add_bench_command(app, common.format);
   auto* compose = clampai::cli::add_compose_command(app);
+  auto* evaluate = clampai::cli::add_evaluate_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
   auto* agent = clampai::cli::add_agent_command(app);
@@ -532,6 +534,7 @@ int main(int argc, char** argv) {
     if (verify_cmd->parsed()) return cmd_verify(verify_args, common);
     if (bench->parsed()) return clampai::cli::run_bench_command();
     if (compose->parsed()) return clampai::cli::run_compose_command();
+    if (evaluate->parsed()) return clampai::cli::run_evaluate_command();
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
     if (agent->parsed()) return clampai::cli::run_agent_command();

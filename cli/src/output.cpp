@@ -17,7 +17,7 @@ report::GoalSummary check_goal(const kernel::TaskModel& m,
                                std::chrono::steady_clock::time_point deadline) {
   report::GoalSummary g;
   g.depth = depth;
-  kernel::LookaheadOptions o;
+  driver::LookaheadOptions o;
   o.depth = depth;
   o.deadline = deadline;
   const std::string k = std::to_string(depth);

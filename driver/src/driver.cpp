@@ -4,6 +4,9 @@
 #include "stop.hpp"
 
 #include <algorithm>
+#include <exception>
+
+#include "clampai/kernel/error.hpp"
 
 namespace clampai::driver {
 
@@ -15,7 +18,7 @@ using kernel::ReasonCode;
 using kernel::Receipt;
 using kernel::Value;
 
-std::string_view to_string(Termination t) {
+std::string_view to_string(Termination t) noexcept {
   static constexpr std::string_view kNames[] = {"goal_reached",
                                                 "no_approvable_action",
                                                 "budget_exhausted",
@@ -23,7 +26,11 @@ std::string_view to_string(Termination t) {
                                                 "max_steps",
                                                 "emergency_stop",
                                                 "goal_not_attested",
-                                                "environment_drift"};
+                                                "environment_drift",
+                                                "llm_stop",
+                                                "stuck",
+                                                "max_failures",
+                                                "error"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -38,6 +45,7 @@ Proposal default_proposal(const TaskModel& model, std::size_t index) {
 }
 
 void Driver::rolled_back(const State& /*state*/, const Proposal& /*undone*/) {}
+void Driver::committed(const Proposal& /*proposal*/, const Outcome& /*outcome*/) {}
 
 void FirstApprovableDriver::rolled_back(const State& state, const Proposal& undone) {
   avoid_.emplace_back(state, undone.action);
@@ -72,104 +80,208 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
 
 namespace {
 
-// The first approvable emergency action, if any (`tally` counts the rejected ones).
-template <typename Tally>
-std::optional<Proposal> approvable_emergency(SafetyKernel& kernel,
-                                             RunResult& result,
-                                             Tally&& tally) {
-  const TaskModel& m = kernel.model();
+// The loop's own bookkeeping over one run.
+class Loop {
+ public:
+  Loop(Committer& committer, Driver& driver, const RunOptions& options)
+      : c_(committer), driver_(driver), options_(options) {}
+  RunResult run();
+
+ private:
+  RunResult steps();
+  void tally(const Decision& d) {
+    ++result_.rejected;
+    for (const auto& r : d.reasons) ++result_.rejections_by_reason[std::string(to_string(r.code))];
+  }
+  // Nothing approvable on the latest head: roll back this run's last commit if it is still the
+  // most recent action in effect (and reversible), else take the first approvable emergency
+  // action. True iff the run goes on (a rollback); sets the termination when it stops.
+  bool recover();
+  // One commit of the chooser's `proposal`. False iff the run stops.
+  bool commit(Proposal proposal);
+
+  Committer& c_;
+  Driver& driver_;
+  const RunOptions& options_;
+  RunResult result_;
+  // This run's commits still in effect, newest last: what recovery may undo (an emergency
+  // commit on top stops it: recovery rolls back only reversible non-emergency actions).
+  std::vector<std::pair<Receipt, Proposal>> undoable_;
+  // Proposals refused at commit in a row on one head: a chooser whose choice the kernel keeps
+  // refusing (another thread or process, or a guard the chooser does not consult) must not
+  // make the run spin. A refusal on a newer head starts the count again.
+  unsigned refused_in_a_row_ = 0;
+  std::uint64_t refused_at_ = 0;
+};
+
+bool Loop::recover() {
+  const TaskModel& m = c_.model();
+  if (steps_left(c_.view()) && !undoable_.empty() &&
+      !m.actions[undoable_.back().first.action].emergency &&
+      m.actions[undoable_.back().first.action].reversible) {
+    auto [receipt, proposal] = std::move(undoable_.back());
+    undoable_.pop_back();
+    if (std::optional<Outcome> o = c_.rollback(receipt)) {
+      ++result_.rollbacks;
+      result_.recovery.push_back("rolled back `" + m.actions[receipt.action].id + "`");
+      driver_.rolled_back(o->state, proposal);
+      return true;
+    }
+    undoable_.clear();  // another process committed on top: none of this run's is undoable
+  }
   for (std::size_t i = 0; i < m.actions.size(); ++i) {
     if (!m.actions[i].emergency) continue;
-    Proposal p = default_proposal(m, i);
-    ++result.attempted;
-    const Decision d = kernel.record_rejection(p);
-    if (d.approved) return p;
-    tally(d);
+    const Proposal p = default_proposal(m, i);
+    ++result_.attempted;
+    const Decision d = c_.record_rejection(p);
+    if (!d.approved) {
+      tally(d);
+      continue;
+    }
+    const Outcome o = c_.commit(p);
+    if (!o.decision.approved) {
+      tally(o.decision);
+      continue;
+    }
+    ++result_.executed;
+    ++result_.emergencies;
+    result_.actions.push_back(m.actions[i].id);
+    result_.recovery.push_back("emergency action `" + m.actions[i].id + "`");
+    result_.termination = Termination::emergency_stop;
+    return false;
   }
-  return std::nullopt;
+  return false;
+}
+
+bool Loop::commit(Proposal proposal) {
+  const Outcome o = c_.commit(proposal);
+  driver_.committed(proposal, o);
+  if (!o.decision.approved) {  // refused on the latest head: another thread or process, a guard
+    ++result_.attempted;
+    tally(o.decision);
+    if (const std::optional<Termination> stop = c_.on_refusal(o.decision)) {
+      result_.termination = *stop;
+      result_.last_reasons = o.decision.reasons;
+      return false;
+    }
+    if (c_.head() != refused_at_) {
+      refused_at_ = c_.head();
+      refused_in_a_row_ = 0;
+    }
+    if (options_.refusals_before_stop == 0 || ++refused_in_a_row_ < options_.refusals_before_stop)
+      return true;
+    result_.termination = Termination::no_approvable_action;
+    result_.last_reasons = o.decision.reasons;
+    return false;
+  }
+  refused_in_a_row_ = 0;
+  ++result_.executed;
+  result_.actions.push_back(c_.model().actions[proposal.action].id);
+  if (o.receipt) undoable_.emplace_back(*o.receipt, std::move(proposal));
+  return true;
+}
+
+RunResult Loop::run() {
+  if (!options_.errors_end_run) return steps();
+  try {
+    return steps();
+  } catch (const std::exception& e) {
+    result_.termination = Termination::error;
+    result_.message = e.what();
+    result_.goal_reached = false;
+    return result_;
+  }
+}
+
+RunResult Loop::steps() {
+  refused_at_ = c_.head();
+  while (true) {
+    if (options_.refresh_each_step) (void)c_.refresh();
+    const SafetyKernel& view = c_.view();
+    if (view.goal_reached()) {
+      result_.termination = Termination::goal_reached;
+      break;
+    }
+    if (options_.max_steps && result_.executed >= *options_.max_steps) {
+      result_.termination = Termination::max_steps;
+      break;
+    }
+    Choice choice = driver_.next(view);
+    if (choice.stop) {
+      result_.termination = *choice.stop;
+      result_.message = std::move(choice.stop_message);
+      break;
+    }
+    // The chooser screened these with evaluate; a committer that records rejections traces them.
+    if (c_.records_rejections()) {
+      for (const Proposal& p : choice.rejected_proposals) (void)c_.record_rejection(p);
+    }
+    result_.attempted += choice.rejected.size() + (choice.proposal ? 1 : 0);
+    for (const auto& d : choice.rejected) tally(d);
+    if (!choice.proposal) {
+      // Nothing approvable on the head this process knows: on a newer one there may be.
+      if (c_.refresh() > 0) continue;
+      if (std::optional<Proposal> p = c_.when_stuck(choice)) {
+        ++result_.attempted;
+        if (commit(std::move(*p))) continue;
+        break;
+      }
+      if (options_.recover) {
+        if (recover()) continue;
+        if (result_.termination == Termination::emergency_stop) break;
+      }
+      detail::record_stop(c_.view(), choice, result_);
+      break;
+    }
+    if (!commit(std::move(*choice.proposal))) break;
+  }
+  result_.goal_reached = c_.view().goal_reached();
+  return result_;
 }
 
 }  // namespace
 
-RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
-  RunResult result;
-  // This run's commits still in effect, newest last: what recovery may undo (an emergency
-  // commit on top stops it: recovery rolls back only reversible non-emergency actions).
-  std::vector<std::pair<Receipt, Proposal>> undoable;
-  // Proposals the kernel rejected at execute since the last commit: a driver whose choice the
-  // kernel keeps refusing (another thread, or a guard the driver does not consult) must not
-  // make the run spin.
-  int refused_in_a_row = 0;
-  auto tally = [&](const Decision& d) {
-    ++result.rejected;
-    for (const auto& r : d.reasons) ++result.rejections_by_reason[std::string(to_string(r.code))];
-  };
-  while (true) {
-    if (kernel.goal_reached()) {
-      result.termination = Termination::goal_reached;
-      break;
-    }
-    if (options.max_steps && result.executed >= *options.max_steps) {
-      result.termination = Termination::max_steps;
-      break;
-    }
-    Choice choice = driver.next(kernel);
-    // The driver screened these with evaluate; a kernel that records rejections traces them.
-    if (kernel.records_rejections()) {
-      for (const Proposal& p : choice.rejected_proposals) (void)kernel.record_rejection(p);
-    }
-    result.attempted += choice.rejected.size() + (choice.proposal ? 1 : 0);
-    for (const auto& d : choice.rejected) tally(d);
-    if (!choice.proposal && options.recover) {
-      const bool steps_left = kernel.steps() < static_cast<std::uint64_t>(kernel.step_limit());
-      if (steps_left && !undoable.empty() &&
-          !kernel.model().actions[undoable.back().first.action].emergency &&
-          kernel.model().actions[undoable.back().first.action].reversible) {
-        auto [receipt, proposal] = undoable.back();
-        undoable.pop_back();
-        // Throws only if another thread committed since: then nothing of this run is undoable.
-        Outcome o = kernel.rollback(receipt);
-        ++result.rollbacks;
-        result.recovery.push_back("rolled back `" + kernel.model().actions[receipt.action].id +
-                                  "`");
-        driver.rolled_back(o.state, proposal);
-        continue;
-      }
-      if (auto p = approvable_emergency(kernel, result, tally)) {
-        Outcome o = kernel.execute(*p);
-        if (o.decision.approved) {
-          ++result.executed;
-          ++result.emergencies;
-          const std::string& id = kernel.model().actions[p->action].id;
-          result.actions.push_back(id);
-          result.recovery.push_back("emergency action `" + id + "`");
-          result.termination = Termination::emergency_stop;
-          result.goal_reached = kernel.goal_reached();
-          return result;
-        }
-        tally(o.decision);
-      }
-    }
-    if (!choice.proposal) {
-      detail::record_stop(kernel, choice, result);
-      break;
-    }
-    Outcome o = kernel.execute(*choice.proposal);
-    if (!o.decision.approved) {  // another thread changed the state in between, or a guard
-      ++result.attempted;
-      tally(o.decision);
-      if (++refused_in_a_row < 2) continue;
-      result.termination = Termination::no_approvable_action;
-      result.last_reasons = o.decision.reasons;
-      break;
-    }
-    refused_in_a_row = 0;
-    ++result.executed;
-    result.actions.push_back(kernel.model().actions[choice.proposal->action].id);
-    if (o.receipt) undoable.emplace_back(*o.receipt, std::move(*choice.proposal));
+std::optional<Proposal> Committer::when_stuck(const Choice& /*choice*/) { return std::nullopt; }
+std::optional<Termination> Committer::on_refusal(const Decision& /*decision*/) {
+  return std::nullopt;
+}
+
+Outcome LocalCommitter::commit(const Proposal& proposal) { return kernel_.execute(proposal); }
+Decision LocalCommitter::record_rejection(const Proposal& proposal) {
+  return kernel_.record_rejection(proposal);
+}
+bool LocalCommitter::records_rejections() const { return kernel_.records_rejections(); }
+std::optional<Outcome> LocalCommitter::rollback(const Receipt& receipt) {
+  return kernel_.rollback(receipt);  // throws if another thread committed since: not ours to undo
+}
+
+Outcome SharedCommitter::commit(const Proposal& proposal) { return kernel_.execute(proposal); }
+Decision SharedCommitter::record_rejection(const Proposal& proposal) {
+  return kernel_.record_rejection(proposal);
+}
+bool SharedCommitter::records_rejections() const { return kernel_.records_rejections(); }
+std::optional<Outcome> SharedCommitter::rollback(const Receipt& receipt) {
+  try {
+    return kernel_.rollback(receipt);
+  } catch (const InvalidArgument&) {
+    return std::nullopt;  // another process committed on top of it
   }
-  result.goal_reached = kernel.goal_reached();
-  return result;
+}
+std::uint64_t SharedCommitter::refresh() { return kernel_.refresh(); }
+std::uint64_t SharedCommitter::head() const { return kernel_.length(); }
+std::uint64_t Committer::head() const { return 0; }
+
+bool steps_left(const SafetyKernel& view) {
+  return view.steps() < static_cast<std::uint64_t>(view.step_limit());
+}
+
+RunResult run(Committer& committer, Driver& driver, const RunOptions& options) {
+  return Loop(committer, driver, options).run();
+}
+
+RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options) {
+  LocalCommitter committer(kernel);
+  return run(committer, driver, options);
 }
 
 }  // namespace clampai::driver

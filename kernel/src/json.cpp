@@ -415,13 +415,48 @@ std::string describe(const JsonNode& n) {
   return "?";
 }
 
-void append_json_string(std::string& out, std::string_view s) {
+namespace {
+
+// The length of the valid UTF-8 sequence at `s[i]` (a byte >= 0x80), or 0 if there is none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
   std::size_t run = 0;  // start of the pending run of characters that need no escape
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      if (c < 0x80 || invalid == InvalidUtf8::keep) continue;
+      if (const std::size_t n = utf8_sequence(s, i); n > 0) {
+        i += n - 1;
+        continue;
+      }
+      out.append(s.data() + run, i - run);
+      run = i + 1;
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {

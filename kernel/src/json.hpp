@@ -9,8 +9,6 @@
 
 namespace clampai::kernel::jsonio {
 
-/// Appends `s` as a JSON string literal escaped as RFC 8785 requires.
-void append_json_string(std::string& out, std::string_view s);
 /// Appends the canonical JSON of a value (same text as canonicalising value_to_json(v)).
 void append_value(std::string& out, const Value& v);
 /// The boolean member `key`, or `fallback` when absent.

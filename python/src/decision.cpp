@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "clampai/report/wire.hpp"
 #include "values.hpp"
 
 namespace clampai::python {
@@ -68,6 +69,13 @@ PyObject* to_dict(PyObject* self, PyObject*) {
   return guarded([&] { return py::object(decision_dict(*get(self).model, get(self).decision)); });
 }
 
+// The decision's one wire form (report/wire.hpp), as the CLI, serve and mcp write it.
+PyObject* to_json(PyObject* self, PyObject*) {
+  return guarded([&] {
+    return py::object(py::str(report::decision_json(*get(self).model, get(self).decision)));
+  });
+}
+
 PyObject* repr(PyObject* self) {
   return guarded([&] {
     const PyDecision& d = get(self);
@@ -94,6 +102,7 @@ PyGetSetDef getset[] = {
 
 PyMethodDef methods[] = {
     {"to_dict", to_dict, METH_NOARGS, "to_dict(self: clampai._clampai.Decision) -> dict"},
+    {"to_json", to_json, METH_NOARGS, "to_json(self: clampai._clampai.Decision) -> str"},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

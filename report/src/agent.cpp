@@ -56,13 +56,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
              {"cost", model.format_amount(s.cost)},
              {"spent", model.format_amount(s.spent)}};
       if (!s.failure.empty()) e["failure"] = s.failure;
-      if (!s.reasons.empty()) {
-        e["reasons"] = json::array();
-        for (const auto& reason : s.reasons)
-          e["reasons"].push_back({{"code", std::string(kernel::to_string(reason.code))},
-                                  {"subject", reason.subject},
-                                  {"message", reason.message}});
-      }
+      if (!s.reasons.empty()) e["reasons"] = detail::reasons(s.reasons);
       if (!s.repair.empty()) e["repair"] = s.repair;
       if (s.input_tokens + s.output_tokens > 0)
         e["tokens"] = {{"input", s.input_tokens}, {"output", s.output_tokens}};

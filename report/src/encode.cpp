@@ -6,8 +6,11 @@
 #include <iomanip>
 
 #include "clampai/driver/lookahead.hpp"
+#include "clampai/report/wire.hpp"
 
 namespace clampai::report::detail {
+
+json reasons(const std::vector<kernel::Reason>& rs) { return json::parse(reasons_json(rs)); }
 
 json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values) {
   json o = json::object();

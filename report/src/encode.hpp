@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clampai/driver/lookahead.hpp"
+#include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/report/format.hpp"
@@ -17,6 +18,8 @@ namespace clampai::report::detail {
 
 using nlohmann::json;
 
+/// Reasons in their one wire form (report/wire.hpp): `[{"code", "subject", "message"}...]`.
+json reasons(const std::vector<kernel::Reason>& reasons);
 /// `{"name": "value as text", ...}`.
 json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values);
 /// `{"pre", "params"?, "post"?}`; with `all`, `params` and `post` even when empty.

@@ -11,9 +11,7 @@ namespace {
 json lookahead_json(const LookaheadReport& in) {
   const driver::LookaheadResult& r = *in.result;
   const kernel::TaskModel& m = *in.model;
-  json reasons = json::array();
-  for (const auto& x : r.decision.reasons)
-    reasons.push_back({{"code", std::string(kernel::to_string(x.code))}, {"message", x.message}});
+  const json reasons = detail::reasons(r.decision.reasons);
   json j = {{"spec", in.spec},
             {"action", in.action},
             {"depth", in.depth},

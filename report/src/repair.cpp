@@ -23,15 +23,6 @@ json params_json(const kernel::Action& a, const kernel::Proposal& p) {
   return j;
 }
 
-json reasons_json(const std::vector<kernel::Reason>& rs) {
-  json out = json::array();
-  for (const auto& r : rs)
-    out.push_back({{"code", std::string(kernel::to_string(r.code))},
-                   {"subject", r.subject},
-                   {"message", r.message}});
-  return out;
-}
-
 json repair_json(const RepairReport& in) {
   const kernel::TaskModel& m = *in.model;
   const cv::RepairResult& r = *in.result;
@@ -42,7 +33,7 @@ json repair_json(const RepairReport& in) {
             {"status", std::string(cv::to_string(r.status))},
             {"norm", std::string(cv::to_string(r.norm))},
             {"proposed", params_json(a, *in.proposal)},
-            {"rejected_because", reasons_json(r.original.reasons)}};
+            {"rejected_because", detail::reasons(r.original.reasons)}};
   if (r.status == cv::RepairStatus::approved || r.status == cv::RepairStatus::repaired) {
     j["repaired"] = params_json(a, r.repaired);
     j["cost"] = m.format_amount(r.decision.cost);

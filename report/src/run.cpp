@@ -17,15 +17,6 @@ std::string cost_of(const kernel::TaskModel& m, const kernel::Action& a) {
   return a.cost_expr ? kernel::to_source(*a.cost_expr) : m.format_amount(a.cost);
 }
 
-json reasons_json(const std::vector<kernel::Reason>& reasons) {
-  json arr = json::array();
-  for (const auto& r : reasons)
-    arr.push_back({{"code", std::string(kernel::to_string(r.code))},
-                   {"subject", r.subject},
-                   {"message", r.message}});
-  return arr;
-}
-
 }  // namespace
 
 void write_check(std::ostream& out,
@@ -91,7 +82,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     j["rejected"] = r.rejected;
     j["rejections_by_reason"] = r.rejections_by_reason;
     j["actions"] = r.actions;
-    j["last_reasons"] = reasons_json(r.last_reasons);
+    j["last_reasons"] = detail::reasons(r.last_reasons);
     if (in.lookahead) j["lookahead"] = *in.lookahead;
     if (in.recover) {
       j["rollbacks"] = r.rollbacks;

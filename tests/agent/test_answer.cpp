@@ -1,5 +1,6 @@
 // Reading LLM answers: tool calls and JSON text, whatever surrounds them.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "clampai/agent.hpp"
 
@@ -17,7 +18,7 @@ ca::ParsedAnswer text(const std::string& t) {
 
 TEST_CASE("Answer: a tool call is the action and its parameters", "[agent][answer]") {
   ca::LlmResponse r;
-  r.tool_call = ca::ToolCall{"scale_up", {{"n", 2}, {"rate", 0.25}}};
+  r.tool_call = ca::ToolCall{"scale_up", R"({"n": 2, "rate": 0.25})"};
   const auto p = ca::parse_answer(r);
   REQUIRE(p.answer);
   REQUIRE(p.answer->action == "scale_up");
@@ -48,7 +49,7 @@ TEST_CASE("Answer: NUL bytes and zero-width characters are removed", "[agent][an
   REQUIRE(p.answer);
   REQUIRE(p.answer->action == "deploy");
   ca::LlmResponse r;
-  r.tool_call = ca::ToolCall{"de\xE2\x80\x8Dploy", nlohmann::json::object()};
+  r.tool_call = ca::ToolCall{"de\xE2\x80\x8Dploy", "{}"};
   REQUIRE(ca::parse_answer(r).answer->action == "deploy");
 }
 
@@ -77,11 +78,11 @@ TEST_CASE("Answer: what cannot be read is a counted failure of its kind", "[agen
   REQUIRE_THAT(bad.error, Catch::Contains("`n`"));
   REQUIRE(text("{\"action\": \"a\", \"params\": 3}").failure == ca::FailureKind::bad_params);
   ca::LlmResponse r;
-  r.tool_call = ca::ToolCall{"a", nlohmann::json::array({1})};
+  r.tool_call = ca::ToolCall{"a", "[1]"};
   REQUIRE(ca::parse_answer(r).failure == ca::FailureKind::bad_params);
-  r.tool_call = ca::ToolCall{"a", {{"n", 1e300}}};
+  r.tool_call = ca::ToolCall{"a", R"({"n": 1e300})"};
   REQUIRE(ca::parse_answer(r).failure == ca::FailureKind::bad_params);
-  r.tool_call = ca::ToolCall{"a", {{"n", "NaN"}}};
+  r.tool_call = ca::ToolCall{"a", R"({"n": "NaN"})"};
   REQUIRE(ca::parse_answer(r).failure == ca::FailureKind::bad_params);
 }
 

@@ -1,6 +1,7 @@
 // The seed's chaos scenarios as LLM answers: each one a counted failure and a fallback to the
 // highest-value ready action, never a crash, never a forbidden action executed.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "clampai/agent.hpp"
 #include "clampai/kernel.hpp"
@@ -79,20 +80,18 @@ TEST_CASE("Chaos: every adversarial answer is a counted failure and a fallback",
        ca::MockAnswer::text(std::string(10u << 20, 'x')),
        ca::FailureKind::unparsable_answer},
       {"a parameter out of range",
-       ca::MockAnswer::call("pay", {{"amount", 51}}),
+       ca::MockAnswer::call("pay", R"({"amount": 51})"),
        ca::FailureKind::bad_params},
       {"a negative huge parameter",
-       ca::MockAnswer::call("pay", {{"amount", -1e18}}),
+       ca::MockAnswer::call("pay", R"({"amount": -1e18})"),
        ca::FailureKind::bad_params},
       {"a parameter of the wrong type",
-       ca::MockAnswer::call("pay", {{"amount", "ten"}}),
+       ca::MockAnswer::call("pay", R"({"amount": "ten"})"),
        ca::FailureKind::bad_params},
       {"an unknown parameter",
-       ca::MockAnswer::call("pay", {{"amount", 5}, {"to", 1}}),
+       ca::MockAnswer::call("pay", R"({"amount": 5, "to": 1})"),
        ca::FailureKind::bad_params},
-      {"arguments not an object",
-       ca::MockAnswer::call("pay", nlohmann::json::array()),
-       ca::FailureKind::bad_params},
+      {"arguments not an object", ca::MockAnswer::call("pay", "[]"), ca::FailureKind::bad_params},
       {"a timeout", ca::MockAnswer::fail(ca::LlmErrorKind::timeout), ca::FailureKind::timeout},
       {"an HTTP error", ca::MockAnswer::fail(ca::LlmErrorKind::http), ca::FailureKind::http},
       {"a refused key", ca::MockAnswer::fail(ca::LlmErrorKind::auth), ca::FailureKind::auth},

@@ -1,5 +1,6 @@
 // The orchestrator loop: its terminations, fallbacks, rejection feedback and lookahead.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "clampai/agent.hpp"
 #include "clampai/driver/lookahead.hpp"
@@ -31,7 +32,7 @@ class Recorder final : public ca::LlmClient {
     if (request.tools.empty()) {
       r.text = R"({"stop": true})";
     } else {
-      r.tool_call = ca::ToolCall{request.tools.front().name, nlohmann::json::object()};
+      r.tool_call = ca::ToolCall{request.tools.front().name, "{}"};
     }
     return r;
   }
@@ -119,7 +120,7 @@ TEST_CASE("Orchestrator: every termination reason", "[agent][orchestrator]") {
                   {"id": "noop", "cost": 1, "effects": []}],
       "invariants": [{"name": "cap", "check": "x <= 5"}],
       "budget": {"total": 50, "min_action_cost": 1}})"));
-    std::vector<ca::MockAnswer> script(6, ca::MockAnswer::call("add", {{"n", 12}}));
+    std::vector<ca::MockAnswer> script(6, ca::MockAnswer::call("add", R"({"n": 12})"));
     ca::MockLlm llm({script});
     const auto r = ca::Orchestrator(kernel, llm, ask).run();
     REQUIRE(r.termination == ca::Termination::max_failures);
@@ -141,7 +142,7 @@ TEST_CASE("Orchestrator: every LLM failure is counted by kind and falls back",
                     ca::MockAnswer::fail(ca::LlmErrorKind::auth),
                     ca::MockAnswer::fail(ca::LlmErrorKind::unparsable),
                     ca::MockAnswer::call("nope"),
-                    ca::MockAnswer::call("left", {{"n", 1}}),
+                    ca::MockAnswer::call("left", R"({"n": 1})"),
                     ca::MockAnswer::text("no idea")}});
   ca::OrchestratorOptions options;
   options.skip_dominant = false;
@@ -184,7 +185,7 @@ TEST_CASE("Orchestrator: blocked actions are never offered", "[agent][orchestrat
                Catch::Contains("CRITICAL PATH: build -> test -> deploy -> scale_up") &&
                    Catch::Contains("test (needs build)"));
   REQUIRE(llm.requests.front().tools.size() == 1);
-  REQUIRE(llm.requests.front().tools[0].input_schema["type"] == "object");
+  REQUIRE(nlohmann::json::parse(llm.requests.front().tools[0].input_schema)["type"] == "object");
 }
 
 TEST_CASE("Orchestrator: with a lookahead guard the trap is rejected before it closes",

@@ -66,6 +66,36 @@ if(DEFINED VALIDATE_JSON)
  "obligations": [{"id": "budget:t1", "kind": "budget", "verdict": "maybe", "reason": "?"}]}]=])
   expect("verify json schema rejects a bad verdict" 1 "\\[verdict\\]" ${VALIDATE_JSON} ${report_schema} ${WORK_DIR}/maybe.verify.json)
 endif()
+# clampai evaluate: one decision, nothing committed (0 approved, 1 rejected, 2 bad input).
+expect("evaluate approved" 0 "APPROVED `process_batch` \\(cost 2.000\\).*processed = 5.*nothing was committed"
+       ${CLAMPAI} evaluate ${ex}/quickstart.json --action process_batch)
+expect("evaluate json" 0 "\"approved\":true,\"cost\":\"2.000\",\"emergency\":false,\"reasons\":\\[\\],\"warnings\":\\[\\],\"changes\":{\"processed\":5}"
+       ${CLAMPAI} evaluate ${ex}/quickstart.json --action process_batch --format json)
+expect("evaluate rejected on a state" 1 "REJECTED.*invariant_violated \\(max_errors\\)"
+       ${CLAMPAI} evaluate ${ex}/quickstart.json --action process_batch --state "{\"processed\": 0, \"errors\": 7}")
+expect("evaluate unknown action" 2 "did you mean `process_batch`"
+       ${CLAMPAI} evaluate ${ex}/quickstart.json --action process_btach)
+expect("evaluate unknown variable in --state" 2 "--state"
+       ${CLAMPAI} evaluate ${ex}/quickstart.json --action process_batch --state "{\"nope\": 1}")
+# Every report's JSON matches its schema (schema/*-report.schema.json).
+if(DEFINED VALIDATE_JSON)
+  foreach(kind run evaluate)
+    set(args ${ex}/quickstart.json --format json)
+    if(kind STREQUAL "evaluate")
+      list(APPEND args --action process_batch)
+    endif()
+    execute_process(COMMAND ${CLAMPAI} ${kind} ${args} OUTPUT_FILE ${WORK_DIR}/${kind}.report.json)
+    expect("${kind} json matches its schema" 0 "" ${VALIDATE_JSON}
+           ${SOURCE_DIR}/schema/${kind}-report.schema.json ${WORK_DIR}/${kind}.report.json)
+  endforeach()
+  execute_process(COMMAND ${CLAMPAI} agent ${ex}/quickstart.json --llm mock --format json -q
+                  OUTPUT_FILE ${WORK_DIR}/agent.report.json)
+  expect("agent json matches its schema" 0 "" ${VALIDATE_JSON}
+         ${SOURCE_DIR}/schema/agent-report.schema.json ${WORK_DIR}/agent.report.json)
+  execute_process(COMMAND ${CLAMPAI} run ${WORK_DIR}/typo.json --format json OUTPUT_FILE ${WORK_DIR}/run.error.json)
+  expect("run's error json matches its schema" 0 "" ${VALIDATE_JSON}
+         ${SOURCE_DIR}/schema/run-report.schema.json ${WORK_DIR}/run.error.json)
+endif()
 expect("verify smtlib" 1 "REFUTED" ${CLAMPAI} verify ${ex}/cloud_deploy.json --smtlib ${WORK_DIR}/smt)
 file(GLOB smt_files ${WORK_DIR}/smt/*.smt2)
 list(LENGTH smt_files smt_count)

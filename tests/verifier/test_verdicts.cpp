@@ -152,7 +152,7 @@ TEST_CASE("Verdicts: the symbolic lookahead reaches a goal through an enumeratio
       {"id": "redden", "cost": 1, "effects": [{"variable": "shade", "mode": "set", "value": "'red'"}]}],
     "invariants": [],
     "budget": {"total": 10, "min_action_cost": 1}})J");
-  kernel::LookaheadOptions options;
+  clampai::driver::LookaheadOptions options;
   options.depth = 2;
   const auto r = verifier::symbolic_lookahead(
       *m, kernel::Situation::initial(*m), kernel::Proposal{*m->find_action("redden"), {}}, options);

@@ -16,10 +16,10 @@
 
 namespace clampai::verifier {
 
+using driver::LookaheadResult;
+using driver::Plan;
+using driver::PlannedStep;
 using kernel::Action;
-using kernel::LookaheadResult;
-using kernel::Plan;
-using kernel::PlannedStep;
 using kernel::Situation;
 using kernel::TaskModel;
 using kernel::Value;
@@ -222,14 +222,14 @@ std::optional<std::string> replay(
 LookaheadResult symbolic_lookahead(const TaskModel& model,
                                    const Situation& situation,
                                    const kernel::Proposal& proposal,
-                                   const kernel::LookaheadOptions& options,
+                                   const driver::LookaheadOptions& options,
                                    unsigned timeout_ms) {
   LookaheadResult out;
   out.situations = 0;
   out.decision = kernel::decide(model, situation, proposal);
   if (!out.decision.approved) return out;
   const Situation root = kernel::advance(model, situation, out.decision);
-  out.entered = kernel::basins_entered(model, root.state);
+  out.entered = driver::basins_entered(model, root.state);
   auto incomplete = [&](std::string why) {
     if (out.complete) out.incomplete_reason = std::move(why);
     out.complete = false;

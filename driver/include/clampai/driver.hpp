@@ -1,7 +1,8 @@
-// ClampAI driver: include this to drive a kernel over many steps (runs, the explicit lookahead
-// and its kernel guard).
+// ClampAI driver: include this to drive a committer over many steps (the run loop, the explicit
+// lookahead and its kernel guard).
 #pragma once
 
+#include "clampai/driver/committer.hpp"
 #include "clampai/driver/driver.hpp"
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/driver/shared_run.hpp"

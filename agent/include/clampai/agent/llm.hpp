@@ -12,15 +12,14 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace clampai::agent {
 
-/// One offered action, as a tool: its id, a description, and a JSON Schema of its parameters.
+/// One offered action, as a tool: its id, a description, and a JSON Schema of its parameters
+/// (JSON text, an object).
 struct ToolSpec {
   std::string name;
   std::string description;
-  nlohmann::json input_schema = nlohmann::json::object();
+  std::string input_schema = "{}";
 };
 
 /// What the orchestrator asks the LLM.
@@ -37,7 +36,8 @@ struct LlmRequest {
 /// The action the LLM chose, as the API's tool call (or parsed from plain JSON text).
 struct ToolCall {
   std::string name;
-  nlohmann::json arguments = nlohmann::json::object();
+  /// The call's arguments as JSON text, as the API sent them (an object, unless the LLM erred).
+  std::string arguments = "{}";
 };
 
 struct TokenUsage {

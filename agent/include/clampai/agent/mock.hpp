@@ -19,8 +19,8 @@ struct MockAnswer {
   std::optional<LlmErrorKind> error{};
   std::string message{};
 
-  /// A tool call of `action` with `arguments`.
-  static MockAnswer call(std::string action, nlohmann::json arguments = nlohmann::json::object());
+  /// A tool call of `action` with `arguments` (JSON text).
+  static MockAnswer call(std::string action, std::string arguments = "{}");
   /// A text answer.
   static MockAnswer text(std::string text);
   /// An LlmError of `kind`.

@@ -17,24 +17,20 @@
 #include "clampai/agent/llm.hpp"
 #include "clampai/agent/saliency.hpp"
 #include "clampai/agent/valuation.hpp"
+#include "clampai/driver/committer.hpp"
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
 namespace clampai::agent {
 
-/// Why a run stopped.
-enum class Termination : std::uint8_t {
-  goal_reached,      ///< the goal holds
-  budget_exhausted,  ///< no ready action is affordable with the budget left
-  step_limit,        ///< the kernel's T2 bound or the run's `max_steps` is reached
-  llm_stop,          ///< the LLM answered {"stop": true}
-  stuck,             ///< nothing is ready, or `stuck_patience` steps made no progress
-  max_failures,      ///< `max_consecutive_failures` steps in a row committed nothing
-  error,             ///< the kernel could not go on (its trace file could not be written)
-};
-/// `goal_reached`, `budget_exhausted`, `step_limit`, `llm_stop`, `stuck`, `max_failures`,
-/// `error`.
-std::string_view to_string(Termination t) noexcept;
+/// Why a run stopped: the run loop's one list (driver::Termination). The agent stops with
+/// `goal_reached`, `budget_exhausted` (no ready action is affordable with the budget left),
+/// `step_limit` (the kernel's T2 bound or the run's `max_steps`), `llm_stop` (the LLM answered
+/// {"stop": true}), `stuck` (nothing is ready, or `stuck_patience` steps made no progress),
+/// `max_failures` (`max_consecutive_failures` steps in a row committed nothing) or `error` (the
+/// kernel could not go on: its trace file could not be written, its ledger was unreachable).
+using Termination = driver::Termination;
+using driver::to_string;
 
 /// Who chose a step's action.
 enum class ChoiceSource : std::uint8_t {
@@ -114,7 +110,7 @@ struct OrchestratorResult {
   [[nodiscard]] std::uint64_t total_failures() const noexcept;
 };
 
-/// Drives a kernel with an LLM. The loop, each step:
+/// Drives a kernel with an LLM: a chooser on the one run loop (driver::run). Each step:
 /// 1. stop if the goal holds, the T2 bound or `max_steps` is reached, too many steps failed in a
 ///    row, or the run is stuck;
 /// 2. offer the non-emergency actions whose dependencies are met (the causal graph: blocked

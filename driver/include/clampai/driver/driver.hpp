@@ -1,5 +1,6 @@
-// Drivers choose the next action to propose; `run` drives a kernel with one until it stops.
-// The deterministic driver here stands in for the orchestrator (beliefs, LLM) of Layer 2.
+// Drivers (choosers) choose the next action to propose; `run` is the one run loop: it drives a
+// committer (committer.hpp) with a chooser until it stops. The deterministic driver here, a
+// scripted plan and the agent's orchestrator (an LLM) are choosers.
 // Orchestration over the kernel, not part of it: the kernel never depends on this library.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "clampai/driver/committer.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
 namespace clampai::driver {
@@ -27,6 +29,10 @@ struct Choice {
   /// The proposals of `rejected`, when the driver keeps them: `run` records them in the trace
   /// when the kernel records rejections (SafetyKernel::record_rejection).
   std::vector<Proposal> rejected_proposals{};
+  /// Set by a chooser that ends the run (the agent's orchestrator: the LLM stopped, nothing is
+  /// ready, too many failures): `run` stops with it and `stop_message`, proposing nothing.
+  std::optional<Termination> stop{};
+  std::string stop_message{};
 };
 
 /// Chooses actions. Implementations must not change the kernel (only evaluate).
@@ -38,6 +44,9 @@ class Driver {
   /// Told by `run` (with `RunOptions::recover`) that `undone` was rolled back and the kernel is
   /// back in `state`: the driver should not propose it there again. The default does nothing.
   virtual void rolled_back(const State& state, const Proposal& undone);
+  /// Told by `run` what became of the proposal it chose (approved and committed, or refused).
+  /// The default does nothing.
+  virtual void committed(const Proposal& proposal, const kernel::Outcome& outcome);
 };
 
 /// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
@@ -57,20 +66,6 @@ class FirstApprovableDriver final : public Driver {
   std::vector<std::pair<State, std::size_t>> avoid_{};  // (state, action) pairs rolled back
 };
 
-/// Why a run stopped.
-enum class Termination : std::uint8_t {
-  goal_reached,
-  no_approvable_action,
-  budget_exhausted,
-  step_limit,
-  max_steps,       // the run's own cap (RunOptions::max_steps)
-  emergency_stop,  // recovery found nothing to roll back and took an emergency action
-  // Set by a caller with a reference monitor (clampai run), never by `run` itself:
-  goal_not_attested,  // the goal holds but an attestation it requires failed
-  environment_drift,  // the monitor found the world drifted from the model and halted
-};
-std::string_view to_string(Termination t);
-
 struct RunOptions {
   /// Stop after this many executed actions (a driver-level cap besides the kernel's T2 bound).
   std::optional<std::uint64_t> max_steps{};
@@ -80,6 +75,15 @@ struct RunOptions {
   /// count (T2), each undoes one of this run's commits, and at most one emergency action is
   /// taken.
   bool recover = false;
+  /// Proposals refused at commit in a row (on one head) before the run stops as
+  /// `no_approvable_action`; 0: never (the chooser decides when to stop).
+  unsigned refusals_before_stop = 2;
+  /// Catch up with other processes' commits before every choice (a shared committer), not only
+  /// when nothing is approvable on the head this process knows.
+  bool refresh_each_step = false;
+  /// An exception of the committer (its trace file, its ledger) ends the run with
+  /// `Termination::error` and its message, instead of propagating.
+  bool errors_end_run = false;
 };
 
 /// A run's summary, like the seed's result summary.
@@ -95,13 +99,21 @@ struct RunResult {
   std::vector<std::string> actions{};   // ids of the committed actions, in order (rolled back too)
   std::vector<std::string> recovery{};  // what recovery did, in order: "rolled back `a`", ...
   std::vector<Reason> last_reasons{};   // why nothing was approvable, when that ended the run
+  std::string message{};  // the chooser's stop message, or the error that ended the run
 };
 
-/// Drives `kernel` with `driver` until the goal is reached, the driver has nothing to
-/// propose (and recovery, if asked for, cannot help), or the run's cap is reached. Terminates:
-/// every committed non-emergency action counts against the kernel's step limit (T2), and
-/// recovery is bounded (see `RunOptions::recover`).
+/// The run loop. Each step: stop if the goal holds or the run's cap is reached; let the chooser
+/// choose on `committer.view()` (its screened rejections recorded when the committer records
+/// rejections); with nothing to propose, catch up with other processes, recover (a rollback of
+/// this run's last commit, else one emergency action) or stop; else commit the choice (decided
+/// afresh on the latest head) and tell the chooser. Ends when the goal is reached, the chooser
+/// stops it or has nothing to propose (and recovery, if asked for, cannot help), or the run's
+/// cap is reached. Terminates: every committed non-emergency action counts against the
+/// kernel's step limit (T2), refusals in a row are bounded (`refusals_before_stop`, else by the
+/// chooser), and recovery is bounded (see `RunOptions::recover`).
 /// @throws InvalidArgument if another thread commits while a recovering run rolls back.
+RunResult run(Committer& committer, Driver& driver, const RunOptions& options = {});
+/// `run` on a `LocalCommitter`.
 RunResult run(SafetyKernel& kernel, Driver& driver, const RunOptions& options = {});
 
 }  // namespace clampai::driver

@@ -121,13 +121,3 @@ LookaheadResult plan_to_goal(const TaskModel& model,
                              const LookaheadOptions& options = {});
 
 }  // namespace clampai::driver
-
-// Transitional: the verifier's symbolic lookahead still names these report types through
-// `kernel::`; they are the driver's. Remove once it says `driver::`.
-namespace clampai::kernel {
-using driver::basins_entered;
-using driver::LookaheadOptions;
-using driver::LookaheadResult;
-using driver::Plan;
-using driver::PlannedStep;
-}  // namespace clampai::kernel

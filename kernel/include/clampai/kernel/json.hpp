@@ -80,6 +80,16 @@ TopLevelMember find_top_level_member(std::string_view text, std::string_view key
 /// The kind of a node, for messages: `a number`, `an object`...
 std::string describe(const JsonNode& n);
 
+/// What the escaper does with bytes that are not valid UTF-8.
+enum class InvalidUtf8 : std::uint8_t {
+  keep,     ///< copied as they are (canonical trace lines: their strings were read as UTF-8)
+  replace,  ///< each invalid sequence becomes U+FFFD (text echoed from a client stays JSON)
+};
+/// Appends `s` as a JSON string literal, escaped as RFC 8785 requires: the project's one
+/// escaper (the trace's canonical lines, and every JSON the front ends write).
+void append_json_string(std::string& out,
+                        std::string_view s,
+                        InvalidUtf8 invalid = InvalidUtf8::keep);
 /// Appends the RFC 8785 canonical form of `n` (sorted keys, no whitespace). Numbers must be
 /// integers in canonical form. Returns false (leaving `out` partly written) otherwise.
 bool append_canonical(std::string& out, const JsonNode& n);

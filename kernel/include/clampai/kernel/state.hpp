@@ -13,8 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
+#include "clampai/kernel/small_vector.hpp"
 #include "clampai/kernel/value.hpp"
 
 namespace clampai::kernel {
@@ -30,12 +29,9 @@ using ChangeSpan = std::span<const Change>;
 
 /// The values one action writes (`Decision::changes`): a vector with room for four inline, so
 /// that deciding an action that writes a handful of variables allocates nothing for them.
-class Changes : public boost::container::small_vector<Change, 4> {
+class Changes : public SmallVector<Change, 4> {
  public:
-  using small_vector::small_vector;
-  // Boost's iterators are not std::contiguous_iterator, so std::span does not convert on its
-  // own.
-  operator ChangeSpan() const noexcept { return {data(), size()}; }  // NOLINT: implicit
+  using SmallVector::SmallVector;
 };
 
 /// The names of a state's variables, in declaration order.

@@ -17,10 +17,10 @@ namespace clampai::verifier {
 /// kernel's `decide` before it is returned. `situations` is 0. The answer is marked incomplete
 /// (with the reason) if Z3 does not decide within `timeout_ms` per query, or the model uses a
 /// construct the encoder does not translate (optional variables, native predicates).
-kernel::LookaheadResult symbolic_lookahead(const kernel::TaskModel& model,
+driver::LookaheadResult symbolic_lookahead(const kernel::TaskModel& model,
                                            const kernel::Situation& situation,
                                            const kernel::Proposal& proposal,
-                                           const kernel::LookaheadOptions& options = {},
+                                           const driver::LookaheadOptions& options = {},
                                            unsigned timeout_ms = 10000);
 
 }  // namespace clampai::verifier

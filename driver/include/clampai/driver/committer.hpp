@@ -1,0 +1,107 @@
+// The thing that decides and commits, whatever it commits to: the local `SafetyKernel`, a
+// `SharedKernel` on a ledger (PostgreSQL or file), an escrow lease. Every run loop (`run`, the
+// agent's orchestrator) and every one-step caller (the server, MCP, Python) goes through one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "clampai/kernel/ledger.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+
+namespace clampai::driver {
+
+struct Choice;
+
+/// Why a run stopped: one list for every loop. Each report emits the subset it always did:
+/// `clampai run` the first eight, the agent `goal_reached`, `budget_exhausted`, `step_limit`,
+/// `llm_stop`, `stuck`, `max_failures` and `error`.
+enum class Termination : std::uint8_t {
+  goal_reached,
+  no_approvable_action,
+  budget_exhausted,
+  step_limit,
+  max_steps,       // the run's own cap (RunOptions::max_steps)
+  emergency_stop,  // recovery found nothing to roll back and took an emergency action
+  // Set by a caller with a reference monitor (clampai run), never by `run` itself:
+  goal_not_attested,  // the goal holds but an attestation it requires failed
+  environment_drift,  // the monitor found the world drifted from the model and halted
+  // Set by a chooser that stops the run (the agent's orchestrator):
+  llm_stop,      // the LLM answered {"stop": true}
+  stuck,         // nothing is ready, or too many steps made no progress
+  max_failures,  // too many steps in a row committed nothing
+  error,         // the committer could not go on (RunOptions::errors_end_run)
+};
+/// The value's name, as reports spell it (`goal_reached`, ...).
+std::string_view to_string(Termination t) noexcept;
+
+/// Decides and commits proposals. `view()` is the kernel a chooser reads and evaluates on (for a
+/// shared kernel, its replica at the latest head this process knows); `commit` decides the
+/// proposal afresh on the latest head and commits it if approved (T5: a rejection changes
+/// nothing).
+class Committer {
+ public:
+  virtual ~Committer() = default;
+  [[nodiscard]] virtual const kernel::SafetyKernel& view() const = 0;
+  [[nodiscard]] const kernel::TaskModel& model() const { return view().model(); }
+  virtual kernel::Outcome commit(const kernel::Proposal& proposal) = 0;
+  /// Decides `proposal` and, if it is rejected and the committer records rejections, commits the
+  /// rejected entry to the trace.
+  virtual kernel::Decision record_rejection(const kernel::Proposal& proposal) = 0;
+  [[nodiscard]] virtual bool records_rejections() const = 0;
+  /// Undoes `receipt`'s action (T7). None when it can no longer be undone because another
+  /// process committed on top of it. @throws InvalidArgument as SafetyKernel::rollback does.
+  virtual std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) = 0;
+  /// Catches up with what other processes committed; the number of entries that were new.
+  virtual std::uint64_t refresh() { return 0; }
+  /// A count that grows when commits of other processes arrive (a shared ledger's length at the
+  /// head this committer knows); 0 for the local kernel, whose other threads' commits are not
+  /// told apart: a run refused on a newer head counts its refusals afresh.
+  [[nodiscard]] virtual std::uint64_t head() const;
+  /// When the chooser found nothing approvable on `view()`: a proposal to commit all the same
+  /// (escrow: one refused only by its lease's budget, so that committing it leases anew), or
+  /// none (the default).
+  virtual std::optional<kernel::Proposal> when_stuck(const Choice& choice);
+  /// When `commit` refused a proposal: the termination that ends the run at once (escrow), or
+  /// none (the default: the loop chooses again, RunOptions::refusals_before_stop).
+  virtual std::optional<Termination> on_refusal(const kernel::Decision& decision);
+};
+
+/// The local kernel (one process; thread-safe: other threads may commit on it too).
+class LocalCommitter final : public Committer {
+ public:
+  explicit LocalCommitter(kernel::SafetyKernel& kernel) noexcept : kernel_(kernel) {}
+  [[nodiscard]] const kernel::SafetyKernel& view() const override { return kernel_; }
+  kernel::Outcome commit(const kernel::Proposal& proposal) override;
+  kernel::Decision record_rejection(const kernel::Proposal& proposal) override;
+  [[nodiscard]] bool records_rejections() const override;
+  /// @throws InvalidArgument if another thread committed since `receipt` (as the kernel does).
+  std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+
+ private:
+  kernel::SafetyKernel& kernel_;
+};
+
+/// A kernel on a shared ledger (docs/LEDGER.md): chooses on the replica, commits by
+/// compare-and-set on the ledger's latest head.
+class SharedCommitter final : public Committer {
+ public:
+  explicit SharedCommitter(kernel::SharedKernel& kernel) noexcept : kernel_(kernel) {}
+  [[nodiscard]] const kernel::SafetyKernel& view() const override { return kernel_.local(); }
+  kernel::Outcome commit(const kernel::Proposal& proposal) override;
+  kernel::Decision record_rejection(const kernel::Proposal& proposal) override;
+  [[nodiscard]] bool records_rejections() const override;
+  /// None when another process committed on top of `receipt`.
+  std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+  std::uint64_t refresh() override;
+  [[nodiscard]] std::uint64_t head() const override;
+
+ private:
+  kernel::SharedKernel& kernel_;
+};
+
+/// True iff `view` may still commit a non-emergency step: its T2 bound is not reached.
+[[nodiscard]] bool steps_left(const kernel::SafetyKernel& view);
+
+}  // namespace clampai::driver

@@ -1,0 +1,170 @@
+// The wire form of the kernel's types (wire.hpp): plain string building.
+#include "clampai/report/wire.hpp"
+
+#include "clampai/kernel/json.hpp"
+
+namespace clampai::report {
+
+namespace ck = clampai::kernel;
+namespace jsonio = clampai::kernel::jsonio;
+
+void JsonWriter::separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_.push_back(',');
+    first_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  separate();
+  out_.push_back('{');
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_object() {
+  out_.push_back('}');
+  first_.pop_back();
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_array() {
+  separate();
+  out_.push_back('[');
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_array() {
+  out_.push_back(']');
+  first_.pop_back();
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view k) {
+  separate();
+  jsonio::append_json_string(out_, k, jsonio::InvalidUtf8::replace);
+  out_.push_back(':');
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view s) {
+  separate();
+  jsonio::append_json_string(out_, s, jsonio::InvalidUtf8::replace);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool b) {
+  separate();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::int64_t i) {
+  separate();
+  out_ += std::to_string(i);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::uint64_t u) {
+  separate();
+  out_ += std::to_string(u);
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  separate();
+  out_ += "null";
+  return *this;
+}
+
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  separate();
+  out_ += json;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(const ck::Value& v) {
+  separate();
+  // value_to_json gives integers within 2^53 and decimal strings: always canonical.
+  if (!jsonio::append_canonical(out_, jsonio::value_to_json(v))) out_ += "null";
+  return *this;
+}
+
+void write_reason(JsonWriter& j, const ck::Reason& r) {
+  j.begin_object()
+      .key("code")
+      .value(ck::to_string(r.code))
+      .key("subject")
+      .value(r.subject)
+      .key("message")
+      .value(r.message)
+      .end_object();
+}
+
+void write_reasons(JsonWriter& j, const std::vector<ck::Reason>& reasons) {
+  j.begin_array();
+  for (const ck::Reason& r : reasons) write_reason(j, r);
+  j.end_array();
+}
+
+void write_decision_members(JsonWriter& j,
+                            const ck::TaskModel& model,
+                            std::string_view action,
+                            const ck::Decision& d) {
+  j.key("action").value(action).key("approved").value(d.approved);
+  j.key("cost").value(model.format_amount(d.cost)).key("emergency").value(d.emergency);
+  j.key("reasons");
+  write_reasons(j, d.reasons);
+  j.key("warnings");
+  write_reasons(j, d.warnings);
+  j.key("changes").begin_object();
+  for (const auto& [var, v] : d.changes) j.key(model.variables[var].name).value(v);
+  j.end_object();
+}
+
+void write_decision(JsonWriter& j, const ck::TaskModel& model, const ck::Decision& d) {
+  j.begin_object();
+  const bool named = !d.has(ck::ReasonCode::unknown_action) && d.action < model.actions.size();
+  write_decision_members(j, model, named ? std::string_view(model.actions[d.action].id) : "", d);
+  j.end_object();
+}
+
+void write_state(JsonWriter& j, const ck::State& s) {
+  j.begin_object();
+  for (std::size_t i = 0; i < s.size(); ++i)
+    j.key(s.schema().name(static_cast<ck::VarId>(i))).value(s.get(static_cast<ck::VarId>(i)));
+  j.end_object();
+}
+
+void write_budget(JsonWriter& j, const ck::TaskModel& model, const ck::BudgetController& b) {
+  j.begin_object()
+      .key("total")
+      .value(model.format_amount(b.total()))
+      .key("net")
+      .value(model.format_amount(b.net()))
+      .key("gross")
+      .value(model.format_amount(b.gross()))
+      .key("remaining")
+      .value(model.format_amount(b.remaining()))
+      .end_object();
+}
+
+std::string reasons_json(const std::vector<ck::Reason>& reasons) {
+  JsonWriter j;
+  write_reasons(j, reasons);
+  return j.take();
+}
+
+std::string decision_json(const ck::TaskModel& model, const ck::Decision& d) {
+  JsonWriter j;
+  write_decision(j, model, d);
+  return j.take();
+}
+
+}  // namespace clampai::report
