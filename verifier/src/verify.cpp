@@ -1,7 +1,8 @@
-// Proof obligations. Each preservation obligation that reaches the solver is checked in a fresh
-// Z3 context (solving.hpp): the state hypotheses and the action's step, then the negated
-// invariant, so that its verdict and counterexample depend on it alone, whatever the job count
-// and whatever failed before it.
+// Proof obligations. The preservation obligations of each action are checked in a fresh Z3
+// context of their own (solving.hpp), one after the other in spec order: the state hypotheses
+// and the action's step, then each negated invariant under its own literal; so that what they
+// report does not depend on the job count nor on other actions (a check that failed leaves the
+// next obligation a fresh context).
 #include "clampai/verifier/verify.hpp"
 
 #include <z3++.h>
@@ -220,7 +221,10 @@ struct Worker {
     std::unique_ptr<ActionContext> ac = open(a, alone, why);
     if (!ac) return all_unknown(why);
     if (!ac->unsupported.empty()) return all_unknown(ac->unsupported);
-    bool used = false;  // a check ran in `ac`: the next obligation gets a fresh context
+    // The action's obligations are checked one after the other in one context, in spec order,
+    // whatever the job count (so the models do not depend on it); a check that failed may have
+    // left the context damaged: the next obligation gets a fresh one, prepared as the first.
+    bool damaged = false;
     std::set<VarId> written;
     for (const auto& e : action.effects) written.insert(e.variable);
 
@@ -251,27 +255,29 @@ struct Worker {
         o.reason = limits.deadline.not_reached();
         continue;
       }
-      if (used) {
+      if (damaged) {
         ac.reset();                // first: Z3's memory limit counts every context alive
-        ac = open(a, alone, why);  // prepared as the first was: the same for every obligation
+        ac = open(a, alone, why);  // prepared as the first was
         if (!ac) {
           o.reason = why;
           continue;
         }
+        damaged = false;
       }
-      used = true;
       try {
-        decide(o, action, inv, *ac, written);
+        damaged = decide(o, action, inv, *ac, written);
       } catch (const z3::exception& e) {
         o.verdict = VerdictKind::unknown;
         o.counterexample.reset();
         o.reason = ac->session.failure(e);
+        damaged = true;
       }
     }
   }
 
-  // One obligation, in a fresh context. @throws z3::exception
-  void decide(Obligation& o,
+  // One obligation, in the action's context; true iff the check failed (the context may be
+  // damaged). @throws z3::exception
+  bool decide(Obligation& o,
               const Action& action,
               const Invariant& inv,
               ActionContext& ac,
@@ -302,6 +308,7 @@ struct Worker {
             o, action, inv, ac.solver.get_model(), ac.enc, ac.encodable, ac.step->params, written);
         break;
     }
+    return r.failed;
   }
 
   void report_progress() {
