@@ -79,6 +79,19 @@ class Server:
             self.stop(signal.SIGKILL)
 
 
+def until_closed(s):
+    """Everything received on socket `s` until the server closes the connection."""
+    data = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return data
+            data += b
+    except ConnectionResetError:
+        return data
+
+
 def raw(port, data, path="/v1/health", method="get"):
     """Sends raw bytes; returns (status, content type, body) and records them."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
@@ -217,17 +230,6 @@ class ServeTest(unittest.TestCase):
         # Issue 35: `Transfer-Encoding: gzip` (no `chunked` last) was read as an empty body, so
         # a rollback of sequence 999999 undid the latest commit and the body's bytes were read
         # as a second request; `gzip, chunked` was decoded as chunked, the gzip ignored.
-        def until_closed(s):
-            data = b""
-            try:
-                while True:
-                    b = s.recv(65536)
-                    if not b:
-                        return data
-                    data += b
-            except ConnectionResetError:
-                return data
-
         body = b'{"sequence": 999999}'
         chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
         cases = [
@@ -418,18 +420,6 @@ class ServeTest(unittest.TestCase):
     def test_request_timeout_closes_slow_and_stalled_clients(self):
         # A short configured timeout; each case asserts what happens (the connection closed,
         # nothing answered, nothing executed), never how long it took.
-        def until_closed(s):
-            """Everything received until the server closes the connection."""
-            data = b""
-            try:
-                while True:
-                    b = s.recv(65536)
-                    if not b:
-                        return data
-                    data += b
-            except ConnectionResetError:
-                return data
-
         execute = b"POST /v1/tasks/quickstart/execute HTTP/1.1\r\nHost: x\r\n"
         body = b'{"action": "process_batch"}'
         with Server("--insecure-no-auth", "--request-timeout-ms", "300", "--spec",
