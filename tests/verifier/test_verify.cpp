@@ -263,6 +263,27 @@ TEST_CASE("Verify: jointly unsatisfiable invariants are reported", "[verifier][l
   REQUIRE_THAT(o.reason, Catch::Matchers::Contains("jointly unsatisfiable"));
 }
 
+TEST_CASE("Verify: a lint that needs a state never says proved without every invariant",
+          "[verifier]") {
+  // The encoder cannot translate invariants over an optional variable: the lints used to drop
+  // them and call two contradictory ones consistent.
+  const auto model = kernel::load_spec(R"J({
+    "variables": {"o": {"type": "int", "optional": true, "initial": 1},
+                  "x": {"type": "int", "initial": 0, "min": 0, "max": 9}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "x", "mode": "increment",
+                                                       "value": 1}]}],
+    "invariants": [{"name": "one", "check": "o == 1"}, {"name": "two", "check": "o == 2"},
+                   {"name": "small", "check": "x <= 9"}],
+    "budget": {"total": 5, "min_action_cost": 1}})J");
+  const auto r = verifier::verify(model);
+  const auto& consistent = find(r, "lint:consistent");
+  REQUIRE(consistent.verdict == verifier::VerdictKind::unknown);
+  REQUIRE_THAT(consistent.reason, Catch::Matchers::Contains("could not be encoded"));
+  REQUIRE(find(r, "lint:enabled:inc").verdict == verifier::VerdictKind::unknown);
+  // Those that an omitted invariant cannot make wrong still run and are decided.
+  REQUIRE(find(r, "lint:no-overflow:inc").verdict == verifier::VerdictKind::proved);
+}
+
 TEST_CASE("Verify: --smtlib writes one standalone SMT-LIB file per preservation obligation",
           "[verifier]") {
   const std::string dir = clampai::test::temp_file("smtlib");

@@ -414,6 +414,18 @@ struct LintContext {
   detail::Encoder enc;
   std::vector<Lit> lits{};
   z3::expr_vector all;  // every `holds`
+  // Blocking state invariants left out (opaque, or not encodable): a state or step the solver
+  // finds may violate them, so a lint that needs one to exist is unknown, never proved.
+  std::vector<std::string> omitted{};
+
+  // `o` was decided by a state the solver found: without every invariant, it is unknown.
+  bool found_without_all(Obligation& o) const {
+    if (omitted.empty()) return false;
+    o.verdict = VerdictKind::unknown;
+    o.reason = "found in a state that satisfies every invariant but `" + omitted.front() +
+               "`, which could not be encoded (opaque or unsupported)";
+    return true;
+  }
 
   LintContext(const TaskModel& m, bool alone)
       : session(alone),
@@ -432,7 +444,11 @@ struct LintContext {
     }
     for (std::size_t i : blocking) {
       const Invariant& inv = m.invariants[i];
-      if (!inv.expr || inv.transition) continue;
+      if (inv.transition) continue;
+      if (!inv.expr) {
+        omitted.push_back(inv.name);
+        continue;
+      }
       try {
         const z3::expr term = enc.encode_bool(*inv.expr, nullptr, nullptr) && enc.take_ranges();
         Lit l{inv.name,
@@ -443,6 +459,7 @@ struct LintContext {
         lits.push_back(l);
         all.push_back(l.holds);
       } catch (const detail::Unsupported&) {
+        omitted.push_back(inv.name);
       }
     }
   }
@@ -517,6 +534,7 @@ std::vector<Obligation> lints(const TaskModel& m,
     const detail::Outcome r = check(c, c.all);
     switch (r.result) {
       case z3::sat:
+        if (c.found_without_all(consistent)) break;
         consistent.verdict = VerdictKind::proved;
         consistent.reason = "some state within the bounds satisfies every blocking invariant";
         break;
@@ -535,7 +553,9 @@ std::vector<Obligation> lints(const TaskModel& m,
     }
     return !r.failed;
   });
-  const bool vacuous = consistent.verdict != VerdictKind::proved;
+  // Vacuous: refuted, or undecided with every invariant encoded (then nothing else is known).
+  const bool vacuous = consistent.verdict == VerdictKind::refuted ||
+                       (consistent.verdict == VerdictKind::unknown && (!lc || lc->omitted.empty()));
   out.push_back(consistent);
   if (vacuous || !lc) return out;
   const std::vector<std::string> names = [&] {
@@ -553,6 +573,7 @@ std::vector<Obligation> lints(const TaskModel& m,
       const detail::Outcome r = check(c, assumptions);
       switch (r.result) {
         case z3::sat:
+          if (c.found_without_all(o)) break;
           o.verdict = VerdictKind::proved;
           o.reason = "not implied by the other invariants";
           break;
@@ -597,6 +618,7 @@ std::vector<Obligation> lints(const TaskModel& m,
         usable = !r.failed;
         switch (r.result) {
           case z3::sat:
+            if (c.found_without_all(enabled)) break;
             enabled.verdict = VerdictKind::proved;
             enabled.reason = "enabled in some state that satisfies the invariants";
             break;
@@ -633,6 +655,7 @@ std::vector<Obligation> lints(const TaskModel& m,
               overflow.reason = "every written value stays within int64";
               break;
             case z3::sat:
+              if (c.found_without_all(overflow)) break;
               overflow.verdict = VerdictKind::refuted;
               overflow.reason = "an effect can overflow int64 in some state: the kernel rejects `" +
                                 a.id + "` there with `overflow` (add bounds)";
