@@ -47,6 +47,14 @@ kernel::ParamMap to_params(py::handle params) {
   if (!PyDict_Check(params.ptr())) throw py::type_error("params must be a dict of name to number");
   for (auto item : py::reinterpret_borrow<py::dict>(params)) {
     const std::string name = py::str(item.first).cast<std::string>();
+    // Parameters are numbers: a decimal string ("12.50") is read exactly, as the CLI's
+    // --params and the HTTP API read it; any other string stays one (the kernel refuses it).
+    if (PyUnicode_Check(item.second.ptr())) {
+      if (const auto d = kernel::Decimal::parse(item.second.cast<std::string>())) {
+        out.emplace_back(name, kernel::Value::number(*d));
+        continue;
+      }
+    }
     out.emplace_back(name, to_value(item.second, "params." + name));
   }
   return out;

@@ -4,6 +4,7 @@ decision object (action, approved, cost, emergency, reasons, warnings, changes) 
 canonicalisation; each front end may add keys of its own around it."""
 
 import json
+from decimal import Decimal
 import os
 import subprocess
 import sys
@@ -104,6 +105,18 @@ def test_python_to_json_is_the_wire_form():
     assert list(wire) == list(KEYS)  # the one encoder's order
     assert wire["approved"] and wire["cost"] == "1.000"
     assert set(wire["changes"]) == {"instances", "hourly_spend"}
+
+
+def test_decimal_strings_are_parameters_as_through_the_cli():
+    # The CLI and HTTP read "0.50" as the number 0.50; Python read it as a string and refused it.
+    kernel = clampai.SafetyKernel(SPEC)
+    as_text = kernel.evaluate("set_throttle", {"fraction": "0.50"})
+    as_decimal = kernel.evaluate("set_throttle", {"fraction": Decimal("0.50")})
+    assert "invalid_parameter" not in as_text.reason_codes
+    assert as_text.to_json() == as_decimal.to_json()
+    cli = through_cli("set_throttle", {"fraction": "0.50"})
+    assert json.loads(as_text.to_json()) == {k: cli[k] for k in KEYS}
+    assert "invalid_parameter" in kernel.evaluate("set_throttle", {"fraction": "half"}).reason_codes
 
 
 if __name__ == "__main__":
