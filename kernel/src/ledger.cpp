@@ -235,6 +235,18 @@ void transfer_all(
 
 // How a ledger file is read: a chunk at a time, never the whole file.
 constexpr std::size_t kFileChunk = std::size_t{1} << 20;
+
+// Fills `chunk` (already sized) with the file's bytes at `at`.
+void read_chunk(int fd, std::string& chunk, std::uint64_t at, const std::string& path) {
+  transfer_all(
+      [&](std::size_t got, std::size_t n, off_t off) {
+        return ::pread(fd, chunk.data() + got, n, off);
+      },
+      chunk.size(),
+      at,
+      "cannot read",
+      path);
+}
 }  // namespace
 
 void FileLedger::catch_up_locked() {
@@ -251,14 +263,7 @@ void FileLedger::catch_up_locked() {
   bool partial = false;  // `line` holds the start of a line not ended yet
   while (at < size) {
     chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kFileChunk, size - at)));
-    transfer_all(
-        [&](std::size_t got, std::size_t n, off_t off) {
-          return ::pread(fd_, chunk.data() + got, n, off);
-        },
-        chunk.size(),
-        at,
-        "cannot read",
-        path_);
+    read_chunk(fd_, chunk, at, path_);
     std::size_t from = 0;
     while (from < chunk.size()) {
       const std::size_t nl = chunk.find('\n', from);
@@ -304,14 +309,7 @@ std::vector<std::string> FileLedger::read_page(std::uint64_t from, std::size_t l
   std::string line;
   while (lines.size() < want && at < end_) {
     chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kFileChunk, end_ - at)));
-    transfer_all(
-        [&](std::size_t got, std::size_t n, off_t off) {
-          return ::pread(fd_, chunk.data() + got, n, off);
-        },
-        chunk.size(),
-        at,
-        "cannot read",
-        path_);
+    read_chunk(fd_, chunk, at, path_);
     std::size_t pos = 0;
     while (pos < chunk.size() && lines.size() < want) {
       const std::size_t nl = chunk.find('\n', pos);
