@@ -46,12 +46,13 @@ _clampai() {
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check run trace verify bench compose lookahead repair agent serve mcp --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair agent serve mcp --help --version" -- "$cur"))
     return
   fi
   local opts
   case $cmd in
     check) opts="--format --quiet --help" ;;
+    evaluate) opts="--action --params --state --format --quiet --help" ;;
     run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
