@@ -113,7 +113,8 @@ fi
 #    coq_makefile in a temporary copy, then `Print Assumptions` of every theorem below must say
 #    "Closed under the global context" (no axiom at all, not even the standard library's).
 coq_theorems=(reachable_net_le_total reachable_steps_le_bound reachable_invariants_hold
-  steps_gross_monotone rejected_step_unchanged rollback_restores broken_reachable_net_gt_total)
+  steps_gross_monotone rejected_step_unchanged rollback_restores broken_reachable_net_gt_total
+  reachable_pools_net_le_total pools_gross_monotone broken_pools_overspend)
 # Text files only (-I): a stray build product is not a source.
 if grep -rnIE 'Admitted|admit|Axiom|Parameter|Hypothesis' "$root/coq"; then
   fail "the coq/ lines above contain Admitted, admit, Axiom, Parameter or Hypothesis"
@@ -129,7 +130,7 @@ else
   (cd "$coq_work" && coq_makefile -f _CoqProject -o Makefile.coq &&
     make -f Makefile.coq -j "${CLAMPAI_COQ_JOBS:-2}") || fail "coq: the build of coq/ failed"
   {
-    echo 'From ClampAI Require Import Theorems.'
+    echo 'From ClampAI Require Import Theorems Pools.'
     for name in "${coq_theorems[@]}"; do
       grep -qE "^(Theorem|Lemma) $name " "$coq_work"/theories/*.v ||
         fail "coq: no Theorem named $name in coq/theories"
