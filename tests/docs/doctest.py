@@ -38,6 +38,8 @@ between are allowed), its settings separated by spaces:
   exit=N | N,M,...   the exit code of every command of a transcript, or of each in turn.
   file=PATH, source=PATH, output   as above.
 
+README.md must link every page of docs/ (its table of contents).
+
 Each document runs in its own scratch directory, in order, so a block may use what an earlier
 block of the same document wrote. The directory holds `examples` (the repository's, read-only
 by convention), and `clampai` is first on PATH. The docs are written for a user in the
@@ -245,6 +247,7 @@ def check_block(block, scratch, env, last_output):
         name = Path(source).stem
         binary = Path(EXAMPLES_DIR) / f"example_{name}"
         if not binary.exists():
+            last_output[0] = False  # its output block is not compared: this failure says why
             return failures + [f"{binary} is not built (build the target example_{name})"]
         code, out = run([str(binary)], scratch, env, shell=False)
         last_output[0] = out
@@ -252,6 +255,9 @@ def check_block(block, scratch, env, last_output):
             failures.append(f"{binary.name} exited {code}:\n{out}")
         return failures
     if block.lang == "text" and "output" in s:
+        if last_output[0] is False:
+            last_output[0] = None
+            return []
         if last_output[0] is None:
             raise DocError(f"{block.where}: an `output` block after no python or cpp block")
         diff = compare(block, block.body, last_output[0], scratch)
@@ -309,6 +315,11 @@ def main(argv):
     docs = argv or ["README.md"] + sorted(str(p.relative_to(SOURCE))
                                           for p in (SOURCE / "docs").glob("*.md"))
     failed, skipped, passed = [], [], 0
+    if "README.md" in docs:  # its table of contents names every page of docs/
+        readme = (SOURCE / "README.md").read_text()
+        for page in sorted((SOURCE / "docs").glob("*.md")):
+            if f"](docs/{page.name})" not in readme:
+                failed.append(("README.md", [f"the table of contents lacks docs/{page.name}"]))
     with tempfile.TemporaryDirectory(prefix="clampai-doctest-") as tmp:
         bin_dir = Path(tmp) / "bin"
         bin_dir.mkdir()
