@@ -234,6 +234,7 @@ def check_block(block, scratch, env, last_output):
         return [] if code == 0 else [f"the script exited {code}:\n{out}"]
     if block.lang == "python":
         if not PYTHON_DIR:
+            last_output[0] = False  # nor is its output block compared
             return None  # skipped: see main
         code, out = run_script([sys.executable, "-"], block.body, scratch, env)
         last_output[0] = out
