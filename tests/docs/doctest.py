@@ -38,7 +38,8 @@ between are allowed), its settings separated by spaces:
   exit=N | N,M,...   the exit code of every command of a transcript, or of each in turn.
   file=PATH, source=PATH, output   as above.
 
-README.md must link every page of docs/ (its table of contents).
+README.md must link every page of docs/ (its table of contents), and each synopsis of
+docs/CLI.md must name every option its command's --help lists.
 
 Each document runs in its own scratch directory, in order, so a block may use what an earlier
 block of the same document wrote. The directory holds `examples` (the repository's, read-only
@@ -309,6 +310,24 @@ def environment(bin_dir):
     return env
 
 
+def options_missing_from_cli_page(env):
+    """The options `clampai COMMAND --help` lists that docs/CLI.md's synopses do not."""
+    text = (SOURCE / "docs" / "CLI.md").read_text()
+    synopses = {}
+    for m in re.finditer(r"^## `([a-z ]+?)(?: --ledger)?`\n\n```text\n(.*?)```", text, re.M | re.S):
+        synopses[m.group(1)] = synopses.get(m.group(1), "") + m.group(2)
+    problems = []
+    for command, synopsis in synopses.items():
+        code, out = run(f"clampai {command} --help", Path("/"), env)
+        if code != 0:
+            problems.append(f"`clampai {command} --help` exited {code}")
+            continue
+        listed = set(re.findall(r"^\s+(?:-\w,)?(--[a-z][a-z-]*)", out, re.M)) - {"--help"}
+        problems += [f"the synopsis of `{command}` lacks {o} (in its --help)"
+                     for o in sorted(listed) if not re.search(re.escape(o) + r"\b", synopsis)]
+    return problems
+
+
 def main(argv):
     if not CLAMPAI or not Path(CLAMPAI).is_file():
         print("set CLAMPAI to the built clampai command", file=sys.stderr)
@@ -326,6 +345,10 @@ def main(argv):
         bin_dir.mkdir()
         (bin_dir / "clampai").symlink_to(CLAMPAI)
         env = environment(bin_dir)
+        if "docs/CLI.md" in docs:  # every option of every command is on its page
+            problems = options_missing_from_cli_page(env)
+            if problems:
+                failed.append(("docs/CLI.md", problems))
         for doc in docs:
             try:
                 blocks = blocks_of(doc)

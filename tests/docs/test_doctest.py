@@ -24,8 +24,8 @@ ok: well-formed and well-typed; the initial state satisfies every blocking invar
 """
 
 
-def run_doc(text, extra_files=None):
-    """Runs doctest.py on `text` as doc.md; returns (exit code, output)."""
+def run_doc(text, extra_files=None, name="doc.md"):
+    """Runs doctest.py on `text` as `name`; returns (exit code, output)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "examples").mkdir()
@@ -33,9 +33,10 @@ def run_doc(text, extra_files=None):
             (SOURCE / "examples" / "quickstart.json").read_text())
         for name, content in (extra_files or {}).items():
             (root / name).write_text(content)
-        (root / "doc.md").write_text(text)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
         env = dict(os.environ, CLAMPAI=CLAMPAI, CLAMPAI_SOURCE_DIR=str(root))
-        p = subprocess.run([sys.executable, str(DOCTEST), "doc.md"], env=env,
+        p = subprocess.run([sys.executable, str(DOCTEST), name], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         return p.returncode, p.stdout.decode()
 
@@ -123,6 +124,12 @@ class DocTest(unittest.TestCase):
                     (SOURCE / "examples" / "quickstart.json").read_text() + "```\n")
         self.fails("<!-- doctest: source=examples/quickstart.json -->\n```json\n{}\n```\n",
                    "the block is not examples/quickstart.json")
+
+    def test_the_cli_page_names_every_option_of_each_command(self):
+        page = "## `check`\n\n```text\nclampai check SPEC [--format text|json] [--quiet]\n```\n"
+        self.passes(page, name="docs/CLI.md")
+        self.fails(page.replace(" [--quiet]", ""), "the synopsis of `check` lacks --quiet",
+                   name="docs/CLI.md")
 
     def test_python_blocks_run_and_their_output_is_compared(self):
         env_python = os.environ.get("CLAMPAI_PYTHON_DIR")
