@@ -32,8 +32,9 @@ between are allowed), its settings separated by spaces:
   skip=REASON        not run; the reason (the rest of the comment, so it comes last) is
                      required, and the test lists every skipped block.
   normalise=KINDS    in both the shown and the actual output, before comparing: `digest`
-                     (sha256:HEX, sha256:HEX... and sha256:... are one digest), `time`
-                     (durations such as `0.076 s` or `12 ms`, and ISO 8601 times), `path`
+                     (sha256:HEX, sha256:HEX... and sha256:... are one digest, and so are
+                     any two 64-digit hex strings), `time` (durations such as `0.076 s` or
+                     `12 ms`, ISO 8601 times, a trace entry's "time":MICROSECONDS), `path`
                      (the scratch directory's absolute path is `.`).
   exit=N | N,M,...   the exit code of every command of a transcript, or of each in turn.
   file=PATH, source=PATH, output   as above.
@@ -152,8 +153,10 @@ def normalise(text, kinds, scratch):
         text = text.replace(str(scratch) + "/", "").replace(str(scratch), ".")
     if "digest" in kinds:
         text = re.sub(r"sha256:(?:[0-9a-f]{16,64}(?:\.\.\.)?|\.\.\.)", "sha256:<digest>", text)
+        text = re.sub(r"\b[0-9a-f]{64}\b", "<digest>", text)
     if "time" in kinds:
         text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", "<time>", text)
+        text = re.sub(r'"time":\d+', '"time":<time>', text)
         text = re.sub(r"\b\d+(?:\.\d+)? ?(?:s|ms|µs|us)\b", "<time>", text)
     return text
 
