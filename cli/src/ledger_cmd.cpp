@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
@@ -86,6 +87,16 @@ void print_with_ledger(const std::string& report,
 }
 
 bool names_ledger(const std::string& target) { return cl::is_postgres_url(target); }
+
+std::optional<std::string> ledger_file(const std::string& target) {
+  if (target.rfind("memory:", 0) == 0)
+    throw InvalidArgument(
+        "a memory: ledger lives only in the process that opened it: there is nothing to verify "
+        "(use file:PATH or postgresql://...#TASK)");
+  for (const std::string_view scheme : {"file://", "file:"})
+    if (target.rfind(scheme, 0) == 0) return target.substr(scheme.size());
+  return std::nullopt;
+}
 
 int verify_ledger_trace(const std::string& url,
                         const std::string& spec,

@@ -37,6 +37,11 @@ void print_with_ledger(const std::string& report,
 /// True iff `target` of `trace verify` names a database ledger rather than a file.
 bool names_ledger(const std::string& target);
 
+/// The file of `trace verify`'s `target` when it is a `file:PATH` (or `file://PATH`) ledger URL,
+/// as `--ledger` takes it: verified as the file is, but live (a ledger is never sealed). Else
+/// nullopt. @throws InvalidArgument for `memory:`, which lives and dies with its process.
+std::optional<std::string> ledger_file(const std::string& target);
+
 /// `trace verify URL#TASK`: verifies the task's chain in the database as a trace file is
 /// verified (each line canonical, byte for byte, then the chain; a shared ledger is open, so
 /// no seal is required) and, with `spec`, replays it (keeping `undo_depth` undo records).

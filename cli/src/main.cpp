@@ -226,6 +226,12 @@ struct TraceArgs {
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   if (clampai::cli::names_ledger(args.file))
     return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format, args.undo_depth);
+  if (const auto path = clampai::cli::ledger_file(args.file)) {  // file:PATH, as --ledger takes it
+    TraceArgs file = args;
+    file.file = *path;
+    file.allow_unsealed = true;  // a ledger is live: its task goes on
+    return cmd_trace_verify(file, common);
+  }
   // Streaming, at any length: the chain first (every core), then with --spec the trace again,
   // each entry replayed as it is read (the replay keeps its state and `--undo-depth` undo
   // records, never the trace).

@@ -1,5 +1,5 @@
-# The seed README's Python quick start, unchanged but for the import line (`constrai` ->
-# `clampai`). python/tests/test_orchestrator.py runs it and checks that it is the seed's text.
+# The quick start of the Python ClampAI's README, unchanged but for the import line (`constrai`
+# -> `clampai`). python/tests/test_orchestrator.py runs it and checks that it is that text.
 from clampai import TaskDefinition, State, ActionSpec, Effect, Invariant, Orchestrator
 
 task = TaskDefinition(

@@ -16,6 +16,16 @@ expect("a second run on the file ledger" 0 "\"actions\": \\[\\]"
        ${CLAMPAI} run ${ex}/quickstart.json --ledger ${WORK_DIR}/shared.jsonl --format json)
 expect("the file ledger verifies" 0 "ok: .*3 entries.*replays"
        ${CLAMPAI} trace verify ${WORK_DIR}/shared.jsonl --allow-unsealed --spec ${ex}/quickstart.json)
+# `trace verify` takes the ledger's URL as `--ledger` does (issue 37): file:PATH is verified as a
+# live ledger (no seal required, no --allow-unsealed); a memory: ledger has nothing to verify.
+expect("trace verify file:PATH" 0 "ok: ${WORK_DIR}/shared.jsonl: 3 entries, chain intact, not sealed; replays"
+       ${CLAMPAI} trace verify file:${WORK_DIR}/shared.jsonl --spec ${ex}/quickstart.json)
+expect("trace verify file://PATH" 0 "ok: ${WORK_DIR}/shared.jsonl: 3 entries, chain intact, not sealed"
+       ${CLAMPAI} trace verify file://${WORK_DIR}/shared.jsonl)
+expect("trace verify of a missing file: ledger" 2 "cannot read `${WORK_DIR}/none.jsonl`"
+       ${CLAMPAI} trace verify file:${WORK_DIR}/none.jsonl)
+expect("trace verify memory:" 2 "a memory: ledger lives only in the process that opened it"
+       ${CLAMPAI} trace verify memory:)
 expect("a file ledger of another spec" 2 "another spec"
        ${CLAMPAI} run ${ex}/payments.json --ledger file:${WORK_DIR}/shared.jsonl)
 
