@@ -2,9 +2,9 @@
 
     A model of budgets that nest: an organisation's pool, a team's pool under it, a task's own
     budget under that. Every level is a ledger of [Ledger.v]; the levels are numbered, and a
-    charge names its path: the levels it must fit, the task's own budget first and the root last
-    (docs/POOLS.md). A charge commits only if it fits every level of its path, and then at every
-    level; a refund returns to every level of its path; a level's total may be raised or lowered,
+    charge names its path: the levels it must fit, the task's own budget first and the root
+    last. A charge commits only if it fits every level of its path, and then at every level; a
+    refund returns to every level of its path; a level's total may be raised or lowered,
     never below what it has spent. A refused operation changes no level.
 
     The C++ takes the locks of a path root first and checks every level before changing any
