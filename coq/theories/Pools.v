@@ -7,8 +7,8 @@
     refund returns to every level of its path; a level's total may be raised or lowered,
     never below what it has spent. A refused operation changes no level.
 
-    The C++ takes the locks of a path root first and checks every level before changing any
-    (one transaction on the shared ledger). The model charges the levels one after the other and
+    An implementation takes the locks of a path root first and checks every level before
+    changing any (one transaction on the shared ledger). The model charges the levels one after the other and
     keeps the result only if every level accepted: for a path without repeated levels the two
     agree, and for one with repetitions the model is the stricter (each repetition must fit what
     the earlier ones left), so the theorems hold for any path a caller names.
