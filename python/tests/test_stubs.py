@@ -114,4 +114,4 @@ def test_the_package_exports_what_it_declares():
     public = {n for n, v in vars(clampai).items()
               if not n.startswith("_") and (inspect.isclass(v) or inspect.isfunction(v))
               and getattr(v, "__module__", "").startswith("clampai")}
-    assert public <= set(clampai.__all__) | {"Task"}
+    assert public <= set(clampai.__all__)
