@@ -10,7 +10,9 @@ input (`SpecError`, `FileError`, ...), with the command line's messages.
 from __future__ import annotations
 
 import dataclasses as _dataclasses
+import hashlib as _hashlib
 import json as _json
+from decimal import Decimal as _Decimal
 from typing import (Any as _Any, Callable as _Callable, Dict as _Dict, List as _List,
                     Mapping as _Mapping, Optional as _Optional, Tuple as _Tuple, Union as _Union)
 
@@ -19,6 +21,11 @@ from ._clampai import Decision, Outcome, Reason, Receipt, State, TaskModel
 from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, SpecError,
                       TraceError)
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
+from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
+                             BudgetController, CheckResult, Claim, ExecutionTrace,
+                             FormalKernel as _FormalKernel, GuaranteeLevel, SafetyBarrierViolation,
+                             SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
+                             make_action, make_state, safe)
 
 __version__ = "0.1.0"
 
@@ -29,6 +36,11 @@ __all__ = [
     "load_spec", "build_model", "verify", "lookahead", "repair", "compose", "verify_trace_file",
     "ClampAIError", "SpecError", "FileError", "TraceError", "InvalidArgument", "InternalError",
     "Orchestrator", "ExecutionResult", "LLMAdapter",
+    # The reference's formal layer (python/clampai/_reference_api.py).
+    "BudgetController", "CheckResult", "Claim", "ExecutionTrace", "FORMAL_CLAIMS",
+    "GuaranteeLevel", "HARDENING_CLAIMS", "REASONING_CLAIMS", "SafetyBarrierViolation",
+    "SafetyHarness", "SafetyVerdict", "SafetyViolation", "clampai_safe", "make_action",
+    "make_state", "safe",
 ]
 
 
@@ -119,10 +131,43 @@ class ComposeReport(Result):
 
 
 class TraceEntry(Result):
-    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params, changes, cost, step,
-    gross, net, prev, hash, ..."""
+    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params,
+    changes, cost, step, gross, net, prev, hash, ...
+
+    Also the reference's form, the entries of a reference-form kernel's `ExecutionTrace`:
+    `TraceEntry(step, action_id, action_name, state_before_fp, state_after_fp, cost, timestamp,
+    approved, rejection_reasons=(), reasoning_summary="", prev_hash="")`, with `compute_hash()`
+    (the SHA-256 of the whole entry)."""
 
     __slots__ = ()
+    _FIELDS = ("step", "action_id", "action_name", "state_before_fp", "state_after_fp", "cost",
+               "timestamp", "approved", "rejection_reasons", "reasoning_summary", "prev_hash")
+    _DEFAULTS = {"rejection_reasons": (), "reasoning_summary": "", "prev_hash": ""}
+
+    def __init__(self, *args: _Any, **fields: _Any) -> None:
+        if len(args) == 1 and isinstance(args[0], _Mapping) and not fields:
+            super().__init__(args[0])
+            return
+        if len(args) > len(self._FIELDS):
+            raise TypeError(f"TraceEntry takes at most {len(self._FIELDS)} fields")
+        for name, value in zip(self._FIELDS, args):
+            if name in fields:
+                raise TypeError(f"TraceEntry got two values for `{name}`")
+            fields[name] = value
+        unknown = sorted(set(fields) - set(self._FIELDS))
+        missing = [n for n in self._FIELDS if n not in fields and n not in self._DEFAULTS]
+        if unknown:
+            raise TypeError(f"TraceEntry: unknown fields {unknown}")
+        if missing:
+            raise TypeError(f"TraceEntry: missing fields {missing}")
+        data = dict(self._DEFAULTS, **fields)
+        data["rejection_reasons"] = tuple(data["rejection_reasons"])
+        super().__init__({n: data[n] for n in self._FIELDS})
+
+    def compute_hash(self) -> str:
+        """The SHA-256 (hex) of the entry's canonical JSON, `prev_hash` included (T6)."""
+        text = _json.dumps(self._data, sort_keys=True, separators=(",", ":"), default=str)
+        return _hashlib.sha256(text.encode()).hexdigest()
 
 
 class TraceCheck(Result):
@@ -161,13 +206,38 @@ def _model_of(task: _Any) -> _Tuple[TaskModel, _Optional["SafetyKernel"], str]:
     return model, None, model.name
 
 
-class SafetyKernel(_clampai.SafetyKernel):
+def _is_reference_form(args: _Tuple[_Any, ...], kwargs: _Mapping[str, _Any]) -> bool:
+    """`SafetyKernel(budget, invariants, ...)` (a number first) rather than `SafetyKernel(task)`."""
+    if args:
+        return isinstance(args[0], (int, float, _Decimal)) and not isinstance(args[0], bool)
+    return "budget" in kwargs or "invariants" in kwargs
+
+
+class _KernelType(type(_clampai.SafetyKernel)):  # type: ignore[misc]
+    """SafetyKernel's metaclass: chooses the form by the arguments (docs/PYTHON.md)."""
+
+    def __call__(cls, *args: _Any, **kwargs: _Any) -> _Any:
+        if cls is SafetyKernel and _is_reference_form(args, kwargs):
+            return _FormalKernel(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: _Any) -> bool:
+        return super().__instancecheck__(obj) or (cls is SafetyKernel
+                                                  and isinstance(obj, _FormalKernel))
+
+
+class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
     """The runtime safety kernel for one task: decides each proposed action (budget, steps,
     dependencies, requires, effects, bounds, invariants) and commits approved ones atomically
     with a SHA-256 chained trace. Thread-safe; one kernel may be shared by Python threads.
 
     `evaluate(action, params=None)` -> Decision, `execute(action, params=None)` -> Outcome,
-    `rollback(receipt)` -> Outcome. `action` is an id or an ActionSpec."""
+    `rollback(receipt)` -> Outcome. `action` is an id or an ActionSpec.
+
+    `SafetyKernel(budget, invariants, *, min_action_cost=0.001, emergency_actions=None,
+    metrics=None, reconcile_fn=None)` (a number first, or `budget=`) is the reference's form
+    instead: `evaluate(state, action)` -> SafetyVerdict, `execute(state, action)` -> (State,
+    TraceEntry), raising SafetyViolation when rejected (docs/PYTHON.md)."""
 
     def __init__(self, task: _Task, *, record_rejections: bool = False,
                  trace_file: _Optional[str] = None) -> None:

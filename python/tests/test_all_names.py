@@ -35,7 +35,7 @@ PENDING = {
     # The reasoning layer.
     "ActionValue", "ActionValueComputer", "Belief", "BeliefState", "CausalGraph",
     "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",
-    "OutcomeType", "ProgressMonitor", "REASONING_CLAIMS", "ReasoningRequest",
+    "OutcomeType", "ProgressMonitor", "ReasoningRequest",
     "ReasoningResponse", "SaliencyEngine", "SaliencyResult", "TerminationReason",
     "parse_llm_response",
     # Composition.
@@ -52,13 +52,9 @@ PENDING = {
     # Hardening and the monitor.
     "AttestationGate", "AttestationResult", "DataLabel", "DependencyDiscovery",
     "EnvironmentDriftError", "EnvironmentProbe", "EnvironmentReconciler", "FailurePattern",
-    "HARDENING_CLAIMS", "LabelledData", "Permission", "QualityDimension", "QualityScore",
+    "LabelledData", "Permission", "QualityDimension", "QualityScore",
     "ReadinessProbe", "ReconciliationResult", "ResourceDescriptor", "ResourceState",
     "ResourceTracker", "SecurityLevel", "TemporalCausalGraph", "TemporalDependency",
-    # The formal layer (phase 1).
-    "BudgetController", "CheckResult", "Claim", "ExecutionTrace", "FORMAL_CLAIMS",
-    "GuaranteeLevel", "SafetyBarrierViolation", "SafetyHarness", "SafetyVerdict",
-    "SafetyViolation", "clampai_safe", "make_action", "make_state", "safe",
     # The invariant library's other factories.
     "api_call_limit_invariant", "custom_invariant", "email_safety_invariant",
     "file_operation_limit_invariant", "human_approval_gate_invariant", "json_schema_invariant",
