@@ -341,12 +341,16 @@ class ExecutionTrace:
 
     def verify_integrity(self) -> Tuple[bool, str]:
         """Walks the chain: (True, message) or (False, where it breaks)."""
+        with self._lock:
+            entries, head = list(self._entries), self._head
         prev = self.GENESIS
-        for i, entry in enumerate(self.entries):
+        for i, entry in enumerate(entries):
             if entry.prev_hash != prev:
                 return False, f"Chain broken at entry {i}"
             prev = entry.compute_hash()
-        return True, f"Trace integrity verified ({len(self._entries)} entries)"
+        if prev != head:
+            return False, f"Chain broken at entry {len(entries) - 1} (the head's hash differs)"
+        return True, f"Trace integrity verified ({len(entries)} entries)"
 
     @property
     def entries(self) -> List[Any]:
@@ -393,6 +397,34 @@ def _key(value: Any) -> Any:
         return value
     except TypeError:
         return repr(value)
+
+
+# The template parameters that name variables, and the templates that an absent variable breaks.
+_TEMPLATE_VARIABLES = ("variable", "variables", "count", "window_start", "clock")
+_ABSENT_BREAKS = ("no_delete", "required_fields")
+
+
+def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any]
+                ) -> Tuple[List[Invariant], List[Tuple[Invariant, str, bool]]]:
+    """The invariants a model of these variables can hold, and for each template over a
+    variable the state lacks, (invariant, variable, whether it holds): a state is not a task, so
+    a template over a key it does not have reads nothing, as the reference's `get(key, 0)`
+    does, except `no_delete` and `required_fields`, which an absent key breaks."""
+    kept: List[Invariant] = []
+    unread: List[Tuple[Invariant, str, bool]] = []
+    for inv in invariants:
+        if inv.is_template:
+            names: List[str] = []
+            for p in _TEMPLATE_VARIABLES:
+                v = inv.predicate.get(p)
+                names.extend([v] if isinstance(v, str) else list(v or ()))
+            missing = [n for n in names if n not in variables]
+            if missing:
+                unread.append((inv, missing[0],
+                               inv.predicate.get("template") not in _ABSENT_BREAKS))
+                continue
+        kept.append(inv)
+    return kept, unread
 
 
 class FormalKernel:
@@ -577,16 +609,17 @@ class FormalKernel:
                 # decimal one here, its values exact.
                 overrides[e.variable] = {"type": "decimal", "scale": _scale_of(e.value)}
         initial = dict(variables, **pads)
+        invariants, absent = _applicable(self.invariants, initial)
         task = TaskDefinition(
             goal="", initial_state=initial,
             available_actions=[ActionSpec(_MODEL_ACTION, name=action.name, effects=action.effects,
                                           cost=action.cost if not emergency else 0,
                                           reversible=action.reversible)],
-            invariants=self.invariants, budget=self.budget.exact()["budget"],
+            invariants=invariants, budget=self.budget.exact()["budget"],
             min_action_cost=self._min_cost, budget_scale=scale,
             emergency_actions=[_MODEL_ACTION] if emergency else [], variables=overrides,
             name="reference_form")
-        model = (task.build(), pads)
+        model = (task.build(), pads, absent)
         self._models[key] = model
         if len(self._models) > self._CACHE_SIZE:
             self._models.popitem(last=False)
@@ -611,7 +644,7 @@ class FormalKernel:
         absent = [k for k, v in variables.items() if v is None]
         for k in absent:
             del variables[k]
-        model, padded = self._model(variables, action)
+        model, padded, unread = self._model(variables, action)
         state_in = State(dict(variables, **padded)) if padded or absent else state
         failed: List[Tuple[str, str]] = []
         for fn in self._preconditions:
@@ -630,7 +663,7 @@ class FormalKernel:
             # A deleted variable is a key no more; the state's None values stay.
             d = {k: v for k, v in next_state.to_dict().items() if v is not None}
             next_state = State(dict({k: None for k in absent if k not in d}, **d))
-        verdict = self._verdict(decision, action, cost, failed, next_state)
+        verdict = self._verdict(decision, action, cost, failed, next_state, unread)
         self._emit("increment", "clampai_actions_total",
                    status="approved" if verdict.approved else "rejected")
         self._emit("observe", "clampai_kernel_latency_seconds", time.monotonic() - started,
@@ -638,9 +671,21 @@ class FormalKernel:
         return verdict, (next_state if verdict.approved else None)
 
     def _verdict(self, decision: Any, action: ActionSpec, cost: decimal.Decimal,
-                 failed: List[Tuple[str, str]], next_state: Optional[State]) -> SafetyVerdict:
+                 failed: List[Tuple[str, str]], next_state: Optional[State],
+                 unread: Sequence[Tuple[Invariant, str, bool]]) -> SafetyVerdict:
         checks: List[Tuple[str, CheckResult, str]] = []
         seen = set()
+        blocked = False
+        for inv, missing, holds in unread:
+            name = f"Invariant:{inv.name}"
+            seen.add(name)
+            if holds:
+                checks.append((name, CheckResult.PASS, f"holds: `{missing}` is not in the state"))
+            else:
+                checks.append((name, CheckResult.FAIL_INVARIANT,
+                               f"[{inv.enforcement}] invariant `{inv.name}` would be violated: "
+                               f"`{missing}` is not in the state"))
+                blocked = blocked or inv.enforcement == "blocking"
         for r in decision.reasons:
             name, result = _REASON_CHECK.get(r.code, ("", CheckResult.FAIL_PRECONDITION))
             if r.code in ("invariant_violated", "invariant_error"):
@@ -666,7 +711,7 @@ class FormalKernel:
                 checks.append((f"Invariant:{inv.name}", CheckResult.PASS, "holds"))
         for name, why in failed:
             checks.append((name, CheckResult.FAIL_PRECONDITION, why))
-        approved = decision.approved and not failed
+        approved = decision.approved and not failed and not blocked
         for name, result, _ in checks:
             if result == CheckResult.FAIL_INVARIANT:
                 self._emit("increment", "clampai_invariant_violations_total",

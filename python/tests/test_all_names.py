@@ -55,11 +55,6 @@ PENDING = {
     "LabelledData", "Permission", "QualityDimension", "QualityScore",
     "ReadinessProbe", "ReconciliationResult", "ResourceDescriptor", "ResourceState",
     "ResourceTracker", "SecurityLevel", "TemporalCausalGraph", "TemporalDependency",
-    # The invariant library's other factories.
-    "api_call_limit_invariant", "custom_invariant", "email_safety_invariant",
-    "file_operation_limit_invariant", "human_approval_gate_invariant", "json_schema_invariant",
-    "max_retries_invariant", "no_action_after_flag_invariant", "no_regex_match_invariant",
-    "no_sensitive_substring_invariant", "non_empty_invariant", "string_length_invariant",
 }
 
 
