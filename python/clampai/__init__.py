@@ -166,8 +166,10 @@ class TraceEntry(Result):
 
     def compute_hash(self) -> str:
         """The SHA-256 (hex) of the entry's canonical JSON, `prev_hash` included (T6)."""
-        text = _json.dumps(self._data, sort_keys=True, separators=(",", ":"), default=str)
-        return _hashlib.sha256(text.encode()).hexdigest()
+        return _hashlib.sha256(_CANONICAL.encode(self._data).encode()).hexdigest()
+
+
+_CANONICAL = _json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 class TraceCheck(Result):

@@ -311,9 +311,15 @@ class BudgetController:
 
 # --- The trace ------------------------------------------------------------------------------
 
+_TRACE_ENTRY: Any = None
+
+
 def _trace_entry_type() -> Any:
-    from . import TraceEntry  # the package's TraceEntry (both forms)
-    return TraceEntry
+    global _TRACE_ENTRY
+    if _TRACE_ENTRY is None:
+        from . import TraceEntry  # the package's TraceEntry (both forms), defined after us
+        _TRACE_ENTRY = TraceEntry
+    return _TRACE_ENTRY
 
 
 class ExecutionTrace:
@@ -330,14 +336,21 @@ class ExecutionTrace:
 
     def append(self, entry: Any) -> str:
         """Appends `entry` linked to the current head; returns its hash."""
+        return self._append(entry)[1]
+
+    def _append(self, entry: Any) -> Tuple[Any, str]:
+        """(the entry as appended, its hash)."""
+        entry_type = _trace_entry_type()
+        if not isinstance(entry, entry_type):
+            raise TypeError(f"a trace entry is a TraceEntry, not {type(entry).__name__}")
         with self._lock:
-            fields = entry.to_dict()
+            fields = dict(entry._data)
             fields["prev_hash"] = self._head
-            linked = _trace_entry_type()(**fields)
+            linked = entry_type(fields)  # the fields of an entry already checked
             digest = linked.compute_hash()
             self._entries.append(linked)
             self._head = digest
-            return digest
+            return linked, digest
 
     def verify_integrity(self) -> Tuple[bool, str]:
         """Walks the chain: (True, message) or (False, where it breaks)."""
@@ -362,7 +375,8 @@ class ExecutionTrace:
         return len(self._entries)
 
     def last_n(self, n: int) -> List[Any]:
-        return self.entries[-n:] if n > 0 else []
+        with self._lock:
+            return self._entries[-n:] if n > 0 else []
 
     def summary(self, last_n: int = 5) -> str:
         lines = [f"Trace: {self.length} entries"]
@@ -504,13 +518,13 @@ class FormalKernel:
                     f"SAFETY VIOLATION: {action.id} rejected. Reasons: "
                     f"{verdict.rejection_reasons}", verdict)
             cost = _exact(action.cost, "cost")
-            entry = _trace_entry_type()(
-                step=self.step_count, action_id=action.id, action_name=action.name,
-                state_before_fp=state.fingerprint, state_after_fp=new_state.fingerprint,
-                cost=float(cost), timestamp=time.time(), approved=True,
-                reasoning_summary=reasoning_summary)
-            self.trace.append(entry)
-            entry = self.trace.last_n(1)[0]
+            entry = _trace_entry_type()({
+                "step": self.step_count, "action_id": action.id, "action_name": action.name,
+                "state_before_fp": state.fingerprint, "state_after_fp": new_state.fingerprint,
+                "cost": float(cost), "timestamp": time.time(), "approved": True,
+                "rejection_reasons": (), "reasoning_summary": str(reasoning_summary),
+                "prev_hash": ""})
+            entry = self.trace._append(entry)[0]
             self._committed.append((action.id, state.fingerprint, new_state.fingerprint, cost))
         self._emit("gauge", "clampai_budget_remaining", self.budget.remaining)
         self._emit("gauge", "clampai_step_count", float(self.step_count))
@@ -531,8 +545,7 @@ class FormalKernel:
             state_before_fp=state.fingerprint, state_after_fp=state.fingerprint, cost=0.0,
             timestamp=time.time(), approved=False, rejection_reasons=tuple(reasons),
             reasoning_summary=reasoning_summary)
-        self.trace.append(entry)
-        return self.trace.last_n(1)[0]
+        return self.trace._append(entry)[0]
 
     def rollback(self, state_before: State, state_after: State, action: ActionSpec) -> State:
         """Undoes the most recent commit of `action` from `state_before` to `state_after` (T7):
@@ -701,7 +714,8 @@ class FormalKernel:
             seen.add(name)
         if "Budget" not in seen:
             checks.insert(0, ("Budget", CheckResult.PASS,
-                              f"{_number_text(cost)} <= {self.budget.exact()['remaining']} "
+                              f"{_number_text(cost)} <= "
+                              f"{self.budget._amount(self.budget._ledger.remaining)} "
                               "remaining"))
         if "Termination" not in seen:
             checks.insert(1, ("Termination", CheckResult.PASS,
