@@ -170,8 +170,17 @@ class Invariant:
     description: str = ""
     enforcement: str = "blocking"
     suggestion: str = ""
+    # The reference's time limit on a predicate: accepted, never enforced (a decision here never
+    # depends on timing; docs/PYTHON.md).
+    max_eval_ms: Optional[float] = None
 
     def __post_init__(self) -> None:
+        if self.max_eval_ms is not None and (
+                isinstance(self.max_eval_ms, bool)
+                or not isinstance(self.max_eval_ms, (int, float, decimal.Decimal))
+                or not self.max_eval_ms > 0):
+            raise ValueError(f"invariant `{self.name}`: max_eval_ms must be a positive number "
+                             f"or None, not {self.max_eval_ms!r}")
         if self.enforcement not in ("blocking", "monitoring"):
             raise ValueError(
                 f"invariant `{self.name}`: enforcement must be `blocking` or `monitoring`, "

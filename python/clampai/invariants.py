@@ -320,12 +320,10 @@ def custom_invariant(name: str, validator: Callable[[Any], Any], key: str, *,
                      description: str = "", enforcement: str = "blocking",
                      suggestion: Optional[str] = None,
                      max_eval_ms: Optional[float] = None) -> Invariant:
-    """`validator(state.get(key))` (a Python callable). `max_eval_ms` is not supported: a
-    decision never depends on timing here (give None)."""
-    if max_eval_ms is not None:
-        raise ValueError("custom_invariant: max_eval_ms is not supported (decisions never "
-                         "depend on timing here); leave it None")
+    """`validator(state.get(key))` (a Python callable). `max_eval_ms` is accepted and not
+    enforced, as for `Invariant`: a decision never depends on timing here."""
     if not callable(validator):
         raise TypeError("custom_invariant: the validator must be callable")
     return Invariant(name, lambda s: validator(s.get(key)), description=description,
-                     enforcement=enforcement, suggestion=suggestion or "")
+                     enforcement=enforcement, suggestion=suggestion or "",
+                     max_eval_ms=max_eval_ms)

@@ -489,3 +489,19 @@ def test_difference_time_window_rate_needs_clock_variables():
 
     with pytest.raises(TypeError, match="window_start"):
         time_window_rate_invariant("request_timestamps", max_count=10, window_seconds=60.0)
+
+
+def test_readme_writing_your_own_invariant():
+    my_rule = Invariant(
+        name="no_large_transfers",
+        predicate=lambda s: s.get("transferred_usd", 0) <= 1000,
+        description="No single transfer may exceed $1,000",
+        enforcement="blocking",
+        suggestion="Split into smaller transfers or request approval first.",
+        max_eval_ms=5.0,
+    )
+    kernel = SafetyKernel(budget=10.0, invariants=[my_rule])
+    big = ActionSpec(id="wire", effects=(Effect("transferred_usd", "set", 5000),), cost=1.0)
+    assert not kernel.evaluate(State({"transferred_usd": 0}), big).approved
+    with pytest.raises(ValueError, match="max_eval_ms"):
+        Invariant("x", lambda s: True, max_eval_ms=0)
