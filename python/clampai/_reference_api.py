@@ -34,7 +34,7 @@ __all__ = [
     "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
     "CheckResult", "SafetyVerdict", "SafetyViolation", "SafetyBarrierViolation",
     "BudgetController", "ExecutionTrace", "FormalKernel", "safe", "clampai_safe",
-    "make_state", "make_action", "SafetyHarness",
+    "make_state", "make_action", "SafetyHarness", "check_invariant",
 ]
 
 
@@ -737,6 +737,21 @@ class FormalKernel:
 
     def __repr__(self) -> str:
         return f"<SafetyKernel (reference form) {self.status()}>"
+
+
+def check_invariant(invariant: Invariant, state: State) -> Tuple[bool, str]:
+    """`Invariant.check` of an expression or a template: (holds, message) in `state`, decided
+    by the kernel (a reference-form kernel with this invariant alone, on an action that changes
+    nothing). The enforcement does not matter: a monitoring invariant that fails is (False,
+    message) too."""
+    if not isinstance(state, State):
+        state = State(dict(state))
+    kernel = FormalKernel(1, [invariant], min_action_cost=1)
+    verdict = kernel.evaluate(state, ActionSpec("check", cost=1))
+    for name, result, detail in verdict.checks:
+        if name == f"Invariant:{invariant.name}" and result != CheckResult.PASS:
+            return False, detail.split("] ", 1)[1] if detail.startswith("[") else detail
+    return True, ""
 
 
 # --- @safe ----------------------------------------------------------------------------------

@@ -213,10 +213,11 @@ class Invariant:
         return out
 
     def check(self, state: Any) -> Tuple[bool, str]:
-        """(holds, message) for a callable in `state`; an exception is a violation."""
+        """(holds, message) in `state`; an exception is a violation. An expression or a template
+        is evaluated by the C++ kernel, on the state as the reference's form reads it."""
         if not callable(self.predicate):
-            raise TypeError("check() evaluates callables; evaluate expressions and templates "
-                            "through a kernel")
+            from ._reference_api import check_invariant  # imports this module
+            return check_invariant(self, state)
         try:
             ok = bool(self.predicate(state))
         except Exception as err:  # noqa: BLE001 - fail closed, as the kernel does

@@ -721,6 +721,32 @@ void bind_all(py::module_& m) {
       .def("to_dict", &state_dict)
       .def("with_updates", &with_updates, "updates"_a)
       .def(
+          "without_keys",
+          [](const ck::State& s, const py::iterable& keys) {
+            py::dict d = state_dict(s);
+            for (py::handle k : keys)
+              if (d.contains(k)) PyDict_DelItem(d.ptr(), k.ptr());
+            return state_from_mapping(d);
+          },
+          "keys"_a)
+      .def(
+          "describe",
+          [](const ck::State& s, std::size_t max_keys) {
+            // The reference's summary: a line per variable (its repr cut at 80 characters).
+            std::string out = "State:";
+            const std::vector<std::string> names = s.schema().names();
+            for (std::size_t i = 0; i < names.size() && i < max_keys; ++i) {
+              std::string text =
+                  py::repr(from_value(s.get(*s.schema().find(names[i])))).cast<std::string>();
+              if (text.size() > 80) text = text.substr(0, 77) + "...";
+              out += "\n  " + names[i] + " = " + text;
+            }
+            if (names.size() > max_keys)
+              out += "\n  ... and " + std::to_string(names.size() - max_keys) + " more";
+            return out;
+          },
+          "max_keys"_a = 20)
+      .def(
           "diff",
           [](const ck::State& a, const ck::State& b) {
             py::dict out;

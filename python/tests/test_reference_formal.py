@@ -505,3 +505,25 @@ def test_readme_writing_your_own_invariant():
     assert not kernel.evaluate(State({"transferred_usd": 0}), big).approved
     with pytest.raises(ValueError, match="max_eval_ms"):
         Invariant("x", lambda s: True, max_eval_ms=0)
+
+
+def test_api_state_helpers():
+    s = State({"a": 1, "b": "x" * 100, "c": [1, 2]})
+    assert s.without_keys({"a", "absent"}) == State({"b": "x" * 100, "c": [1, 2]})
+    assert s == State({"a": 1, "b": "x" * 100, "c": [1, 2]})  # unchanged
+    text = s.describe()
+    assert text.splitlines()[0] == "State:" and "  a = 1" in text
+    assert len(text.splitlines()[2]) == len("  b = ") + 80 and text.splitlines()[2].endswith("...")
+    assert s.describe(max_keys=1).splitlines()[-1] == "  ... and 2 more"
+
+
+def test_api_invariant_check_of_templates_and_expressions():
+    from clampai.invariants import pii_guard_invariant, rate_limit_invariant
+
+    assert rate_limit_invariant("x", 5).check(State({"x": 5})) == (True, "")
+    holds, message = rate_limit_invariant("x", 5).check(State({"x": 6}))
+    assert not holds and "rate_limit:x" in message
+    assert rate_limit_invariant("x", 5).check(State({})) == (True, "")  # as get("x", 0) reads
+    assert not pii_guard_invariant("msg").check(State({"msg": "call 555-123-4567"}))[0]
+    assert Invariant("e", "x > 1", enforcement="monitoring").check(State({"x": 0}))[0] is False
+    assert Invariant("lam", lambda s: s.get("x") > 1).check(State({"x": 2})) == (True, "")
