@@ -16,8 +16,7 @@ from __future__ import annotations
 import decimal
 import enum
 import functools
-import hashlib
-import json
+import math
 import threading
 import time
 import uuid
@@ -181,6 +180,11 @@ class SafetyViolation(RuntimeError):
 
 def _exact(value: Any, what: str) -> decimal.Decimal:
     """A budget or cost as an exact Decimal (a float by its shortest repr)."""
+    kind = type(value)
+    if kind is float and math.isfinite(value):
+        return decimal.Decimal(repr(value))
+    if kind is int:
+        return decimal.Decimal(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
         raise TypeError(f"{what} must be a number, not {type(value).__name__}")
     try:
@@ -194,7 +198,8 @@ def _units(amount: decimal.Decimal, scale: int) -> int:
 
 
 def _digits(amount: decimal.Decimal) -> int:
-    return _scale_of(amount)
+    """The digits after the point an exact amount needs."""
+    return max(0, -int(amount.as_tuple().exponent))
 
 
 class BudgetController:
@@ -714,7 +719,7 @@ class FormalKernel:
             seen.add(name)
         if "Budget" not in seen:
             checks.insert(0, ("Budget", CheckResult.PASS,
-                              f"{_number_text(cost)} <= "
+                              f"{cost:f} <= "
                               f"{self.budget._amount(self.budget._ledger.remaining)} "
                               "remaining"))
         if "Termination" not in seen:
