@@ -33,7 +33,7 @@ __all__ = [
     "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
     "CheckResult", "SafetyVerdict", "SafetyViolation", "SafetyBarrierViolation",
     "BudgetController", "ExecutionTrace", "FormalKernel", "safe", "clampai_safe",
-    "make_state", "make_action", "SafetyHarness", "check_invariant",
+    "make_state", "make_action", "SafetyHarness", "check_invariant", "simulate",
 ]
 
 
@@ -742,6 +742,24 @@ class FormalKernel:
 
     def __repr__(self) -> str:
         return f"<SafetyKernel (reference form) {self.status()}>"
+
+
+def simulate(action: ActionSpec, state: State) -> State:
+    """`ActionSpec.simulate`: where `action` leads from `state`, by the kernel's `decide` and
+    `advance` with no invariant and a budget of exactly its cost."""
+    if not isinstance(state, State):
+        state = State(dict(state))
+    cost = _exact(action.cost, f"the cost of `{action.id}`")
+    if cost > 0:
+        kernel = FormalKernel(cost, [], min_action_cost=cost)
+    else:
+        kernel = FormalKernel(1, [], min_action_cost=1, emergency_actions={action.id})
+    verdict = kernel.evaluate(state, action)
+    if not verdict.approved:
+        raise ValueError(f"`{action.id}` cannot be applied to this state: "
+                         + "; ".join(verdict.rejection_reasons))
+    assert verdict.simulated_next_state is not None
+    return verdict.simulated_next_state
 
 
 def check_invariant(invariant: Invariant, state: State) -> Tuple[bool, str]:

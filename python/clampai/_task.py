@@ -100,6 +100,14 @@ class Effect:
             out["value"] = _literal(self.value, f"effect on {self.variable}")
         return out
 
+    def apply(self, current: Any) -> Any:
+        """The value this effect gives a variable whose value is `current` (None: absent), as
+        the kernel applies it (`delete` gives None)."""
+        from ._reference_api import simulate  # imports this module
+        probe = ActionSpec("apply", effects=(self,), cost=0)
+        state = _clampai.State({} if current is None else {self.variable: current})
+        return simulate(probe, state).get(self.variable)
+
     def inverse(self) -> "Effect":
         """The algebraic inverse (increment <-> decrement, append <-> remove)."""
         inverses = {"increment": "decrement", "decrement": "increment", "append": "remove",
@@ -135,8 +143,42 @@ class ActionSpec:
     def affected_variables(self) -> set:
         return {e.variable for e in self.effects}
 
+    def simulate(self, state: Any) -> Any:
+        """The state this action leads to from `state`, as the kernel computes it (no budget or
+        invariant is checked). ValueError if the kernel cannot apply it (an overflow, a read of
+        an absent variable)."""
+        from ._reference_api import simulate  # imports this module
+        return simulate(self, state)
+
+    def compute_inverse_effects(self, state_before: Any) -> Tuple[Effect, ...]:
+        """Effects that restore, from the state this action leads to, the variables it writes
+        as they were in `state_before` (set to the old value; delete what was absent)."""
+        inverse = []
+        for e in self.effects:
+            old = state_before.get(e.variable)
+            if old is None:
+                if e.mode != "delete":
+                    inverse.append(Effect(e.variable, "delete"))
+            else:
+                inverse.append(Effect(e.variable, "set", old))
+        return tuple(inverse)
+
+    def to_llm_text(self) -> str:
+        """The action described for an LLM prompt."""
+        parts = [f"[{self.id}] {self.name or self.id}"]
+        if self.description:
+            parts.append(f"  {self.description}")
+        parts.append(f"  cost={self.cost}  risk={self.risk_level}  reversible={self.reversible}")
+        if self.preconditions_text:
+            parts.append(f"  requires: {self.preconditions_text}")
+        if self.postconditions_text:
+            parts.append(f"  ensures:  {self.postconditions_text}")
+        effects = ", ".join(f"{e.variable}<-{e.mode}({e.value})" for e in self.effects)
+        parts.append(f"  effects:  [{effects}]")
+        return "\n".join(parts)
+
     def to_compact_text(self) -> str:
-        return f"{self.id}: {self.name or self.id} (cost {self.cost})"
+        return f"[{self.id}] {self.name or self.id} (cost {self.cost}, {self.risk_level})"
 
     def to_spec(self, index: int) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id, "cost": _amount(self.cost, f"actions[{index}].cost"),

@@ -527,3 +527,27 @@ def test_api_invariant_check_of_templates_and_expressions():
     assert not pii_guard_invariant("msg").check(State({"msg": "call 555-123-4567"}))[0]
     assert Invariant("e", "x > 1", enforcement="monitoring").check(State({"x": 0}))[0] is False
     assert Invariant("lam", lambda s: s.get("x") > 1).check(State({"x": 2})) == (True, "")
+
+
+def test_api_effect_apply_and_action_simulate():
+    assert Effect("n", "increment", 2).apply(3) == 5
+    assert Effect("n", "increment", 2).apply(None) == 2  # absent: from 0, as the reference
+    assert Effect("items", "append", "x").apply(["a"]) == ["a", "x"]
+    assert Effect("items", "remove", "z").apply(["a"]) == ["a"]  # absent element: no change
+    assert Effect("flag", "delete").apply(5) is None
+    assert Effect("t", "increment", 0.5).apply(1) == Decimal("1.5")
+    action = ActionSpec(id="process_batch", name="Process Batch", description="Process 5",
+                        effects=(Effect("processed", "increment", 5),
+                                 Effect("queue", "decrement", 5)), cost=2.0)
+    before = State({"processed": 0, "queue": 10})
+    after = action.simulate(before)
+    assert after == State({"processed": 5, "queue": 5})
+    assert before == State({"processed": 0, "queue": 10})  # unchanged
+    undo = ActionSpec(id="undo", effects=action.compute_inverse_effects(before), cost=0)
+    assert undo.simulate(after) == before  # T7, as docs/API.md states it
+    text = action.to_llm_text()
+    assert text.startswith("[process_batch] Process Batch") and "processed<-increment(5)" in text
+    assert action.to_compact_text() == "[process_batch] Process Batch (cost 2.0, low)"
+    with pytest.raises(ValueError, match="cannot be applied"):
+        ActionSpec(id="big", effects=(Effect("n", "increment", 2 ** 62),), cost=1).simulate(
+            State({"n": 2 ** 62}))
