@@ -20,6 +20,7 @@ import math
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -34,6 +35,7 @@ __all__ = [
     "CheckResult", "SafetyVerdict", "SafetyViolation", "SafetyBarrierViolation",
     "BudgetController", "ExecutionTrace", "FormalKernel", "safe", "clampai_safe",
     "make_state", "make_action", "SafetyHarness", "check_invariant", "simulate",
+    "violation_count",
 ]
 
 
@@ -731,17 +733,40 @@ class FormalKernel:
         for name, why in failed:
             checks.append((name, CheckResult.FAIL_PRECONDITION, why))
         approved = decision.approved and not failed and not blocked
-        for name, result, _ in checks:
+        for name, result, detail in checks:
             if result == CheckResult.FAIL_INVARIANT:
+                inv_name = name[len("Invariant:"):]
+                for inv in self.invariants:
+                    if inv.name == inv_name:
+                        _count_violation(inv)
                 self._emit("increment", "clampai_invariant_violations_total",
-                           invariant=name[len("Invariant:"):],
-                           enforcement="blocking" if approved is False else "monitoring")
+                           invariant=inv_name,
+                           enforcement=detail[1:detail.index("]")] if detail.startswith("[")
+                           else "blocking")
         return SafetyVerdict(approved=approved, checks=checks,
                              simulated_next_state=next_state if approved else None,
                              cost=float(cost), decision=decision)
 
     def __repr__(self) -> str:
         return f"<SafetyKernel (reference form) {self.status()}>"
+
+
+# Invariant.violation_count: the violations each invariant object has met in a reference-form
+# kernel's verdicts and in its own check(), by the object's id (dropped with the object).
+_VIOLATIONS: Dict[int, int] = {}
+_VIOLATIONS_LOCK = threading.Lock()
+
+
+def _count_violation(invariant: Invariant) -> None:
+    key = id(invariant)
+    with _VIOLATIONS_LOCK:
+        if key not in _VIOLATIONS:
+            weakref.finalize(invariant, _VIOLATIONS.pop, key, None)
+        _VIOLATIONS[key] = _VIOLATIONS.get(key, 0) + 1
+
+
+def violation_count(invariant: Invariant) -> int:
+    return _VIOLATIONS.get(id(invariant), 0)
 
 
 def simulate(action: ActionSpec, state: State) -> State:

@@ -235,6 +235,14 @@ class Invariant:
                             "string, a callable or a template")
 
     @property
+    def violation_count(self) -> int:
+        """How many violations this invariant has met: in the verdicts of reference-form
+        kernels (`SafetyKernel(budget, invariants)`) and in `check()` (a task-bound kernel's
+        rejections are in its trace instead)."""
+        from ._reference_api import violation_count  # imports this module
+        return violation_count(self)
+
+    @property
     def is_expression(self) -> bool:
         return isinstance(self.predicate, str)
 
@@ -263,8 +271,13 @@ class Invariant:
         try:
             ok = bool(self.predicate(state))
         except Exception as err:  # noqa: BLE001 - fail closed, as the kernel does
-            return False, f"invariant `{self.name}` raised {type(err).__name__}: {err}"
-        return ok, "" if ok else f"invariant `{self.name}` violated"
+            ok, message = False, f"invariant `{self.name}` raised {type(err).__name__}: {err}"
+        else:
+            message = "" if ok else f"invariant `{self.name}` violated"
+        if not ok:
+            from ._reference_api import _count_violation  # imports this module
+            _count_violation(self)
+        return ok, message
 
 
 def _type_of(value: Any, scale: int, where: str) -> Dict[str, Any]:

@@ -551,3 +551,71 @@ def test_api_effect_apply_and_action_simulate():
     with pytest.raises(ValueError, match="cannot be applied"):
         ActionSpec(id="big", effects=(Effect("n", "increment", 2 ** 62),), cost=1).simulate(
             State({"n": 2 ** 62}))
+
+
+def test_api_invariant_violation_count():
+    from clampai.invariants import rate_limit_invariant
+
+    cap = Invariant("cap", lambda s: s.get("n", 0) <= 1, enforcement="monitoring")
+    template = rate_limit_invariant("n", 1)
+    kernel = SafetyKernel(10.0, [cap, template])
+    up = ActionSpec(id="up", effects=(Effect("n", "set", 5),), cost=1.0)
+    assert cap.violation_count == 0 and template.violation_count == 0
+    kernel.evaluate(State({"n": 0}), up)
+    kernel.evaluate(State({"n": 0}), up)
+    assert cap.violation_count == 2 and template.violation_count == 2
+    assert not cap.check(State({"n": 3}))[0] and cap.violation_count == 3
+    assert cap.check(State({"n": 0}))[0] and cap.violation_count == 3
+    assert rate_limit_invariant("n", 1).violation_count == 0  # per object
+
+
+def test_invariant_violation_metrics_name_the_enforcement():
+    seen = []
+
+    class Recorder:
+        def increment(self, name, labels=None):
+            seen.append((name, labels))
+
+        def observe(self, name, value, labels=None):
+            pass
+
+        def gauge(self, name, value, labels=None):
+            pass
+
+    soft = Invariant("soft", lambda s: s.get("n", 0) <= 1, enforcement="monitoring")
+    hard = Invariant("hard", lambda s: s.get("n", 0) <= 3)
+    kernel = SafetyKernel(10.0, [soft, hard], metrics=Recorder())
+    kernel.evaluate(State({"n": 0}), ActionSpec(id="two", effects=(Effect("n", "set", 2),), cost=1))
+    kernel.evaluate(State({"n": 0}), ActionSpec(id="six", effects=(Effect("n", "set", 6),), cost=1))
+    violations = [labels for name, labels in seen if name == "clampai_invariant_violations_total"]
+    assert violations == [{"invariant": "soft", "enforcement": "monitoring"},
+                          {"invariant": "hard", "enforcement": "blocking"},
+                          {"invariant": "soft", "enforcement": "monitoring"}]
+
+
+def test_threads_with_a_predicate_that_releases_the_gil():
+    import time as _time
+
+    def slow(s):
+        _time.sleep(0)  # lets another thread run inside the decision
+        return s.get("n", 0) <= 1000
+
+    kernel = SafetyKernel(budget=30.0, invariants=[Invariant("slow", slow)])
+    action = ActionSpec(id="step", effects=(Effect("n", "increment", 1),), cost=1.0)
+    done = []
+
+    def worker():
+        for _ in range(10):
+            try:
+                kernel.execute(State({"n": 0}), action)
+                done.append(1)
+            except SafetyViolation:
+                pass
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert len(done) == 30 and kernel.step_count == 30 and kernel.budget.remaining == 0.0
