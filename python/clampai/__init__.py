@@ -23,7 +23,8 @@ from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, S
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
 from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
                              BudgetController, CheckResult, Claim, ExecutionTrace,
-                             FormalKernel as _FormalKernel, GuaranteeLevel, SafetyBarrierViolation,
+                             FormalKernel as _FormalKernel, GuaranteeLevel, MetricsBackend,
+                             NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
                              SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
                              make_action, make_state, safe)
 
@@ -40,7 +41,7 @@ __all__ = [
     "BudgetController", "CheckResult", "Claim", "ExecutionTrace", "FORMAL_CLAIMS",
     "GuaranteeLevel", "HARDENING_CLAIMS", "REASONING_CLAIMS", "SafetyBarrierViolation",
     "SafetyHarness", "SafetyVerdict", "SafetyViolation", "clampai_safe", "make_action",
-    "make_state", "safe",
+    "make_state", "safe", "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
 ]
 
 

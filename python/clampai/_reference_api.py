@@ -23,7 +23,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from . import _clampai
 from ._clampai import State
@@ -31,7 +31,7 @@ from ._errors import InvalidArgument
 from ._task import ActionSpec, Effect, Invariant, TaskDefinition, _number_text, _scale_of, _type_of
 
 __all__ = [
-    "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
+    "MetricsBackend", "NoOpMetrics", "RejectionFormatter", "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
     "CheckResult", "SafetyVerdict", "SafetyViolation", "SafetyBarrierViolation",
     "BudgetController", "ExecutionTrace", "FormalKernel", "safe", "clampai_safe",
     "make_state", "make_action", "SafetyHarness", "check_invariant", "simulate",
@@ -125,6 +125,40 @@ REASONING_CLAIMS = [
 ]
 
 
+# --- Metrics --------------------------------------------------------------------------------
+
+class MetricsBackend(Protocol):
+    """What a reference-form kernel reports to (`SafetyKernel(..., metrics=backend)`): any
+    object with these three methods. Names: `clampai_actions_total{status}`,
+    `clampai_kernel_latency_seconds{operation}`, `clampai_budget_remaining`,
+    `clampai_step_count`, `clampai_invariant_violations_total{invariant, enforcement}`,
+    `clampai_rollbacks_total`. What a backend raises is ignored: metrics never change a
+    decision."""
+
+    def increment(self, name: str, labels: Optional[Dict[str, str]] = None) -> None: ...
+
+    def observe(self, name: str, value: float,
+                labels: Optional[Dict[str, str]] = None) -> None: ...
+
+    def gauge(self, name: str, value: float, labels: Optional[Dict[str, str]] = None) -> None: ...
+
+
+class NoOpMetrics:
+    """The backend that records nothing (the default)."""
+
+    def increment(self, name: str, labels: Optional[Dict[str, str]] = None) -> None:
+        return None
+
+    def observe(self, name: str, value: float, labels: Optional[Dict[str, str]] = None) -> None:
+        return None
+
+    def gauge(self, name: str, value: float, labels: Optional[Dict[str, str]] = None) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return "NoOpMetrics()"
+
+
 # --- Verdicts and errors --------------------------------------------------------------------
 
 class CheckResult(enum.Enum):
@@ -167,6 +201,39 @@ class SafetyVerdict:
         for name, result, detail in self.checks:
             lines.append(f"  [{'ok' if result == CheckResult.PASS else '--'}] {name}: {detail}")
         return "\n".join(lines)
+
+
+class RejectionFormatter:
+    """A rejected verdict as text for an LLM's next prompt, for a person, and as a JSON-ready
+    record for an audit log."""
+
+    @staticmethod
+    def llm_message(verdict: SafetyVerdict, action: ActionSpec) -> str:
+        reasons = verdict.rejection_reasons
+        lines = [f"ACTION REJECTED: {action.name or action.id} (id={action.id!r})",
+                 f"Reasons ({len(reasons)}):"]
+        lines += [f"  - {r}" for r in reasons]
+        lines.append("Propose another action that avoids every reason above; do not propose "
+                     "this one again.")
+        return "\n".join(lines)
+
+    @staticmethod
+    def user_message(verdict: SafetyVerdict, action: ActionSpec) -> str:
+        reasons = verdict.rejection_reasons
+        lines = [f"The action '{action.name or action.id}' was blocked by the safety kernel."]
+        lines += [f"  - {r}" for r in reasons] or ["  (no reason recorded)"]
+        return "\n".join(lines)
+
+    @staticmethod
+    def audit_record(verdict: SafetyVerdict, action: ActionSpec) -> Dict[str, Any]:
+        record: Dict[str, Any] = {
+            "action_id": action.id, "action_name": action.name, "approved": verdict.approved,
+            "rejection_reasons": list(verdict.rejection_reasons),
+            "checks": [{"name": n, "result": r.name, "detail": d} for n, r, d in verdict.checks],
+            "cost": verdict.cost}
+        if verdict.decision is not None:
+            record["reason_codes"] = list(verdict.decision.reason_codes)
+        return record
 
 
 class SafetyViolation(RuntimeError):

@@ -3,7 +3,7 @@
 # parameters (names, kinds, which have defaults).
 import enum
 from decimal import Decimal
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from ._clampai import Decision, State
 from ._task import ActionSpec, Invariant
@@ -25,6 +25,16 @@ class Claim:
 FORMAL_CLAIMS: List[Claim]
 HARDENING_CLAIMS: List[Claim]
 REASONING_CLAIMS: List[Claim]
+
+class MetricsBackend(Protocol):
+    def increment(self, name: str, labels: Optional[Dict[str, str]] = ...) -> None: ...
+    def observe(self, name: str, value: float, labels: Optional[Dict[str, str]] = ...) -> None: ...
+    def gauge(self, name: str, value: float, labels: Optional[Dict[str, str]] = ...) -> None: ...
+
+class NoOpMetrics:
+    def increment(self, name: str, labels: Optional[Dict[str, str]] = ...) -> None: ...
+    def observe(self, name: str, value: float, labels: Optional[Dict[str, str]] = ...) -> None: ...
+    def gauge(self, name: str, value: float, labels: Optional[Dict[str, str]] = ...) -> None: ...
 
 class CheckResult(enum.Enum):
     PASS: int
@@ -49,6 +59,14 @@ class SafetyVerdict:
     @property
     def rejection_reasons(self) -> Tuple[str, ...]: ...
     def summary(self) -> str: ...
+
+class RejectionFormatter:
+    @staticmethod
+    def llm_message(verdict: SafetyVerdict, action: ActionSpec) -> str: ...
+    @staticmethod
+    def user_message(verdict: SafetyVerdict, action: ActionSpec) -> str: ...
+    @staticmethod
+    def audit_record(verdict: SafetyVerdict, action: ActionSpec) -> Dict[str, Any]: ...
 
 class SafetyViolation(RuntimeError):
     verdict: Optional[SafetyVerdict]

@@ -3,9 +3,9 @@ actions, the budget, the trace, the verdicts and the claims), for code that impo
 here. The same objects as at the package's top level."""
 
 from . import (FORMAL_CLAIMS, ActionSpec, BudgetController, CheckResult, Claim, Effect,
-               ExecutionTrace, GuaranteeLevel, Invariant, SafetyKernel, SafetyVerdict, State,
-               TraceEntry)
+               ExecutionTrace, GuaranteeLevel, Invariant, MetricsBackend, NoOpMetrics,
+               RejectionFormatter, SafetyKernel, SafetyVerdict, State, TraceEntry)
 
 __all__ = ["FORMAL_CLAIMS", "ActionSpec", "BudgetController", "CheckResult", "Claim", "Effect",
-           "ExecutionTrace", "GuaranteeLevel", "Invariant", "SafetyKernel", "SafetyVerdict",
-           "State", "TraceEntry"]
+           "ExecutionTrace", "GuaranteeLevel", "Invariant", "MetricsBackend", "NoOpMetrics",
+           "RejectionFormatter", "SafetyKernel", "SafetyVerdict", "State", "TraceEntry"]

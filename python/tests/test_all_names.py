@@ -31,8 +31,6 @@ SUBMODULES = {"hardening", "invariants", "formal", "testing", "api"}
 PENDING = {
     # Async kernel and orchestrator, the shared-process budget.
     "AsyncOrchestrator", "AsyncSafetyKernel", "ProcessSharedBudgetController",
-    # Metrics and the rejection formatter.
-    "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
     # The reasoning layer.
     "ActionValue", "ActionValueComputer", "Belief", "BeliefState", "CausalGraph",
     "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",

@@ -619,3 +619,20 @@ def test_threads_with_a_predicate_that_releases_the_gil():
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
     assert len(done) == 30 and kernel.step_count == 30 and kernel.budget.remaining == 0.0
+
+
+def test_api_rejection_formatter_and_no_op_metrics():
+    from clampai import NoOpMetrics, RejectionFormatter
+
+    kernel = SafetyKernel(1.0, [], metrics=NoOpMetrics())
+    action = ActionSpec(id="big", name="Big", cost=5.0)
+    verdict = kernel.evaluate(State({}), action)
+    llm = RejectionFormatter.llm_message(verdict, action)
+    assert llm.splitlines()[0] == "ACTION REJECTED: Big (id='big')" and "budget" in llm
+    assert RejectionFormatter.user_message(verdict, action).startswith(
+        "The action 'Big' was blocked by the safety kernel.")
+    record = RejectionFormatter.audit_record(verdict, action)
+    assert record["approved"] is False and record["reason_codes"] == ["budget_exceeded"]
+    assert {"name": "Budget", "result": "FAIL_BUDGET", "detail": verdict.rejection_reasons[0]} \
+        in record["checks"]
+    assert repr(NoOpMetrics()) == "NoOpMetrics()"
