@@ -220,8 +220,13 @@ class _KernelType(type(_clampai.SafetyKernel)):  # type: ignore[misc]
     """SafetyKernel's metaclass: chooses the form by the arguments (docs/PYTHON.md)."""
 
     def __call__(cls, *args: _Any, **kwargs: _Any) -> _Any:
-        if cls is SafetyKernel and _is_reference_form(args, kwargs):
-            return _FormalKernel(*args, **kwargs)
+        if cls is SafetyKernel:
+            if _is_reference_form(args, kwargs):
+                return _FormalKernel(*args, **kwargs)
+            if len(args) > 1:  # the reference's form, with something else than a budget
+                raise TypeError("SafetyKernel(budget, invariants, ...): the budget must be a "
+                                f"number, not {type(args[0]).__name__}; SafetyKernel(task) "
+                                "takes one argument")
         return super().__call__(*args, **kwargs)
 
     def __instancecheck__(cls, obj: _Any) -> bool:

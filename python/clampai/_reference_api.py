@@ -262,6 +262,10 @@ def _exact(value: Any, what: str) -> decimal.Decimal:
         raise ValueError(f"{what}: {err}") from None
 
 
+_MAX_SCALE = 18
+_MAX_UNITS = 2 ** 63 - 1
+
+
 def _units(amount: decimal.Decimal, scale: int) -> int:
     return int(amount.scaleb(scale))
 
@@ -282,6 +286,9 @@ class BudgetController:
         if total < 0:
             raise ValueError(f"Budget must be >= 0, got {budget}")
         self._scale = max(3, _digits(total))
+        if self._scale > _MAX_SCALE or _units(total, self._scale) > _MAX_UNITS:
+            raise ValueError(f"budget {budget} does not fit a 64-bit fixed-point amount with "
+                             f"{self._scale} digits after the point")
         self._ledger = _clampai._Ledger(_units(total, self._scale), self._scale)
         self._log: List[Tuple[str, float, float]] = []
         self._lock = threading.RLock()
@@ -289,9 +296,16 @@ class BudgetController:
     def _fit(self, amount: decimal.Decimal) -> int:
         """`amount` in the ledger's units, refining its scale if needed (under the lock)."""
         need = _digits(amount)
+        if need > _MAX_SCALE:
+            raise ValueError(f"{amount} needs {need} digits after the point; a budget's amounts "
+                             f"have at most {_MAX_SCALE}")
         if need > self._ledger.scale:
             self._ledger.rescale(need - self._ledger.scale)
-        return _units(amount, self._ledger.scale)
+        units = _units(amount, self._ledger.scale)
+        if units > _MAX_UNITS:
+            raise ValueError(f"{amount} does not fit a 64-bit fixed-point amount with "
+                             f"{self._ledger.scale} digits after the point")
+        return units
 
     def _amount(self, units: int) -> decimal.Decimal:
         return decimal.Decimal(units).scaleb(-self._ledger.scale)

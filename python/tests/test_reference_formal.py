@@ -636,3 +636,39 @@ def test_api_rejection_formatter_and_no_op_metrics():
     assert {"name": "Budget", "result": "FAIL_BUDGET", "detail": verdict.rejection_reasons[0]} \
         in record["checks"]
     assert repr(NoOpMetrics()) == "NoOpMetrics()"
+
+
+@pytest.mark.parametrize("state, action, error, match", [
+    (State({}), ActionSpec(id="a", cost=-1), clampai.SpecError, "must not be negative"),
+    (State({}), ActionSpec(id="a", cost=float("nan")), ValueError, "not a finite number"),
+    (State({}), ActionSpec(id="a", cost="1"), TypeError, "must be a number, not str"),
+    (State({}), ActionSpec(id="a", cost=Decimal("1e-20")), ValueError, "20 digits"),
+    (State({}), ActionSpec(id="a", effects=(Effect("my-var", "set", 1),), cost=1),
+     clampai.SpecError, "`my-var` is not an identifier"),
+    (State({"x": "a"}), ActionSpec(id="a", effects=(Effect("x", "increment", 1),), cost=1),
+     clampai.SpecError, "needs a numeric variable; `x` is string"),
+    (State({"x": 0}), ActionSpec(id="a", effects=(Effect("x", "set", 10 ** 30),), cost=1),
+     clampai.SpecError, "does not fit"),
+    ({"x": 1}, ActionSpec(id="a", cost=1), TypeError, "a state is a State, not dict"),
+    (State({}), "a", TypeError, "an action is an ActionSpec, not str"),
+])
+def test_bad_input_to_the_reference_form_is_a_clear_error(state, action, error, match):
+    kernel = SafetyKernel(10, [])
+    with pytest.raises(error, match=match):
+        kernel.evaluate(state, action)
+    assert kernel.budget.spent_gross == 0.0 and kernel.step_count == 0
+
+
+@pytest.mark.parametrize("args, error, match", [
+    (("x", []), TypeError, "the budget must be a number, not str"),
+    ((True, []), TypeError, "not bool"),
+    ((-1, []), ValueError, "Budget must be >= 0"),
+    ((float("inf"), []), ValueError, "not a finite number"),
+    ((10 ** 30, []), ValueError, "does not fit a 64-bit fixed-point amount"),
+    ((10, ["x"]), TypeError, "an invariant is an Invariant, not str"),
+])
+def test_bad_reference_form_constructors(args, error, match):
+    with pytest.raises(error, match=match):
+        SafetyKernel(*args)
+    with pytest.raises(ValueError, match="min_action_cost must be > 0"):
+        SafetyKernel(10, [], min_action_cost=0)
