@@ -22,7 +22,8 @@ from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, S
                       TraceError)
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
 from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
-                             BudgetController, CheckResult, Claim, ExecutionTrace,
+                             AsyncSafetyKernel, BudgetController, CheckResult, Claim,
+                             ExecutionTrace,
                              FormalKernel as _FormalKernel, GuaranteeLevel, MetricsBackend,
                              NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
                              SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
@@ -42,6 +43,7 @@ __all__ = [
     "GuaranteeLevel", "HARDENING_CLAIMS", "REASONING_CLAIMS", "SafetyBarrierViolation",
     "SafetyHarness", "SafetyVerdict", "SafetyViolation", "clampai_safe", "make_action",
     "make_state", "safe", "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
+    "AsyncSafetyKernel",
 ]
 
 
@@ -254,7 +256,8 @@ class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
         self._source = task
         self._preconditions: _List[_Tuple[str, _Callable[..., _Any]]] = []
 
-    def evaluate_and_execute_atomic(self, action: _Any, params: _Optional[_Mapping[str, _Any]] = None,
+    def evaluate_and_execute_atomic(self, action: _Any,
+                                    params: _Optional[_Mapping[str, _Any]] = None,
                                     reasoning: str = "") -> Outcome:
         """The reference's atomic evaluate-and-commit: here every `execute` is atomic (T5), so
         this is `execute` (`reasoning` is accepted and not recorded)."""
@@ -386,7 +389,8 @@ def _action_spec(task: _Any, action_id: str) -> _Any:
 def _with_emergency_source(task: _Any, action_id: str) -> _Any:
     """`task` with `action_id` among its emergency actions (a TaskDefinition or a spec dict)."""
     if isinstance(task, TaskDefinition):
-        return _dataclasses.replace(task, emergency_actions=list(task.emergency_actions) + [action_id])
+        return _dataclasses.replace(task,
+                                    emergency_actions=list(task.emergency_actions) + [action_id])
     if isinstance(task, str) or hasattr(task, "__fspath__"):
         with open(str(task), encoding="utf-8") as f:
             task = _json.load(f)

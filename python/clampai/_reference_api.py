@@ -31,7 +31,8 @@ from ._errors import InvalidArgument
 from ._task import ActionSpec, Effect, Invariant, TaskDefinition, _number_text, _scale_of, _type_of
 
 __all__ = [
-    "MetricsBackend", "NoOpMetrics", "RejectionFormatter", "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
+    "AsyncSafetyKernel", "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
+    "GuaranteeLevel", "Claim", "FORMAL_CLAIMS", "HARDENING_CLAIMS", "REASONING_CLAIMS",
     "CheckResult", "SafetyVerdict", "SafetyViolation", "SafetyBarrierViolation",
     "BudgetController", "ExecutionTrace", "FormalKernel", "safe", "clampai_safe",
     "make_state", "make_action", "SafetyHarness", "check_invariant", "simulate",
@@ -881,6 +882,130 @@ def check_invariant(invariant: Invariant, state: State) -> Tuple[bool, str]:
         if name == f"Invariant:{invariant.name}" and result != CheckResult.PASS:
             return False, detail.split("] ", 1)[1] if detail.startswith("[") else detail
     return True, ""
+
+
+# --- The async kernel -----------------------------------------------------------------------
+
+class AsyncSafetyKernel:
+    """The reference's async kernel: `AsyncSafetyKernel(budget, invariants, *,
+    min_action_cost=0.001, emergency_actions=None, metrics=None, executor=None)`, a
+    reference-form kernel whose `evaluate` and `execute_atomic` are coroutines.
+
+    A decision that can block (the kernel has a Python invariant or a precondition, which may
+    do anything) runs off the event loop, in `executor` (the loop's default when None); one that
+    cannot (expressions and templates only: microseconds of C++) runs on the loop. Concurrent
+    `execute_atomic` calls queue on an asyncio.Lock, never blocking the loop. Cancellation: a
+    call cancelled before its commit has started changes nothing; one cancelled after lets the
+    commit finish (the caller still gets CancelledError), so the kernel never holds half a
+    commit and the next caller sees it. T1-T8 hold as for SafetyKernel."""
+
+    def __init__(self, budget: float, invariants: Sequence[Invariant] = (), *,
+                 min_action_cost: float = 0.001, emergency_actions: Optional[Set[str]] = None,
+                 metrics: Any = None, executor: Any = None) -> None:
+        self._kernel = FormalKernel(budget, invariants, min_action_cost=min_action_cost,
+                                    emergency_actions=emergency_actions, metrics=metrics)
+        self._executor = executor
+        self._alock: Any = None
+
+    @property
+    def kernel(self) -> FormalKernel:
+        """The synchronous kernel underneath (shared state: the same budget and trace)."""
+        return self._kernel
+
+    @property
+    def budget(self) -> BudgetController:
+        return self._kernel.budget
+
+    @property
+    def invariants(self) -> List[Invariant]:
+        return self._kernel.invariants
+
+    @property
+    def step_count(self) -> int:
+        return self._kernel.step_count
+
+    @property
+    def max_steps(self) -> int:
+        return self._kernel.max_steps
+
+    @property
+    def trace(self) -> ExecutionTrace:
+        return self._kernel.trace
+
+    def _blocking(self) -> bool:
+        return bool(self._kernel._preconditions) or any(
+            callable(inv.predicate) for inv in self._kernel.invariants)
+
+    def _lock(self) -> Any:
+        import asyncio
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        return self._alock
+
+    async def evaluate(self, state: State, action: ActionSpec) -> SafetyVerdict:
+        """The verdict, changing nothing (off the loop when a predicate may block)."""
+        import asyncio
+        if not self._blocking():
+            return self._kernel.evaluate(state, action)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self._kernel.evaluate, state, action)
+
+    async def execute_atomic(self, state: State, action: ActionSpec,
+                             reasoning_summary: str = "") -> Tuple[State, Any]:
+        """Decides and commits atomically: (new state, trace entry), or SafetyViolation."""
+        import asyncio
+        async with self._lock():
+            if not self._blocking():
+                return self._kernel.evaluate_and_execute_atomic(state, action,
+                                                                reasoning_summary)
+            gate = threading.Lock()
+            phase = {"started": False, "cancelled": False}
+
+            def commit() -> Any:
+                with gate:
+                    if phase["cancelled"]:
+                        return None  # cancelled before it started: nothing happens
+                    phase["started"] = True
+                return self._kernel.evaluate_and_execute_atomic(state, action,
+                                                                reasoning_summary)
+
+            future = asyncio.get_running_loop().run_in_executor(self._executor, commit)
+            try:
+                return await asyncio.shield(future)
+            except asyncio.CancelledError:
+                with gate:
+                    phase["cancelled"] = True
+                    started = phase["started"]
+                if started:
+                    # The commit has started: let it finish before the lock is released.
+                    await asyncio.wait([future])
+                # Its outcome (a rejection, say) is the kernel's now, not the caller's.
+                future.add_done_callback(lambda f: f.cancelled() or f.exception())
+                raise
+
+    async def evaluate_and_execute_atomic(self, state: State, action: ActionSpec,
+                                          reasoning_summary: str = "") -> Tuple[State, Any]:
+        """The same as `execute_atomic`."""
+        return await self.execute_atomic(state, action, reasoning_summary)
+
+    def add_precondition(self, fn: Callable[[State, ActionSpec], Any]) -> None:
+        self._kernel.add_precondition(fn)
+
+    def register_emergency_action(self, action_id: str) -> None:
+        self._kernel.register_emergency_action(action_id)
+
+    def record_rejection(self, state: State, action: ActionSpec, reasons: Sequence[str],
+                         reasoning_summary: str = "") -> Any:
+        return self._kernel.record_rejection(state, action, reasons, reasoning_summary)
+
+    def rollback(self, state_before: State, state_after: State, action: ActionSpec) -> State:
+        return self._kernel.rollback(state_before, state_after, action)
+
+    def status(self) -> str:
+        return self._kernel.status()
+
+    def __repr__(self) -> str:
+        return f"<AsyncSafetyKernel {self._kernel.status()}>"
 
 
 # --- @safe ----------------------------------------------------------------------------------
