@@ -145,15 +145,20 @@ def runtime_parameters(fn):
             for p in inspect.signature(fn).parameters.values()]
 
 
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def check_function(stub: ast.FunctionDef, runtime, where: str):
     assert callable(runtime), f"{where} is not callable"
     assert stub_parameters(stub) == runtime_parameters(runtime), where
+    assert isinstance(stub, ast.AsyncFunctionDef) == inspect.iscoroutinefunction(runtime), \
+        f"{where}: async in one and not the other"
 
 
 def check_class(node: ast.ClassDef, cls, where: str):
     assert inspect.isclass(cls), f"{where} is not a class"
     for item in node.body:
-        if isinstance(item, ast.FunctionDef):
+        if isinstance(item, FUNCTIONS):
             value = inspect.getattr_static(cls, item.name, None)
             assert value is not None, f"{where}.{item.name} is missing"
             if is_property(item):
@@ -181,7 +186,7 @@ def test_the_python_modules_stubs_match_the_modules():
         tree = ast.parse(path.read_text())
         named = set()
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
+            if isinstance(node, FUNCTIONS):
                 named.add(node.name)
                 check_function(node, getattr(module, node.name, None), f"{path.stem}.{node.name}")
             elif isinstance(node, ast.ClassDef):
@@ -202,3 +207,6 @@ def test_the_stub_checker_catches_a_wrong_signature():
     tree = ast.parse("def make_action(name: str, cost: float, *, reversible: bool = ...): ...")
     with pytest.raises(AssertionError):
         check_function(tree.body[0], clampai.make_action, "make_action")
+    tree = ast.parse("async def make_state(**variables): ...")
+    with pytest.raises(AssertionError, match="async"):
+        check_function(tree.body[0], clampai.make_state, "make_state")
