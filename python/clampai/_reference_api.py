@@ -561,7 +561,9 @@ class FormalKernel:
         self._preconditions: List[Callable[[State, ActionSpec], Any]] = []
         self._models: "OrderedDict[Any, Any]" = OrderedDict()
         self._committed: List[Tuple[str, str, str, decimal.Decimal]] = []
-        self._lock = threading.RLock()
+        # The budget's own lock: a direct `budget.charge` and a decision never interleave (a
+        # predicate may release the GIL in the middle of a decision).
+        self._lock = self.budget._lock
 
     # -- the reference's API
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,13 @@ class Ledger {
     if (d.approved) {
       ck::Situation after = ck::advance(m, s, d);
       if (commit) {
+        // A Python predicate may release the GIL mid-decision: had anything changed the ledger
+        // meanwhile, writing `after` back would lose it. The Python kernel holds one lock
+        // around both; this refuses rather than lose a charge if a caller does not.
+        if (budget_.gross() != s.budget.gross() || budget_.refunded() != s.budget.refunded() ||
+            steps_ != s.steps || emergency_steps_ != s.emergency_steps)
+          throw std::logic_error(
+              "the budget ledger changed during a decision: decide and commit under one lock");
         budget_ = after.budget;
         steps_ = after.steps;
         emergency_steps_ = after.emergency_steps;

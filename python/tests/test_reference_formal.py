@@ -672,3 +672,46 @@ def test_bad_reference_form_constructors(args, error, match):
         SafetyKernel(*args)
     with pytest.raises(ValueError, match="min_action_cost must be > 0"):
         SafetyKernel(10, [], min_action_cost=0)
+
+
+def test_a_direct_charge_never_interleaves_with_a_decision():
+    # Regression: a predicate that released the GIL let another thread charge the budget in the
+    # middle of a decision, and the commit then wrote back the budget it had read before: the
+    # charge was lost (T1 could be broken). The kernel now decides under the budget's lock.
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(s):
+        inside.set()
+        release.wait(timeout=30)
+        return True
+
+    kernel = SafetyKernel(10.0, [Invariant("hold", hold)])
+    decider = threading.Thread(target=lambda: kernel.execute(
+        State({"n": 0}), ActionSpec(id="a", effects=(Effect("n", "set", 1),), cost=1.0)))
+    decider.start()
+    assert inside.wait(timeout=30)
+    charger = threading.Thread(target=lambda: kernel.budget.charge("direct", 2.0))
+    charger.start()
+    charger.join(timeout=1)  # blocked on the kernel's lock (it cannot finish before `release`)
+    release.set()
+    decider.join(timeout=30)
+    charger.join(timeout=30)
+    assert not decider.is_alive() and not charger.is_alive()
+    assert kernel.budget.spent_gross == 3.0 and kernel.step_count == 1
+
+
+def test_the_ledger_refuses_a_commit_after_a_change_mid_decision():
+    # The C++ ledger's own guard, for a caller that does not hold one lock around both.
+    box = []
+
+    def meddle(s):
+        if box:
+            box[0].budget._ledger.charge(1000)  # 1.000 at the ledger's scale
+        return True
+
+    kernel = SafetyKernel(10.0, [Invariant("meddle", meddle)])
+    box.append(kernel)
+    with pytest.raises(RuntimeError, match="changed during a decision"):
+        kernel.execute(State({"n": 0}), ActionSpec(id="a", effects=(Effect("n", "set", 1),),
+                                                   cost=1.0))
+    assert kernel.budget.spent_gross == 1.0 and kernel.step_count == 0  # the meddling charge
