@@ -676,7 +676,9 @@ class FormalKernel:
         emergency = action.id in self.emergency_actions
         scale = self.budget._ledger.scale
         key = (tuple((k, _shape(v)) for k, v in variables.items()),
-               _key((action.cost, action.effects, action.reversible)), emergency, scale,
+               _key((action.cost, action.effects, action.reversible,
+                     getattr(action, "requires", ""),
+                     repr(getattr(action, "parameters", None)))), emergency, scale,
                tuple(map(id, self.invariants)))
         model = self._models.get(key)
         if model is not None:
@@ -716,9 +718,13 @@ class FormalKernel:
         invariants, absent = _applicable(self.invariants, initial)
         task = TaskDefinition(
             goal="", initial_state=initial,
+            # This project's additions to an action (a guard, parameters with their
+            # defaults) are kept: a guard is never dropped.
             available_actions=[ActionSpec(_MODEL_ACTION, name=action.name, effects=action.effects,
                                           cost=action.cost if not emergency else 0,
-                                          reversible=action.reversible)],
+                                          reversible=action.reversible,
+                                          requires=getattr(action, "requires", ""),
+                                          parameters=getattr(action, "parameters", None))],
             invariants=invariants, budget=self.budget.exact()["budget"],
             min_action_cost=self._min_cost, budget_scale=scale,
             emergency_actions=[_MODEL_ACTION] if emergency else [], variables=overrides,

@@ -715,3 +715,15 @@ def test_the_ledger_refuses_a_commit_after_a_change_mid_decision():
         kernel.execute(State({"n": 0}), ActionSpec(id="a", effects=(Effect("n", "set", 1),),
                                                    cost=1.0))
     assert kernel.budget.spent_gross == 1.0 and kernel.step_count == 0  # the meddling charge
+
+
+def test_an_actions_guard_is_kept_in_the_reference_form():
+    kernel = SafetyKernel(10, [])
+    guarded = ActionSpec(id="w", effects=(Effect("n", "increment", 1),), cost=1,
+                         requires="n < 2")
+    s = State({"n": 0})
+    for _ in range(2):
+        s, _ = kernel.execute(s, guarded)
+    verdict = kernel.evaluate(s, guarded)
+    assert not verdict.approved and verdict.decision.reason_codes == ["requires_failed"]
+    assert "`requires` of `w` is false" in verdict.rejection_reasons[0]
