@@ -742,6 +742,10 @@ class FormalKernel:
             raise TypeError(f"a state is a State, not {type(state).__name__}")
         if not hasattr(action, "effects") or not hasattr(action, "cost"):
             raise TypeError(f"an action is an ActionSpec, not {type(action).__name__}")
+        if getattr(action, "attestations", ()) or getattr(action, "emits", ()):
+            raise InvalidArgument(
+                f"`{action.id}` has attestations or emits to sinks: those gates are the "
+                "reference monitor's (clampai.hardening.ReferenceMonitor, a task-bound kernel)")
         cost = _exact(action.cost, f"the cost of `{action.id}`")
         if action.id in self.emergency_actions and cost != 0:
             raise InvalidArgument(f"emergency action `{action.id}` must cost 0, not "

@@ -727,3 +727,5 @@ def test_an_actions_guard_is_kept_in_the_reference_form():
     verdict = kernel.evaluate(s, guarded)
     assert not verdict.approved and verdict.decision.reason_codes == ["requires_failed"]
     assert "`requires` of `w` is false" in verdict.rejection_reasons[0]
+    with pytest.raises(clampai.InvalidArgument, match="reference monitor"):
+        kernel.evaluate(s, ActionSpec(id="ship", cost=1, attestations=("checked",)))
