@@ -729,7 +729,8 @@ class FormalKernel:
             min_action_cost=self._min_cost, budget_scale=scale,
             emergency_actions=[_MODEL_ACTION] if emergency else [], variables=overrides,
             name="reference_form")
-        model = (task.build(), pads, absent)
+        # The invariants are kept with the model: their ids in the key stay theirs while cached.
+        model = (task.build(), pads, absent, tuple(self.invariants))
         self._models[key] = model
         if len(self._models) > self._CACHE_SIZE:
             self._models.popitem(last=False)
@@ -758,7 +759,7 @@ class FormalKernel:
         absent = [k for k, v in variables.items() if v is None]
         for k in absent:
             del variables[k]
-        model, padded, unread = self._model(variables, action)
+        model, padded, unread, _ = self._model(variables, action)
         state_in = State(dict(variables, **padded)) if padded or absent else state
         failed: List[Tuple[str, str]] = []
         for fn in self._preconditions:

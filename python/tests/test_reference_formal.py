@@ -729,3 +729,13 @@ def test_an_actions_guard_is_kept_in_the_reference_form():
     assert "`requires` of `w` is false" in verdict.rejection_reasons[0]
     with pytest.raises(clampai.InvalidArgument, match="reference monitor"):
         kernel.evaluate(s, ActionSpec(id="ship", cost=1, attestations=("checked",)))
+
+
+def test_changing_the_invariants_list_takes_effect():
+    kernel = SafetyKernel(10.0, [Invariant("low", lambda s: s.get("n", 0) <= 5)])
+    up = ActionSpec(id="up", effects=(Effect("n", "set", 3),), cost=1.0)
+    assert kernel.evaluate(State({"n": 0}), up).approved
+    kernel.invariants.append(Invariant("lower", lambda s: s.get("n", 0) <= 2))
+    assert not kernel.evaluate(State({"n": 0}), up).approved
+    kernel.invariants[:] = [Invariant("any", lambda s: True)]
+    assert kernel.evaluate(State({"n": 0}), up).approved
