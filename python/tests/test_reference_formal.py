@@ -739,3 +739,21 @@ def test_changing_the_invariants_list_takes_effect():
     assert not kernel.evaluate(State({"n": 0}), up).approved
     kernel.invariants[:] = [Invariant("any", lambda s: True)]
     assert kernel.evaluate(State({"n": 0}), up).approved
+
+
+def test_difference_a_failing_state_fn_fails_the_call():
+    from clampai.invariants import rate_limit_invariant
+
+    ran = []
+
+    def broken_state():
+        raise ConnectionError("db down")
+
+    @safe(budget=10.0, invariants=[rate_limit_invariant("calls_today", 1)],
+          state_fn=broken_state)
+    def call():
+        ran.append(1)
+
+    with pytest.raises(ConnectionError):
+        call()  # the reference swallows the error and runs the call
+    assert ran == [] and call.kernel.step_count == 0
