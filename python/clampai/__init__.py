@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses as _dataclasses
 import hashlib as _hashlib
 import json as _json
+from collections.abc import Mapping as _AbcMapping
 from decimal import Decimal as _Decimal
 from typing import (Any as _Any, Callable as _Callable, Dict as _Dict, List as _List,
                     Mapping as _Mapping, Optional as _Optional, Tuple as _Tuple, Union as _Union)
@@ -148,7 +149,7 @@ class TraceEntry(Result):
     _DEFAULTS = {"rejection_reasons": (), "reasoning_summary": "", "prev_hash": ""}
 
     def __init__(self, *args: _Any, **fields: _Any) -> None:
-        if len(args) == 1 and isinstance(args[0], _Mapping) and not fields:
+        if len(args) == 1 and isinstance(args[0], (dict, _AbcMapping)) and not fields:
             super().__init__(args[0])
             return
         if len(args) > len(self._FIELDS):
