@@ -103,6 +103,30 @@ def main() -> None:
 
         rows[f"execute: bindings, {label}"] = per_call_ns(run_exec, n, r)
 
+    # The reference's form of the kernel here (the state with every call), with the callable
+    # invariant the reference runs: a model per state shape and action, cached, then the C++
+    # decision.
+    inv = Invariant("max_errors", lambda s: s.get("errors", 0) <= 3)
+    form_action = ActionSpec(id="process_batch", name="Process Batch",
+                             effects=(Effect("processed", "increment", 5),), cost=2.0)
+    fk = SafetyKernel(BUDGET, [inv], min_action_cost=1)
+    form_state = State({"processed": 0, "errors": 0})
+
+    def form_eval(i):
+        for _ in range(i):
+            fk.evaluate(form_state, form_action)
+
+    rows["evaluate: reference form, Python invariant"] = per_call_ns(form_eval, max(n // 10, 100),
+                                                                     r)
+    fk = SafetyKernel(BUDGET, [inv], min_action_cost=1)
+    form_holder = [form_state]
+
+    def form_exec(i):
+        for _ in range(i):
+            form_holder[0], _entry = fk.execute(form_holder[0], form_action)
+
+    rows["execute: reference form, Python invariant"] = per_call_ns(form_exec, max(n // 10, 100), r)
+
     # The reference, same task, same process (skipped, with a note, where it is not installed).
     if not (args.reference / "clampai" / "formal.py").is_file():
         print(f"bench_python: no reference at {args.reference}: its rows are skipped",
@@ -139,6 +163,8 @@ def main() -> None:
             b = rows[f"{op}: bindings, {label}"]
             ratios[f"{op}, {label}: bindings / C++"] = b / cpp
             ratios[f"{op}, {label}: reference / bindings"] = ref_ns / b
+        ratios[f"{op}, reference form: reference / bindings"] = (
+            ref_ns / rows[f"{op}: reference form, Python invariant"])
     if args.json:
         print(json.dumps({"ns_per_call": rows, "ratios": ratios,
                           "python": platform.python_version()}, indent=2))

@@ -9,15 +9,26 @@ input (`SpecError`, `FileError`, ...), with the command line's messages.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+import dataclasses as _dataclasses
+import hashlib as _hashlib
+import json as _json
+from collections.abc import Mapping as _AbcMapping
+from decimal import Decimal as _Decimal
+from typing import (Any as _Any, Callable as _Callable, Dict as _Dict, List as _List,
+                    Mapping as _Mapping, Optional as _Optional, Tuple as _Tuple, Union as _Union)
 
 from . import _clampai
 from ._clampai import Decision, Outcome, Reason, Receipt, State, TaskModel
 from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, SpecError,
                       TraceError)
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
+from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
+                             AsyncSafetyKernel, BudgetController, CheckResult, Claim,
+                             ExecutionTrace,
+                             FormalKernel as _FormalKernel, GuaranteeLevel, MetricsBackend,
+                             NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
+                             SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
+                             make_action, make_state, safe)
 
 __version__ = "0.1.0"
 
@@ -28,6 +39,12 @@ __all__ = [
     "load_spec", "build_model", "verify", "lookahead", "repair", "compose", "verify_trace_file",
     "ClampAIError", "SpecError", "FileError", "TraceError", "InvalidArgument", "InternalError",
     "Orchestrator", "ExecutionResult", "LLMAdapter",
+    # The reference's formal layer (python/clampai/_reference_api.py).
+    "BudgetController", "CheckResult", "Claim", "ExecutionTrace", "FORMAL_CLAIMS",
+    "GuaranteeLevel", "HARDENING_CLAIMS", "REASONING_CLAIMS", "SafetyBarrierViolation",
+    "SafetyHarness", "SafetyVerdict", "SafetyViolation", "clampai_safe", "make_action",
+    "make_state", "safe", "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
+    "AsyncSafetyKernel",
 ]
 
 
@@ -37,19 +54,19 @@ class Result:
 
     __slots__ = ("_data",)
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: _Mapping[str, _Any]) -> None:
         object.__setattr__(self, "_data", dict(data))
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> _Any:
         try:
             return _wrap(self._data[name])
         except KeyError:
             raise AttributeError(f"{type(self).__name__} has no field `{name}`") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: _Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> _Any:
         return _wrap(self._data[name])
 
     def __contains__(self, name: object) -> bool:
@@ -59,19 +76,19 @@ class Result:
         return type(other) is type(self) and other._data == self._data  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self._data, sort_keys=True, default=str))
+        return hash(_json.dumps(self._data, sort_keys=True, default=str))
 
-    def __dir__(self) -> List[str]:
+    def __dir__(self) -> _List[str]:
         return sorted(set(self._data) | {"to_dict", "to_json"})
 
-    def keys(self) -> List[str]:
+    def keys(self) -> _List[str]:
         return list(self._data)
 
-    def to_dict(self) -> Dict[str, Any]:
-        return json.loads(json.dumps(self._data, default=str))
+    def to_dict(self) -> _Dict[str, _Any]:
+        return _json.loads(_json.dumps(self._data, default=str))
 
     def to_json(self) -> str:
-        return json.dumps(self._data, default=str)
+        return _json.dumps(self._data, default=str)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in list(self._data.items())[:6])
@@ -79,7 +96,7 @@ class Result:
         return f"{type(self).__name__}({fields}{more})"
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: _Any) -> _Any:
     if isinstance(value, dict):
         return Result(value)
     if isinstance(value, list):
@@ -118,10 +135,45 @@ class ComposeReport(Result):
 
 
 class TraceEntry(Result):
-    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params, changes, cost, step,
-    gross, net, prev, hash, ..."""
+    """One hash-chained trace entry (T6), as in a trace file: seq, kind, action, params,
+    changes, cost, step, gross, net, prev, hash, ...
+
+    Also the reference's form, the entries of a reference-form kernel's `ExecutionTrace`:
+    `TraceEntry(step, action_id, action_name, state_before_fp, state_after_fp, cost, timestamp,
+    approved, rejection_reasons=(), reasoning_summary="", prev_hash="")`, with `compute_hash()`
+    (the SHA-256 of the whole entry)."""
 
     __slots__ = ()
+    _FIELDS = ("step", "action_id", "action_name", "state_before_fp", "state_after_fp", "cost",
+               "timestamp", "approved", "rejection_reasons", "reasoning_summary", "prev_hash")
+    _DEFAULTS = {"rejection_reasons": (), "reasoning_summary": "", "prev_hash": ""}
+
+    def __init__(self, *args: _Any, **fields: _Any) -> None:
+        if len(args) == 1 and isinstance(args[0], (dict, _AbcMapping)) and not fields:
+            super().__init__(args[0])
+            return
+        if len(args) > len(self._FIELDS):
+            raise TypeError(f"TraceEntry takes at most {len(self._FIELDS)} fields")
+        for name, value in zip(self._FIELDS, args):
+            if name in fields:
+                raise TypeError(f"TraceEntry got two values for `{name}`")
+            fields[name] = value
+        unknown = sorted(set(fields) - set(self._FIELDS))
+        missing = [n for n in self._FIELDS if n not in fields and n not in self._DEFAULTS]
+        if unknown:
+            raise TypeError(f"TraceEntry: unknown fields {unknown}")
+        if missing:
+            raise TypeError(f"TraceEntry: missing fields {missing}")
+        data = dict(self._DEFAULTS, **fields)
+        data["rejection_reasons"] = tuple(data["rejection_reasons"])
+        super().__init__({n: data[n] for n in self._FIELDS})
+
+    def compute_hash(self) -> str:
+        """The SHA-256 (hex) of the entry's canonical JSON, `prev_hash` included (T6)."""
+        return _hashlib.sha256(_CANONICAL.encode(self._data).encode()).hexdigest()
+
+
+_CANONICAL = _json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 class TraceCheck(Result):
@@ -146,10 +198,10 @@ def load_spec(path: str) -> TaskModel:
     return _clampai._load_spec_file(str(path))
 
 
-Task = Union[TaskDefinition, TaskModel, Mapping[str, Any], str]
+_Task = _Union[TaskDefinition, TaskModel, _Mapping[str, _Any], str]
 
 
-def _model_of(task: Any) -> Tuple[TaskModel, Optional["SafetyKernel"], str]:
+def _model_of(task: _Any) -> _Tuple[TaskModel, _Optional["SafetyKernel"], str]:
     if isinstance(task, SafetyKernel):
         return task.model, task, task.model.name
     if isinstance(task, str):
@@ -160,28 +212,59 @@ def _model_of(task: Any) -> Tuple[TaskModel, Optional["SafetyKernel"], str]:
     return model, None, model.name
 
 
-class SafetyKernel(_clampai.SafetyKernel):
+def _is_reference_form(args: _Tuple[_Any, ...], kwargs: _Mapping[str, _Any]) -> bool:
+    """`SafetyKernel(budget, invariants, ...)` (a number first) rather than `SafetyKernel(task)`."""
+    if args:
+        return isinstance(args[0], (int, float, _Decimal)) and not isinstance(args[0], bool)
+    return "budget" in kwargs or "invariants" in kwargs
+
+
+class _KernelType(type(_clampai.SafetyKernel)):  # type: ignore[misc]
+    """SafetyKernel's metaclass: chooses the form by the arguments (docs/PYTHON.md)."""
+
+    def __call__(cls, *args: _Any, **kwargs: _Any) -> _Any:
+        if cls is SafetyKernel:
+            if _is_reference_form(args, kwargs):
+                return _FormalKernel(*args, **kwargs)
+            if len(args) > 1:  # the reference's form, with something else than a budget
+                raise TypeError("SafetyKernel(budget, invariants, ...): the budget must be a "
+                                f"number, not {type(args[0]).__name__}; SafetyKernel(task) "
+                                "takes one argument")
+        return super().__call__(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: _Any) -> bool:
+        return super().__instancecheck__(obj) or (cls is SafetyKernel
+                                                  and isinstance(obj, _FormalKernel))
+
+
+class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
     """The runtime safety kernel for one task: decides each proposed action (budget, steps,
     dependencies, requires, effects, bounds, invariants) and commits approved ones atomically
     with a SHA-256 chained trace. Thread-safe; one kernel may be shared by Python threads.
 
     `evaluate(action, params=None)` -> Decision, `execute(action, params=None)` -> Outcome,
-    `rollback(receipt)` -> Outcome. `action` is an id or an ActionSpec."""
+    `rollback(receipt)` -> Outcome. `action` is an id or an ActionSpec.
 
-    def __init__(self, task: Task, *, record_rejections: bool = False,
-                 trace_file: Optional[str] = None) -> None:
+    `SafetyKernel(budget, invariants, *, min_action_cost=0.001, emergency_actions=None,
+    metrics=None, reconcile_fn=None)` (a number first, or `budget=`) is the reference's form
+    instead: `evaluate(state, action)` -> SafetyVerdict, `execute(state, action)` -> (State,
+    TraceEntry), raising SafetyViolation when rejected (docs/PYTHON.md)."""
+
+    def __init__(self, task: _Task, *, record_rejections: bool = False,
+                 trace_file: _Optional[str] = None) -> None:
         model, _, _ = _model_of(task)
         super().__init__(model, record_rejections, str(trace_file) if trace_file else "")
         self._source = task
-        self._preconditions: List[Tuple[str, Callable[..., Any]]] = []
+        self._preconditions: _List[_Tuple[str, _Callable[..., _Any]]] = []
 
-    def evaluate_and_execute_atomic(self, action: Any, params: Optional[Mapping[str, Any]] = None,
+    def evaluate_and_execute_atomic(self, action: _Any,
+                                    params: _Optional[_Mapping[str, _Any]] = None,
                                     reasoning: str = "") -> Outcome:
         """The reference's atomic evaluate-and-commit: here every `execute` is atomic (T5), so
         this is `execute` (`reasoning` is accepted and not recorded)."""
         return self.execute(action, params)
 
-    def add_precondition(self, fn: Callable[..., Any], name: Optional[str] = None) -> None:
+    def add_precondition(self, fn: _Callable[..., _Any], name: _Optional[str] = None) -> None:
         """Registers `fn(state, action) -> (bool, str)` (or a bool), consulted, under the
         kernel's lock, after every decision that would approve a non-emergency action
         (`evaluate`, `evaluate_in`, `execute`). False rejects it with `precondition_failed`
@@ -197,7 +280,7 @@ class SafetyKernel(_clampai.SafetyKernel):
         self._preconditions.append((label, fn))
         self._set_gate(self._gate)
 
-    def _gate(self, state: State, action_id: str) -> Any:
+    def _gate(self, state: State, action_id: str) -> _Any:
         spec = _action_spec(self._source, action_id)
         for label, fn in list(self._preconditions):
             try:
@@ -235,9 +318,9 @@ class SafetyKernel(_clampai.SafetyKernel):
                              "remaining": remaining})
 
     @property
-    def trace(self) -> List[TraceEntry]:
+    def trace(self) -> _List[TraceEntry]:
         """The trace so far (genesis first), as entries."""
-        return [TraceEntry(json.loads(line)) for line in self._trace_lines()]
+        return [TraceEntry(_json.loads(line)) for line in self._trace_lines()]
 
     def verify_trace(self) -> TraceCheck:
         """Re-checks the in-memory hash chain (T6)."""
@@ -250,42 +333,42 @@ class SafetyKernel(_clampai.SafetyKernel):
                 f"spent, trace {self.trace_length} entries")
 
 
-def verify(task: Task, *, depth: int = 0, timeout_ms: int = 10000, jobs: int = 1) -> VerifyReport:
+def verify(task: _Task, *, depth: int = 0, timeout_ms: int = 10000, jobs: int = 1) -> VerifyReport:
     """Proves (with Z3) that every action preserves every blocking invariant, the base case,
     the budget facts and the lints, as `clampai verify --format json` does. Python-callable
     invariants are opaque: their obligations are `unknown`, never proved. The GIL is released
     while Z3 runs."""
     model, _, name = _model_of(task)
-    return VerifyReport(json.loads(_clampai._verify(model, name, timeout_ms, jobs, depth)))
+    return VerifyReport(_json.loads(_clampai._verify(model, name, timeout_ms, jobs, depth)))
 
 
-def lookahead(task: Task, action: Any, params: Optional[Mapping[str, Any]] = None, *,
-              depth: int = 3, engine: str = "explicit", state: Optional[State] = None,
+def lookahead(task: _Task, action: _Any, params: _Optional[_Mapping[str, _Any]] = None, *,
+              depth: int = 3, engine: str = "explicit", state: _Optional[State] = None,
               timeout_ms: int = 1000) -> LookaheadReport:
     """What lies `depth` steps ahead of a proposal: capture basins entered or reachable, dead
     ends, the cheapest plan to the goal (`clampai lookahead --format json`). From a kernel's
     current situation when `task` is a SafetyKernel, else from the initial one (or `state`)."""
     model, kernel, _ = _model_of(task)
-    return LookaheadReport(json.loads(_clampai._lookahead(
+    return LookaheadReport(_json.loads(_clampai._lookahead(
         model, kernel, _action_id(action), dict(params or {}), state, depth, engine, timeout_ms)))
 
 
-def repair(task: Task, action: Any, params: Mapping[str, Any], *, norm: Optional[str] = None,
-           weights: Optional[Mapping[str, Any]] = None, state: Optional[State] = None,
+def repair(task: _Task, action: _Any, params: _Mapping[str, _Any], *, norm: _Optional[str] = None,
+           weights: _Optional[_Mapping[str, _Any]] = None, state: _Optional[State] = None,
            timeout_ms: int = 10000) -> RepairReport:
     """The parameter values closest to `params` that the kernel approves, with a certificate,
     or the constraints that conflict (`clampai repair --format json`)."""
     model, kernel, _ = _model_of(task)
-    return RepairReport(json.loads(_clampai._repair(
+    return RepairReport(_json.loads(_clampai._repair(
         model, kernel, _action_id(action), dict(params), state, norm or "", dict(weights or {}),
         timeout_ms)))
 
 
-def compose(manifest: str, *, cache: Optional[str] = None, jobs: int = 1,
+def compose(manifest: str, *, cache: _Optional[str] = None, jobs: int = 1,
             timeout_ms: int = 10000) -> ComposeReport:
     """Checks a composition manifest of task specs through their interface contracts
     (`clampai compose --format json`)."""
-    return ComposeReport(json.loads(_clampai._compose(str(manifest), cache or "", jobs,
+    return ComposeReport(_json.loads(_clampai._compose(str(manifest), cache or "", jobs,
                                                       timeout_ms)))
 
 
@@ -296,7 +379,7 @@ def verify_trace_file(path: str) -> TraceCheck:
     return TraceCheck({"ok": ok, "entries": entries, "sealed": sealed, "message": message})
 
 
-def _action_spec(task: Any, action_id: str) -> Any:
+def _action_spec(task: _Any, action_id: str) -> _Any:
     if isinstance(task, TaskDefinition):
         for a in task.available_actions:
             if a.id == action_id:
@@ -304,14 +387,15 @@ def _action_spec(task: Any, action_id: str) -> Any:
     return ActionSpec(id=action_id)
 
 
-def _with_emergency_source(task: Any, action_id: str) -> Any:
+def _with_emergency_source(task: _Any, action_id: str) -> _Any:
     """`task` with `action_id` among its emergency actions (a TaskDefinition or a spec dict)."""
     if isinstance(task, TaskDefinition):
-        return dataclasses.replace(task, emergency_actions=list(task.emergency_actions) + [action_id])
+        return _dataclasses.replace(task,
+                                    emergency_actions=list(task.emergency_actions) + [action_id])
     if isinstance(task, str) or hasattr(task, "__fspath__"):
         with open(str(task), encoding="utf-8") as f:
-            task = json.load(f)
-    if isinstance(task, Mapping):
+            task = _json.load(f)
+    if isinstance(task, _Mapping):
         spec = dict(task)
         spec["emergency_actions"] = list(spec.get("emergency_actions", [])) + [action_id]
         return spec
@@ -320,11 +404,11 @@ def _with_emergency_source(task: Any, action_id: str) -> Any:
         "a spec dict or a spec file), not a TaskModel: declare the emergency actions in the task")
 
 
-def _with_emergency(task: Any, action_id: str) -> TaskModel:
+def _with_emergency(task: _Any, action_id: str) -> TaskModel:
     return build_model(_with_emergency_source(task, action_id))
 
 
-def _action_id(action: Any) -> str:
+def _action_id(action: _Any) -> str:
     if isinstance(action, str):
         return action
     return str(getattr(action, "id"))
@@ -333,5 +417,12 @@ def _action_id(action: Any) -> str:
 from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)
 from . import hardening, invariants  # noqa: E402
 from .invariants import *  # noqa: E402,F401,F403 (the reference exports its factories at the top)
+# The reference exports its attestors and its monitor at the top too.
+from .hardening import (Attestation, Attestor, MultiDimensionalAttestor,  # noqa: E402
+                        PredicateAttestor, ReferenceMonitor, SubprocessAttestor)
 
 __all__ += invariants.__all__
+__all__ += ["Attestation", "Attestor", "MultiDimensionalAttestor", "PredicateAttestor",
+            "ReferenceMonitor", "SubprocessAttestor"]
+
+del annotations  # the __future__ import's name: not part of the API

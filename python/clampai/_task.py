@@ -100,6 +100,14 @@ class Effect:
             out["value"] = _literal(self.value, f"effect on {self.variable}")
         return out
 
+    def apply(self, current: Any) -> Any:
+        """The value this effect gives a variable whose value is `current` (None: absent), as
+        the kernel applies it (`delete` gives None)."""
+        from ._reference_api import simulate  # imports this module
+        probe = ActionSpec("apply", effects=(self,), cost=0)
+        state = _clampai.State({} if current is None else {self.variable: current})
+        return simulate(probe, state).get(self.variable)
+
     def inverse(self) -> "Effect":
         """The algebraic inverse (increment <-> decrement, append <-> remove)."""
         inverses = {"increment": "decrement", "decrement": "increment", "append": "remove",
@@ -135,8 +143,42 @@ class ActionSpec:
     def affected_variables(self) -> set:
         return {e.variable for e in self.effects}
 
+    def simulate(self, state: Any) -> Any:
+        """The state this action leads to from `state`, as the kernel computes it (no budget or
+        invariant is checked). ValueError if the kernel cannot apply it (an overflow, a read of
+        an absent variable)."""
+        from ._reference_api import simulate  # imports this module
+        return simulate(self, state)
+
+    def compute_inverse_effects(self, state_before: Any) -> Tuple[Effect, ...]:
+        """Effects that restore, from the state this action leads to, the variables it writes
+        as they were in `state_before` (set to the old value; delete what was absent)."""
+        inverse = []
+        for e in self.effects:
+            old = state_before.get(e.variable)
+            if old is None:
+                if e.mode != "delete":
+                    inverse.append(Effect(e.variable, "delete"))
+            else:
+                inverse.append(Effect(e.variable, "set", old))
+        return tuple(inverse)
+
+    def to_llm_text(self) -> str:
+        """The action described for an LLM prompt."""
+        parts = [f"[{self.id}] {self.name or self.id}"]
+        if self.description:
+            parts.append(f"  {self.description}")
+        parts.append(f"  cost={self.cost}  risk={self.risk_level}  reversible={self.reversible}")
+        if self.preconditions_text:
+            parts.append(f"  requires: {self.preconditions_text}")
+        if self.postconditions_text:
+            parts.append(f"  ensures:  {self.postconditions_text}")
+        effects = ", ".join(f"{e.variable}<-{e.mode}({e.value})" for e in self.effects)
+        parts.append(f"  effects:  [{effects}]")
+        return "\n".join(parts)
+
     def to_compact_text(self) -> str:
-        return f"{self.id}: {self.name or self.id} (cost {self.cost})"
+        return f"[{self.id}] {self.name or self.id} (cost {self.cost}, {self.risk_level})"
 
     def to_spec(self, index: int) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id, "cost": _amount(self.cost, f"actions[{index}].cost"),
@@ -170,8 +212,17 @@ class Invariant:
     description: str = ""
     enforcement: str = "blocking"
     suggestion: str = ""
+    # The reference's time limit on a predicate: accepted, never enforced (a decision here never
+    # depends on timing; docs/PYTHON.md).
+    max_eval_ms: Optional[float] = None
 
     def __post_init__(self) -> None:
+        if self.max_eval_ms is not None and (
+                isinstance(self.max_eval_ms, bool)
+                or not isinstance(self.max_eval_ms, (int, float, decimal.Decimal))
+                or not self.max_eval_ms > 0):
+            raise ValueError(f"invariant `{self.name}`: max_eval_ms must be a positive number "
+                             f"or None, not {self.max_eval_ms!r}")
         if self.enforcement not in ("blocking", "monitoring"):
             raise ValueError(
                 f"invariant `{self.name}`: enforcement must be `blocking` or `monitoring`, "
@@ -182,6 +233,14 @@ class Invariant:
         elif not isinstance(self.predicate, str) and not callable(self.predicate):
             raise TypeError(f"invariant `{self.name}`: the predicate must be an expression "
                             "string, a callable or a template")
+
+    @property
+    def violation_count(self) -> int:
+        """How many violations this invariant has met: in the verdicts of reference-form
+        kernels (`SafetyKernel(budget, invariants)`) and in `check()` (a task-bound kernel's
+        rejections are in its trace instead)."""
+        from ._reference_api import violation_count  # imports this module
+        return violation_count(self)
 
     @property
     def is_expression(self) -> bool:
@@ -204,15 +263,21 @@ class Invariant:
         return out
 
     def check(self, state: Any) -> Tuple[bool, str]:
-        """(holds, message) for a callable in `state`; an exception is a violation."""
+        """(holds, message) in `state`; an exception is a violation. An expression or a template
+        is evaluated by the C++ kernel, on the state as the reference's form reads it."""
         if not callable(self.predicate):
-            raise TypeError("check() evaluates callables; evaluate expressions and templates "
-                            "through a kernel")
+            from ._reference_api import check_invariant  # imports this module
+            return check_invariant(self, state)
         try:
             ok = bool(self.predicate(state))
         except Exception as err:  # noqa: BLE001 - fail closed, as the kernel does
-            return False, f"invariant `{self.name}` raised {type(err).__name__}: {err}"
-        return ok, "" if ok else f"invariant `{self.name}` violated"
+            ok, message = False, f"invariant `{self.name}` raised {type(err).__name__}: {err}"
+        else:
+            message = "" if ok else f"invariant `{self.name}` violated"
+        if not ok:
+            from ._reference_api import _count_violation  # imports this module
+            _count_violation(self)
+        return ok, message
 
 
 def _type_of(value: Any, scale: int, where: str) -> Dict[str, Any]:

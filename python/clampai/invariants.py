@@ -11,7 +11,8 @@ docs/PYTHON.md says so (and the factory's docstring).
 
 from __future__ import annotations
 
-from typing import Any, Collection, Dict, Optional, Sequence
+import re
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Sequence
 
 from ._task import Invariant
 
@@ -20,7 +21,11 @@ __all__ = [
     "no_delete_invariant", "read_only_keys_invariant", "required_fields_invariant",
     "allowed_values_invariant", "monotone_increasing_invariant", "monotone_decreasing_invariant",
     "list_length_invariant", "no_duplicate_ids_invariant", "pii_guard_invariant",
-    "secret_guard_invariant", "time_window_rate_invariant",
+    "secret_guard_invariant", "time_window_rate_invariant", "max_retries_invariant",
+    "api_call_limit_invariant", "file_operation_limit_invariant", "email_safety_invariant",
+    "human_approval_gate_invariant", "no_action_after_flag_invariant",
+    "no_sensitive_substring_invariant", "no_regex_match_invariant", "non_empty_invariant",
+    "string_length_invariant", "json_schema_invariant", "custom_invariant",
 ]
 
 
@@ -195,3 +200,130 @@ def time_window_rate_invariant(key: str, max_count: int, window_seconds: Any, *,
                   "clock": clock, "window": window_seconds, "max": max_count},
                  f"at most {max_count} `{key}` within {window_seconds} of `{window_start}`",
                  enforcement, suggestion)
+
+
+def max_retries_invariant(key: str, limit: int, *, enforcement: str = "blocking",
+                          suggestion: Optional[str] = None) -> Invariant:
+    """`key <= limit`: a retry counter's cap (template `rate_limit`)."""
+    return _make(f"max_retries:{key}", {"template": "rate_limit", "variable": key,
+                                        "max": limit},
+                 f"`{key}` retries at most {limit} times", enforcement, suggestion)
+
+
+def api_call_limit_invariant(key: str = "api_calls", max_calls: int = 100, *,
+                             enforcement: str = "blocking",
+                             suggestion: Optional[str] = None) -> Invariant:
+    """`key <= max_calls` (`rate_limit_invariant`, as in the reference)."""
+    return rate_limit_invariant(key, max_calls, enforcement=enforcement, suggestion=suggestion)
+
+
+def file_operation_limit_invariant(key: str = "files_modified", max_ops: int = 50, *,
+                                   enforcement: str = "blocking",
+                                   suggestion: Optional[str] = None) -> Invariant:
+    """`key <= max_ops` (`rate_limit_invariant`, as in the reference)."""
+    return rate_limit_invariant(key, max_ops, enforcement=enforcement, suggestion=suggestion)
+
+
+def email_safety_invariant(*, enforcement: str = "blocking") -> Invariant:
+    """`emails_deleted <= 0`: no email is deleted (template `rate_limit` with max 0)."""
+    return _make("email_safety:no_delete", {"template": "rate_limit",
+                                            "variable": "emails_deleted", "max": 0},
+                 "no email is deleted", enforcement,
+                 "Do not delete emails; archive them or ask for approval.")
+
+
+def human_approval_gate_invariant(approval_key: str, *, enforcement: str = "blocking",
+                                  suggestion: Optional[str] = None) -> Invariant:
+    """The bool variable `approval_key` is true (an expression): nothing happens before the
+    approval. Unlike the reference, the variable is a bool (the model's values are typed)."""
+    return Invariant(f"human_approval_gate:{approval_key}", approval_key,
+                     description=f"`{approval_key}` must be true (human approval)",
+                     enforcement=enforcement,
+                     suggestion=suggestion or f"Wait until `{approval_key}` is set.")
+
+
+def no_action_after_flag_invariant(flag_key: str, *, enforcement: str = "blocking",
+                                   suggestion: Optional[str] = None) -> Invariant:
+    """The bool variable `flag_key` is false (an expression, `!flag_key`): nothing happens once
+    it is set."""
+    return Invariant(f"no_action_after_flag:{flag_key}", f"!{flag_key}",
+                     description=f"no action once `{flag_key}` is set",
+                     enforcement=enforcement,
+                     suggestion=suggestion or f"`{flag_key}` is set: stop.")
+
+
+def no_sensitive_substring_invariant(key: str, forbidden: Collection[str], *,
+                                     case_sensitive: bool = False,
+                                     enforcement: str = "blocking",
+                                     suggestion: Optional[str] = None) -> Invariant:
+    """No string in `key` contains one of `forbidden` (ignoring case unless `case_sensitive`):
+    the native pattern template (`pii_pattern`, RE2) with the substrings as one pattern."""
+    words = _names(forbidden, "no_sensitive_substring_invariant")
+    if not words or any(not w for w in words):
+        raise ValueError("no_sensitive_substring_invariant: give non-empty substrings")
+    pattern = ("" if case_sensitive else "(?i)") + "|".join(re.escape(w) for w in words)
+    return _make(f"no_sensitive_substring:{key}",
+                 {"template": "pii_pattern", "variables": [key], "patterns": ["regex:" + pattern]},
+                 f"`{key}` contains none of {words}", enforcement, suggestion)
+
+
+def no_regex_match_invariant(key: str, pattern: str, *, enforcement: str = "blocking",
+                             suggestion: Optional[str] = None) -> Invariant:
+    """No string in `key` matches `pattern` anywhere (the native pattern template, RE2 syntax:
+    a pattern RE2 does not accept, a lookahead say, is a SpecError naming it)."""
+    return _make(f"no_regex:{key}",
+                 {"template": "pii_pattern", "variables": [key], "patterns": ["regex:" + pattern]},
+                 f"`{key}` does not match {pattern!r}", enforcement, suggestion)
+
+
+def non_empty_invariant(key: str, *, enforcement: str = "blocking",
+                        suggestion: Optional[str] = None) -> Invariant:
+    """`key` is defined and not empty, zero or false (a Python callable: the kernel enforces
+    it, the verifier reports it `unknown`)."""
+    return Invariant(f"non_empty:{key}", lambda s: bool(s.get(key)),
+                     description=f"`{key}` must be non-empty", enforcement=enforcement,
+                     suggestion=suggestion or "")
+
+
+def string_length_invariant(key: str, max_length: int, *, enforcement: str = "blocking",
+                            suggestion: Optional[str] = None) -> Invariant:
+    """`len(str(key)) <= max_length`, an absent value passing (a Python callable)."""
+    def holds(s: Any) -> bool:
+        value = s.get(key)
+        return value is None or len(str(value)) <= max_length
+    return Invariant(f"string_length:{key}", holds,
+                     description=f"`{key}` holds at most {max_length} characters",
+                     enforcement=enforcement, suggestion=suggestion or "")
+
+
+def json_schema_invariant(key: str, schema: Mapping[str, type], *,
+                          enforcement: str = "blocking",
+                          suggestion: Optional[str] = None) -> Invariant:
+    """`key` (a dict) has the types `schema` gives its fields; absent or None passes, another
+    value fails (a Python callable). The kernel's states hold no dicts: this serves values a
+    callable reads from elsewhere."""
+    fields = dict(schema)
+
+    def holds(s: Any) -> bool:
+        value = s.get(key)
+        if value is None:
+            return True
+        if not isinstance(value, Mapping):
+            return False
+        return all(isinstance(value[f], t) for f, t in fields.items() if f in value)
+    return Invariant(f"json_schema:{key}", holds,
+                     description=f"`{key}` fields match the schema: {list(fields)}",
+                     enforcement=enforcement, suggestion=suggestion or "")
+
+
+def custom_invariant(name: str, validator: Callable[[Any], Any], key: str, *,
+                     description: str = "", enforcement: str = "blocking",
+                     suggestion: Optional[str] = None,
+                     max_eval_ms: Optional[float] = None) -> Invariant:
+    """`validator(state.get(key))` (a Python callable). `max_eval_ms` is accepted and not
+    enforced, as for `Invariant`: a decision never depends on timing here."""
+    if not callable(validator):
+        raise TypeError("custom_invariant: the validator must be callable")
+    return Invariant(name, lambda s: validator(s.get(key)), description=description,
+                     enforcement=enforcement, suggestion=suggestion or "",
+                     max_eval_ms=max_eval_ms)

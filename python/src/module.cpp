@@ -41,6 +41,7 @@
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
 #include "decision.hpp"
+#include "formal.hpp"
 #include "hardening.hpp"
 #include "types.hpp"
 #include "values.hpp"
@@ -138,22 +139,6 @@ class ActionId {
   py::object holder_;
   std::string_view view_;
 };
-
-// A state of the model's schema equal (by variable name) to `state`.
-ck::State in_schema(const ck::TaskModel& m, const ck::State& state) {
-  if (state.schema_ptr() == m.initial_state().schema_ptr()) return state;
-  std::vector<ck::Value> values;
-  const ck::Schema& schema = *m.schema;
-  for (std::size_t i = 0; i < schema.size(); ++i) {
-    const auto id = state.schema().find(schema.name(static_cast<ck::VarId>(i)));
-    if (!id) throw py::value_error("the state has no variable `" + schema.name(i) + "`");
-    values.push_back(
-        ck::fit_value(state.get(*id), m.variable_types[i], schema.name(static_cast<ck::VarId>(i))));
-  }
-  for (const std::string& name : state.schema().names())
-    if (!schema.find(name)) throw py::value_error("the task has no variable `" + name + "`");
-  return ck::State(m.schema, std::move(values));
-}
 
 // ---------------------------------------------------------------------------------------------
 // The kernel.
@@ -736,6 +721,32 @@ void bind_all(py::module_& m) {
       .def("to_dict", &state_dict)
       .def("with_updates", &with_updates, "updates"_a)
       .def(
+          "without_keys",
+          [](const ck::State& s, const py::iterable& keys) {
+            py::dict d = state_dict(s);
+            for (py::handle k : keys)
+              if (d.contains(k)) PyDict_DelItem(d.ptr(), k.ptr());
+            return state_from_mapping(d);
+          },
+          "keys"_a)
+      .def(
+          "describe",
+          [](const ck::State& s, std::size_t max_keys) {
+            // The reference's summary: a line per variable (its repr cut at 80 characters).
+            std::string out = "State:";
+            const std::vector<std::string> names = s.schema().names();
+            for (std::size_t i = 0; i < names.size() && i < max_keys; ++i) {
+              std::string text =
+                  py::repr(from_value(s.get(*s.schema().find(names[i])))).cast<std::string>();
+              if (text.size() > 80) text = text.substr(0, 77) + "...";
+              out += "\n  " + names[i] + " = " + text;
+            }
+            if (names.size() > max_keys)
+              out += "\n  ... and " + std::to_string(names.size() - max_keys) + " more";
+            return out;
+          },
+          "max_keys"_a = 20)
+      .def(
           "diff",
           [](const ck::State& a, const ck::State& b) {
             py::dict out;
@@ -971,6 +982,7 @@ void bind_all(py::module_& m) {
       "llm"_a,
       "options"_a);
   bind_hardening(m);
+  bind_formal(m);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
   m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);

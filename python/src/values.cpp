@@ -197,4 +197,25 @@ void rethrow_as_python(const Error& e, const std::string& file) {
   throw py::error_already_set();
 }
 
+kernel::State in_schema(const kernel::TaskModel& m, const kernel::State& state) {
+  if (state.schema_ptr() == m.initial_state().schema_ptr()) return state;
+  std::vector<kernel::Value> values;
+  const kernel::Schema& schema = *m.schema;
+  for (std::size_t i = 0; i < schema.size(); ++i) {
+    const auto id = state.schema().find(schema.name(static_cast<kernel::VarId>(i)));
+    if (!id) throw py::value_error("the state has no variable `" + schema.name(i) + "`");
+    const kernel::Value& v = state.get(*id);
+    // An optional variable may be undefined (deleted); any other value must fit its type.
+    if (!v.is_defined() && m.variables[i].optional) {
+      values.push_back(v);
+      continue;
+    }
+    values.push_back(
+        kernel::fit_value(v, m.variable_types[i], schema.name(static_cast<kernel::VarId>(i))));
+  }
+  for (const std::string& name : state.schema().names())
+    if (!schema.find(name)) throw py::value_error("the task has no variable `" + name + "`");
+  return kernel::State(m.schema, std::move(values));
+}
+
 }  // namespace clampai::python

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/model.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/value.hpp"
@@ -50,5 +51,10 @@ void set_python_error(const Error& e, const std::string& file);
 
 /// Throws py::error_already_set carrying the translation of `e`.
 [[noreturn]] void rethrow_as_python(const Error& e, const std::string& file);
+
+/// A state of the model's schema equal (by variable name) to `state`, each value fitted to the
+/// model's type of its variable.
+/// @throws py::value_error naming a variable the state lacks or the task does not have.
+kernel::State in_schema(const kernel::TaskModel& m, const kernel::State& state);
 
 }  // namespace clampai::python

@@ -113,7 +113,7 @@ def test_effect_and_invariant_validation():
     assert inv.check(State({"x": 0}))[0] is False
     assert "KeyError" in inv.check(State({}))[1]
     a = ActionSpec(id="a", effects=(Effect("x", "set", 1), Effect("y", "set", 2)), cost=1)
-    assert a.affected_variables() == {"x", "y"} and "a" in a.to_compact_text()
+    assert a.affected_variables() == {"x", "y"} and "[a]" in a.to_compact_text()
 
 
 def test_spec_errors_name_the_json_path():

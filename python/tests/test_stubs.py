@@ -8,6 +8,8 @@ import re
 import types
 from pathlib import Path
 
+import pytest
+
 import clampai
 from clampai import _clampai
 
@@ -114,4 +116,97 @@ def test_the_package_exports_what_it_declares():
     public = {n for n, v in vars(clampai).items()
               if not n.startswith("_") and (inspect.isclass(v) or inspect.isfunction(v))
               and getattr(v, "__module__", "").startswith("clampai")}
-    assert public <= set(clampai.__all__) | {"Task"}
+    assert public <= set(clampai.__all__)
+
+
+# --- The pure-Python modules' stubs (clampai/*.pyi but _clampai.pyi), checked with inspect ----
+
+PYTHON_STUBS = sorted(p for p in STUB.parent.glob("*.pyi") if p.name != "_clampai.pyi")
+
+
+def stub_parameters(fn: ast.FunctionDef):
+    """(name, inspect kind, has a default) of each parameter of a stub's function."""
+    a = fn.args
+    P = inspect.Parameter
+    positional = [(x.arg, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
+        [(x.arg, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+    first_default = len(positional) - len(a.defaults)
+    out = [(n, k, i >= first_default) for i, (n, k) in enumerate(positional)]
+    if a.vararg:
+        out.append((a.vararg.arg, P.VAR_POSITIONAL, False))
+    out += [(x.arg, P.KEYWORD_ONLY, d is not None) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        out.append((a.kwarg.arg, P.VAR_KEYWORD, False))
+    return out
+
+
+def runtime_parameters(fn):
+    return [(p.name, p.kind, p.default is not inspect.Parameter.empty)
+            for p in inspect.signature(fn).parameters.values()]
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def check_function(stub: ast.FunctionDef, runtime, where: str):
+    assert callable(runtime), f"{where} is not callable"
+    assert stub_parameters(stub) == runtime_parameters(runtime), where
+    assert isinstance(stub, ast.AsyncFunctionDef) == inspect.iscoroutinefunction(runtime), \
+        f"{where}: async in one and not the other"
+
+
+def check_class(node: ast.ClassDef, cls, where: str):
+    assert inspect.isclass(cls), f"{where} is not a class"
+    for item in node.body:
+        if isinstance(item, FUNCTIONS):
+            value = inspect.getattr_static(cls, item.name, None)
+            assert value is not None, f"{where}.{item.name} is missing"
+            if is_property(item):
+                assert isinstance(value, property), f"{where}.{item.name} is not a property"
+            else:
+                check_function(item, getattr(cls, item.name), f"{where}.{item.name}")
+        elif isinstance(item, ast.AnnAssign):
+            name = item.target.id
+            if issubclass(cls, __import__("enum").Enum):
+                assert name in cls.__members__, f"{where}.{name} is not a member"
+            else:
+                # A field: a class attribute, a dataclass field or set by __init__.
+                fields = getattr(cls, "__dataclass_fields__", {})
+                assert hasattr(cls, name) or name in fields or re.search(
+                    rf"self\.{name}(: [^=]+)? = ", inspect.getsource(cls.__init__)), \
+                    f"{where}.{name}"
+
+
+def test_the_python_modules_stubs_match_the_modules():
+    import importlib
+
+    assert {p.name for p in PYTHON_STUBS} >= {"_reference_api.pyi", "invariants.pyi"}
+    for path in PYTHON_STUBS:
+        module = importlib.import_module(f"clampai.{path.stem}")
+        tree = ast.parse(path.read_text())
+        named = set()
+        for node in tree.body:
+            if isinstance(node, FUNCTIONS):
+                named.add(node.name)
+                check_function(node, getattr(module, node.name, None), f"{path.stem}.{node.name}")
+            elif isinstance(node, ast.ClassDef):
+                named.add(node.name)
+                check_class(node, getattr(module, node.name, None), f"{path.stem}.{node.name}")
+            elif isinstance(node, ast.AnnAssign):
+                named.add(node.target.id)
+                assert hasattr(module, node.target.id), f"{path.stem}.{node.target.id}"
+            elif isinstance(node, ast.Assign):
+                (target,) = node.targets
+                named.add(target.id)
+                assert getattr(module, target.id) is getattr(module, node.value.id)
+        public = set(getattr(module, "__all__", ())) - {"__all__"}
+        assert public <= named, f"{path.name} lacks {sorted(public - named)}"
+
+
+def test_the_stub_checker_catches_a_wrong_signature():
+    tree = ast.parse("def make_action(name: str, cost: float, *, reversible: bool = ...): ...")
+    with pytest.raises(AssertionError):
+        check_function(tree.body[0], clampai.make_action, "make_action")
+    tree = ast.parse("async def make_state(**variables): ...")
+    with pytest.raises(AssertionError, match="async"):
+        check_function(tree.body[0], clampai.make_state, "make_state")

@@ -217,3 +217,29 @@ def test_verify_with_jobs_works_in_a_forked_child(examples):
             os._exit(status)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_the_reference_form_does_not_leak():
+    # The reference's SafetyKernel(budget, invariants): each evaluate goes through the C++
+    # ledger (`_Ledger.decide`), which returns a new Decision and a new State.
+    predicate = lambda s: s.get("n", 0) <= 3  # noqa: E731
+    kernel = SafetyKernel(10.0 ** 6, [Invariant("cap", predicate)])
+    ok = ActionSpec(id="ok", effects=(Effect("n", "increment", 1),), cost=1.0)
+    bad = ActionSpec(id="bad", effects=(Effect("n", "set", 9),), cost=1.0)
+    state = State({"n": 0})
+    tracked = (predicate, ok, bad, state)
+
+    def calls(n):
+        for i in range(n):
+            verdict = kernel.evaluate(state, ok if i % 2 else bad)
+            verdict.rejection_reasons, verdict.decision.reason_codes
+
+    calls(5_000)  # builds and caches the two models (each holds the predicate)
+    gc.collect()
+    refs = [sys.getrefcount(x) for x in tracked]
+    before = rss_kib()
+    calls(50_000)
+    gc.collect()
+    grown = rss_kib() - before
+    assert grown < 4096 or address_sanitized(), f"RSS grew by {grown} KiB over 50,000 calls"
+    assert [sys.getrefcount(x) for x in tracked] == refs
