@@ -205,6 +205,36 @@ namespace {
 }  // namespace
 
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
+//
+// The checks in order, each with its theorem and its twin in verifier/src/step.cpp
+// (`symbolic_step`: the same checks as labelled Z3 terms, in the same order; the numbers
+// label the same sections in both files). Every failing check adds a reason, in this order:
+//
+//   #   check                                 reason code            theorem
+//   -   the action index, the parameter count unknown_action,        (structural, no twin)
+//                                             invalid_parameter
+//   1   parameters (the first bad one stops)  invalid_parameter
+//   2   the cost (stops if not computable)    overflow
+//   3   minimum cost ("check 0")              below_min_cost         T2's precondition; T8
+//   4   budget ("check 1")                    budget_exceeded        T1
+//   5   step limit ("check 2")                step_limit             T2; T8
+//   6   dependencies                          dependency_unmet       T8
+//   7   `requires` on the pre-state           requires_failed
+//   8   effects on the pre-state              overflow, undefined_value
+//   9   declared bounds of the post-state     bound_violated         T3
+//   10  invariants of the post-state          invariant_violated,    T3
+//                                             invariant_error (warnings: monitoring_violated)
+//
+// Emergency actions are exempt from 3, 5 and 6 (T8), in both. A failed 8 skips 9 and 10
+// (the twin's `gate`). Where the twin differs: it has no counterpart of the first line (its
+// action and parameters are the model's own); its parameters are integers at their declared
+// scale, so 1 is their range and bounds only; a constant cost cannot fail 2; a failed effect
+// is labelled `overflow` whatever its cause (the kernel says `undefined_value` for a read of a
+// deleted variable); a native (C++) invariant is opaque to it (`unsupported`), where the
+// kernel evaluates it and says `invariant_error` if it throws. The guard's veto
+// (KernelOptions::guard, the lookahead) and the commit gate are not decide_at's: SafetyKernel
+// adds them after it, and the twin has none. decide_at only fills `d`: a rejection changes
+// nothing (T5); advance() below is the twin's `next`.
 void detail::decide_at(const TaskModel& model,
                        const State& state,
                        const BudgetController& budget,
@@ -223,6 +253,7 @@ void detail::decide_at(const TaskModel& model,
   d.cost = 0;
   d.emergency = false;
   d.changes.clear();
+  // -  The action and the parameter count (no twin: structural).
   if (p.action >= model_->actions.size()) {
     d.reasons.push_back(
         reason(ReasonCode::unknown_action, "", "no action with index " + std::to_string(p.action)));
@@ -239,6 +270,7 @@ void detail::decide_at(const TaskModel& model,
                                    std::to_string(p.params.size())));
     return;
   }
+  // 1. Parameters: the first out of its declaration stops (step.cpp 1).
   for (std::size_t i = 0; i < p.params.size(); ++i) {
     Value v = p.params[i];
     if (auto bad = check_param(a.parameters[i], v)) {
@@ -248,7 +280,8 @@ void detail::decide_at(const TaskModel& model,
   }
   const EvalEnv pre{&state, {}, &state, p.params.data()};
 
-  // Cost (a parameter-dependent cost is evaluated first: every budget check needs it).
+  // 2. Cost (a parameter-dependent cost is evaluated first: every budget check needs it);
+  //    one that cannot be computed stops (step.cpp 2).
   Amount cost = 0;
   if (!action_cost(*model_, a, pre, cost)) {
     d.reasons.push_back(reason(ReasonCode::overflow, a.id, "the cost of `" + a.id + "` overflows"));
@@ -256,7 +289,8 @@ void detail::decide_at(const TaskModel& model,
   }
   d.cost = cost;
 
-  // Check 0: minimum cost (T2's precondition); emergency actions are exempt (T8).
+  // 3. Check 0: minimum cost (T2's precondition); emergency actions are exempt (T8)
+  //    (step.cpp 3).
   if (!a.emergency && cost < model_->budget.min_action_cost) {
     d.reasons.push_back(reason(ReasonCode::below_min_cost,
                                a.id,
@@ -264,7 +298,7 @@ void detail::decide_at(const TaskModel& model,
                                    " is below the minimum action cost " +
                                    model_->format_amount(model_->budget.min_action_cost)));
   }
-  // Check 1: budget (T1).
+  // 4. Check 1: budget (T1); emergency actions too (step.cpp 4).
   if (!budget.can_afford(cost)) {
     d.reasons.push_back(reason(ReasonCode::budget_exceeded,
                                a.id,
@@ -272,14 +306,14 @@ void detail::decide_at(const TaskModel& model,
                                    " exceeds the remaining budget " +
                                    model_->format_amount(budget.remaining())));
   }
-  // Check 2: step limit (T2); emergency actions are exempt (T8).
+  // 5. Check 2: step limit (T2); emergency actions are exempt (T8) (step.cpp 5).
   if (!a.emergency && steps >= static_cast<std::uint64_t>(model_->budget.step_limit)) {
     d.reasons.push_back(
         reason(ReasonCode::step_limit,
                a.id,
                "the step limit " + std::to_string(model_->budget.step_limit) + " is reached"));
   }
-  // Dependencies; emergency actions are exempt (T8).
+  // 6. Dependencies; emergency actions are exempt (T8) (step.cpp 6).
   if (!a.emergency) {
     for (auto dep : a.dependencies) {
       if (completions[dep] == 0) {
@@ -290,7 +324,8 @@ void detail::decide_at(const TaskModel& model,
       }
     }
   }
-  // The guard, on the pre-action state.
+  // 7. The guard (`requires`), on the pre-action state; an evaluation error fails it
+  //    (step.cpp 7).
   if (a.guard) {
     bool value = false;
     const EvalError err = evaluate_bool(*a.guard, pre, value);
@@ -305,7 +340,8 @@ void detail::decide_at(const TaskModel& model,
                                  "`requires` of `" + a.id + "` is false: " + to_source(*a.guard)));
     }
   }
-  // Simulate: every effect reads the pre-action state; nothing is committed.
+  // 8. Simulate: every effect reads the pre-action state; nothing is committed (step.cpp 8).
+  //    One that cannot be computed is a reason, and skips 9 and 10 (the twin's `gate`).
   // With `operands`, each effect's evaluated value is kept for the undo record, from this one
   // pass (execute does not evaluate the effects a second time).
   bool simulated = true;
@@ -323,6 +359,8 @@ void detail::decide_at(const TaskModel& model,
     d.changes.emplace_back(e.variable, std::move(out));
   }
   if (simulated) {
+    // 9. Declared bounds of each written variable (T3): min or max, or max_length; one reason
+    //    per variable at most (step.cpp 9, `declared_bounds`).
     for (const auto& [id, v] : d.changes) {
       const Variable& var = model_->variables[id];
       if (v.kind() == Value::Kind::number) {
@@ -346,8 +384,10 @@ void detail::decide_at(const TaskModel& model,
                        " items, more than its maximum length " + std::to_string(*var.max_length)));
       }
     }
-    // Invariants on the simulated post-state (T3). Expressions read the pre-state patched by
-    // the changes, so no state is built unless a native predicate needs one.
+    // 10. Invariants on the simulated post-state (T3), in the model's order; a blocking one
+    //     that fails is a reason, a monitoring one a warning (step.cpp 10). Expressions read
+    //     the pre-state patched by the changes, so no state is built unless a native predicate
+    //     needs one.
     const EvalEnv post{&state, d.changes, &state, p.params.data()};
     std::optional<State> post_state;
     const std::size_t invariants = model_->invariants.size();
