@@ -1,5 +1,6 @@
-// The safety kernel: the checks of the seed documents in their order, atomic commit,
-// rollback by two independent mechanisms, and the hash-chained trace.
+// The safety kernel: the atomic commit of decide_at's decisions (decision/decide.cpp), rollback
+// by two independent mechanisms, and the hash-chained trace, kept in the store
+// (trace/store.hpp).
 #include "clampai/kernel/safety_kernel.hpp"
 
 #include <algorithm>
