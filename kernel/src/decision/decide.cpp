@@ -202,6 +202,50 @@ namespace {
   return !a.cost_expr || evaluated_cost(model, a, pre, cost);
 }
 
+// The end of check 10 for invariant `inv`, which did not hold as an expression (`err`: why it
+// could not be evaluated) or is a native predicate: the predicate is called on the post-state
+// (built once, in `post_state`), and a failure is added to `d` (a blocking invariant's as a
+// reason, a monitoring one's as a warning). Out of line: the loop over the invariants that
+// hold keeps its registers.
+[[gnu::noinline]] void invariant_failure(const Invariant& inv,
+                                         EvalError err,
+                                         const State& state,
+                                         std::optional<State>& post_state,
+                                         Decision& d) {
+  bool holds = false;
+  bool raised = false;  // a native predicate threw: `invariant_error`
+  std::string why;
+  if (inv.expr) {
+    if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
+  } else {
+    if (!post_state) post_state = state.with(d.changes);
+    try {
+      holds = inv.predicate(*post_state);
+    } catch (const std::exception& e) {
+      raised = true;
+      why = std::string(" (the predicate threw: ") + e.what() + ")";
+    } catch (...) {
+      raised = true;
+      why = " (the predicate threw)";
+    }
+  }
+  if (holds) return;
+  std::string message = "invariant `" + inv.name + "` would be violated" + why;
+  if (!inv.description.empty()) message += ": " + inv.description;
+  if (!inv.suggestion.empty()) message += " (suggestion: " + inv.suggestion + ")";
+  if (inv.enforcement == Enforcement::blocking) {
+    d.reasons.push_back(
+        reason(raised ? ReasonCode::invariant_error : ReasonCode::invariant_violated,
+               inv.name,
+               std::move(message)));
+  } else {
+    d.warnings.push_back(
+        reason(raised ? ReasonCode::invariant_error : ReasonCode::monitoring_violated,
+               inv.name,
+               std::move(message)));
+  }
+}
+
 }  // namespace
 
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
@@ -400,8 +444,6 @@ void detail::decide_at(const TaskModel& model,
           continue;
       }
       const Invariant& inv = model_->invariants[i];
-      bool holds = false;
-      bool raised = false;  // a native predicate threw: `invariant_error`
       EvalError err = EvalError::none;
       if (inv.expr) {
         // The common case first, with nothing to build: an expression that holds.
@@ -410,36 +452,7 @@ void detail::decide_at(const TaskModel& model,
         if (err == EvalError::none && value) [[likely]]
           continue;
       }
-      std::string why;
-      if (inv.expr) {
-        if (err != EvalError::none) why = std::string(" (") + eval_error_text(err) + ")";
-      } else {
-        if (!post_state) post_state = state.with(d.changes);
-        try {
-          holds = inv.predicate(*post_state);
-        } catch (const std::exception& e) {
-          raised = true;
-          why = std::string(" (the predicate threw: ") + e.what() + ")";
-        } catch (...) {
-          raised = true;
-          why = " (the predicate threw)";
-        }
-      }
-      if (holds) continue;
-      std::string message = "invariant `" + inv.name + "` would be violated" + why;
-      if (!inv.description.empty()) message += ": " + inv.description;
-      if (!inv.suggestion.empty()) message += " (suggestion: " + inv.suggestion + ")";
-      if (inv.enforcement == Enforcement::blocking) {
-        d.reasons.push_back(
-            reason(raised ? ReasonCode::invariant_error : ReasonCode::invariant_violated,
-                   inv.name,
-                   std::move(message)));
-      } else {
-        d.warnings.push_back(
-            reason(raised ? ReasonCode::invariant_error : ReasonCode::monitoring_violated,
-                   inv.name,
-                   std::move(message)));
-      }
+      invariant_failure(inv, err, state, post_state, d);
     }
   }
   d.approved = d.reasons.empty();
