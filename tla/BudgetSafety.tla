@@ -1,8 +1,8 @@
 ---------------------------- MODULE BudgetSafety ----------------------------
 (***************************************************************************)
 (* T1 (budget safety) and T4 (monotone gross spend) for ClampAI's budget   *)
-(* ledger: BudgetController (kernel/src/budget.cpp) plus the step counters *)
-(* the kernel keeps around it. Amounts are fixed-point integers.           *)
+(* ledger: BudgetController (kernel/src/decision/budget.cpp) plus the step *)
+(* counters the kernel keeps around it. Amounts are fixed-point integers.  *)
 (*                                                                         *)
 (* Lean: lean/ClampAI/Spec/Budget.lean (definitions) and                   *)
 (*       lean/ClampAI/Thm/Budget.lean (proofs for every total and cost).   *)

@@ -1,7 +1,8 @@
 (** * The kernel's decision on one action (T1-T5, T7)
 
     The ledger of [Ledger.v] extended to [SafetyKernel]'s decision
-    (kernel/src/safety_kernel.cpp, [decide_at], [execute], [rollback]):
+    (kernel/src/decision/decide.cpp, [decide_at]; kernel/src/safety_kernel.cpp, [execute],
+    [rollback]):
     - a state maps variables (numbered 0, 1, ...) to integers, kept as the list of their values;
     - an action has a cost, an emergency flag, a reversible flag and effects, each setting its
       variable to a constant or incrementing it by a constant; every effect reads the state

@@ -1,8 +1,8 @@
 (** * The budget ledger (T1, T4)
 
     A model of [BudgetController] (kernel/include/clampai/kernel/budget.hpp,
-    kernel/src/budget.cpp); the Coq twin of lean/ClampAI/Spec/Budget.lean. Amounts are the C++
-    [Amount]: integer counts of 10^-scale units of the budget's fixed-point scale
+    kernel/src/decision/budget.cpp); the Coq twin of lean/ClampAI/Spec/Budget.lean. Amounts are
+    the C++ [Amount]: integer counts of 10^-scale units of the budget's fixed-point scale
     (kernel/include/clampai/kernel/number.hpp), modelled as unbounded [Z]. Where the C++ int64
     cannot hold an amount of this model, the C++ refuses (the differential test checks that). *)
 

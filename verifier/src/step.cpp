@@ -1,5 +1,7 @@
-// The symbolic step: the checks of kernel/src/safety_kernel.cpp (decide_at), in the same order,
-// each a labelled term. The budget arithmetic of the verifier lives here and only here.
+// The symbolic step: the checks of kernel/src/decision/decide.cpp (decide_at), in the same
+// order, each a labelled term; the numbers 1-10 label the same checks in both files (decide_at's
+// comment lists them, with their theorems and where the two differ). The budget arithmetic of
+// the verifier lives here and only here.
 #include "step.hpp"
 
 #include <algorithm>
@@ -91,22 +93,22 @@ SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t in
     st.checks.push_back(Check{code, std::move(subject), holds, gate});
   };
 
-  // Parameters: the first out of its bounds stops the kernel (check_param).
+  // 1. Parameters: the first out of its bounds stops the kernel (check_param).
   for (std::size_t i = 0; i < a.parameters.size(); ++i) {
     st.params.push_back(enc.param(a, i));
     const z3::expr ok = enc.param_bounds(a.parameters[i], st.params.back());
     check(ReasonCode::invalid_parameter, a.parameters[i].name, ok);
     gate = gate && ok;
   }
-  // The cost: a cost expression that overflows (or is finer than the budget's scale) stops it.
+  // 2. The cost: a cost expression that overflows (or is finer than the budget's scale) stops.
   if (a.cost_expr) {
     z3::expr ok = yes;
     st.cost = enc.cost_units(a, ok);
     check(ReasonCode::overflow, a.id, ok);
     gate = gate && ok;
   }
-  // Check 0: minimum cost; check 1: budget (BudgetController::can_afford); check 2: step limit;
-  // dependencies. Emergency actions are exempt from all but the budget (T8).
+  // 3. Check 0: minimum cost; 4. check 1: budget (BudgetController::can_afford); 5. check 2:
+  // step limit; 6. dependencies. Emergency actions are exempt from all but the budget (T8).
   if (!a.emergency)
     check(ReasonCode::below_min_cost, a.id, st.cost >= ctx.int_val(m.budget.min_action_cost));
   check(ReasonCode::budget_exceeded,
@@ -117,12 +119,12 @@ SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t in
     for (const std::size_t dep : a.dependencies)
       check(ReasonCode::dependency_unmet, m.actions[dep].id, pre.done.at(dep) > 0);
   }
-  // The guard on the pre-state; an evaluation error fails it.
+  // 7. The guard on the pre-state; an evaluation error fails it.
   if (a.guard) {
     const z3::expr g = enc.encode_bool(*a.guard, nullptr, &a);
     check(ReasonCode::requires_failed, a.id, g && enc.take_ranges());
   }
-  // Effects, each on the pre-state; one that cannot be computed skips bounds and invariants.
+  // 8. Effects, each on the pre-state; one that cannot be computed skips bounds and invariants.
   z3::expr simulated = yes;
   for (const kernel::Effect& e : a.effects) {
     z3::expr computed = yes;
@@ -132,9 +134,10 @@ SymbolicStep symbolic_step(Encoder& enc, const SymSituation& pre, std::size_t in
     st.post.emplace_back(e.variable, value);
   }
   gate = gate && simulated;
+  // 9. The declared bounds of each written variable.
   for (const auto& [id, value] : st.post)
     check(ReasonCode::bound_violated, m.variables[id].name, enc.declared_bounds(id, value));
-  // Invariants on the post-state (old(x) reads the pre-state); an evaluation error fails them.
+  // 10. Invariants on the post-state (old(x) reads the pre-state); evaluation errors fail.
   for (const kernel::Invariant& inv : m.invariants) {
     z3::expr holds = ctx.bool_const((enc.prefix() + "$opaque." + a.id + "." + inv.name).c_str());
     std::string unsupported;

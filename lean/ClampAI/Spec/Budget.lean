@@ -1,7 +1,7 @@
 /-!
 # The budget ledger (T1, T4): definitions
 
-A model of `BudgetController` (kernel/include/clampai/kernel/budget.hpp, kernel/src/budget.cpp)
+A model of `BudgetController` (kernel/include/clampai/kernel/budget.hpp, kernel/src/decision/budget.cpp)
 together with the step counters the kernel keeps around it. Amounts are the C++ `Amount`:
 integers counting 10^-scale units, modelled as unbounded `Int`s (64-bit overflow of the C++
 counters is outside this model).

@@ -1,0 +1,53 @@
+// The decision's private interface (internal to the kernel library): decide_at, the one
+// concrete decision (decision/decide.cpp), and what SafetyKernel shares with it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "clampai/kernel/safety_kernel.hpp"
+#include "numeric_program.hpp"
+
+namespace clampai::kernel::detail {
+
+inline Reason reason(ReasonCode code, std::string subject, std::string message) {
+  return Reason{code, std::move(subject), std::move(message)};
+}
+
+// Normalises a computed value to a variable's type (numbers to its scale). False on overflow.
+bool normalise_slow(const Type& type, Value& v);
+inline bool normalise(const Type& type, Value& v) {
+  // The common case inline: a number already at its variable's scale, nothing to do.
+  if (v.kind() == Value::Kind::number && type.is_numeric() && v.as_number().scale == type.scale())
+    return true;
+  return normalise_slow(type, v);
+}
+
+// Checks one parameter value against its declaration; returns the normalised value.
+std::optional<Reason> check_param(const Parameter& p, Value& v);
+
+// Completion counts per action: a situation's, or the kernel's (read without its lock).
+struct CompletionsRef {
+  const std::uint64_t* plain = nullptr;
+  const std::atomic<std::uint64_t>* shared = nullptr;
+  std::uint64_t operator[](std::size_t i) const {
+    // Acquire: a count newer than a snapshot comes with the entry that moved the head.
+    return plain != nullptr ? plain[i] : shared[i].load(std::memory_order_acquire);
+  }
+};
+
+// Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
+void decide_at(const TaskModel& model,
+               const State& state,
+               const BudgetController& budget,
+               std::uint64_t steps,
+               CompletionsRef completions,
+               const Proposal& p,
+               Decision& d,
+               std::vector<Value>* operands = nullptr,
+               const detail::FlatComparison* flat = nullptr);
+
+}  // namespace clampai::kernel::detail
