@@ -84,6 +84,10 @@ CLI::App* add_repair_command(CLI::App& app) {
       "repair",
       "Find the parameter values closest to a proposal that the kernel approves, with a "
       "certificate, or the constraints that conflict");
+  set_help_footer(cmd,
+                  "0 approved or repaired, 1 no repair, 2 bad input, 3 undecided",
+                  "clampai repair examples/autoscale.json --action scale_up --params '{\"n\": 50}'",
+                  "docs/REPAIR.md");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--state",
                   args.state,
