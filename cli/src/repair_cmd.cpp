@@ -23,11 +23,13 @@ struct Args {
 // checked against the bounds (out-of-bounds values are what a repair is for).
 ck::Proposal proposal_of(const ck::TaskModel& m, std::size_t action, const ck::ParamMap& given) {
   const ck::Action& a = m.actions[action];
+  std::vector<std::string> names;
+  for (const ck::Parameter& par : a.parameters) names.push_back(par.name);
   for (const auto& [name, v] : given) {
-    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&](const auto& p) {
-          return p.name == name;
-        }))
-      throw SpecError("--params." + name, "`" + a.id + "` has no parameter `" + name + "`");
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw SpecError(
+          "--params." + name,
+          "`" + a.id + "` has no parameter `" + name + "`" + ck::did_you_mean(name, names));
   }
   ck::Proposal p{action, {}};
   for (const ck::Parameter& par : a.parameters) {
