@@ -627,17 +627,23 @@ class Search {
     return nodes[n.parent].state->get(id);
   }
 
+  // The number of values of `p`: 0 if it has no bounds (or none that fits its scale). In 128
+  // bits: a range as wide as int64 must not wrap around.
+  static __int128 values_of(const Parameter& p) {
+    const auto lo = p.min ? p.min->rescaled(p.type.scale()) : std::nullopt;
+    const auto hi = p.max ? p.max->rescaled(p.type.scale()) : std::nullopt;
+    return lo && hi ? std::max<__int128>(0, static_cast<__int128>(hi->units) - lo->units + 1) : 0;
+  }
+
   // The number of parameter vectors of `a`, or the largest size_t if a parameter has no
-  // bounds or there are more.
+  // values to enumerate or there are more.
   static std::size_t vectors_of(const Action& a) {
     constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
     __int128 vectors = 1;
     for (const Parameter& p : a.parameters) {
-      const auto lo = p.min ? p.min->rescaled(p.type.scale()) : std::nullopt;
-      const auto hi = p.max ? p.max->rescaled(p.type.scale()) : std::nullopt;
-      if (!lo || !hi || hi->units < lo->units) return none;
-      vectors *= static_cast<__int128>(hi->units) - lo->units + 1;
-      if (vectors >= static_cast<__int128>(none)) return none;
+      const __int128 values = values_of(p);
+      if (values == 0 || vectors > static_cast<__int128>(none) / values) return none;
+      vectors *= values;
     }
     return static_cast<std::size_t>(vectors);
   }
@@ -659,11 +665,7 @@ class Search {
           param_values_needed = std::numeric_limits<std::size_t>::max();
           break;
         }
-        const auto lo = p.min->rescaled(p.type.scale());
-        const auto hi = p.max->rescaled(p.type.scale());
-        // In 128 bits: a range as wide as int64 must not wrap around.
-        const __int128 count =
-            lo && hi ? static_cast<__int128>(hi->units) - lo->units + 1 : __int128{0};
+        const __int128 count = values_of(p);
         if (count <= 0 || count > static_cast<__int128>(o_.max_param_values /
                                                         std::max<std::size_t>(1, vectors))) {
           ok = false;
