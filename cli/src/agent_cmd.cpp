@@ -202,6 +202,11 @@ CLI::App* add_agent_command(CLI::App& app) {
       "agent",
       "Let an LLM drive a task spec: it chooses among the ready actions, the safety kernel "
       "decides each one");
+  set_help_footer(cmd,
+                  "0 goal reached, 1 not reached, 2 bad input (a bad spec, an unknown --llm, a "
+                  "missing API key)",
+                  "clampai agent examples/quickstart.json --llm mock",
+                  "docs/AGENT.md");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--llm",
                   args.llm,

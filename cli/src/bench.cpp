@@ -358,6 +358,10 @@ CLI::App* add_bench_command(CLI::App& app, std::string& format_out) {
       "bench",
       "Measure the kernel on a task spec: decisions per second and latency percentiles (p50, "
       "p99) for evaluate and atomic execute");
+  set_help_footer(cmd,
+                  "0 measured, 2 bad input",
+                  "clampai bench examples/quickstart.json --seconds 1",
+                  "README.md (The clampai command)");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--seconds", args.seconds, "How long to measure, split between the two phases")
       ->check(CLI::Validator(

@@ -63,6 +63,10 @@ CLI::App* add_compose_command(CLI::App& app) {
       "compose",
       "Check a composition of task specs through their interface contracts, reusing the "
       "certificates of unchanged tasks");
+  set_help_footer(cmd,
+                  "0 all proved, 1 refuted, 2 bad manifest or spec, 3 unknown",
+                  "clampai compose examples/compose/pipeline.json --cache .clampai --format junit",
+                  "docs/COMPOSE.md");
   cmd->add_option("MANIFEST", args.manifest, "Composition manifest (JSON)")->required();
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif", "junit"}))

@@ -72,9 +72,11 @@ CLI::App* add_evaluate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "evaluate",
       "Decide one proposed action as the kernel would (budget, steps, dependencies, guard, "
-      "bounds, invariants), committing nothing. Exit codes: 0 approved, 1 rejected, 2 bad "
-      "input. Example: clampai evaluate examples/quickstart.json --action process_batch "
-      "--format json. See README.md (The clampai command) and clampai(1).");
+      "bounds, invariants), committing nothing");
+  set_help_footer(cmd,
+                  "0 approved, 1 rejected, 2 bad input",
+                  "clampai evaluate examples/quickstart.json --action process_batch --format json",
+                  "docs/SPEC.md (11. The kernel's checks and reason codes)");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--action", args.action, "The proposed action's id")->required();
   cmd->add_option("--params", args.params, "The action's parameters, as a JSON object");

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
@@ -24,6 +26,25 @@ struct Args {
   std::size_t max_param_values = 64;
 } args;
 
+constexpr std::size_t kMostParamValues = 1000000;  // --max-param-values's range
+
+// The options of this command that would complete an incomplete search, as a hint after its
+// reason; "" when none would.
+std::string completing_options(const cd::LookaheadResult& r) {
+  std::vector<std::string> ways;
+  if (r.param_values_needed > kMostParamValues) {
+    ways.emplace_back("--engine symbolic (exact for any parameter domain)");
+  } else if (r.param_values_needed > args.max_param_values) {
+    ways.push_back("--max-param-values " + std::to_string(r.param_values_needed) +
+                   " or --engine symbolic");
+  }
+  if (r.timed_out) ways.emplace_back("a larger --timeout-ms");
+  if (r.unsupported) ways.emplace_back("--engine explicit");
+  std::string out;
+  for (const auto& way : ways) out += (out.empty() ? "; rerun with " : "; and ") + way;
+  return out;
+}
+
 }  // namespace
 
 int lookahead_command();
@@ -33,6 +54,11 @@ CLI::App* add_lookahead_command(CLI::App& app) {
       "lookahead",
       "Look K steps ahead of a proposed action: capture basins entered or reachable, dead ends, "
       "and the cheapest plan to the goal");
+  set_help_footer(cmd,
+                  "0 no trap, 1 a trap or the action rejected, 2 bad input, 3 an incomplete search "
+                  "(it names the option that would complete it)",
+                  "clampai lookahead examples/pressure_vessel.json --action open_valve --depth 3",
+                  "docs/SPEC.md (9.2 Capture basins)");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--state",
                   args.state,
@@ -47,7 +73,7 @@ CLI::App* add_lookahead_command(CLI::App& app) {
                   args.max_param_values,
                   "Parameter vectors enumerated per action; larger domains make the answer "
                   "incomplete")
-      ->check(CLI::Range(1, 1000000))
+      ->check(CLI::Range(std::size_t{1}, kMostParamValues))
       ->capture_default_str();
   cmd->add_option("--engine",
                   args.engine,
@@ -93,12 +119,13 @@ int lookahead_command() {
     options.progress = [&explored](std::size_t n) { explored.store(n); };
     progress.status([&explored] { return std::to_string(explored.load()) + " situations"; });
   }
-  const cd::LookaheadResult r =
+  cd::LookaheadResult r =
       args.engine == "symbolic"
           ? verifier::symbolic_lookahead(
                 *model, situation, std::get<ck::Proposal>(resolved), options, args.timeout_ms)
           : cd::lookahead(*model, situation, std::get<ck::Proposal>(resolved), options);
   progress.stop();
+  if (!r.complete) r.incomplete_reason += completing_options(r);
   const int rc = !r.decision.approved || r.trap() ? 1 : (r.complete ? 0 : 3);
   report::write_lookahead(std::cout,
                           format_of(args.format),

@@ -90,6 +90,27 @@ bool same_file(const std::string& a, const std::string& b) {
   return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
+// Why the existing trace `path` cannot be continued by a run of `model` with --append, or ""
+// if it can: its chain must verify, it must not be sealed, and it must be this spec's.
+std::string why_not_continued(const std::string& path,
+                              const std::shared_ptr<const ck::TaskModel>& model) {
+  try {
+    const ck::TraceCheck check = ck::verify_trace_file(path, /*allow_unsealed=*/true);
+    if (!check.ok) return check.message;
+    if (check.sealed) return "it is sealed (its run finished; nothing may follow a seal)";
+    ck::TraceReadOptions read;
+    read.allow_unsealed = true;
+    ck::TraceReader reader(path, read);
+    ck::TraceEntry genesis;
+    if (!reader.next(genesis)) return "it holds no entry";
+    ck::TraceReplay replay(model, 0);
+    if (auto mismatch = replay.add(genesis)) return *mismatch;
+  } catch (const clampai::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Opens the trace file of `run` (after the spec is loaded: a spec error never touches it) and,
 // with --append, reads and checks the trace it continues.
 void open_trace(const RunArgs& args,
@@ -104,7 +125,22 @@ void open_trace(const RunArgs& args,
   const ck::TraceOpen mode = args.append  ? ck::TraceOpen::append
                              : args.force ? ck::TraceOpen::overwrite
                                           : ck::TraceOpen::create;
-  auto writer = std::make_shared<ck::TraceWriter>(args.trace, policy, mode);  // locks it
+  std::shared_ptr<ck::TraceWriter> writer;
+  try {
+    writer = std::make_shared<ck::TraceWriter>(args.trace, policy, mode);  // locks it
+  } catch (const clampai::TraceError& e) {
+    std::error_code ec;
+    if (mode != ck::TraceOpen::create ||
+        !std::filesystem::is_regular_file(std::filesystem::symlink_status(args.trace, ec)))
+      throw;
+    // It exists: --append is offered only for a trace that can be continued.
+    const std::string why = why_not_continued(args.trace, model);
+    throw clampai::TraceError(
+        std::string(e.what()) +
+        (why.empty() ? ": --append continues it, --force replaces it"
+                     : ": --force replaces it (it cannot be continued with --append: " + why +
+                           "), or write a new trace"));
+  }
   if (args.append && !writer->discards()) {  // /dev/null keeps nothing to continue
     const ck::TraceCheck check = ck::verify_trace_file(args.trace, /*allow_unsealed=*/true);
     if (!check.ok)
@@ -352,12 +388,22 @@ int main(int argc, char** argv) {
   std::string check_spec;
   auto* check = app.add_subcommand(
       "check", "Load and type-check a task spec; print its summary and the T2 step bound");
+  clampai::cli::set_help_footer(check,
+                                "0 ok, 2 bad input (the spec does not load, or its initial state "
+                                "breaks a blocking invariant; each problem with its place)",
+                                "clampai check examples/quickstart.json",
+                                "docs/SPEC.md");
   check->add_option("SPEC", check_spec, "Task spec (JSON)")->required();
   add_format(check, common);
 
   RunArgs run_args;
   auto* run = app.add_subcommand(
       "run", "Drive a task spec through the safety kernel with the deterministic driver");
+  clampai::cli::set_help_footer(
+      run,
+      "0 goal reached, 1 not reached, 2 bad input (a bad spec, trace file or ledger)",
+      "clampai run examples/cloud_deploy.json --trace cloud.jsonl",
+      "docs/SPEC.md (13. The trace), docs/LEDGER.md (--ledger), docs/HARDENING.md");
   run->add_option("SPEC", run_args.spec, "Task spec (JSON)")->required();
   run->add_option("--trace",
                   run_args.trace,
@@ -425,6 +471,11 @@ int main(int argc, char** argv) {
   auto* verify_cmd = app.add_subcommand("verify",
                                         "Prove with Z3 that every action preserves every blocking "
                                         "invariant, or show a counterexample the kernel replays");
+  clampai::cli::set_help_footer(verify_cmd,
+                                "0 all proved, 1 refuted (an obligation, an information flow or "
+                                "the goal), 2 bad input, 3 unknown",
+                                "clampai verify examples/quickstart.json --format sarif",
+                                "docs/VERIFY.md");
   verify_cmd->add_option("SPEC", verify_args.spec, "Task spec (JSON)")->required();
   verify_cmd
       ->add_option("--jobs", verify_args.jobs, "Worker threads (the report does not depend on it)")
@@ -461,6 +512,11 @@ int main(int argc, char** argv) {
   auto* verify = trace->add_subcommand(
       "verify",
       "Verify a trace file's hash chain (and, with --spec, replay it through the kernel)");
+  clampai::cli::set_help_footer(
+      verify,
+      "0 intact, 1 broken or truncated (or the replay differs), 2 unreadable or bad input",
+      "clampai trace verify cloud.jsonl --spec examples/cloud_deploy.json",
+      "docs/SPEC.md (13. The trace)");
   verify
       ->add_option(
           "FILE", trace_args.file, "Trace (JSON Lines), or a ledger: postgresql://...#TASK")

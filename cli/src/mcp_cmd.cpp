@@ -19,6 +19,10 @@ CLI::App* add_mcp_command(CLI::App& app) {
       "mcp",
       "Serve a task spec as a Model Context Protocol server on stdio: each action a tool, each "
       "call decided by the kernel (docs/SERVE.md)");
+  set_help_footer(cmd,
+                  "0 standard input ended, 2 bad input",
+                  "clampai mcp examples/quickstart.json",
+                  "docs/SERVE.md");
   cmd->add_option("SPEC", spec, "Task spec (JSON)")->required();
   return cmd;
 }

@@ -112,6 +112,14 @@ void add_quiet_flag(CLI::App* cmd) {
   cmd->add_flag("-q,--quiet", quiet(), "Print no progress on stderr (errors still are)");
 }
 
+void set_help_footer(CLI::App* cmd,
+                     const std::string& exit_codes,
+                     const std::string& example,
+                     const std::string& doc) {
+  cmd->footer("Exit codes: " + exit_codes + "\nExample: " + example + "\nDocumentation: " + doc +
+              "; every option: man clampai");
+}
+
 report::Format format_of(const std::string& name) {
   return report::parse_format(name).value_or(report::Format::text);
 }

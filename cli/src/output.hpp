@@ -54,6 +54,13 @@ bool& quiet();
 /// Adds `-q,--quiet` to `cmd`, setting `quiet()`.
 void add_quiet_flag(CLI::App* cmd);
 
+/// Ends `clampai CMD --help` with the command's exit codes, one example of it and the page that
+/// documents it (`docs/VERIFY.md`), one line each.
+void set_help_footer(CLI::App* cmd,
+                     const std::string& exit_codes,
+                     const std::string& example,
+                     const std::string& doc);
+
 /// The format named by a validated `--format` value (text for anything else).
 report::Format format_of(const std::string& name);
 

@@ -23,11 +23,13 @@ struct Args {
 // checked against the bounds (out-of-bounds values are what a repair is for).
 ck::Proposal proposal_of(const ck::TaskModel& m, std::size_t action, const ck::ParamMap& given) {
   const ck::Action& a = m.actions[action];
+  std::vector<std::string> names;
+  for (const ck::Parameter& par : a.parameters) names.push_back(par.name);
   for (const auto& [name, v] : given) {
-    if (std::none_of(a.parameters.begin(), a.parameters.end(), [&](const auto& p) {
-          return p.name == name;
-        }))
-      throw SpecError("--params." + name, "`" + a.id + "` has no parameter `" + name + "`");
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw SpecError(
+          "--params." + name,
+          "`" + a.id + "` has no parameter `" + name + "`" + ck::did_you_mean(name, names));
   }
   ck::Proposal p{action, {}};
   for (const ck::Parameter& par : a.parameters) {
@@ -84,6 +86,10 @@ CLI::App* add_repair_command(CLI::App& app) {
       "repair",
       "Find the parameter values closest to a proposal that the kernel approves, with a "
       "certificate, or the constraints that conflict");
+  set_help_footer(cmd,
+                  "0 approved or repaired, 1 no repair, 2 bad input, 3 undecided",
+                  "clampai repair examples/autoscale.json --action scale_up --params '{\"n\": 50}'",
+                  "docs/REPAIR.md");
   cmd->add_option("SPEC", args.spec, "Task spec (JSON)")->required();
   cmd->add_option("--state",
                   args.state,

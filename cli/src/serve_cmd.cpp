@@ -107,6 +107,10 @@ CLI::App* add_serve_command(CLI::App& app) {
       "serve",
       "Serve task specs over HTTP/JSON: every action an agent proposes is decided by the "
       "task's kernel (docs/SERVE.md)");
+  set_help_footer(cmd,
+                  "0 stopped by SIGTERM or SIGINT (every trace sealed), 2 bad input",
+                  "clampai serve --spec examples/quickstart.json --port 8080",
+                  "docs/SERVE.md");
   cmd->add_option("--spec", args.specs, "A task spec to serve, named by its `name` (repeatable)")
       ->take_all();
   cmd->add_option("--host", args.host, "The address to listen on")->capture_default_str();

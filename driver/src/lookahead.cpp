@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -347,6 +348,8 @@ class Search {
   std::vector<Node>& nodes;
   bool complete = true;
   std::string incomplete_reason;
+  std::size_t param_values_needed = 0;
+  [[nodiscard]] bool timed_out() const noexcept { return timed_out_; }
 
   void set_root(Situation s) {
     std::uint64_t h = 0;
@@ -624,6 +627,27 @@ class Search {
     return nodes[n.parent].state->get(id);
   }
 
+  // The number of values of `p`: 0 if it has no bounds (or none that fits its scale). In 128
+  // bits: a range as wide as int64 must not wrap around.
+  static __int128 values_of(const Parameter& p) {
+    const auto lo = p.min ? p.min->rescaled(p.type.scale()) : std::nullopt;
+    const auto hi = p.max ? p.max->rescaled(p.type.scale()) : std::nullopt;
+    return lo && hi ? std::max<__int128>(0, static_cast<__int128>(hi->units) - lo->units + 1) : 0;
+  }
+
+  // The number of parameter vectors of `a`, or the largest size_t if a parameter has no
+  // values to enumerate or there are more.
+  static std::size_t vectors_of(const Action& a) {
+    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+    __int128 vectors = 1;
+    for (const Parameter& p : a.parameters) {
+      const __int128 values = values_of(p);
+      if (values == 0 || vectors > static_cast<__int128>(none) / values) return none;
+      vectors *= values;
+    }
+    return static_cast<std::size_t>(vectors);
+  }
+
   void enumerate_params() {
     ParamTable& pt = ws_.params;
     pt.clear();
@@ -638,18 +662,16 @@ class Search {
           ok = false;
           mark_incomplete("parameter `" + p.name + "` of `" + a.id +
                           "` has no bounds: its values cannot be enumerated");
+          param_values_needed = std::numeric_limits<std::size_t>::max();
           break;
         }
-        const auto lo = p.min->rescaled(p.type.scale());
-        const auto hi = p.max->rescaled(p.type.scale());
-        // In 128 bits: a range as wide as int64 must not wrap around.
-        const __int128 count =
-            lo && hi ? static_cast<__int128>(hi->units) - lo->units + 1 : __int128{0};
+        const __int128 count = values_of(p);
         if (count <= 0 || count > static_cast<__int128>(o_.max_param_values /
                                                         std::max<std::size_t>(1, vectors))) {
           ok = false;
           mark_incomplete("the parameters of `" + a.id + "` span more than " +
                           std::to_string(o_.max_param_values) + " values");
+          param_values_needed = std::max(param_values_needed, vectors_of(a));
           break;
         }
         vectors *= static_cast<std::size_t>(count);
@@ -854,6 +876,8 @@ void search(Search& s, unsigned depth, LookaheadResult& out, bool basins_and_dea
   }
   out.complete = s.complete;
   out.incomplete_reason = s.incomplete_reason;
+  out.param_values_needed = s.param_values_needed;
+  out.timed_out = s.timed_out();
   out.situations = s.nodes.size();
 }
 

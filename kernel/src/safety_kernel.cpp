@@ -17,6 +17,7 @@
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/parallel.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "decide.hpp"
 #include "json.hpp"
 #include "numeric_program.hpp"
@@ -99,16 +100,27 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   // T3's base case: the kernel refuses to start from a state it could not keep safe.
   if (options_.check_initial_state) {
     const State& s = state_;
+    // Where in the spec: the JSON path, and the line and column of a spec loaded from a file.
+    const auto at = [](const std::string& path, const SourceLoc& loc) {
+      return " (" + path +
+             (loc.line > 0
+                  ? ", line " + std::to_string(loc.line) + ", column " + std::to_string(loc.column)
+                  : std::string()) +
+             ")";
+    };
     for (const auto& v : model_->variables) {
       const Value& value = s.get(*model_->schema->find(v.name));
       if (value.kind() == Value::Kind::number &&
           ((v.min && value.as_number() < *v.min) || (v.max && value.as_number() > *v.max))) {
-        throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds");
+        throw InvalidArgument("the initial value of `" + v.name + "` is out of its bounds" +
+                              at("variables." + v.name, v.loc));
       }
     }
-    for (const auto& inv : model_->invariants) {
+    for (std::size_t i = 0; i < model_->invariants.size(); ++i) {
+      const Invariant& inv = model_->invariants[i];
       if (inv.enforcement == Enforcement::blocking && !holds_in(inv, s)) {
-        throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`");
+        throw InvalidArgument("the initial state violates blocking invariant `" + inv.name + "`" +
+                              at("invariants[" + std::to_string(i) + "]", inv.loc));
       }
     }
   }
@@ -156,10 +168,14 @@ std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
     const bool known = std::any_of(a.parameters.begin(),
                                    a.parameters.end(),
                                    [&n = name](const Parameter& p) { return p.name == n; });
-    if (!known)
-      return reason(ReasonCode::invalid_parameter,
-                    name,
-                    "action `" + a.id + "` has no parameter `" + name + "`");
+    if (!known) {
+      std::vector<std::string> names;
+      for (const Parameter& par : a.parameters) names.push_back(par.name);
+      return reason(
+          ReasonCode::invalid_parameter,
+          name,
+          "action `" + a.id + "` has no parameter `" + name + "`" + did_you_mean(name, names));
+    }
   }
   Proposal p{*index, {}};
   for (const Parameter& decl : a.parameters) {

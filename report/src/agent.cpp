@@ -94,15 +94,9 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   out << (any ? "\n" : "none\n");
   out << "  steps       " << r.steps << " (" << r.executed << " executed, " << r.rejected
       << " rejected) of at most " << r.step_limit << " (T2); progress " << pct << "\n";
-  if (!r.rejections_by_reason.empty()) {
-    out << "  rejections  ";
-    bool first = true;
-    for (const auto& [code, n] : r.rejections_by_reason) {
-      out << (first ? "" : ", ") << code << " " << n;
-      first = false;
-    }
-    out << "\n";
-  }
+  if (!r.rejections_by_reason.empty())
+    out << "  rejections  " << detail::rejections_by_reason(r.rejected, r.rejections_by_reason)
+        << "\n";
   out << "  cost        " << model.format_amount(r.net) << " of " << model.format_amount(r.total)
       << " (gross " << model.format_amount(r.gross) << ")\n";
   out << "  actions     ";

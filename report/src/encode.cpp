@@ -78,6 +78,20 @@ std::string upper(std::string_view s) {
   return out;
 }
 
+std::string rejections_by_reason(std::uint64_t rejected,
+                                 const std::map<std::string, std::uint64_t>& by_reason) {
+  std::string out;
+  std::uint64_t reasons = 0;
+  for (const auto& [code, n] : by_reason) {
+    out += (out.empty() ? "" : ", ") + code + " " + std::to_string(n);
+    reasons += n;
+  }
+  if (reasons != rejected)
+    out += "; " + std::to_string(reasons) + " reasons for " + std::to_string(rejected) +
+           " rejection" + (rejected == 1 ? "" : "s") + ": one rejection can have several";
+  return out;
+}
+
 // ---- SARIF ----
 
 namespace {

@@ -1,6 +1,8 @@
 // The encoders' private helpers: JSON pieces, the SARIF envelope, XML text and JUnit shape.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -35,6 +37,11 @@ void print_counterexample(std::ostream& out, const verifier::Counterexample& cex
 
 /// `VERIFIED` for `verified`.
 std::string upper(std::string_view s);
+
+/// The rejections by reason, `budget_exceeded 2, requires_failed 1`, and when they do not add
+/// up to `rejected` (a rejection with several reasons counts under each), why not.
+std::string rejections_by_reason(std::uint64_t rejected,
+                                 const std::map<std::string, std::uint64_t>& by_reason);
 
 // ---- SARIF 2.1.0 ----
 

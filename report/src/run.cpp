@@ -107,15 +107,8 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
   out << "  cost        " << model.format_amount(in.net) << " of " << model.format_amount(in.total)
       << " (gross " << model.format_amount(in.gross) << ")\n";
   out << "  attempted   " << r.attempted << ", rejected " << r.rejected;
-  if (!r.rejections_by_reason.empty()) {
-    out << " (";
-    bool first = true;
-    for (const auto& [code, n] : r.rejections_by_reason) {
-      out << (first ? "" : ", ") << code << " " << n;
-      first = false;
-    }
-    out << ")";
-  }
+  if (!r.rejections_by_reason.empty())
+    out << " (" << detail::rejections_by_reason(r.rejected, r.rejections_by_reason) << ")";
   out << "\n  actions     ";
   for (std::size_t i = 0; i < r.actions.size(); ++i) out << (i ? ", " : "") << r.actions[i];
   out << (r.actions.empty() ? "(none)\n" : "\n");

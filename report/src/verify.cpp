@@ -283,8 +283,13 @@ void verify_text(std::ostream& out, const VerifyReport& r) {
   out << "summary: " << report.proved + report.refuted + report.unknown
       << " obligations: " << report.proved << " proved, " << report.refuted << " refuted, "
       << report.unknown << " unknown; " << report.warnings << " lint warning"
-      << (report.warnings == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(3)
-      << r.seconds << " s)\n";
+      << (report.warnings == 1 ? "" : "s");
+  // What else the exit code counts: refuted besides the obligations.
+  if (!r.downward_flows.empty())
+    out << "; " << r.downward_flows.size() << " information flow"
+        << (r.downward_flows.size() == 1 ? "" : "s") << " refuted";
+  if (r.goal && r.goal->infeasible) out << "; the goal refuted";
+  out << " (" << std::fixed << std::setprecision(3) << r.seconds << " s)\n";
   out.unsetf(std::ios::floatfield);
 }
 

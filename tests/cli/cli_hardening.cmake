@@ -11,6 +11,9 @@ set(hd "${SOURCE_DIR}/tests/data/hardening")
 expect("verify finds the downward flows" 1
   "REFUTED information flow: `leak_if` moves `api_key` \\(SECRET\\) to `public_flag` \\(PUBLIC\\) at actions\\[0\\]\\.effects\\[0\\]\\.value: if api_key > 10 then 1 else 0\nREFUTED information flow: `publish` moves `count` \\(INTERNAL\\) to `sink:public_log` \\(PUBLIC\\) at actions\\[2\\]\\.emits\\[0\\]\\.value: count\ninformation flow: 2 downward of 3 flows of labelled data"
   ${CLAMPAI} verify ${hd}/leaky.json)
+expect("verify's summary counts the refuted flows, as its exit code does" 1
+  "\nsummary: [0-9]+ obligations: [^\n]*; 2 information flows refuted \\("
+  ${CLAMPAI} verify ${hd}/leaky.json)
 expect("verify sarif names the flow at its action" 1
   "\"ruleId\": \"information-flow-downward\""
   ${CLAMPAI} verify ${hd}/leaky.json --format sarif)

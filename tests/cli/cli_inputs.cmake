@@ -79,7 +79,8 @@ expect("bad --max-input-bytes" 2 "--max-input-bytes: `0` is not a positive numbe
 # ---- traces are never clobbered ----
 expect("run trace" 0 "written to" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl)
 file(READ ${W}/t.jsonl original)
-expect("run trace exists" 2 "t.jsonl`: it already exists .*--append.*--force" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl)
+# A finished (sealed) trace cannot be continued: --append is not offered, and why not is said.
+expect("run trace exists" 2 "t.jsonl`: it already exists \\(a trace is never overwritten silently\\): --force replaces it \\(it cannot be continued with --append: it is sealed \\(its run finished" ${CLAMPAI} run ${q} --trace ${W}/t.jsonl)
 file(WRITE ${W}/typo.json [=[{"variables": {"balance": {"type": "int", "initial": 0}},
  "actions": [{"id": "a", "cost": 1, "requires": "balnce > 0", "effects": []}],
  "budget": {"total": 1, "min_action_cost": 1}}]=])
@@ -120,6 +121,9 @@ list(REMOVE_AT unsealed_lines -1)
 list(JOIN unsealed_lines "\n" unsealed_text)
 file(WRITE ${W}/unsealed.jsonl "${unsealed_text}\n")
 expect("append for another spec" 2 "another spec" ${CLAMPAI} run ${ex}/payments.json --trace ${W}/unsealed.jsonl --append)
+# --append is offered for an existing trace only when it can be continued.
+expect("unsealed trace exists: --append offered" 2 "unsealed.jsonl`: it already exists \\(a trace is never overwritten silently\\): --append continues it, --force replaces it\n" ${CLAMPAI} run ${q} --trace ${W}/unsealed.jsonl)
+expect("another spec's trace exists: --append not offered" 2 "unsealed.jsonl`: it already exists \\(a trace is never overwritten silently\\): --force replaces it \\(it cannot be continued with --append: the trace was written for another spec" ${CLAMPAI} run ${ex}/payments.json --trace ${W}/unsealed.jsonl)
 file(WRITE ${W}/unsealed_over.jsonl "${unsealed_text}\n")
 file(SIZE ${W}/unsealed_over.jsonl unsealed_size)
 if(NOT unsealed_size GREATER 900)
@@ -140,6 +144,7 @@ file(WRITE ${W}/torn.jsonl "${torn}")
 expect("torn trace" 1 "TRUNCATED: .*truncated tail after 3 verified entries.*truncate -s [0-9]+ .*head -n 3" ${CLAMPAI} trace verify ${W}/torn.jsonl)
 expect("torn trace json" 1 "\"truncated_tail\": true" ${CLAMPAI} trace verify ${W}/torn.jsonl --format json)
 expect("append to a torn trace" 2 "truncated tail" ${CLAMPAI} run ${q} --trace ${W}/torn.jsonl --append)
+expect("torn trace exists: --append not offered" 2 "torn.jsonl`: it already exists \\(a trace is never overwritten silently\\): --force replaces it \\(it cannot be continued with --append: [^\n]*truncated tail" ${CLAMPAI} run ${q} --trace ${W}/torn.jsonl)
 # A trace above the default input limit (64 MiB), as `run` writes one in seconds: verified and
 # replayed without a flag, then removed.
 file(WRITE ${W}/long.json [=[{"name": "long", "goal": "n >= 250000",
@@ -255,6 +260,27 @@ expect("unknown option" 2 "unknown option `--max-step` for `clampai run` \\(did 
 
 expect("unknown --action (lookahead)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} lookahead ${q} --action proces_batch)
 expect("unknown --action (repair)" 2 "--action: unknown action `proces_batch` \\(did you mean `process_batch`\\?\\)" ${CLAMPAI} repair ${q} --action proces_batch --params {})
+expect("unknown --state variable" 2 "--state: procesed: unknown variable `procesed` \\(did you mean `processed`\\?\\)" ${CLAMPAI} evaluate ${q} --action process_batch --state "{\"procesed\": 3}")
+file(WRITE ${W}/state_typo.json "{\"erors\": 1}")
+expect("unknown variable in a --state file" 2 "state_typo.json: erors: unknown variable `erors` \\(did you mean `errors`\\?\\)" ${CLAMPAI} lookahead ${q} --action process_batch --state ${W}/state_typo.json)
+expect("unknown --params name" 1 "action `set_throttle` has no parameter `fracton` \\(did you mean `fraction`\\?\\)" ${CLAMPAI} evaluate ${ex}/autoscale.json --action set_throttle --params "{\"fracton\": 0.5}")
+expect("unknown --params name (repair)" 2 "has no parameter `fracton` \\(did you mean `fraction`\\?\\)" ${CLAMPAI} repair ${ex}/autoscale.json --action set_throttle --params "{\"fracton\": 0.5}")
+file(WRITE ${W}/integer.json [=[{"variables": {"n": {"type": "integer", "initial": 0}},
+ "actions": [], "budget": {"total": 1, "min_action_cost": 1}}]=])
+expect("a type named as elsewhere" 2 "integer.json:1:30: variables.n.type: unknown type `integer` \\(did you mean `int`\\?\\)" ${CLAMPAI} check ${W}/integer.json)
+
+# ---- positions: a missing top-level key, the invariant an initial state breaks ----
+file(WRITE ${W}/nobudget.json "\n  {\"variables\": {}, \"actions\": []}")
+expect("missing budget located" 2 "nobudget.json:2:3: missing `budget`" ${CLAMPAI} check ${W}/nobudget.json)
+expect("missing budget located (json)" 2 "\"line\": 2" ${CLAMPAI} check ${W}/nobudget.json --format json)
+file(WRITE ${W}/badinit.json [=[{"variables": {"errors": {"type": "int", "initial": 5}},
+ "actions": [],
+ "invariants": [{"name": "ok", "check": "errors >= 0"},
+                {"name": "max_errors", "check": "errors <= 3"}],
+ "budget": {"total": 1, "min_action_cost": 1}}]=])
+foreach(cmd check run)
+  expect("initial state: the invariant and its place (${cmd})" 2 "the initial state violates blocking invariant `max_errors` \\(invariants\\[1\\], line 4, column 17\\)" ${CLAMPAI} ${cmd} ${W}/badinit.json)
+endforeach()
 
 # ---- out of memory: its own exit code (not under sanitizers, which reserve address space) ----
 if(NOT SANITIZED)

@@ -16,6 +16,15 @@ expect("check json" 0 "\"step_limit\": 200" ${CLAMPAI} check ${ex}/quickstart.js
 expect("run json" 0 "\"termination\": \"goal_reached\"" ${CLAMPAI} run ${ex}/quickstart.json --format json)
 expect("run fsync" 0 "written to" ${CLAMPAI} run ${ex}/quickstart.json --trace ${WORK_DIR}/fsync.jsonl --flush fsync)
 expect("run capped" 1 "max_steps" ${CLAMPAI} run ${ex}/quickstart.json --max-steps 1)
+# One rejection with two reasons: the counts by reason add up to 2, and the summary says why.
+file(WRITE ${WORK_DIR}/two_reasons.json [=[{"goal": "x >= 1",
+ "variables": {"x": {"type": "int", "initial": 0}},
+ "actions": [{"id": "dear", "cost": 100, "requires": "x > 5", "effects": []},
+             {"id": "step", "cost": 1, "effects": [{"variable": "x", "mode": "set", "value": 1}]}],
+ "budget": {"total": 10, "min_action_cost": 1}}]=])
+expect("run: rejections by reason, and why they add up to more" 0
+  "attempted   2, rejected 1 \\(budget_exceeded 1, requires_failed 1; 2 reasons for 1 rejection: one rejection can have several\\)\n"
+  ${CLAMPAI} run ${WORK_DIR}/two_reasons.json)
 
 # A spec with a mistake: exit 2 and the message names the place.
 file(WRITE ${WORK_DIR}/typo.json [=[{"variables": {"balance": {"type": "int", "initial": 0}},
@@ -190,6 +199,19 @@ expect("lookahead bad params" 2 "--params: malformed JSON" ${CLAMPAI} lookahead 
 expect("lookahead symbolic" 1 "TRAP open_valve.*`overflow` in 3 steps: fill, fill, fill.*symbolically" ${CLAMPAI} lookahead ${pv} --action open_valve --depth 3 --engine symbolic)
 expect("lookahead symbolic json" 0 "\"engine\": \"symbolic\"" ${CLAMPAI} lookahead ${pv} --action top_up --depth 2 --engine symbolic --format json)
 expect("lookahead bad engine" 2 "--engine" ${CLAMPAI} lookahead ${pv} --action top_up --engine magic)
+# An incomplete search names the option that would complete it, and that option does.
+expect("lookahead incomplete: the option that completes it" 3
+  "incomplete: the parameters of `scale_up` span more than 64 values; rerun with --max-param-values 101 or --engine symbolic\\)"
+  ${CLAMPAI} lookahead ${ex}/autoscale.json --action scale_up --depth 1)
+expect("lookahead completed by that option" 0 "searched +[0-9]+ situations\n"
+  ${CLAMPAI} lookahead ${ex}/autoscale.json --action scale_up --depth 1 --max-param-values 101)
+file(WRITE ${WORK_DIR}/unbounded.json [=[{"variables": {"x": {"type": "int", "initial": 0}},
+ "actions": [{"id": "a", "cost": 1, "parameters": {"n": {"type": "int", "default": 0}},
+              "effects": [{"variable": "x", "mode": "set", "value": "n"}]}],
+ "budget": {"total": 5, "min_action_cost": 1}}]=])
+expect("lookahead incomplete: an unbounded parameter" 3
+  "has no bounds: its values cannot be enumerated; rerun with --engine symbolic"
+  ${CLAMPAI} lookahead ${WORK_DIR}/unbounded.json --action a --depth 1)
 # clampai run --lookahead K / --recover: the trap is avoided, or recovered from by rollback.
 expect("run trapped" 1 "goal NOT reached \\(no_approvable_action\\)" ${CLAMPAI} run ${pv})
 expect("run lookahead" 0 "goal reached.*lookahead_trap 1.*actions +top_up, top_up, top_up, top_up" ${CLAMPAI} run ${pv} --lookahead 3)
@@ -379,6 +401,18 @@ foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead rep
       endif()
     endforeach()
   endforeach()
+endforeach()
+# Every command's --help ends with its exit codes, one example and the page that documents it.
+foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead repair agent serve mcp)
+  execute_process(COMMAND ${CLAMPAI} ${cmd} --help OUTPUT_VARIABLE help)
+  list(JOIN cmd " " name)
+  if(NOT help MATCHES "\nExit codes: 0 [^\n]*, 2 [^\n]+\nExample: clampai ${name} [^\n]+\nDocumentation: ([A-Za-z/_]+\\.md)")
+    message(SEND_ERROR "`clampai ${name} --help` lacks its exit codes, an example or its page:\n${help}")
+  elseif(NOT EXISTS ${SOURCE_DIR}/${CMAKE_MATCH_1})
+    message(SEND_ERROR "`clampai ${name} --help` names ${CMAKE_MATCH_1}, which does not exist")
+  else()
+    message(STATUS "ok: ${name} --help: exit codes, example, ${CMAKE_MATCH_1}")
+  endif()
 endforeach()
 expect("version" 0 "^clampai [0-9]+\\.[0-9]+\\.[0-9]+\ntoolkit: clampai [0-9.]+ \\(sources [0-9a-f]+\\)\n$" ${CLAMPAI} --version)
 

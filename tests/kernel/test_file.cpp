@@ -139,8 +139,10 @@ TEST_CASE("File: byte counts take K, M and G and refuse nonsense", "[kernel][fil
 TEST_CASE("TraceWriter: create never overwrites, overwrite empties, a second writer is locked out",
           "[kernel][trace][file]") {
   const std::string path = write_file("existing.jsonl", "precious\n");
-  REQUIRE_THROWS_WITH(TraceWriter(path, FlushPolicy::flush, TraceOpen::create),
-                      Contains("already exists") && Contains("--append"));
+  // The library names no command-line option: only `clampai run` has --append and --force.
+  REQUIRE_THROWS_WITH(
+      TraceWriter(path, FlushPolicy::flush, TraceOpen::create),
+      Contains("already exists (a trace is never overwritten silently)") && !Contains("--"));
   REQUIRE(slurp(path) == "precious\n");
   {
     TraceWriter first(path, FlushPolicy::flush, TraceOpen::overwrite);

@@ -100,6 +100,15 @@ TEST_CASE("Suggestions: the closest name within two edits", "[kernel][suggest]")
   REQUIRE(did_you_mean("nothing", {}).empty());
 }
 
+TEST_CASE("Suggestions: a name another language uses suggests this one's", "[kernel][suggest]") {
+  const std::vector<std::string> types{"bool", "int", "string"};
+  const std::vector<clampai::kernel::Alias> aliases{{"integer", "int"}, {"boolean", "bool"}};
+  REQUIRE(did_you_mean("integer", types, aliases) == " (did you mean `int`?)");
+  REQUIRE(did_you_mean("Boolean", types, aliases) == " (did you mean `bool`?)");
+  REQUIRE(did_you_mean("strng", types, aliases) == " (did you mean `string`?)");  // by spelling
+  REQUIRE(did_you_mean("complex", types, aliases).empty());
+}
+
 TEST_CASE("SpecLoader: every problem at once, each with its line and column", "[kernel][spec]") {
   const std::string text = R"({"variables": {"balance": {"type": "int", "initial": 0},
                "count": {"type": "intt", "initial": 0}},

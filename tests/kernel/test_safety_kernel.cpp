@@ -279,9 +279,9 @@ TEST_CASE("SafetyKernel: refuses an initial state that violates a blocking invar
           "[kernel][safety_kernel]") {
   const char* spec = R"J({"variables": {"n": {"type": "int", "initial": 5}}, "actions": [],
     "invariants": [{"name": "small", "check": "n < 3"}], "budget": {"total": 1, "min_action_cost": 1}})J";
-  REQUIRE_THROWS_WITH(
-      SafetyKernel(model_from(spec)),
-      Catch::Matchers::Contains("initial state violates blocking invariant `small`"));
+  REQUIRE_THROWS_WITH(SafetyKernel(model_from(spec)),
+                      Catch::Matchers::Contains("initial state violates blocking invariant `small` "
+                                                "(invariants[0], line 2, column 20)"));
 }
 
 TEST_CASE("SafetyKernel: native predicates are enforced, and a throwing one fails closed",

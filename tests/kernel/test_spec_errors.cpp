@@ -338,6 +338,39 @@ TEST_CASE("SpecLoader: unknown variable type is named", "[kernel][spec]") {
     CHECK(e->path() == "variables.x.element");
     CHECK_THAT(e->what(), Contains("unknown type `float`"));
   }
+  SECTION("with the name this language gives it") {
+    for (const auto& [wrong, right] :
+         std::vector<std::pair<std::string, std::string>>{{"integer", "int"},
+                                                          {"intt", "int"},
+                                                          {"Boolean", "bool"},
+                                                          {"str", "string"},
+                                                          {"float", "decimal"},
+                                                          {"array", "list"}}) {
+      const auto e =
+          spec_error(with_variables(R"("x": {"type": ")" + wrong + R"(", "initial": 0})"));
+      REQUIRE(e);
+      CHECK_THAT(e->what(),
+                 Contains("unknown type `" + wrong + "` (did you mean `" + right + "`?)"));
+    }
+  }
+  SECTION("of a parameter") {
+    const auto e = spec_error(
+        with_actions(R"({"id": "a", "cost": 1, "parameters": {"n": {"type": "integer"}}})"));
+    REQUIRE(e);
+    CHECK(e->path() == "actions[0].parameters.n.type");
+    CHECK_THAT(e->what(), Contains("unknown type `integer` (did you mean `int`?)"));
+  }
+}
+
+TEST_CASE("SpecLoader: a missing top-level key is located at the top-level object",
+          "[kernel][spec]") {
+  const auto e = spec_error("\n  {\"variables\": {}, \"actions\": []}");
+  REQUIRE(e);
+  const clampai::SpecProblem& p = e->problems().front();
+  CHECK(p.path.empty());
+  CHECK(p.message == "missing `budget`");
+  CHECK(p.line == 2);
+  CHECK(p.column == 3);
 }
 
 // ---- type errors ----

@@ -234,13 +234,17 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
     if (out.complete) out.incomplete_reason = std::move(why);
     out.complete = false;
   };
+  auto solver_timeout = [&](std::string why) {
+    incomplete(std::move(why));
+    out.timed_out = true;
+  };
   try {
     Bmc bmc(model, root, options.depth, timeout_ms);
     const unsigned k = options.depth;
     // (2) the shortest path into a basin (a goal state is not a trap: the task ends there).
     for (unsigned t = 1; t <= k && !out.reachable_basin; ++t) {
       const z3::check_result r = bmc.check(bmc.path_to(t) && !bmc.goal(t) && bmc.basin(t));
-      if (r == z3::unknown) incomplete("Z3 could not decide a basin query within the timeout");
+      if (r == z3::unknown) solver_timeout("Z3 could not decide a basin query within the timeout");
       if (r != z3::sat) continue;
       Plan p = bmc.plan(bmc.model(), t);
       Situation end = root;
@@ -252,7 +256,8 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
     for (unsigned t = 0; t <= k && !out.dead_end; ++t) {
       const z3::expr stop = t == 0 ? bmc.goal(t) : (bmc.goal(t) || bmc.basin(t));
       const z3::check_result r = bmc.check(bmc.path_to(t) && !stop && bmc.stuck(t));
-      if (r == z3::unknown) incomplete("Z3 could not decide a dead-end query within the timeout");
+      if (r == z3::unknown)
+        solver_timeout("Z3 could not decide a dead-end query within the timeout");
       if (r != z3::sat) continue;
       Plan p = bmc.plan(bmc.model(), t);
       if (auto why = replay(model, root, p, End::dead_end, nullptr)) throw Disagreement{*why};
@@ -264,7 +269,7 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
     for (unsigned t = 0; t <= k; ++t) {
       bool unknown = false;
       const auto z = bmc.cheapest(t, &unknown);
-      if (unknown) incomplete("Z3 could not decide a goal query within the timeout");
+      if (unknown) solver_timeout("Z3 could not decide a goal query within the timeout");
       if (!z) continue;
       Plan p = bmc.plan(*z, t);
       if (auto why = replay(model, root, p, End::goal, nullptr)) throw Disagreement{*why};
@@ -281,8 +286,10 @@ LookaheadResult symbolic_lookahead(const TaskModel& model,
     }
   } catch (const Unsupported& u) {
     incomplete("outside what the symbolic engine models: " + u.reason);
+    out.unsupported = true;
   } catch (const detail::Unsupported& u) {
     incomplete("outside what the symbolic engine models: " + u.reason);
+    out.unsupported = true;
   } catch (const Disagreement& d) {
     incomplete("the kernel does not confirm the solver's witness: " + d.reason);
   } catch (const z3::exception& e) {

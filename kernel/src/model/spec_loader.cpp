@@ -8,6 +8,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 #include "spec_security.hpp"
 
@@ -87,8 +88,22 @@ Type parse_type(const JsonNode& n, const std::string& path, bool allow_list) {
   } catch (const InvalidArgument& e) {
     throw SpecError(path, e.what());
   }
+  // The names other languages and JSON Schema give these types.
+  static const std::vector<Alias> aliases{{"integer", "int"},
+                                          {"long", "int"},
+                                          {"boolean", "bool"},
+                                          {"str", "string"},
+                                          {"text", "string"},
+                                          {"number", "decimal"},
+                                          {"float", "decimal"},
+                                          {"double", "decimal"},
+                                          {"array", "list"},
+                                          {"enumeration", "enum"}};
   throw SpecError(
-      tpath, "unknown type `" + name + "` (expected bool, int, decimal, string, enum or list)");
+      tpath,
+      "unknown type `" + name + "`" +
+          did_you_mean(name, {"bool", "int", "decimal", "string", "enum", "list"}, aliases) +
+          " (expected bool, int, decimal, string, enum or list)");
 }
 
 // Renders a JSON literal given where an expression is expected as expression source.
@@ -370,10 +385,11 @@ class Problems {
 
 // The node a JSON path (`actions[2].effects[0].value`, perhaps with an expression position
 // `:1:5` after it) leads to in `root`: the deepest one that exists.
+// A problem with no path (a missing top-level key) is the top-level object's.
 void locate(SpecProblem& p, const JsonNode& root) {
-  if (p.line != 0 || p.path.empty() ||
-      std::isdigit(static_cast<unsigned char>(p.path.front())) != 0)
-    return;  // located already, or a whole-file problem, or a `line:column` already
+  if (p.line != 0 ||
+      (!p.path.empty() && std::isdigit(static_cast<unsigned char>(p.path.front())) != 0))
+    return;  // located already, or a `line:column` already
   const std::size_t colon = p.path.find(':');
   const std::string_view path = std::string_view(p.path).substr(0, colon);
   const JsonNode* node = &root;
@@ -612,7 +628,9 @@ State parse_state(const TaskModel& model, std::string_view json_text) {
   std::vector<std::pair<VarId, Value>> changes;
   for (const auto& [name, node] : root.members) {
     const auto id = model.schema->find(name);
-    if (!id) throw SpecError(name, "unknown variable `" + name + "`");
+    if (!id)
+      throw SpecError(
+          name, "unknown variable `" + name + "`" + did_you_mean(name, model.schema->names()));
     const Variable& var = model.variables[*id];
     Value v;
     std::string err;

@@ -2,6 +2,7 @@
 #include "clampai/kernel/suggest.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace clampai::kernel {
 
@@ -36,6 +37,21 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   const std::string best = closest_match(word, candidates);
   return best.empty() ? "" : " (did you mean `" + best + "`?)";
+}
+
+std::string did_you_mean(std::string_view word,
+                         const std::vector<std::string>& candidates,
+                         const std::vector<Alias>& aliases) {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (const auto& [other, name] : aliases) {
+    if (same(word, other)) return did_you_mean(name, {std::string(name)});
+  }
+  return did_you_mean(word, candidates);
 }
 
 }  // namespace clampai::kernel

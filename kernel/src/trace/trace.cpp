@@ -1165,8 +1165,7 @@ TraceWriter::TraceWriter(const std::string& path, FlushPolicy policy, TraceOpen 
                  : mode == TraceOpen::overwrite ? WriteMode::replace
                                                 : WriteMode::append_existing;
   options.what = "trace";
-  options.exists_hint =
-      " (a trace is never overwritten silently: --append continues it, --force replaces it)";
+  options.exists_hint = " (a trace is never overwritten silently)";
   options.missing_hint = ": there is no trace to append to";
   options.lock = true;
   int fd = -1;

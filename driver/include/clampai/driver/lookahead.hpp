@@ -81,6 +81,14 @@ struct LookaheadResult {
   /// hit: then "not found" means "not found among what was searched".
   bool complete = true;
   std::string incomplete_reason{};
+  /// What would complete an incomplete search, for a caller that can lift its limits: the
+  /// `max_param_values` that enumerates every parameter domain the search skipped (0: none was
+  /// skipped; the largest size_t: a parameter has no bounds, no value would do) ...
+  std::size_t param_values_needed = 0;
+  /// ... whether the time limit or deadline stopped it (or a solver query timed out) ...
+  bool timed_out = false;
+  /// ... and whether the search met what its engine does not model (the symbolic engine).
+  bool unsupported = false;
   std::size_t situations = 0;  // distinct situations explored
 
   /// True iff the proposal enters a basin or a basin is reachable after it.

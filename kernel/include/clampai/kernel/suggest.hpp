@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace clampai::kernel {
@@ -19,5 +20,14 @@ namespace clampai::kernel {
 /// ` (did you mean `x`?)` for the closest match, or "" if there is none.
 [[nodiscard]] std::string did_you_mean(std::string_view word,
                                        const std::vector<std::string>& candidates);
+
+/// A name other languages use for one of the candidates (`integer` for `int`) and that name.
+using Alias = std::pair<std::string_view, std::string_view>;
+
+/// As above, but a `word` listed in `aliases` (exactly, ignoring case) suggests its candidate,
+/// however far apart they are spelt.
+[[nodiscard]] std::string did_you_mean(std::string_view word,
+                                       const std::vector<std::string>& candidates,
+                                       const std::vector<Alias>& aliases);
 
 }  // namespace clampai::kernel
