@@ -103,6 +103,50 @@ TEST_CASE("Concurrency: threads racing for the last unit of budget: exactly one 
   }
 }
 
+// `execute(Decided)` commits a decision without deciding again only on the head it was made
+// on: threads that all decided on the head with one unit of budget left race to commit; one
+// commits its decision as made, the others find the head moved, are decided afresh and refused.
+TEST_CASE("Concurrency: decisions made on one head, committed by racing threads: one wins",
+          "[kernel][concurrency]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "take", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 3, "min_action_cost": 1}})J");
+  constexpr int kThreads = 4;
+  for (int round = 0; round < 40; ++round) {
+    KernelOptions options;
+    options.record_rejections = round % 2 == 0;
+    SafetyKernel kernel(model, options);
+    REQUIRE(kernel.execute("take").receipt);
+    REQUIRE(kernel.execute("take").receipt);  // one unit left
+    const auto take = std::get<Proposal>(kernel.resolve("take"));
+    std::atomic<int> decided{0};
+    std::atomic<int> won{0};
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        Decided d = kernel.decide(take);
+        const bool approved = d.decision().approved;
+        decided.fetch_add(1);
+        while (decided.load() < kThreads) std::this_thread::yield();  // all on one head
+        const Outcome o = kernel.execute(std::move(d));
+        if (approved && o.receipt) {
+          won.fetch_add(1);
+        } else if (approved && o.decision.has(ReasonCode::budget_exceeded)) {
+          refused.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(won.load() == 1);
+    REQUIRE(refused.load() == kThreads - 1);
+    REQUIRE(kernel.budget().net() == kernel.budget().total());
+    REQUIRE(kernel.steps() == 3);
+    REQUIRE(kernel.verify_trace().ok);
+    REQUIRE_FALSE(replay_trace(model, kernel.trace()).has_value());
+  }
+}
+
 // Without a writer, entries are hashed after `execute` returns, in order, by a background
 // thread; readers of the trace wait for it. With readers running alongside, the chain verifies
 // at every moment, and the kernel's trace replays to its final state.
