@@ -1571,7 +1571,9 @@ void SafetyKernel::set_guard(decltype(KernelOptions::guard) guard) {
   ++guard_epoch_;  // a decision that consulted the old guard is decided afresh at commit
 }
 
-Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+Decision SafetyKernel::evaluate_locked(const State& state,
+                                       const Proposal& p,
+                                       std::vector<Value>* operands) const {
   Decision d;
   decide_at(*model_,
             state,
@@ -1580,7 +1582,7 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
             {nullptr, completions_.get()},
             p,
             d,
-            nullptr,
+            operands,
             impl_->flat.data());
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
@@ -1808,26 +1810,7 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
 Decided SafetyKernel::decide(const Proposal& proposal) const {
   std::lock_guard lock(mutex_);
   Decided out(this, proposal, state_);
-  decide_at(*model_,
-            state_,
-            budget_,
-            steps_,
-            {nullptr, completions_.get()},
-            proposal,
-            out.decision_,
-            &out.operands_,
-            impl_->flat.data());
-  if (options_.guard && out.decision_.approved && !out.decision_.emergency) {
-    const Situation here{state_,
-                         budget_,
-                         steps_,
-                         emergency_steps_,
-                         copy_completions(completions_.get(), model_->actions.size())};
-    if (std::optional<Reason> veto = options_.guard(here, proposal, out.decision_)) {
-      out.decision_.approved = false;
-      out.decision_.reasons.push_back(std::move(*veto));
-    }
-  }
+  out.decision_ = evaluate_locked(state_, proposal, &out.operands_);
   out.head_ = impl_->next_sequence();
   out.guard_epoch_ = guard_epoch_;
   return out;

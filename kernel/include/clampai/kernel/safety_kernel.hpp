@@ -336,7 +336,10 @@ class SafetyKernel {
                                    Decision&& decision,
                                    std::vector<Value>& operands,
                                    std::optional<std::uint64_t> guarded = std::nullopt);
-  Decision evaluate_locked(const State& state, const Proposal& proposal) const;
+  // `evaluate` under the lock; `operands`, if given, gets the effects' values (`decide`).
+  Decision evaluate_locked(const State& state,
+                           const Proposal& proposal,
+                           std::vector<Value>* operands = nullptr) const;
   // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
   // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
   // it gets the line for the writer.
