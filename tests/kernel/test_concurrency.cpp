@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/mutex.hpp"
 #include "support.hpp"
 
@@ -145,6 +146,41 @@ TEST_CASE("Concurrency: decisions made on one head, committed by racing threads:
     REQUIRE(kernel.verify_trace().ok);
     REQUIRE_FALSE(replay_trace(model, kernel.trace()).has_value());
   }
+}
+
+// The same on a shared ledger: each thread's kernel decides on its replica and commits that
+// decision; a compare-and-set lost to another kernel is decided afresh, so the budget is spent
+// exactly and the shared trace replays.
+TEST_CASE("Concurrency: shared kernels commit their replicas' decisions, never a stale one",
+          "[kernel][concurrency][ledger]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "take", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 40, "min_action_cost": 1}})J");
+  const auto ledger = std::make_shared<MemoryLedger>();
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<SharedKernel>> kernels;
+  for (int t = 0; t < kThreads; ++t)
+    kernels.push_back(std::make_unique<SharedKernel>(model, ledger->share()));
+  const auto take = std::get<Proposal>(kernels[0]->local().resolve("take"));
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      SharedKernel& k = *kernels[static_cast<std::size_t>(t)];
+      for (int i = 0; i < 30; ++i) {
+        Decided d = k.local().decide(take);
+        if (!d.decision().approved && k.refresh() == 0) break;  // the budget is spent
+        if (k.execute(std::move(d)).receipt) won.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  REQUIRE(won.load() == 40);  // T1: every unit once, none twice
+  SharedKernel reader(model, ledger->share());
+  REQUIRE(reader.local().state().get("n") == Value::integer(40));
+  REQUIRE(reader.local().budget().net() == reader.local().budget().total());
+  const auto entries = parse_trace_lines(reader.read(0), "memory:");
+  REQUIRE_FALSE(replay_trace(model, entries).has_value());
 }
 
 // Without a writer, entries are hashed after `execute` returns, in order, by a background
