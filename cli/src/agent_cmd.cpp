@@ -7,14 +7,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "clampai/agent.hpp"
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/report/agent.hpp"
-#include "ledger_cmd.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
 
@@ -185,13 +183,8 @@ int agent_command() {
   out.trace_file = shared ? ledger->describe() : args.trace;
   out.transcript_file = args.transcript;
   out.lookahead = args.lookahead;
-  if (!shared) {
-    report::write_agent(std::cout, format_of(args.format), out);
-    return out.goal_reached ? 0 : 1;
-  }
-  std::ostringstream text;
-  report::write_agent(text, format_of(args.format), out);
-  print_with_ledger(text.str(), args.format, *ledger, shared->stats());
+  if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
+  report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }
 

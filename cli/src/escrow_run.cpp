@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
@@ -110,22 +108,10 @@ int run_on_escrow(const LedgerRun& args) {
   rep.trace_head = escrow.local().trace().back().hash;
   rep.trace_verified = true;  // every entry was made by this process's kernels
   rep.trace_file = escrow.describe();
-  std::ostringstream out;
-  report::write_run(out, format_of(args.format), rep);
-  if (args.format == "json") {
-    nlohmann::json j = nlohmann::json::parse(out.str());
-    j["ledger"] = {{"url", escrow.describe()},
-                   {"mode", "escrow"},
-                   {"leases", stats.leases},
-                   {"flushes", stats.flushes},
-                   {"commits", stats.commits},
-                   {"expired", stats.expired}};
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << out.str() << "ledger: " << escrow.describe() << ": " << stats.commits
-              << " commits by this process in " << stats.leases << " leases, " << stats.flushes
-              << " flushes; " << stats.expired << " stale leases of others expired\n";
-  }
+  rep.ledger = report::LedgerSection{
+      escrow.describe(),
+      report::EscrowLedgerStats{stats.leases, stats.flushes, stats.commits, stats.expired}};
+  report::write_run(std::cout, format_of(args.format), rep);
   return r.goal_reached ? 0 : 1;
 }
 

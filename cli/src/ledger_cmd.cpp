@@ -1,8 +1,6 @@
 #include "ledger_cmd.hpp"
 
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <string_view>
 
 #include "clampai/driver.hpp"
@@ -61,29 +59,9 @@ int run_on_ledger(const LedgerRun& args) {
   rep.trace_file = ledger->describe();
   rep.lookahead = args.lookahead;
   rep.recover = args.recover;
-  std::ostringstream out;
-  report::write_run(out, format_of(args.format), rep);
-  print_with_ledger(out.str(), args.format, *ledger, stats);
+  rep.ledger = report::LedgerSection{ledger->describe(), stats};
+  report::write_run(std::cout, format_of(args.format), rep);
   return r.goal_reached ? 0 : 1;
-}
-
-void print_with_ledger(const std::string& report,
-                       const std::string& format,
-                       const ck::Ledger& ledger,
-                       const ck::SharedStats& stats) {
-  if (format == "json") {
-    nlohmann::json j = nlohmann::json::parse(report);
-    j["ledger"] = {{"url", ledger.describe()},
-                   {"commits", stats.commits},
-                   {"conflicts", stats.conflicts},
-                   {"replayed", stats.applied},
-                   {"reconnects", stats.reconnects}};
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << report << "ledger: " << ledger.describe() << ": " << stats.commits
-              << " commits by this process, " << stats.conflicts << " conflicts retried, "
-              << stats.applied << " entries of other processes replayed\n";
-  }
 }
 
 bool names_ledger(const std::string& target) { return cl::is_postgres_url(target); }

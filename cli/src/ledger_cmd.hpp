@@ -27,13 +27,6 @@ struct LedgerRun {
 /// what this process committed. Returns 0 if the goal is reached, else 1.
 int run_on_ledger(const LedgerRun& args);
 
-/// Prints `report` (a command's report in `format`) with what this process did on `ledger`:
-/// a `ledger` object in JSON (url, commits, conflicts, replayed, reconnects), else a line.
-void print_with_ledger(const std::string& report,
-                       const std::string& format,
-                       const kernel::Ledger& ledger,
-                       const kernel::SharedStats& stats);
-
 /// True iff `target` of `trace verify` names a database ledger rather than a file.
 bool names_ledger(const std::string& target);
 

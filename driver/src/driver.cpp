@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <variant>
 
 #include "clampai/kernel/error.hpp"
 
@@ -67,12 +68,13 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
     for (auto dep : a.dependencies) ready = ready && kernel.completions(dep) > 0;
     if (!ready) continue;
     Proposal p = default_proposal(m, i);
-    Decision d = kernel.evaluate(p);
-    if (d.approved) {
+    kernel::Decided d = kernel.decide(p);  // committed as decided if the head does not move
+    if (d.decision().approved) {
       choice.proposal = std::move(p);
+      choice.decided = std::move(d);
       return choice;
     }
-    choice.rejected.push_back(std::move(d));
+    choice.rejected.push_back(d.decision());
     choice.rejected_proposals.push_back(std::move(p));
   }
   return choice;
@@ -97,8 +99,9 @@ class Loop {
   // most recent action in effect (and reversible), else take the first approvable emergency
   // action. True iff the run goes on (a rollback); sets the termination when it stops.
   bool recover();
-  // One commit of the chooser's `proposal`. False iff the run stops.
-  bool commit(Proposal proposal);
+  // One step of the chooser's `proposal` (`decided`: its decision on the view, if the chooser
+  // made one). False iff the run stops.
+  bool commit(Proposal proposal, std::optional<kernel::Decided> decided = std::nullopt);
 
   Committer& c_;
   Driver& driver_;
@@ -138,7 +141,7 @@ bool Loop::recover() {
       tally(d);
       continue;
     }
-    const Outcome o = c_.commit(p);
+    const Outcome o = step(c_, p).outcome;
     if (!o.decision.approved) {
       tally(o.decision);
       continue;
@@ -153,8 +156,10 @@ bool Loop::recover() {
   return false;
 }
 
-bool Loop::commit(Proposal proposal) {
-  const Outcome o = c_.commit(proposal);
+bool Loop::commit(Proposal proposal, std::optional<kernel::Decided> decided) {
+  const bool mine = decided && decided->proposal().action == proposal.action &&
+                    decided->proposal().params == proposal.params;
+  const Outcome o = (mine ? step(c_, std::move(*decided)) : step(c_, proposal)).outcome;
   driver_.committed(proposal, o);
   if (!o.decision.approved) {  // refused on the latest head: another thread or process, a guard
     ++result_.attempted;
@@ -233,7 +238,7 @@ RunResult Loop::steps() {
       detail::record_stop(c_.view(), choice, result_);
       break;
     }
-    if (!commit(std::move(*choice.proposal))) break;
+    if (!commit(std::move(*choice.proposal), std::move(choice.decided))) break;
   }
   result_.goal_reached = c_.view().goal_reached();
   return result_;
@@ -241,12 +246,48 @@ RunResult Loop::steps() {
 
 }  // namespace
 
+std::string_view to_string(StepOutcome o) noexcept {
+  return o == StepOutcome::committed ? "committed" : "rejected";
+}
+
+namespace {
+StepResult result_of(Outcome&& o) {
+  const StepOutcome kind = o.receipt ? StepOutcome::committed : StepOutcome::rejected;
+  return StepResult{kind, std::move(o)};
+}
+}  // namespace
+
+StepResult step(Committer& committer, const Proposal& proposal) {
+  return result_of(committer.commit(proposal));
+}
+StepResult step(Committer& committer, kernel::Decided&& decided) {
+  return result_of(committer.commit_decided(std::move(decided)));
+}
+StepResult step(Committer& committer, std::string_view action_id, const kernel::ParamMap& params) {
+  return result_of(committer.commit_named(action_id, params));
+}
+
+Outcome Committer::commit_decided(kernel::Decided&& decided) { return commit(decided.proposal()); }
+Outcome Committer::commit_named(std::string_view action_id, const kernel::ParamMap& params) {
+  std::variant<Proposal, Reason> resolved = view().resolve(action_id, params);
+  if (auto* p = std::get_if<Proposal>(&resolved)) return commit(*p);
+  Decision d;
+  d.reasons.push_back(std::move(std::get<Reason>(resolved)));
+  return Outcome{std::move(d), std::nullopt, view().state()};
+}
+
 std::optional<Proposal> Committer::when_stuck(const Choice& /*choice*/) { return std::nullopt; }
 std::optional<Termination> Committer::on_refusal(const Decision& /*decision*/) {
   return std::nullopt;
 }
 
 Outcome LocalCommitter::commit(const Proposal& proposal) { return kernel_.execute(proposal); }
+Outcome LocalCommitter::commit_decided(kernel::Decided&& decided) {
+  return kernel_.execute(std::move(decided));
+}
+Outcome LocalCommitter::commit_named(std::string_view action_id, const kernel::ParamMap& params) {
+  return kernel_.execute(action_id, params);
+}
 Decision LocalCommitter::record_rejection(const Proposal& proposal) {
   return kernel_.record_rejection(proposal);
 }
@@ -256,6 +297,12 @@ std::optional<Outcome> LocalCommitter::rollback(const Receipt& receipt) {
 }
 
 Outcome SharedCommitter::commit(const Proposal& proposal) { return kernel_.execute(proposal); }
+Outcome SharedCommitter::commit_decided(kernel::Decided&& decided) {
+  return kernel_.execute(std::move(decided));
+}
+Outcome SharedCommitter::commit_named(std::string_view action_id, const kernel::ParamMap& params) {
+  return kernel_.execute(action_id, params);
+}
 Decision SharedCommitter::record_rejection(const Proposal& proposal) {
   return kernel_.record_rejection(proposal);
 }

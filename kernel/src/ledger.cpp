@@ -617,12 +617,25 @@ bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
 
 Outcome SharedKernel::execute(const Proposal& proposal) {
   std::lock_guard lock(mutex_);
+  return execute_locked(proposal, nullptr);
+}
+
+Outcome SharedKernel::execute(Decided decided) {
+  std::lock_guard lock(mutex_);
+  return execute_locked(decided.proposal(), &decided);
+}
+
+Outcome SharedKernel::execute_locked(const Proposal& proposal, Decided* decided) {
   std::uint64_t conflicts = 0;
   auto lost = [&] { count_conflict(conflicts, options_.max_conflicts); };
   while (true) {
     if (local_->is_sealed())
       throw InvalidArgument("the kernel is sealed: nothing can execute after the seal");
-    const Decision d = local_->evaluate(proposal);
+    // The replica changes only under this kernel's lock: a decision made on its head stands
+    // while the head has not moved (once: after a lost compare-and-set it has).
+    const Decision d =
+        decided && local_->is_current(*decided) ? decided->decision() : local_->evaluate(proposal);
+    decided = nullptr;
     const Situation now = local_->situation();
     if (!d.approved) {
       // A rejection is final only on the ledger's latest head.

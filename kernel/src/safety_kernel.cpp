@@ -230,9 +230,12 @@ std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c,
 void SafetyKernel::set_guard(decltype(KernelOptions::guard) guard) {
   std::lock_guard lock(mutex_);
   options_.guard = std::move(guard);
+  ++guard_epoch_;  // a decision that consulted the old guard is decided afresh at commit
 }
 
-Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) const {
+Decision SafetyKernel::evaluate_locked(const State& state,
+                                       const Proposal& p,
+                                       std::vector<Value>* operands) const {
   Decision d;
   decide_at(*model_,
             state,
@@ -241,7 +244,7 @@ Decision SafetyKernel::evaluate_locked(const State& state, const Proposal& p) co
             {nullptr, completions_.get()},
             p,
             d,
-            nullptr,
+            operands,
             impl_->flat.data());
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
@@ -403,10 +406,34 @@ Outcome SafetyKernel::execute(const Proposal& proposal) {
   return commit_if_head_unchanged(at, proposal, std::move(d), operands);
 }
 
+Decided SafetyKernel::decide(const Proposal& proposal) const {
+  std::lock_guard lock(mutex_);
+  Decided out(this, proposal, state_);
+  out.decision_ = evaluate_locked(state_, proposal, &out.operands_);
+  out.head_ = impl_->next_sequence();
+  out.guard_epoch_ = guard_epoch_;
+  return out;
+}
+
+bool SafetyKernel::is_current(const Decided& decided) const {
+  std::lock_guard lock(mutex_);
+  return decided.kernel_ == this && decided.head_ == impl_->next_sequence() &&
+         decided.guard_epoch_ == guard_epoch_;
+}
+
+Outcome SafetyKernel::execute(Decided decided) {
+  if (decided.kernel_ != this) return execute(decided.proposal_);
+  // The head the decision was made on (its budget and steps are not read by the commit).
+  const Snapshot at{std::move(decided.state_), BudgetController(0), 0, decided.head_};
+  return commit_if_head_unchanged(
+      at, decided.proposal_, std::move(decided.decision_), decided.operands_, decided.guard_epoch_);
+}
+
 Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                                const Proposal& proposal,
                                                Decision&& decision,
-                                               std::vector<Value>& operands) {
+                                               std::vector<Value>& operands,
+                                               std::optional<std::uint64_t> guarded) {
   std::string line;
   std::uint64_t sequence = 0;
   std::vector<std::pair<std::uint64_t, std::string>> attested;  // the commit gate's entries
@@ -435,8 +462,11 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                 &operands,
                 k.flat.data());
       prepared.reset();
+      guarded.reset();
     }
-    if (options_.guard && d.approved && !d.emergency) {
+    // A decision of `decide` consulted the guard on this head: unless the guard was replaced
+    // since, its answer stands (the decision is not made twice).
+    if (options_.guard && d.approved && !d.emergency && guarded != guard_epoch_) {
       const Situation here{state_,
                            budget_,
                            steps_,

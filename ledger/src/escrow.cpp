@@ -218,7 +218,7 @@ std::optional<std::string> escrow_refusal(const TaskModel& m) {
   }
   if (auto v = first_read(m.goal)) return why + "the goal reads `" + *v + "`" + fix;
   if (m.budget.declared_max_steps &&
-      *m.budget.declared_max_steps < m.budget.total / m.budget.min_action_cost)
+      m.budget.step_limit < kernel::step_bound(m.budget.total, m.budget.min_action_cost))
     return why + "budget.max_steps (" + std::to_string(*m.budget.declared_max_steps) +
            ") is below total / min_action_cost: the step bound (T2) would hold per lease, not "
            "for the group" +
@@ -398,7 +398,8 @@ void EscrowKernel::open_lease(Amount at_least) {
   // The lease's kernel: the spec with the slice as its budget (and its T2 bound).
   auto m = std::make_shared<TaskModel>(*model_);
   m->budget.total = grant;
-  m->budget.step_limit = grant / m->budget.min_action_cost;
+  m->budget.step_limit =
+      kernel::step_bound(grant, m->budget.min_action_cost, m->budget.declared_max_steps);
   lease_model_ = m;
   kernel::KernelOptions k;
   k.clock = options_.clock;

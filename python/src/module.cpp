@@ -195,12 +195,14 @@ class PyKernel {
             model_.model};
   }
 
+  // One step (`driver::step`, as HTTP's execute and MCP's tool call take).
   PyOutcome execute(py::handle action_obj, py::handle params) {
     const ActionId action(action_obj);
-    if (params.is_none())
-      return wrap(maybe_released(calls_python(), [&] { return kernel().execute(action.view()); }));
-    const ck::ParamMap p = to_params(params);
-    return wrap(maybe_released(calls_python(), [&] { return kernel().execute(action.view(), p); }));
+    const ck::ParamMap p = params.is_none() ? ck::ParamMap{} : to_params(params);
+    return wrap(maybe_released(calls_python(), [&] {
+      cd::LocalCommitter committer(kernel());
+      return cd::step(committer, action.view(), p).outcome;
+    }));
   }
 
   PyOutcome rollback(const PyReceipt& receipt) {

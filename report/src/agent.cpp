@@ -67,6 +67,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
         {"entries", r.trace_entries}, {"head", r.trace_head}, {"verified", r.trace_verified}};
     if (!r.trace_file.empty()) j["trace"]["file"] = r.trace_file;
     if (!r.transcript_file.empty()) j["transcript"] = r.transcript_file;
+    if (r.ledger) j["ledger"] = detail::ledger(*r.ledger);
     out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return;
   }
@@ -119,6 +120,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   if (!r.trace_file.empty()) out << ", written to " << r.trace_file;
   out << "\n";
   if (!r.transcript_file.empty()) out << "  transcript  " << r.transcript_file << "\n";
+  if (r.ledger) detail::print_ledger(out, *r.ledger);
 }
 
 }  // namespace clampai::report

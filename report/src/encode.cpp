@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <iomanip>
+#include <variant>
 
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/report/wire.hpp"
@@ -11,6 +12,35 @@
 namespace clampai::report::detail {
 
 json reasons(const std::vector<kernel::Reason>& rs) { return json::parse(reasons_json(rs)); }
+
+json ledger(const LedgerSection& l) {
+  if (const auto* e = std::get_if<EscrowLedgerStats>(&l.stats)) {
+    return {{"url", l.url},
+            {"mode", "escrow"},
+            {"leases", e->leases},
+            {"flushes", e->flushes},
+            {"commits", e->commits},
+            {"expired", e->expired}};
+  }
+  const auto& s = std::get<kernel::SharedStats>(l.stats);
+  return {{"url", l.url},
+          {"commits", s.commits},
+          {"conflicts", s.conflicts},
+          {"replayed", s.applied},
+          {"reconnects", s.reconnects}};
+}
+
+void print_ledger(std::ostream& out, const LedgerSection& l) {
+  if (const auto* e = std::get_if<EscrowLedgerStats>(&l.stats)) {
+    out << "ledger: " << l.url << ": " << e->commits << " commits by this process in " << e->leases
+        << " leases, " << e->flushes << " flushes; " << e->expired
+        << " stale leases of others expired\n";
+    return;
+  }
+  const auto& s = std::get<kernel::SharedStats>(l.stats);
+  out << "ledger: " << l.url << ": " << s.commits << " commits by this process, " << s.conflicts
+      << " conflicts retried, " << s.applied << " entries of other processes replayed\n";
+}
 
 json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values) {
   json o = json::object();

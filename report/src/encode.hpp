@@ -14,6 +14,7 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/report/format.hpp"
+#include "clampai/report/ledger.hpp"
 #include "clampai/verifier/verify.hpp"
 
 namespace clampai::report::detail {
@@ -30,6 +31,12 @@ json counterexample(const verifier::Counterexample& c, bool all = false);
 json plan(const kernel::TaskModel& m, const driver::Plan& p);
 /// `{"file", "line"?, "column"?}`.
 json location(const std::string& file, const kernel::SourceLoc& loc);
+
+/// A report's `ledger` member: `{"url", "commits", "conflicts", "replayed", "reconnects"}`, or in
+/// escrow mode `{"url", "mode", "leases", "flushes", "commits", "expired"}`.
+json ledger(const LedgerSection& l);
+/// The line a text report ends with on a shared ledger (`ledger: URL: ...`).
+void print_ledger(std::ostream& out, const LedgerSection& l);
 
 /// The counterexample as a table of variables, before and (for a transition) after, indented
 /// by four spaces.

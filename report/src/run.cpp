@@ -93,6 +93,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
         {"entries", in.trace_entries}, {"head", in.trace_head}, {"verified", in.trace_verified}};
     if (!in.trace_file.empty()) j["trace"]["file"] = in.trace_file;
     if (in.trace_appended) j["trace"]["appended"] = true;
+    if (in.ledger) j["ledger"] = detail::ledger(*in.ledger);
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -128,6 +129,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
   if (!in.trace_file.empty())
     out << (in.trace_appended ? ", appended to " : ", written to ") << in.trace_file;
   out << "\n";
+  if (in.ledger) detail::print_ledger(out, *in.ledger);
 }
 
 void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {

@@ -219,7 +219,7 @@ struct McpSession::Impl {
     const ck::ParamMap params = action_arguments(a, args);
     std::optional<ck::Outcome> executed;
     try {
-      executed = task->execute(a.id, params);
+      executed = task->execute(a.id, params).outcome;
     } catch (const InvalidArgument& e) {
       return tool_result(std::string("not executed: ") + e.what(), "{}", true);
     }

@@ -548,7 +548,7 @@ Response Service::Impl::task_route(Task& task, std::string_view op, const Reques
     } else {
       std::optional<ck::Outcome> executed;
       try {
-        executed = task.execute(id, params);
+        executed = task.execute(id, params).outcome;
       } catch (const InvalidArgument& e) {
         throw Refusal{409, "task_sealed", e.what()};
       }

@@ -29,13 +29,18 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       writer_(std::move(writer)),
       kernel_(std::move(kernel)),
       view_(kernel_.get()),
+      committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
       receipts_(std::move(receipts)) {}
 
 Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
-    : model_(std::move(model)), shared_(std::move(shared)), view_(&shared_->local()) {}
+    : model_(std::move(model)),
+      shared_(std::move(shared)),
+      view_(&shared_->local()),
+      committer_(std::make_unique<driver::SharedCommitter>(*shared_)) {}
 
-ck::Outcome Task::execute(std::string_view action, const ck::ParamMap& params) {
-  ck::Outcome out = shared_ ? shared_->execute(action, params) : kernel_->execute(action, params);
+driver::StepResult Task::execute(std::string_view action, const ck::ParamMap& params) {
+  driver::StepResult step = driver::step(*committer_, action, params);
+  const ck::Outcome& out = step.outcome;
   if (out.receipt) {
     // INVARIANT (receipts): kept sorted although concurrent executes may arrive out of order.
     std::lock_guard lock(mutex_);
@@ -46,7 +51,7 @@ ck::Outcome Task::execute(std::string_view action, const ck::ParamMap& params) {
     receipts_.insert(at, *out.receipt);
     if (receipts_.size() > kUndoDepth) receipts_.pop_front();
   }
-  return out;
+  return step;
 }
 
 std::vector<ck::TraceEntry> Task::trace() {

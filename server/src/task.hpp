@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "clampai/driver/committer.hpp"
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/model.hpp"
@@ -74,8 +75,9 @@ class Task {
   /// The trace: the kernel's last entries in memory, or the whole trace of the shared ledger.
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   std::vector<kernel::TraceEntry> trace();
-  /// Executes by id and remembers the receipt of a commit.
-  kernel::Outcome execute(std::string_view action, const kernel::ParamMap& params);
+  /// One step by id (`driver::step`, what HTTP's execute and MCP's tool call do); remembers
+  /// the receipt of a commit.
+  driver::StepResult execute(std::string_view action, const kernel::ParamMap& params);
   /// Rolls back the committed action of trace entry `sequence`, or the most recent one.
   /// @throws InvalidArgument if there is nothing to roll back, or the kernel refuses.
   kernel::Outcome rollback(std::optional<std::uint64_t> sequence);
@@ -95,6 +97,7 @@ class Task {
   std::unique_ptr<kernel::SafetyKernel> kernel_;  // null on a shared ledger
   std::unique_ptr<kernel::SharedKernel> shared_;  // null unless on a shared ledger
   const kernel::SafetyKernel* view_;              // kernel_, or shared_'s replica
+  std::unique_ptr<driver::Committer> committer_;  // on kernel_ or shared_
   kernel::Mutex mutex_;  // the kernel's kind: spins briefly (an execute holds it for an insert)
   // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
   // effect (what `rollback` undoes first); at most kUndoDepth.

@@ -1,6 +1,12 @@
 // The deterministic driver and the run loop.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <utility>
+
 #include "../kernel/support.hpp"
 #include "clampai/driver.hpp"
 
@@ -326,4 +332,149 @@ TEST_CASE("run: rejections screened by the driver are recorded when asked",
     REQUIRE(k.verify_trace().ok);
     REQUIRE_FALSE(replay_trace(model, k.trace()).has_value());
   }
+}
+
+namespace {
+
+// `a` moves toward the goal while the gate is open; `close` shuts it, `noise` changes nothing
+// `a` reads. Another committer commits them between the chooser's decision and the commit.
+constexpr const char* kGateSpec = R"J({"variables": {"n": {"type": "int", "initial": 0},
+    "open": {"type": "bool", "initial": true}, "m": {"type": "int", "initial": 0}},
+  "actions": [
+    {"id": "a", "cost": 1, "requires": "open",
+     "effects": [{"variable": "n", "mode": "increment", "value": 1}]},
+    {"id": "noise", "cost": 1, "effects": [{"variable": "m", "mode": "increment", "value": 1}]},
+    {"id": "close", "cost": 1, "effects": [{"variable": "open", "mode": "set", "value": false}]}],
+  "goal": "n >= 3", "budget": {"total": 100, "min_action_cost": 1}})J";
+
+// The first approvable action; after choosing, `interfere` commits on the kernel elsewhere.
+class InterferingDriver final : public Driver {
+ public:
+  explicit InterferingDriver(std::function<void()> interfere) : interfere_(std::move(interfere)) {}
+  Choice next(const SafetyKernel& kernel) override {
+    Choice c = inner_.next(kernel);
+    if (c.proposal && interfere_) interfere_();
+    return c;
+  }
+
+ private:
+  FirstApprovableDriver inner_;
+  std::function<void()> interfere_;
+};
+
+}  // namespace
+
+// A guard is consulted once per decision that approves a non-emergency action (by `decide`,
+// `evaluate` and a commit's own decision): counting its calls for `a` counts the decisions
+// of `a`. Before the step took the chooser's decision, every approved step was decided twice.
+TEST_CASE("run: an approved step is decided once unless the head moved",
+          "[kernel][driver][concurrency]") {
+  const auto model = load_spec(kGateSpec);
+  std::atomic<int> decisions_of_a{0};
+  const auto counting = [&](const Situation&, const Proposal& p, const Decision&) {
+    if (p.action == 0) decisions_of_a.fetch_add(1, std::memory_order_relaxed);
+    return std::optional<Reason>{};
+  };
+  SECTION("local kernel, nothing committed in between: one decision per step") {
+    KernelOptions options;
+    options.guard = counting;
+    SafetyKernel k(model, options);
+    InterferingDriver driver(nullptr);
+    const RunResult r = run(k, driver);
+    REQUIRE(r.goal_reached);
+    REQUIRE(r.executed == 3);
+    CHECK(decisions_of_a.load() == 3);
+  }
+  SECTION("local kernel, another thread commits in between: decided afresh, twice per step") {
+    KernelOptions options;
+    options.guard = counting;
+    SafetyKernel k(model, options);
+    InterferingDriver driver([&] { std::thread([&] { (void)k.execute("noise"); }).join(); });
+    const RunResult r = run(k, driver);
+    REQUIRE(r.goal_reached);
+    REQUIRE(r.executed == 3);
+    CHECK(decisions_of_a.load() == 6);
+    CHECK(k.state().get("m") == Value::integer(3));
+  }
+  SECTION("local kernel: a decision made on an older head is never committed") {
+    SafetyKernel k(model);
+    bool closed = false;
+    InterferingDriver driver([&] {
+      if (!std::exchange(closed, true))
+        std::thread([&] { REQUIRE(k.execute("close").receipt); }).join();
+    });
+    RunOptions run_options;
+    run_options.max_steps = 2;  // the chooser goes on with `noise`
+    const RunResult r = run(k, driver, run_options);
+    // `a` was approved while open, refused at commit on the head `close` made.
+    REQUIRE_FALSE(r.goal_reached);
+    REQUIRE(std::count(r.actions.begin(), r.actions.end(), "a") == 0);
+    REQUIRE(r.rejections_by_reason.at("requires_failed") >= 1);
+    REQUIRE(k.state().get("n") == Value::integer(0));
+  }
+  SECTION("shared ledger, nothing committed in between: one decision per step") {
+    SharedOptions options;
+    options.guard = counting;
+    SharedKernel k(model, std::make_shared<MemoryLedger>(), options);
+    InterferingDriver driver(nullptr);
+    const RunResult r = run(k, driver);
+    REQUIRE(r.goal_reached);
+    CHECK(decisions_of_a.load() == 3);
+    CHECK(k.stats().conflicts == 0);
+  }
+  SECTION("shared ledger, another kernel commits in between: decided afresh, twice per step") {
+    const auto ledger = std::make_shared<MemoryLedger>();
+    SharedOptions options;
+    options.guard = counting;
+    SharedKernel k(model, ledger, options);
+    SharedKernel other(model, ledger->share());
+    InterferingDriver driver([&] { REQUIRE(other.execute("noise").receipt); });
+    const RunResult r = run(k, driver);
+    REQUIRE(r.goal_reached);
+    CHECK(decisions_of_a.load() == 6);
+    CHECK(k.stats().conflicts == 3);
+  }
+  SECTION("shared ledger: a decision made on an older head is never committed") {
+    const auto ledger = std::make_shared<MemoryLedger>();
+    SharedKernel k(model, ledger);
+    SharedKernel other(model, ledger->share());
+    bool closed = false;
+    InterferingDriver driver([&] {
+      if (!std::exchange(closed, true)) REQUIRE(other.execute("close").receipt);
+    });
+    RunOptions run_options;
+    run_options.max_steps = 2;  // the chooser goes on with `noise`
+    const RunResult r = run(k, driver, run_options);
+    REQUIRE_FALSE(r.goal_reached);
+    REQUIRE(std::count(r.actions.begin(), r.actions.end(), "a") == 0);
+    REQUIRE(r.rejections_by_reason.at("requires_failed") >= 1);
+    REQUIRE(k.local().state().get("n") == Value::integer(0));
+  }
+}
+
+TEST_CASE("step: one step by id, as front ends call it", "[kernel][driver]") {
+  const auto model = load_spec(kGateSpec);
+  KernelOptions options;
+  options.record_rejections = true;
+  SafetyKernel k(model, options);
+  LocalCommitter committer(k);
+  const StepResult done = step(committer, "a", {});
+  REQUIRE(done.kind == StepOutcome::committed);
+  REQUIRE(done.committed());
+  REQUIRE(done.outcome.receipt);
+  REQUIRE(to_string(done.kind) == "committed");
+  const StepResult unknown = step(committer, "nope", {});
+  REQUIRE(unknown.kind == StepOutcome::rejected);
+  REQUIRE(unknown.outcome.decision.reasons.at(0).code == ReasonCode::unknown_action);
+  REQUIRE(k.trace().back().kind == EntryKind::rejected);  // recorded as given
+  REQUIRE(k.trace().back().action == "nope");
+  // A decision of another kernel is decided afresh on this one.
+  SafetyKernel closed(model);
+  (void)closed.execute("close");
+  REQUIRE_FALSE(closed.decide(default_proposal(*model, 0)).decision().approved);
+  REQUIRE(step(committer, closed.decide(default_proposal(*model, 0))).committed());
+  LocalCommitter closed_committer(closed);
+  const StepResult refused = step(closed_committer, k.decide(default_proposal(*model, 0)));
+  REQUIRE(refused.kind == StepOutcome::rejected);
+  REQUIRE(closed.state().get("n") == Value::integer(0));
 }

@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/mutex.hpp"
 #include "support.hpp"
 
@@ -101,6 +102,85 @@ TEST_CASE("Concurrency: threads racing for the last unit of budget: exactly one 
     REQUIRE(kernel.trace_length() ==
             1 + 3 + kThreads + (options.record_rejections ? kThreads - 1 : 0));
   }
+}
+
+// `execute(Decided)` commits a decision without deciding again only on the head it was made
+// on: threads that all decided on the head with one unit of budget left race to commit; one
+// commits its decision as made, the others find the head moved, are decided afresh and refused.
+TEST_CASE("Concurrency: decisions made on one head, committed by racing threads: one wins",
+          "[kernel][concurrency]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "take", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 3, "min_action_cost": 1}})J");
+  constexpr int kThreads = 4;
+  for (int round = 0; round < 40; ++round) {
+    KernelOptions options;
+    options.record_rejections = round % 2 == 0;
+    SafetyKernel kernel(model, options);
+    REQUIRE(kernel.execute("take").receipt);
+    REQUIRE(kernel.execute("take").receipt);  // one unit left
+    const auto take = std::get<Proposal>(kernel.resolve("take"));
+    std::atomic<int> decided{0};
+    std::atomic<int> won{0};
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        Decided d = kernel.decide(take);
+        const bool approved = d.decision().approved;
+        decided.fetch_add(1);
+        while (decided.load() < kThreads) std::this_thread::yield();  // all on one head
+        const Outcome o = kernel.execute(std::move(d));
+        if (approved && o.receipt) {
+          won.fetch_add(1);
+        } else if (approved && o.decision.has(ReasonCode::budget_exceeded)) {
+          refused.fetch_add(1);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(won.load() == 1);
+    REQUIRE(refused.load() == kThreads - 1);
+    REQUIRE(kernel.budget().net() == kernel.budget().total());
+    REQUIRE(kernel.steps() == 3);
+    REQUIRE(kernel.verify_trace().ok);
+    REQUIRE_FALSE(replay_trace(model, kernel.trace()).has_value());
+  }
+}
+
+// The same on a shared ledger: each thread's kernel decides on its replica and commits that
+// decision; a compare-and-set lost to another kernel is decided afresh, so the budget is spent
+// exactly and the shared trace replays.
+TEST_CASE("Concurrency: shared kernels commit their replicas' decisions, never a stale one",
+          "[kernel][concurrency][ledger]") {
+  const auto model = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "take", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 40, "min_action_cost": 1}})J");
+  const auto ledger = std::make_shared<MemoryLedger>();
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<SharedKernel>> kernels;
+  for (int t = 0; t < kThreads; ++t)
+    kernels.push_back(std::make_unique<SharedKernel>(model, ledger->share()));
+  const auto take = std::get<Proposal>(kernels[0]->local().resolve("take"));
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      SharedKernel& k = *kernels[static_cast<std::size_t>(t)];
+      for (int i = 0; i < 30; ++i) {
+        Decided d = k.local().decide(take);
+        if (!d.decision().approved && k.refresh() == 0) break;  // the budget is spent
+        if (k.execute(std::move(d)).receipt) won.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  REQUIRE(won.load() == 40);  // T1: every unit once, none twice
+  SharedKernel reader(model, ledger->share());
+  REQUIRE(reader.local().state().get("n") == Value::integer(40));
+  REQUIRE(reader.local().budget().net() == reader.local().budget().total());
+  const auto entries = parse_trace_lines(reader.read(0), "memory:");
+  REQUIRE_FALSE(replay_trace(model, entries).has_value());
 }
 
 // Without a writer, entries are hashed after `execute` returns, in order, by a background

@@ -1,11 +1,14 @@
 // The report library: the progress reporter, failure reports and the encoders' edge cases.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
+#include "clampai/kernel/spec_loader.hpp"
 #include "clampai/report.hpp"
 
 namespace cr = clampai::report;
@@ -147,4 +150,110 @@ TEST_CASE("bytes that are not UTF-8 (a file name) never break a report") {
   const std::string expected = std::string("message=\"cannot read `q?") + "?-.json` \xe2\x82\xac\"";
   CHECK(junit.str().find(expected) != std::string::npos);
   CHECK(junit.str().find('\xff') == std::string::npos);
+}
+
+namespace {
+
+// What `run --ledger` printed before the report took its ledger section as typed values: the
+// report without it, re-parsed, with the `ledger` object added (JSON); the line after (text).
+std::string with_ledger_reparsed(const std::string& report,
+                                 cr::Format format,
+                                 const cr::LedgerSection& l) {
+  if (format != cr::Format::json) {
+    std::ostringstream line;
+    if (const auto* e = std::get_if<cr::EscrowLedgerStats>(&l.stats)) {
+      line << "ledger: " << l.url << ": " << e->commits << " commits by this process in "
+           << e->leases << " leases, " << e->flushes << " flushes; " << e->expired
+           << " stale leases of others expired\n";
+    } else {
+      const auto& s = std::get<clampai::kernel::SharedStats>(l.stats);
+      line << "ledger: " << l.url << ": " << s.commits << " commits by this process, "
+           << s.conflicts << " conflicts retried, " << s.applied
+           << " entries of other processes replayed\n";
+    }
+    return report + line.str();
+  }
+  nlohmann::json j = nlohmann::json::parse(report);
+  if (const auto* e = std::get_if<cr::EscrowLedgerStats>(&l.stats)) {
+    j["ledger"] = {{"url", l.url},
+                   {"mode", "escrow"},
+                   {"leases", e->leases},
+                   {"flushes", e->flushes},
+                   {"commits", e->commits},
+                   {"expired", e->expired}};
+  } else {
+    const auto& s = std::get<clampai::kernel::SharedStats>(l.stats);
+    j["ledger"] = {{"url", l.url},
+                   {"commits", s.commits},
+                   {"conflicts", s.conflicts},
+                   {"replayed", s.applied},
+                   {"reconnects", s.reconnects}};
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("run and agent reports on a ledger: the bytes of the re-parsed report") {
+  const auto model =
+      clampai::kernel::load_spec(R"({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "a", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "goal": "n >= 1", "budget": {"total": 10, "min_action_cost": 1}})");
+  clampai::driver::RunResult result;
+  result.goal_reached = true;
+  result.termination = clampai::driver::Termination::goal_reached;
+  result.executed = result.attempted = 1;
+  result.actions = {"a"};
+  clampai::kernel::SharedStats shared;
+  shared.commits = 3;
+  shared.conflicts = 2;
+  shared.applied = 5;
+  shared.reconnects = 1;
+  const std::vector<cr::LedgerSection> sections = {
+      {"memory:", shared}, {"postgresql://h/db#t", cr::EscrowLedgerStats{4, 3, 7, 1}}};
+  for (const cr::LedgerSection& section : sections) {
+    for (const cr::Format format : {cr::Format::json, cr::Format::text}) {
+      cr::RunReport run;
+      run.spec = "spec\xff.json";  // not UTF-8: replaced in JSON, as before
+      run.model = model.get();
+      run.result = &result;
+      run.steps = 1;
+      run.step_limit = 10;
+      run.total = 10000;
+      run.net = run.gross = 1000;
+      run.trace_entries = 4;
+      run.trace_head = std::string(64, 'a');
+      run.trace_verified = true;
+      run.trace_file = section.url;
+      std::ostringstream without, with;
+      cr::write_run(without, format, run);
+      run.ledger = section;
+      cr::write_run(with, format, run);
+      CHECK(with.str() == with_ledger_reparsed(without.str(), format, section));
+
+      cr::AgentReport agent;
+      agent.spec = run.spec;
+      agent.model = model.get();
+      agent.llm = "mock";
+      agent.termination = "goal_reached";
+      agent.goal_reached = true;
+      agent.message = "done \xc3";
+      agent.progress = 0.1 + 0.2;  // a double that must come back the same
+      agent.trace_head = run.trace_head;
+      std::ostringstream agent_without, agent_with;
+      cr::write_agent(agent_without, format, agent);
+      agent.ledger = section;
+      cr::write_agent(agent_with, format, agent);
+      CHECK(agent_with.str() == with_ledger_reparsed(agent_without.str(), format, section));
+    }
+  }
+  // A ledger whose name is not UTF-8 (a file ledger's path): the re-parsed report threw at the
+  // end of the run; the one report replaces the bytes, as everywhere else.
+  cr::RunReport run;
+  run.model = model.get();
+  run.result = &result;
+  run.ledger = cr::LedgerSection{"file:q\xff.jsonl", shared};
+  std::ostringstream out;
+  REQUIRE_NOTHROW(cr::write_run(out, cr::Format::json, run));
+  CHECK(out.str().find("\"url\": \"file:q\xef\xbf\xbd.jsonl\"") != std::string::npos);
 }

@@ -448,13 +448,13 @@ void build_budget(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
     throw SpecError("budget.min_action_cost",
                     "must be greater than 0, or termination (T2) cannot be guaranteed");
   }
-  // T2: floor(B / epsilon), exact in integers.
-  m->budget.step_limit = m->budget.total / m->budget.min_action_cost;
   if (decl.budget.max_steps) {
     if (*decl.budget.max_steps < 0) throw SpecError("budget.max_steps", "must not be negative");
     m->budget.declared_max_steps = decl.budget.max_steps;
-    m->budget.step_limit = std::min(m->budget.step_limit, *decl.budget.max_steps);
   }
+  // T2: min(floor(B / epsilon), max_steps), exact in integers.
+  m->budget.step_limit =
+      step_bound(m->budget.total, m->budget.min_action_cost, m->budget.declared_max_steps);
 }
 
 // The variables and the schema.

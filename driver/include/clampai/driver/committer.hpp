@@ -1,6 +1,20 @@
 // The thing that decides and commits, whatever it commits to: the local `SafetyKernel`, a
-// `SharedKernel` on a ledger (PostgreSQL or file), an escrow lease. Every run loop (`run`, the
-// agent's orchestrator) and every one-step caller (the server, MCP, Python) goes through one.
+// `SharedKernel` on a ledger (PostgreSQL or file), an escrow lease; and the step, the one unit
+// of work over it (decide, commit, record, result). Every run loop (`run`, the agent's
+// orchestrator) commits through `step`, and every one-step front end (the server's execute,
+// MCP's tool call, Python's execute) calls `step` once per request.
+//
+// Room for what comes next, without changing callers (they switch on `StepOutcome` and read
+// `StepResult::outcome`):
+// - approvals (a step waits for a human): a `pending` outcome, the result carrying a ticket to
+//   resume it with; a committer that holds such steps decides when to commit them;
+// - shadow decisions (decided but not enforced): a `shadowed` outcome whose decision is reported
+//   and whose action is let through, chosen by the committer (a shadow committer);
+// - budget pools: a rejection's reason subject names the pool level that refused it (the
+//   decision's reasons already carry a subject; nothing to add to the result);
+// - a gateway forwarding to a real tool: an `unknown` outcome when the tool may have acted
+//   (commit, forward, then the tool's answer lost), undone by rollback or compensation;
+// - async callers: a committer whose commit completes later returns `pending` the same way.
 #pragma once
 
 #include <cstdint>
@@ -39,13 +53,22 @@ std::string_view to_string(Termination t) noexcept;
 /// Decides and commits proposals. `view()` is the kernel a chooser reads and evaluates on (for a
 /// shared kernel, its replica at the latest head this process knows); `commit` decides the
 /// proposal afresh on the latest head and commits it if approved (T5: a rejection changes
-/// nothing).
+/// nothing). Callers go through `step`.
 class Committer {
  public:
   virtual ~Committer() = default;
   [[nodiscard]] virtual const kernel::SafetyKernel& view() const = 0;
   [[nodiscard]] const kernel::TaskModel& model() const { return view().model(); }
   virtual kernel::Outcome commit(const kernel::Proposal& proposal) = 0;
+  /// Commits a decision made on `view()` (`SafetyKernel::decide`): without deciding again while
+  /// the head it was made on is the latest, decided afresh otherwise. The default decides
+  /// afresh (`commit` of its proposal).
+  virtual kernel::Outcome commit_decided(kernel::Decided&& decided);
+  /// Commits action `action_id` with named parameters, as a front end receives them: an id or
+  /// a parameter that does not resolve is a rejection (T5), recorded with the id and parameters
+  /// as given when the committer records rejections. The default resolves on `view()` and
+  /// records nothing for what does not resolve.
+  virtual kernel::Outcome commit_named(std::string_view action_id, const kernel::ParamMap& params);
   /// Decides `proposal` and, if it is rejected and the committer records rejections, commits the
   /// rejected entry to the trace.
   virtual kernel::Decision record_rejection(const kernel::Proposal& proposal) = 0;
@@ -68,12 +91,46 @@ class Committer {
   virtual std::optional<Termination> on_refusal(const kernel::Decision& decision);
 };
 
+/// What became of a step. Callers switch on it; values will be added (see the file's comment:
+/// `pending`, `shadowed`, `unknown`), so a `switch` should have a default.
+enum class StepOutcome : std::uint8_t {
+  committed,  // approved and committed: the outcome has a receipt
+  rejected,   // refused (T5: nothing changed; traced when the committer records rejections)
+};
+/// The value's name (`committed`, `rejected`).
+std::string_view to_string(StepOutcome o) noexcept;
+
+/// The result of one step: what became of it and the kernel's outcome (the decision, the
+/// receipt of a commit, the state afterwards).
+struct StepResult {
+  StepOutcome kind = StepOutcome::rejected;
+  kernel::Outcome outcome;
+  [[nodiscard]] bool committed() const noexcept { return kind == StepOutcome::committed; }
+};
+
+/// One step, the unit every loop and front end shares: decides `proposal` on the committer's
+/// latest head, commits it if approved, records a rejection when the committer records them,
+/// and says what became of it.
+/// @throws what the committer's commit throws (TraceError, LedgerUnavailable, InvalidArgument
+/// on a sealed kernel).
+StepResult step(Committer& committer, const kernel::Proposal& proposal);
+/// The same for a chooser's decision made on `committer.view()`: not decided again unless the
+/// head moved since it was made (an approved step is decided once).
+StepResult step(Committer& committer, kernel::Decided&& decided);
+/// The same by action id and named parameters (`Committer::commit_named`): what a
+/// front end (HTTP, MCP, Python) receives.
+StepResult step(Committer& committer,
+                std::string_view action_id,
+                const kernel::ParamMap& params = {});
+
 /// The local kernel (one process; thread-safe: other threads may commit on it too).
 class LocalCommitter final : public Committer {
  public:
   explicit LocalCommitter(kernel::SafetyKernel& kernel) noexcept : kernel_(kernel) {}
   [[nodiscard]] const kernel::SafetyKernel& view() const override { return kernel_; }
   kernel::Outcome commit(const kernel::Proposal& proposal) override;
+  kernel::Outcome commit_decided(kernel::Decided&& decided) override;
+  kernel::Outcome commit_named(std::string_view action_id, const kernel::ParamMap& params) override;
   kernel::Decision record_rejection(const kernel::Proposal& proposal) override;
   [[nodiscard]] bool records_rejections() const override;
   /// @throws InvalidArgument if another thread committed since `receipt` (as the kernel does).
@@ -90,6 +147,8 @@ class SharedCommitter final : public Committer {
   explicit SharedCommitter(kernel::SharedKernel& kernel) noexcept : kernel_(kernel) {}
   [[nodiscard]] const kernel::SafetyKernel& view() const override { return kernel_.local(); }
   kernel::Outcome commit(const kernel::Proposal& proposal) override;
+  kernel::Outcome commit_decided(kernel::Decided&& decided) override;
+  kernel::Outcome commit_named(std::string_view action_id, const kernel::ParamMap& params) override;
   kernel::Decision record_rejection(const kernel::Proposal& proposal) override;
   [[nodiscard]] bool records_rejections() const override;
   /// None when another process committed on top of `receipt`.

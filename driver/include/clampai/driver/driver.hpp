@@ -25,7 +25,11 @@ using kernel::TaskModel;
 /// What a driver proposes next, and the proposals it considered and found rejected.
 struct Choice {
   std::optional<Proposal> proposal{};  // none: the driver has nothing to propose
-  std::vector<Decision> rejected{};    // rejected evaluations made while choosing
+  /// `proposal`'s decision, when the chooser made it with `SafetyKernel::decide` on the view
+  /// it was given: `run` commits it without deciding again unless the head moved meanwhile.
+  /// Ignored unless it is a decision of `proposal`.
+  std::optional<kernel::Decided> decided{};
+  std::vector<Decision> rejected{};  // rejected evaluations made while choosing
   /// The proposals of `rejected`, when the driver keeps them: `run` records them in the trace
   /// when the kernel records rejections (SafetyKernel::record_rejection).
   std::vector<Proposal> rejected_proposals{};
@@ -106,7 +110,8 @@ struct RunResult {
 /// choose on `committer.view()` (its screened rejections recorded when the committer records
 /// rejections); with nothing to propose, catch up with other processes, recover (a rollback of
 /// this run's last commit, else one emergency action) or stop; else commit the choice (decided
-/// afresh on the latest head) and tell the chooser. Ends when the goal is reached, the chooser
+/// afresh on the latest head only if it moved since the chooser decided: `step`) and tell the
+/// chooser. Ends when the goal is reached, the chooser
 /// stops it or has nothing to propose (and recovery, if asked for, cannot help), or the run's
 /// cap is reached. Terminates: every committed non-emergency action counts against the
 /// kernel's step limit (T2), refusals in a row are bounded (`refusals_before_stop`, else by the

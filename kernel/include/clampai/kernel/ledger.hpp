@@ -227,6 +227,10 @@ class SharedKernel {
   /// decision). A rejection is final only once decided on the ledger's latest head.
   Outcome execute(const Proposal& proposal);
   Outcome execute(std::string_view action_id, const ParamMap& params = {});
+  /// The same for a decision the local replica made (`local().decide`): taken as decided when
+  /// the replica is still at the head it was made on, decided afresh otherwise (and after a
+  /// lost compare-and-set, as always).
+  Outcome execute(Decided decided);
   /// Undoes `receipt`'s action (T7): it must be the most recent action of the shared trace still
   /// in effect. Refunds its cost once across all kernels (the rollback entry is committed by
   /// compare-and-set like any other).
@@ -266,6 +270,8 @@ class SharedKernel {
     std::vector<Value> params;
   };
   void apply_locked(const TraceEntry& entry, std::size_t index);
+  // `execute`, the first decision taken from `decided` if it is still current.
+  Outcome execute_locked(const Proposal& proposal, Decided* decided);
   std::uint64_t refresh_locked();
   // Commits `entry` (complete but for prev/sequence/hash, set here) by compare-and-set,
   // resolving a lost connection by reading back. True iff committed.

@@ -270,9 +270,21 @@ struct Budget {
   Amount min_action_cost = 0;
   int scale = 3;
   std::optional<std::int64_t> declared_max_steps{};
-  /// The T2 bound: min(floor(total / min_action_cost), declared_max_steps), exact.
+  /// The T2 bound: min(floor(total / min_action_cost), declared_max_steps), exact
+  /// (`step_bound`).
   std::int64_t step_limit = 0;
 };
+
+/// The T2 step bound of a budget of `total` whose actions cost at least `min_action_cost`
+/// (> 0): min(floor(total / min_action_cost), `max_steps`), exact. What `Budget::step_limit`
+/// holds; the one place it is computed (escrow's leases take it with their slice as `total`).
+[[nodiscard]] constexpr std::int64_t step_bound(
+    Amount total,
+    Amount min_action_cost,
+    std::optional<std::int64_t> max_steps = std::nullopt) noexcept {
+  const std::int64_t by_cost = total / min_action_cost;
+  return max_steps && *max_steps < by_cost ? *max_steps : by_cost;
+}
 
 /// A validated task model. Immutable; share it with `std::shared_ptr<const TaskModel>`.
 class TaskModel {

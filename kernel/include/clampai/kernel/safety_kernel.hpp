@@ -166,6 +166,30 @@ struct Outcome {
   State state;                       // the kernel's state afterwards
 };
 
+class SafetyKernel;
+
+/// A kernel's decision on a proposal together with the head it was made on
+/// (`SafetyKernel::decide`): `SafetyKernel::execute(Decided)` commits it as decided while that
+/// head is still the kernel's, and decides afresh only if the head moved, so a chooser's
+/// decision is not made twice. Read-only: only the kernel that made it can commit it.
+class Decided {
+ public:
+  [[nodiscard]] const Proposal& proposal() const noexcept { return proposal_; }
+  [[nodiscard]] const Decision& decision() const noexcept { return decision_; }
+
+ private:
+  friend class SafetyKernel;
+  Decided(const SafetyKernel* kernel, Proposal proposal, State state)
+      : kernel_(kernel), proposal_(std::move(proposal)), state_(std::move(state)) {}
+  const SafetyKernel* kernel_ = nullptr;  // the kernel that decided
+  Proposal proposal_;
+  Decision decision_;
+  State state_;                    // the state decided on
+  std::uint64_t head_ = 0;         // the trace's next sequence number then
+  std::uint64_t guard_epoch_ = 0;  // the guard consulted (SafetyKernel::set_guard counts)
+  std::vector<Value> operands_{};  // the effects' values (the undo record's)
+};
+
 /// The runtime safety kernel. Owns the current state, the budget ledger, the step counters and
 /// the trace. Thread-safe: every public member takes one internal lock. `execute` is optimistic,
 /// as a database commits: it takes a snapshot of the head (state, counters, trace position)
@@ -215,6 +239,16 @@ class SafetyKernel {
   Outcome execute(const Proposal& proposal);
   /// The same, by id.
   Outcome execute(std::string_view action_id, const ParamMap& params = {});
+  /// `evaluate`, keeping the head the decision is made on, for `execute(Decided)`.
+  [[nodiscard]] Decided decide(const Proposal& proposal) const;
+  /// `execute` of a decision this kernel made (`decide`): if nothing was appended to the trace
+  /// since (the head is unchanged) and the guard was not replaced, commits it without deciding
+  /// again (the commit gate is still consulted); else decides afresh on the current head, as
+  /// `execute` does. A decision of another kernel is decided afresh.
+  Outcome execute(Decided decided);
+  /// True iff `decided` was made by this kernel on its current head with its current guard:
+  /// `execute(decided)` would commit it as decided (for a `SharedKernel` over its replica).
+  [[nodiscard]] bool is_current(const Decided& decided) const;
   /// For drivers that screen proposals with `evaluate`: evaluates `proposal` and, if it is
   /// rejected and the kernel records rejections, appends the rejected entry as `execute` would.
   /// Never commits anything. Returns the decision.
@@ -295,11 +329,17 @@ class SafetyKernel {
   // (or traces a rejection); if the head moved, decides again under the lock on the current
   // head and commits that (a retry on a fresh snapshot would meet the same race). `operands`
   // are the effects' values from the decision (the undo record's).
+  // `guarded`: the guard epoch at which `decision` consulted the guard (decide), if it did;
+  // then, on an unchanged head and guard, the guard is not consulted again.
   Outcome commit_if_head_unchanged(const Snapshot& at,
                                    const Proposal& proposal,
                                    Decision&& decision,
-                                   std::vector<Value>& operands);
-  Decision evaluate_locked(const State& state, const Proposal& proposal) const;
+                                   std::vector<Value>& operands,
+                                   std::optional<std::uint64_t> guarded = std::nullopt);
+  // `evaluate` under the lock; `operands`, if given, gets the effects' values (`decide`).
+  Decision evaluate_locked(const State& state,
+                           const Proposal& proposal,
+                           std::vector<Value>* operands = nullptr) const;
   // Completes `entry` (sequence, link, the given counters, time), hashes it and appends its
   // canonical line to the in-memory log (may throw before anything changes: T5). If `line`,
   // it gets the line for the writer.
@@ -339,6 +379,7 @@ class SafetyKernel {
   // INVARIANT (chain): each line's `prev` is the hash of the line before (T6).
   std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
+  std::uint64_t guard_epoch_ = 0;  // under the lock: how many times set_guard replaced the guard
 };
 
 /// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is

@@ -13,6 +13,7 @@
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/report/format.hpp"
+#include "clampai/report/ledger.hpp"
 
 namespace clampai::report {
 
@@ -53,6 +54,7 @@ struct AgentReport {
   std::string trace_file{};
   std::string transcript_file{};
   std::optional<unsigned> lookahead{};
+  std::optional<LedgerSection> ledger{};  // a run on a shared ledger
 };
 
 /// `agent`. Requires `model`.

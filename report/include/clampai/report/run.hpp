@@ -10,6 +10,7 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/report/format.hpp"
+#include "clampai/report/ledger.hpp"
 
 namespace clampai::report {
 
@@ -33,6 +34,7 @@ struct RunReport {
   bool trace_appended = false;  // the run continued the trace already in `trace_file`
   std::optional<unsigned> lookahead{};
   bool recover = false;
+  std::optional<LedgerSection> ledger{};  // a run on a shared ledger
 };
 
 /// `run`. Requires the pointers set.
