@@ -87,9 +87,9 @@ class Belief:
 
 
 def _digamma(x: float) -> float:
-    """psi(x) for x > 0: the recurrence up to 6, then the asymptotic series (error < 1e-12)."""
+    """psi(x) for x > 0: the recurrence up to 10, then the asymptotic series (error < 1e-13)."""
     result = 0.0
-    while x < 6.0:
+    while x < 10.0:
         result -= 1.0 / x
         x += 1.0
     f = 1.0 / (x * x)
@@ -165,22 +165,33 @@ class CausalGraph:
         return [a for a in available if self.can_execute(a)[0]]
 
     def critical_path(self, target: str) -> List[str]:
-        """The shortest chain of actions not completed, each a dependency of the next, that
-        ends at `target` and starts with a ready action: what to run, in order ([] when
-        `target` has completed or no chain starts with a ready action)."""
+        """The longest chain of actions not completed, each a dependency of the next, that ends
+        at `target`: the work that must run before it, in an order that works; its first action
+        is ready (ties: the dependency listed first). [] when `target` has completed, or when
+        the work before it loops (`has_cycle`)."""
+        memo: Dict[str, Optional[List[str]]] = {}
+        on_path: Set[str] = set()
+
+        def chain(node: str) -> Optional[List[str]]:
+            if node in on_path:
+                return None  # a cycle: no order works
+            if node not in memo:
+                on_path.add(node)
+                best: Optional[List[str]] = []
+                for d in self.can_execute(node)[1]:
+                    sub = chain(d)
+                    if sub is None:
+                        best = None
+                        break
+                    if len(sub) > len(best):  # type: ignore[arg-type]
+                        best = sub
+                on_path.discard(node)
+                memo[node] = None if best is None else [*best, node]
+            return memo[node]
+
         if target in self._completed:
             return []
-        queue, seen = [[target]], {target}
-        while queue:
-            path = queue.pop(0)
-            ready, unmet = self.can_execute(path[0])
-            if ready:
-                return path
-            for d in unmet:
-                if d not in seen:
-                    seen.add(d)
-                    queue.append([d, *path])
-        return []
+        return chain(target) or []
 
     def has_cycle(self) -> bool:
         state: Dict[str, int] = {}  # 1: on the current path, 2: done
