@@ -417,13 +417,15 @@ class ReasoningResponse:
 
 _MAX_OBJECTS = 64   # JSON objects read from one answer (clampai::agent::parse_answer's limits)
 _MAX_STARTS = 256   # places where one may start
+_MAX_OBJECT = 64 * 1024  # characters of one object
 _TEXT_FIELDS = ("reasoning", "expected_outcome", "risk_assessment", "alternative_considered",
                 "stop_reason")
 
 
 def parse_llm_response(raw: str, valid_action_ids: Set[str]) -> ReasoningResponse:
     """Reads the answer's JSON object: every object in the text is read (code fences and prose
-    around them ignored), after removing control, zero-width and bidirectional characters
+    around them ignored; as clampai::agent::parse_answer, at most 64 objects of 64 KiB from the
+    first 256 places where one may start), after removing control, zero-width and bidirectional characters
     (clampai::agent::strip_invisible); those with `chosen_action_id` or `should_stop` must all
     choose the same, or the answer is refused as ambiguous. `should_stop` must be a JSON bool;
     the chosen id must be one of `valid_action_ids` unless stopping. Never raises for any text."""
@@ -438,13 +440,13 @@ def parse_llm_response(raw: str, valid_action_ids: Set[str]) -> ReasoningRespons
             break
         starts += 1
         try:
-            obj, end = decoder.raw_decode(text, pos)
+            obj, length = decoder.raw_decode(text[pos:pos + _MAX_OBJECT])
         except (ValueError, RecursionError):
             pos += 1
             continue
         if isinstance(obj, dict) and ("chosen_action_id" in obj or "should_stop" in obj):
             choices.append(obj)
-        pos = end
+        pos += length
     data: Dict[str, Any] = {}
     if not choices:
         errors.append("no JSON object with chosen_action_id or should_stop in the answer")

@@ -195,6 +195,14 @@ def test_reasoning_request_prompt():
     assert "## RECENT HISTORY" not in request().to_prompt()
 
 
+def test_the_prompt_of_this_projects_kernel():
+    kernel = SafetyKernel(quickstart_task())
+    req = request()
+    prompt = ReasoningRequest(req.goal, kernel.state, req.available_actions, req.action_values,
+                              req.beliefs, req.causal_graph, kernel).to_prompt()
+    assert f"Steps: 0/{kernel.max_steps}" in prompt and "processed" in prompt
+
+
 def test_the_mock_adapter_chooses_novel_ready_actions():
     llm = MockLLMAdapter()
     prompt = request().to_prompt()
@@ -240,6 +248,8 @@ def test_parse_llm_response():
     ('[1, 2]', "no JSON object"),  # the Python ClampAI raises AttributeError
     ('{"chosen_action_id": 7}', "must be a string"),
     ('{' * 100_000, "no JSON object"),
+    ('{"a": ' * 100_000, "no JSON object"),  # too deep for any parser: refused, not raised
+    ('{"chosen_action_id": "fetch", "reasoning": "' + "x" * 70_000 + '"}', "no JSON object"),
     ('', "no JSON object"),
 ])
 def test_parse_llm_response_refuses_what_is_not_one_clear_choice(raw, error):
