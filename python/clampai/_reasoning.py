@@ -363,7 +363,8 @@ class ReasoningRequest:
             if a is None:
                 continue
             ok, unmet = self.causal_graph.can_execute(a.id)
-            lines = [f"### [{'READY' if a.id in ready else 'BLOCKED'}] {a.name or a.id} (id={a.id})",
+            status = "READY" if a.id in ready else "BLOCKED"
+            lines = [f"### [{status}] {a.name or a.id} (id={a.id})",
                      f"  {a.description}",
                      f"  Cost: ${float(a.cost):.2f} | Risk: {a.risk_level} | "
                      f"Reversible: {a.reversible}",
@@ -425,12 +426,14 @@ _TEXT_FIELDS = ("reasoning", "expected_outcome", "risk_assessment", "alternative
 def parse_llm_response(raw: str, valid_action_ids: Set[str]) -> ReasoningResponse:
     """Reads the answer's JSON object: every object in the text is read (code fences and prose
     around them ignored; as clampai::agent::parse_answer, at most 64 objects of 64 KiB from the
-    first 256 places where one may start), after removing control, zero-width and bidirectional characters
-    (clampai::agent::strip_invisible); those with `chosen_action_id` or `should_stop` must all
+    first 256 places where one may start), after removing control, zero-width and bidirectional
+    characters (clampai::agent::strip_invisible); those with `chosen_action_id` or `should_stop` must all
     choose the same, or the answer is refused as ambiguous. `should_stop` must be a JSON bool;
     the chosen id must be one of `valid_action_ids` unless stopping. Never raises for any text."""
     errors: List[str] = []
-    text = _clampai._strip_invisible(raw if isinstance(raw, str) else str(raw))
+    text = raw if isinstance(raw, str) else str(raw)
+    # A lone surrogate is no character: '?' (UTF-8 has no form for it).
+    text = _clampai._strip_invisible(text.encode("utf-8", "replace").decode("utf-8"))
     decoder = json.JSONDecoder()
     choices: List[Dict[str, Any]] = []
     pos = starts = 0
@@ -457,6 +460,8 @@ def parse_llm_response(raw: str, valid_action_ids: Set[str]) -> ReasoningRespons
             errors.append(f"ambiguous answer: {len(choices)} JSON objects choose differently")
     action_id = data.get("chosen_action_id", "")
     stop = data.get("should_stop", False)
+    if stop is None:  # null: not given
+        stop = False
     if not isinstance(stop, bool):
         errors.append(f"should_stop must be true or false, not {json.dumps(stop)}")
         stop = False

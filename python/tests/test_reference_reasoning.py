@@ -261,6 +261,9 @@ def test_parse_llm_response_ignores_invisible_characters():
     raw = '{"chosen_action_id": "fe\u200btch\u202e", "should_stop": false}\x00'
     r = parse_llm_response(raw, {"fetch"})
     assert r.is_valid and r.chosen_action_id == "fetch"
+    lone = parse_llm_response('\ud800{"chosen_action_id": "fetch", "should_stop": null}',
+                              {"fetch"})
+    assert lone.is_valid and lone.chosen_action_id == "fetch"  # no UnicodeEncodeError
     same = parse_llm_response('{"chosen_action_id": "fetch"} {"chosen_action_id": "fetch"}',
                               {"fetch"})
     assert same.is_valid  # repeated, not conflicting
