@@ -255,7 +255,7 @@ class ActionValueComputer:
         info = b.variance * 4
         cost_ratio = cost / max(float(budget_remaining), 0.01)
         risk = _RISK.get(action.risk_level, 0.1) * (2.0 - b.confidence)
-        opportunity = cost_ratio * (1.0 - goal_progress)
+        opportunity = cost_ratio * (1.0 - float(goal_progress))
         value = _clampai._weighted_value(progress, info, cost_ratio, risk, opportunity,
                                          self.risk_aversion)
         hints = [h for h, on in (("high progress potential", progress > 0.3),

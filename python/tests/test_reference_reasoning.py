@@ -145,6 +145,10 @@ def test_action_value_computer():
                                "elevated risk"
     assert v.to_llm_text().startswith("  [deploy] value=")
     cheap = ActionValueComputer().compute(action("x", 0.01), State({}), BeliefState(), 100, 0, 10)
+    from decimal import Decimal  # this project's kernel reads amounts back as Decimals
+    exact = ActionValueComputer(risk_aversion=2.0).compute(
+        a, State({"n": 0}), beliefs, Decimal("20.000"), Decimal("0.5"), 2)
+    assert exact.value_score == pytest.approx(v.value_score)
     assert cheap.reasoning_hint == "high learning opportunity"
 
 
