@@ -18,7 +18,7 @@ from typing import (Any as _Any, Callable as _Callable, Dict as _Dict, List as _
                     Mapping as _Mapping, Optional as _Optional, Tuple as _Tuple, Union as _Union)
 
 from . import _clampai
-from ._clampai import Decision, Outcome, Reason, Receipt, State, TaskModel
+from ._clampai import Decision, Reason, Receipt, State, TaskModel
 from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, SpecError,
                       TraceError)
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model
@@ -415,12 +415,22 @@ def _action_id(action: _Any) -> str:
 
 
 from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)
+# The reasoning layer (python/clampai/_reasoning.py); its `Outcome` is also the kernel's.
+from ._reasoning import (ActionValue, ActionValueComputer, Belief, BeliefState,  # noqa: E402
+                         CausalGraph, ClampAI_SYSTEM_PROMPT, CostAwarePriorFactory, Dependency,
+                         MockLLMAdapter, Outcome, OutcomeType, ProgressMonitor, ReasoningRequest,
+                         ReasoningResponse, SaliencyEngine, SaliencyResult, TerminationReason,
+                         parse_llm_response)
 from . import hardening, invariants  # noqa: E402
 from .invariants import *  # noqa: E402,F401,F403 (the reference exports its factories at the top)
 # The reference exports its attestors and its monitor at the top too.
 from .hardening import (Attestation, Attestor, MultiDimensionalAttestor,  # noqa: E402
                         PredicateAttestor, ReferenceMonitor, SubprocessAttestor)
 
+__all__ += ["ActionValue", "ActionValueComputer", "Belief", "BeliefState", "CausalGraph",
+            "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",
+            "OutcomeType", "ProgressMonitor", "ReasoningRequest", "ReasoningResponse",
+            "SaliencyEngine", "SaliencyResult", "TerminationReason", "parse_llm_response"]
 __all__ += invariants.__all__
 __all__ += ["Attestation", "Attestor", "MultiDimensionalAttestor", "PredicateAttestor",
             "ReferenceMonitor", "SubprocessAttestor"]

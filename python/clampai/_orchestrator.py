@@ -6,19 +6,10 @@ import time
 from typing import Any, Dict, List, Optional
 
 from . import _clampai
+from ._reasoning import LLMAdapter, MockLLMAdapter, TerminationReason
 from ._task import TaskDefinition
 
 __all__ = ["Orchestrator", "ExecutionResult", "LLMAdapter"]
-
-
-class LLMAdapter:
-    """The seed's LLM protocol (any object with this method will do): take a prompt, return the
-    model's text. The orchestrator asks for `{"action": ID, "params": {...}}` or
-    `{"stop": true}` and parses the answer itself."""
-
-    def complete(self, prompt: str, system_prompt: str = "", temperature: float = 0.3,
-                 max_tokens: int = 2000) -> str:
-        raise NotImplementedError
 
 
 class ExecutionResult:
@@ -31,7 +22,7 @@ class ExecutionResult:
     def __init__(self, raw: Dict[str, Any], final_state: "_clampai.State", seconds: float) -> None:
         self.raw = raw
         self.goal_achieved: bool = raw["goal_reached"]
-        self.termination_reason: str = self._TERMINATIONS[raw["termination"]]
+        self.termination_reason = TerminationReason[self._TERMINATIONS[raw["termination"]]]
         self.final_state = final_state
         self.total_cost = _decimal(raw["spent"])
         self.budget = _decimal(raw["total"])
@@ -51,7 +42,7 @@ class ExecutionResult:
     def summary(self) -> str:
         lines = [
             f"Goal achieved: {'yes' if self.goal_achieved else 'no'} "
-            f"({self.termination_reason}{': ' + self.message if self.message else ''})",
+            f"({self.termination_reason.name}{': ' + self.message if self.message else ''})",
             f"Steps: {self.actions_succeeded} executed, {self.actions_rejected_safety} rejected "
             f"by the safety kernel, of {self.actions_attempted} attempted",
             f"Cost: {self.total_cost} of {self.budget}",
@@ -64,7 +55,8 @@ class ExecutionResult:
         return "\n".join(lines)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"goal_achieved": self.goal_achieved, "termination_reason": self.termination_reason,
+        return {"goal_achieved": self.goal_achieved,
+                "termination_reason": self.termination_reason.name,
                 "final_state": {k: _plain(v) for k, v in self.final_state.to_dict().items()},
                 "total_cost": str(self.total_cost), "total_steps": self.total_steps,
                 "goal_progress": self.goal_progress, "execution_time_s": self.execution_time_s,
@@ -76,7 +68,7 @@ class ExecutionResult:
 
     def __repr__(self) -> str:
         return (f"ExecutionResult(goal_achieved={self.goal_achieved}, "
-                f"termination_reason={self.termination_reason!r}, steps={self.total_steps})")
+                f"termination_reason={self.termination_reason.name!r}, steps={self.total_steps})")
 
 
 def _decimal(text: str):
@@ -106,7 +98,8 @@ class Orchestrator:
         if llm is not None and not callable(getattr(llm, "complete", None)):
             raise TypeError("llm must have a complete(prompt, ...) method")
         self.task = task
-        self.llm = llm
+        # The Python ClampAI's mock reads the Python ClampAI's prompt; the loop has its own.
+        self.llm = None if type(llm) is MockLLMAdapter else llm
         self.kernel = SafetyKernel(task, record_rejections=record_rejections,
                                    trace_file=trace_file)
         self.options: Dict[str, Any] = {"max_steps": max_steps}

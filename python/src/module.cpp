@@ -43,6 +43,7 @@
 #include "decision.hpp"
 #include "formal.hpp"
 #include "hardening.hpp"
+#include "reasoning.hpp"
 #include "types.hpp"
 #include "values.hpp"
 
@@ -985,6 +986,7 @@ void bind_all(py::module_& m) {
       "options"_a);
   bind_hardening(m);
   bind_formal(m);
+  bind_reasoning(m);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
   m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);

@@ -31,12 +31,6 @@ SUBMODULES = {"hardening", "invariants", "formal", "testing", "api"}
 PENDING = {
     # Async kernel and orchestrator, the shared-process budget.
     "AsyncOrchestrator", "ProcessSharedBudgetController",
-    # The reasoning layer.
-    "ActionValue", "ActionValueComputer", "Belief", "BeliefState", "CausalGraph",
-    "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",
-    "OutcomeType", "ProgressMonitor", "ReasoningRequest",
-    "ReasoningResponse", "SaliencyEngine", "SaliencyResult", "TerminationReason",
-    "parse_llm_response",
     # Composition.
     "CompositionType", "ContractSpecification", "InterfaceSignature", "OperadicComposition",
     "SuperTask", "TaskComposer", "VerificationCertificate",

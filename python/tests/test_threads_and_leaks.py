@@ -175,7 +175,7 @@ def test_no_leak_over_100000_calls():
         k.execute("inc")  # the budget is spent: further executes are rejections (no trace)
     action, params, state = "inc", {}, State({"n": 1, "m": 0})
     predicate = task.invariants[1].predicate
-    tracked = (action, params, state, predicate, clampai.Decision, clampai.Outcome)
+    tracked = (action, params, state, predicate, clampai.Decision, clampai._clampai.Outcome)
     refs = [sys.getrefcount(x) for x in tracked]
 
     def calls(n):
