@@ -22,6 +22,7 @@
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "evaluate_cmd.hpp"
+#include "gateway_cmd.hpp"
 #include "ledger_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "mcp_cmd.hpp"
@@ -487,6 +488,7 @@ int main(int argc, char** argv) {
   auto* agent = clampai::cli::add_agent_command(app);
   auto* serve = clampai::cli::add_serve_command(app);
   auto* mcp = clampai::cli::add_mcp_command(app);
+  auto* gateway = clampai::cli::add_gateway_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -546,6 +548,7 @@ int main(int argc, char** argv) {
     if (agent->parsed()) return clampai::cli::run_agent_command();
     if (serve->parsed()) return clampai::cli::run_serve_command();
     if (mcp->parsed()) return clampai::cli::run_mcp_command();
+    if (gateway->parsed()) return clampai::cli::run_gateway_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));
