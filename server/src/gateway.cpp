@@ -593,15 +593,25 @@ class Gateway {
       return result_message(id, tool_result(std::string("not executed: ") + e.what(), "{}", true));
     }
     const ck::Outcome& out = *committed;
-    if (!out.decision.approved || !out.receipt)
-      return result_message(id,
-                            rejection_result(*model_,
-                                             committer_->view().situation(),
-                                             b->action,
-                                             values,
-                                             out.decision,
-                                             texts,
-                                             kSolverMs));
+    if (!out.decision.approved || !out.receipt) {
+      // The decision goes in `_meta` (and in structuredContent when the tool declares no
+      // output schema, which it would not match).
+      const Rejection r = rejection_result(*model_,
+                                           committer_->view().situation(),
+                                           b->action,
+                                           values,
+                                           out.decision,
+                                           texts,
+                                           kSolverMs);
+      JsonOut j;
+      j.begin_object().key("content").begin_array().begin_object();
+      j.key("type").value("text").key("text").value(r.text).end_object().end_array();
+      if (upstream_tools().at(b->tool).tool.find("outputSchema") == nullptr)
+        j.key("structuredContent").raw(r.structured);
+      j.key("isError").value(true).key("_meta").begin_object().key("clampai/decision");
+      j.raw(r.structured).end_object().end_object();
+      return result_message(id, j.take());
+    }
     // Approved and committed: now the call may happen.
     std::string forward = "{\"name\":";
     append_json_string(forward, b->tool);

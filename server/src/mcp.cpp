@@ -193,8 +193,9 @@ struct McpSession::Impl {
       if (m.goal_holds(out.state)) text += "; the goal is reached";
       return tool_result(text, s.take(), false);
     }
-    return rejection_result(
-        m, task->kernel().situation(), index, params, out.decision, {}, kSolverMs);
+    const Rejection r =
+        rejection_result(m, task->kernel().situation(), index, params, out.decision, {}, kSolverMs);
+    return tool_result(r.text, r.structured, true);
   }
 
   // The `action` and `params` of the lookahead and repair tools.

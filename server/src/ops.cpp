@@ -13,7 +13,6 @@
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
 #include "json_out.hpp"
-#include "jsonrpc.hpp"
 
 namespace clampai::server {
 
@@ -143,13 +142,13 @@ const std::string& verify_json(Task& task, std::uint32_t timeout_ms) {
   });
 }
 
-std::string rejection_result(const ck::TaskModel& m,
-                             const ck::Situation& situation,
-                             std::size_t index,
-                             const ck::ParamMap& params,
-                             const ck::Decision& decision,
-                             const std::vector<std::pair<std::string, std::string>>& bindings,
-                             std::uint32_t timeout_ms) {
+Rejection rejection_result(const ck::TaskModel& m,
+                           const ck::Situation& situation,
+                           std::size_t index,
+                           const ck::ParamMap& params,
+                           const ck::Decision& decision,
+                           const std::vector<std::pair<std::string, std::string>>& bindings,
+                           std::uint32_t timeout_ms) {
   const ck::Action& a = m.actions[index];
   const auto binding_of = [&](const std::string& name) -> const std::string* {
     for (const auto& [p, text] : bindings) {
@@ -198,7 +197,7 @@ std::string rejection_result(const ck::TaskModel& m,
   }
   if (!suggested) s.null();
   s.end_object();
-  return jsonrpc::tool_result(text, s.take(), true);
+  return {std::move(text), s.take()};
 }
 
 }  // namespace clampai::server
