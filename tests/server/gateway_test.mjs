@@ -207,6 +207,29 @@ const refused = async (promise, pattern) => {
     assert.equal(entries.filter((e) => e.kind === "executed").length, 5);
   }
 
+  // 4 gateways on one ledger, their clients calling at once: one budget, never overspent.
+  {
+    const calls = path.join(tmp, "shared.log");
+    const ledger = `file:${path.join(tmp, "shared.ledger")}`;
+    const clients = [];
+    for (let i = 0; i < 4; ++i) {
+      const client = new Client({ name: `c${i}`, version: "1.0.0" });
+      await client.connect(new StdioClientTransport({
+        command: clampai, args: ["gateway", specFile, "--ledger", ledger, "--", "node", fake],
+        env: { ...process.env, FAKE_LOG: calls }, stderr: "ignore" }));
+      clients.push(client);
+    }
+    // Each note is 4 bytes: the invariant (bytes <= 20) admits 5 of the 20 calls.
+    const results = await Promise.all(clients.flatMap((c) =>
+      Array.from({ length: 5 }, () => c.callTool({ name: "note", arguments: { text: "abcd" } }))));
+    await Promise.all(clients.map((c) => c.close()));
+    assert.equal(results.filter((r) => r.isError !== true).length, 5);
+    assert.equal(results.filter((r) => r.isError === true).length, 15);
+    assert.equal(fs.readFileSync(calls, "utf8").trim().split("\n").length, 5);
+    const v = spawnSync(clampai, ["trace", "verify", ledger], { encoding: "utf8" });
+    assert.equal(v.status, 0, v.stdout + v.stderr);
+  }
+
   // Malformed frames from the client: each answered, none passed on, the session goes on.
   {
     const child = spawn(clampai, ["gateway", specFile, "--max-message-bytes", "2048", "--", "node", fake],
