@@ -41,6 +41,11 @@ CLI::App* add_gateway_command(CLI::App& app) {
                   "Longest message the client may send (default 1048576); the upstream's answers "
                   "have their own limit of 64 MiB")
       ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--upstream-timeout-ms",
+                  options.upstream_timeout_ms,
+                  "Milliseconds the upstream has to answer one request (default 300000); past "
+                  "it the upstream is stopped and a call's outcome is unknown")
+      ->check(CLI::Range(1, 24 * 3600 * 1000));
   cmd->add_flag("--clear-env",
                 options.clear_env,
                 "Start the upstream with an empty environment (then only --env)");

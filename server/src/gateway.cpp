@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <istream>
@@ -116,6 +117,12 @@ class Upstream {
     return true;
   }
 
+  /// Starts the time the upstream has for its answer: `upstream_timeout_ms` from now, however
+  /// many other messages it sends meanwhile.
+  void start_clock() {
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  }
+
   enum class Got : std::uint8_t { message, gone, timeout };
   // The next message of the upstream (malformed ones are logged and skipped).
   Got next(Envelope& env, std::ostream& log) {
@@ -185,7 +192,9 @@ class Upstream {
   std::ptrdiff_t read_some(char* buf, std::size_t cap) {
     for (;;) {
       pollfd p{from_, POLLIN, 0};
-      const int r = ::poll(&p, 1, timeout_ms_);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline_ - std::chrono::steady_clock::now());
+      const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) return -1;
       const ssize_t n = ::read(from_, buf, cap);
@@ -207,6 +216,7 @@ class Upstream {
   std::size_t limit_;
   bool alive_ = true;
   std::string why_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
 };
 
 // What the upstream answered to one request.
@@ -320,6 +330,7 @@ class Gateway {
     append_json_string(m, method);
     m += ",\"params\":" + params_json + "}";
     if (!upstream_.send(m)) return a;
+    upstream_.start_clock();
     Envelope env;
     for (;;) {
       const Upstream::Got got = upstream_.next(env, log_);
@@ -745,6 +756,7 @@ int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostrea
     const std::string m =
         R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":)" + params + "}";
     if (!up.send(m)) throw InvalidArgument("the upstream is gone");
+    up.start_clock();
     Envelope env;
     for (;;) {
       if (up.next(env, log) != Upstream::Got::message)
@@ -760,8 +772,9 @@ int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostrea
                   R"(","capabilities":{},"clientInfo":{"name":"clampai-gateway","version":")" +
                   CLAMPAI_VERSION + "\"}}");
     up.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
-    JsonOut j;
-    j.begin_object().key("bindings").begin_object().key("tools").begin_object();
+    // One tool a line, to edit by hand.
+    std::string text = "{\n  \"bindings\": {\n    \"tools\": {";
+    bool first = true;
     std::string cursor;
     for (int page = 0; page < 1000; ++page) {
       std::string params = "{}";
@@ -784,15 +797,16 @@ int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostrea
           log << "clampai gateway: tool `" << name->text << "`: " << e.what() << "\n";
           continue;
         }
-        j.key(name->text).begin_object().key("action").value("");
-        j.key("pin").value(pin).key("params").begin_object().end_object().end_object();
+        text += first ? "\n      " : ",\n      ";
+        first = false;
+        append_json_string(text, name->text);
+        text += R"(: {"action": "", "pin": ")" + pin + R"(", "params": {}})";
       }
       const JsonNode* next = r.find("nextCursor");
       if (next == nullptr || next->kind != JsonNode::Kind::string || next->text.empty()) break;
       cursor = next->text;
     }
-    j.end_object().end_object().end_object();
-    out << j.take() << "\n";
+    out << text << "\n    }\n  }\n}\n";
     return 0;
   } catch (const InvalidArgument& e) {
     log << "clampai gateway: " << e.what() << "\n";
