@@ -541,13 +541,14 @@ class Gateway {
   }
 
   // Records what became of a forwarded step (an `attested` entry of the trace, attestor
-  // `gateway`), and says it on the log.
+  // `gateway`), and says on the log what was not `ok`.
   void record_outcome(const ck::Action& a,
                       const ck::Receipt& receipt,
                       std::string_view outcome,
                       const std::string& detail) {
-    log_ << "clampai gateway: step " << receipt.sequence << " (`" << a.id << "`): " << outcome
-         << (detail.empty() ? "" : ": " + detail) << "\n";
+    if (outcome != "ok")  // the trace keeps every outcome; the log what went wrong
+      log_ << "clampai gateway: step " << receipt.sequence << " (`" << a.id << "`): " << outcome
+           << (detail.empty() ? "" : ": " + detail) << "\n";
     if (!own_) return;  // a shared ledger takes only the kernel's entries
     ck::AttestationRecord r;
     r.attestor = "gateway";
