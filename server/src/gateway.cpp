@@ -75,6 +75,8 @@ class Upstream {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    // Nothing else of the gateway's (the trace, a ledger's connection) reaches the upstream.
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
     std::vector<char*> argv;
     for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -627,9 +629,15 @@ class Gateway {
     // Approved and committed: now the call may happen.
     std::string forward = "{\"name\":";
     append_json_string(forward, b->tool);
+    // The arguments forwarded are those the bindings read: the same parse (duplicate keys and
+    // invalid UTF-8 refused by it), written back.
     if (args != nullptr) {
       forward += ",\"arguments\":";
       append_json(forward, *args);
+    }
+    if (const JsonNode* meta = params->find("_meta")) {  // a progress token
+      forward += ",\"_meta\":";
+      append_json(forward, *meta);
     }
     forward += "}";
     const Answer answer = request("tools/call", forward);

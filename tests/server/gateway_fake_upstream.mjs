@@ -1,10 +1,10 @@
 // A tiny MCP server on stdio for tests/server/gateway_test.mjs: its tools misbehave on request.
 // Tools: `note` (appends `text` to $FAKE_LOG and succeeds), `fail` (an isError result),
 // `reject` (a JSON-RPC error), `crash` (exits mid-call), `stall` (sends log notifications and
-// never answers), `ask` (asks the client for sampling
+// never answers), `fds` (lists its open files), `ask` (asks the client for sampling
 // before answering). $FAKE_DESC changes `note`'s description (a rug pull); $FAKE_GARBAGE
 // makes it write a malformed line before each answer.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const desc = process.env.FAKE_DESC ?? 'Append a note to the log';
@@ -16,6 +16,7 @@ const tools = [
   { name: 'crash', description: 'Exits mid-call', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
   { name: 'ask', description: 'Asks the client for sampling', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
   { name: 'stall', description: 'Logs for ever, never answers', inputSchema: { type: 'object' } },
+  { name: 'fds', description: 'Lists what its open files are', inputSchema: { type: 'object' } },
   { name: 'unbound', description: 'Never bound', inputSchema: { type: 'object' } },
 ];
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
@@ -47,6 +48,10 @@ rl.on('line', (line) => {
       if (name === 'fail') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'it failed' }], isError: true } });
       if (name === 'reject') return send({ jsonrpc: '2.0', id: m.id, error: { code: -32000, message: 'nope' } });
       if (name === 'crash') process.exit(3);
+      if (name === 'fds') {
+        const open = readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } });
+        return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: open.join('\n') }] } });
+      }
       if (name === 'stall') {
         setInterval(() => send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }), 20);
         return;
