@@ -46,6 +46,12 @@ namespace {
 
 constexpr std::uint32_t kSolverMs = 2000;  // repair's limit for the closest approved values
 
+// The upstream could not be started (exit status 1, not a usage error).
+class UpstreamError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The upstream server: a child process whose stdin and stdout are pipes (no shell).
 class Upstream {
  public:
@@ -70,7 +76,7 @@ class Upstream {
     int in[2];
     int out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-      throw InvalidArgument(std::string("cannot make pipes: ") + std::strerror(errno));
+      throw UpstreamError(std::string("cannot make pipes: ") + std::strerror(errno));
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
@@ -91,8 +97,7 @@ class Upstream {
     from_ = out[0];
     if (rc != 0) {
       pid_ = -1;
-      throw InvalidArgument("cannot start the upstream `" + o.command[0] +
-                            "`: " + std::strerror(rc));
+      throw UpstreamError("cannot start the upstream `" + o.command[0] + "`: " + std::strerror(rc));
     }
   }
   ~Upstream() { stop(); }
@@ -736,7 +741,14 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
   check_options(options);
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   std::signal(SIGPIPE, SIG_IGN);  // a dead upstream is an error on write, not a signal
-  Gateway gateway(std::move(model), bindings, options, out, log);
+  std::optional<Gateway> started;
+  try {
+    started.emplace(std::move(model), bindings, options, out, log);
+  } catch (const UpstreamError& e) {
+    log << "clampai gateway: " << e.what() << "\n";
+    return 1;
+  }
+  Gateway& gateway = *started;
   LineReader reader(in, options.max_message_bytes);
   std::string line;
   for (;;) {
@@ -760,7 +772,14 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
 
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {
   std::signal(SIGPIPE, SIG_IGN);
-  Upstream up(options);
+  std::optional<Upstream> started;
+  try {
+    started.emplace(options);
+  } catch (const UpstreamError& e) {
+    log << "clampai gateway: " << e.what() << "\n";
+    return 1;
+  }
+  Upstream& up = *started;
   const auto ask = [&](const std::string& method, const std::string& params) -> JsonNode {
     const std::string m =
         R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":)" + params + "}";

@@ -54,6 +54,32 @@ const refused = async (promise, pattern) => {
   await assert.rejects(promise, (e) => e instanceof McpError && pattern.test(e.message));
 };
 
+// ---- 0. Usage: exit codes and messages. ----
+{
+  const run = (...args) => spawnSync(clampai, ["gateway", ...args], { encoding: "utf8", input: "" });
+  const example = path.join(source, "examples/gateway_filesystem.json");
+  let r = run(example, "--", path.join(tmp, "no-such-server"));
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /cannot start the upstream `.*no-such-server`: No such file or directory/);
+  r = run("--print-bindings", "--", path.join(tmp, "no-such-server"));
+  assert.equal(r.status, 1, r.stderr);
+  r = run(example, "--max-in-flight", "2", "--", "node", fake);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--max-in-flight 2: only 1 is supported yet/);
+  r = run(example, "--trace", path.join(tmp, "t.jsonl"), "--ledger", "memory:", "--", "node", fake);
+  assert.equal(r.status, 2);
+  const bad = path.join(tmp, "bad.json");
+  const spec = JSON.parse(fs.readFileSync(example, "utf8"));
+  spec.bindings.tools.write_file.params.inside = "under(path, 'srv/sandbox')";
+  fs.writeFileSync(bad, JSON.stringify(spec, null, 2));
+  r = run(bad, "--", "node", fake);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /bad\.json:\d+:\d+: bindings\.tools\.write_file\.params\.inside:1:13: the prefix of `under` must be an absolute path/);
+  r = run(example);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /usage: clampai gateway SPEC/);
+}
+
 // ---- 1. The filesystem server: at most 3 writes and 64 bytes, only under the sandbox. ----
 {
   const root = path.join(tmp, "root");
