@@ -253,14 +253,18 @@ ck::Value evaluate_binding(const BindingExpr& e, const JsonNode* arguments) {
   return ck::Value::number(e.constant);
 }
 
-std::string tool_pin(const JsonNode& tool) {
+JsonNode pinned_fields(const JsonNode& tool) {
   JsonNode picked = JsonNode::make_object();
   for (const char* key :
        {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}) {
     if (const JsonNode* v = tool.find(key)) picked.add(key, *v);
   }
+  return picked;
+}
+
+std::string tool_pin(const JsonNode& tool) {
   std::string canonical;
-  if (!ck::jsonio::append_canonical(canonical, picked))
+  if (!ck::jsonio::append_canonical(canonical, pinned_fields(tool)))
     throw InvalidArgument(
         "the tool has no RFC 8785 form here (a number that is not an integer): it cannot be "
         "pinned");

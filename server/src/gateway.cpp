@@ -514,6 +514,7 @@ class Gateway {
   void report_hidden(const std::string& why) { log_ << "clampai gateway: " << why << "\n"; }
 
   std::string tools_list() {
+    pins_.reset();  // the client's list is the upstream's of now, its pins checked afresh
     const auto& tools = upstream_tools();
     std::string out = "{\"tools\":[";
     bool first = true;
@@ -526,7 +527,7 @@ class Gateway {
       }
       if (!first) out += ',';
       first = false;
-      append_json(out, listed.tool);
+      append_json(out, pinned_fields(listed.tool));  // what the pin covers, nothing else
     }
     for (const ToolBinding& b : bindings_.tools) {
       if (tools.find(b.tool) == tools.end()) report_hidden(*hidden(b));

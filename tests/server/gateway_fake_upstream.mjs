@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 
 const desc = process.env.FAKE_DESC ?? 'Append a note to the log';
 const tools = [
-  { name: 'note', description: desc,
+  { name: 'note', description: desc, _meta: { 'x/hint': 'not pinned' },
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
   { name: 'fail', description: 'Always fails', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
   { name: 'reject', description: 'Always a protocol error', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },

@@ -199,6 +199,9 @@ const refused = async (promise, pattern) => {
     const calls = path.join(tmp, "calls.log");
     const trace = path.join(tmp, "notes.jsonl");
     const { client } = await connect(specFile, trace, ["node", fake], { FAKE_LOG: calls, FAKE_GARBAGE: "1" });
+    const note = (await client.listTools()).tools.find((t) => t.name === "note");
+    assert.equal(note._meta, undefined, "the client sees what the pin covers, nothing else");
+    assert.equal(note.description, "Append a note to the log");
     let r = await client.callTool({ name: "note", arguments: { text: "hello" } });
     assert.equal(text(r), "noted");
     r = await client.callTool({ name: "note", arguments: { text: "x".repeat(16) } });  // 5 + 16 > 20

@@ -76,8 +76,11 @@ bool path_under(std::string_view path, std::string_view prefix);
 /// `path` normalised lexically (absolute), or empty when it is not absolute.
 std::string normalise_path(std::string_view path);
 
-/// A tool's pin: the SHA-256 (hex) of the RFC 8785 form of the tool object's `name`, `title`,
-/// `description`, `inputSchema`, `outputSchema` and `annotations` (those present).
+/// The members of a tool object that its pin covers, and all the client is shown of it:
+/// `name`, `title`, `description`, `inputSchema`, `outputSchema` and `annotations`.
+kernel::jsonio::JsonNode pinned_fields(const kernel::jsonio::JsonNode& tool);
+
+/// A tool's pin: the SHA-256 (hex) of the RFC 8785 form of its `pinned_fields`.
 /// @throws InvalidArgument if the object has no canonical form (a number that is not an
 /// integer).
 std::string tool_pin(const kernel::jsonio::JsonNode& tool);
