@@ -261,12 +261,13 @@ const refused = async (promise, pattern) => {
     assert.equal(v.status, 0, v.stdout + v.stderr);
   }
 
-  // An upstream that keeps talking but never answers: timed out, the outcome unknown.
+  // An upstream that keeps talking but never answers: timed out, the outcome unknown. (The
+  // limit also covers the upstream's start: 5 s, so that a loaded machine answers in time.)
   {
     const trace = path.join(tmp, "stall.jsonl");
     const client = new Client({ name: "stall", version: "1.0.0" });
     await client.connect(new StdioClientTransport({
-      command: clampai, args: ["gateway", specFile, "--trace", trace, "--upstream-timeout-ms", "500", "--", "node", fake],
+      command: clampai, args: ["gateway", specFile, "--trace", trace, "--upstream-timeout-ms", "5000", "--", "node", fake],
       stderr: "ignore" }));
     const logged = [];
     const { LoggingMessageNotificationSchema } = await sdk("types.js");
