@@ -46,8 +46,9 @@ const connect = async (spec, trace, command, env = {}) => {
 };
 
 const traceOf = (file) => fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-const verifies = (file) => {
-  const r = spawnSync(clampai, ["trace", "verify", file], { encoding: "utf8" });
+// The chain and the seal, and with the spec every decision replayed through the kernel.
+const verifies = (file, spec) => {
+  const r = spawnSync(clampai, ["trace", "verify", file, ...(spec ? ["--spec", spec] : [])], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stdout + r.stderr);
 };
 const refused = async (promise, pattern) => {
@@ -139,7 +140,7 @@ const refused = async (promise, pattern) => {
   assert.equal(fs.readFileSync(path.join(sandbox, "a.txt"), "utf8"), "hello");
   assert.equal(fs.readFileSync(path.join(sandbox, "c.txt"), "utf8"), "world");
   assert.equal(fs.readFileSync(path.join(sandbox, "d.txt"), "utf8"), "third 💡");
-  verifies(trace);
+  verifies(trace, spec);
   const entries = traceOf(trace);
   const kinds = (k) => entries.filter((e) => e.kind === k);
   assert.equal(kinds("executed").filter((e) => e.action === "write").length, 3);
@@ -228,7 +229,7 @@ const refused = async (promise, pattern) => {
     assert.match(log, /refused by the gateway: `sampling\/createMessage`/);
     assert.ok(!log.includes("x".repeat(16)), "a rejected call never reaches the upstream");
     assert.ok(!log.includes("after"));
-    verifies(trace);
+    verifies(trace, specFile);
     const entries = traceOf(trace);
     const outcomes = entries.filter((e) => e.kind === "attested").map((e) => e.params.detail.replace(/^step \d+: /, ""));
     assert.deepEqual(outcomes.map((o) => o.split(":")[0]), ["ok", "error", "error", "ok", "unknown"]);
