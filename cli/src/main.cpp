@@ -19,6 +19,7 @@
 #include "clampai/hardening/patterns.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/report.hpp"
+#include "clampai/server/gateway.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "evaluate_cmd.hpp"
@@ -238,6 +239,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   // records, never the trace).
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
+  std::optional<std::vector<std::uint64_t>> unresolved;
   if (check.ok && !args.spec.empty()) {
     const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
     ck::TraceReadOptions read;
@@ -246,7 +248,16 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     ck::TraceReplay replaying(model, args.undo_depth);
     ck::TraceEntry entry;
     std::optional<std::string> mismatch;
-    while (!mismatch && reader.next(entry)) mismatch = replaying.add(entry);
+    // A gateway's spec (with bindings): which forwarded steps have no outcome.
+    std::optional<clampai::server::OutcomeTracker> outcomes;
+    if (ck::jsonio::parse_json(ck::read_text_file(args.spec), args.spec).find("bindings") !=
+        nullptr)
+      outcomes.emplace();
+    while (!mismatch && reader.next(entry)) {
+      mismatch = replaying.add(entry);
+      if (outcomes) outcomes->add(entry);
+    }
+    if (outcomes && !mismatch) unresolved = outcomes->pending();
     if (mismatch) {
       const std::size_t at = replaying.entries() - 1;
       check.ok = false;
@@ -259,8 +270,9 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
       replay = "ok";
     }
   }
-  clampai::report::write_trace_check(
-      std::cout, clampai::cli::format_of(common.format), {args.file, args.spec, replay, check});
+  clampai::report::write_trace_check(std::cout,
+                                     clampai::cli::format_of(common.format),
+                                     {args.file, args.spec, replay, check, std::move(unresolved)});
   return check.ok ? kOk : kFinding;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -732,6 +733,28 @@ void check_options(const GatewayOptions& o) {
 }
 
 }  // namespace
+
+void OutcomeTracker::add(const ck::TraceEntry& entry) {
+  if (entry.kind == ck::EntryKind::executed) pending_.insert(entry.sequence);
+  if (entry.kind != ck::EntryKind::attested) return;
+  const auto param = [&](std::string_view name) -> const ck::Value* {
+    for (const auto& [k, v] : entry.params) {
+      if (k == name) return &v;
+    }
+    return nullptr;
+  };
+  const ck::Value* attestor = param("attestor");
+  const ck::Value* detail = param("detail");
+  if (attestor == nullptr || detail == nullptr || attestor->kind() != ck::Value::Kind::string ||
+      detail->kind() != ck::Value::Kind::string || attestor->as_string() != "gateway")
+    return;
+  // `step N: OUTCOME...`, as record_outcome writes it.
+  const std::string& d = detail->as_string();
+  if (!d.starts_with("step ")) return;
+  std::uint64_t step = 0;
+  const auto [end, ec] = std::from_chars(d.data() + 5, d.data() + d.size(), step);
+  if (ec == std::errc() && end != d.data() + 5 && *end == ':') pending_.erase(step);
+}
 
 int run_gateway(std::shared_ptr<const ck::TaskModel> model,
                 const Bindings& bindings,

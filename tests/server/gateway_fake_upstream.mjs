@@ -53,6 +53,7 @@ rl.on('line', (line) => {
         return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: open.join('\n') }] } });
       }
       if (name === 'stall') {
+        log(`pid ${process.pid}`);
         setInterval(() => send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }), 20);
         return;
       }

@@ -285,6 +285,41 @@ const refused = async (promise, pattern) => {
     assert.deepEqual(details.map((d) => d.replace(/^step \d+: /, "").split(":")[0]), ["ok", "unknown"]);
   }
 
+  // A gateway killed with a call in flight: the step is charged, no outcome follows it, and
+  // `trace verify --spec` names it.
+  {
+    const calls = path.join(tmp, "killed.log");
+    const trace = path.join(tmp, "killed.jsonl");
+    const child = spawn(clampai, ["gateway", specFile, "--trace", trace, "--", "node", fake],
+                        { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, FAKE_LOG: calls } });
+    const lines = createInterface({ input: child.stdout });
+    const answered = new Promise((resolve) => lines.once("line", resolve));
+    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "note", arguments: { text: "a" } } }) + "\n");
+    await answered;  // one step with its outcome
+    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "stall", arguments: {} } }) + "\n");
+    const read = () => (fs.existsSync(calls) ? fs.readFileSync(calls, "utf8") : "");
+    for (let i = 0; i < 600 && !/pid \d+/.test(read()); ++i) await new Promise((r) => setTimeout(r, 50));
+    const upstream = Number(read().match(/pid (\d+)/)[1]);
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    process.kill(upstream, "SIGKILL");
+    const r = spawnSync(clampai, ["trace", "verify", trace, "--allow-unsealed", "--spec", specFile, "--format", "json"], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const report = JSON.parse(r.stdout);
+    const executed = traceOf(trace).filter((e) => e.kind === "executed").map((e) => e.seq);
+    assert.equal(executed.length, 2);
+    assert.deepEqual(report.steps_without_outcome, [executed[1]]);
+    const text = spawnSync(clampai, ["trace", "verify", trace, "--allow-unsealed", "--spec", specFile], { encoding: "utf8" });
+    assert.match(text.stdout, new RegExp(`gateway steps without an outcome .*: ${executed[1]}\n`));
+    // Without bindings in the spec, nothing is said of outcomes.
+    const { bindings, ...bare } = spec;
+    const bareFile = path.join(tmp, "bare.json");
+    fs.writeFileSync(bareFile, JSON.stringify(bare));
+    const plain = spawnSync(clampai, ["trace", "verify", trace, "--allow-unsealed", "--spec", bareFile, "--format", "json"], { encoding: "utf8" });
+    assert.equal(JSON.parse(plain.stdout).steps_without_outcome, undefined);
+  }
+
   // A client that floods calls without waiting: each answered in turn, only the approved ones
   // forwarded.
   {

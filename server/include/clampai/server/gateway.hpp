@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "clampai/kernel/json.hpp"
 #include "clampai/kernel/number.hpp"
+#include "clampai/kernel/trace.hpp"
 #include "clampai/kernel/value.hpp"
 
 namespace clampai::kernel {
@@ -84,6 +86,20 @@ kernel::jsonio::JsonNode pinned_fields(const kernel::jsonio::JsonNode& tool);
 /// @throws InvalidArgument if the object has no canonical form (a number that is not an
 /// integer).
 std::string tool_pin(const kernel::jsonio::JsonNode& tool);
+
+/// Reads a gateway's trace entry by entry (`trace verify --spec` of a spec with bindings): the
+/// executed steps that no `gateway` outcome entry followed, whose call the gateway forwarded,
+/// or was about to, when it stopped: their effect may or may not have happened.
+class OutcomeTracker {
+ public:
+  void add(const kernel::TraceEntry& entry);
+  [[nodiscard]] std::vector<std::uint64_t> pending() const {
+    return {pending_.begin(), pending_.end()};
+  }
+
+ private:
+  std::set<std::uint64_t> pending_;
+};
 
 struct GatewayOptions {
   std::vector<std::string> command{};  // the upstream: program and arguments
