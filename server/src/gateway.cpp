@@ -401,15 +401,7 @@ class Gateway {
   }
 
   std::string initialize(const std::string& id, const JsonNode* params) {
-    std::string_view version = mcp_protocol_versions[0];
-    if (params != nullptr) {
-      if (const JsonNode* v = params->find("protocolVersion");
-          v != nullptr && v->kind == JsonNode::Kind::string) {
-        for (const std::string_view known : mcp_protocol_versions) {
-          if (v->text == known) version = known;
-        }
-      }
-    }
+    std::string_view version = protocol_version(params, mcp_protocol_versions[0]);
     // The upstream is offered no client capabilities (roots, sampling, elicitation).
     JsonOut p;
     p.begin_object().key("protocolVersion").value(version);
@@ -418,12 +410,7 @@ class Gateway {
     p.key("version").value(CLAMPAI_VERSION).end_object().end_object();
     const Answer a = request("initialize", p.take());
     if (a.kind != Answer::Kind::result) upstream_failed(a, "initialize");
-    if (const JsonNode* v = a.body.find("protocolVersion");
-        v != nullptr && v->kind == JsonNode::Kind::string) {
-      for (const std::string_view known : mcp_protocol_versions) {
-        if (v->text == known) version = known;
-      }
-    }
+    version = protocol_version(&a.body, version);  // the upstream's answer, when we speak it
     upstream_capabilities_ = a.body.find("capabilities") != nullptr ? *a.body.find("capabilities")
                                                                     : JsonNode::make_object();
     JsonOut j;

@@ -6,6 +6,7 @@
 #include <istream>
 
 #include "clampai/kernel/error.hpp"
+#include "clampai/server/mcp.hpp"
 #include "json_out.hpp"
 
 namespace clampai::server::jsonrpc {
@@ -49,6 +50,15 @@ std::string tool_result(std::string_view text, std::string_view structured, bool
   j.key("structuredContent").raw(compact_json(structured)).key("isError").value(is_error);
   j.end_object();
   return j.take();
+}
+
+std::string_view protocol_version(const JsonNode* object, std::string_view fallback) {
+  const JsonNode* v = object != nullptr ? object->find("protocolVersion") : nullptr;
+  if (v == nullptr || v->kind != JsonNode::Kind::string) return fallback;
+  for (const std::string_view known : mcp_protocol_versions) {
+    if (v->text == known) return known;
+  }
+  return fallback;
 }
 
 void append_json(std::string& out, const JsonNode& n) {

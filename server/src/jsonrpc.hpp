@@ -39,6 +39,11 @@ std::string result_message(const std::string& id, std::string_view result);
 /// An MCP tool result: `text` for the model, `structured` (JSON text) as structuredContent.
 std::string tool_result(std::string_view text, std::string_view structured, bool is_error);
 
+/// The `protocolVersion` of `object` (an initialize request's params or result) when it is one
+/// of `mcp_protocol_versions`, else `fallback`.
+std::string_view protocol_version(const kernel::jsonio::JsonNode* object,
+                                  std::string_view fallback);
+
 /// Appends `n` as JSON text, numbers as their source text, members in their order.
 void append_json(std::string& out, const kernel::jsonio::JsonNode& n);
 

@@ -267,15 +267,7 @@ struct McpSession::Impl {
   }
 
   std::string initialize(const JsonNode* params) const {
-    std::string_view version = mcp_protocol_versions[0];
-    if (params != nullptr) {
-      if (const JsonNode* v = params->find("protocolVersion");
-          v != nullptr && v->kind == JsonNode::Kind::string) {
-        for (const std::string_view known : mcp_protocol_versions) {
-          if (v->text == known) version = known;
-        }
-      }
-    }
+    const std::string_view version = protocol_version(params, mcp_protocol_versions[0]);
     const ck::TaskModel& m = task->model();
     JsonOut j;
     j.begin_object().key("protocolVersion").value(version);
