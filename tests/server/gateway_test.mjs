@@ -333,8 +333,10 @@ const refused = async (promise, pattern) => {
     let flood = "";
     for (let i = 0; i < 300; ++i)
       flood += JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "note", arguments: { text: "ab" } } }) + "\n";
+    const exited = new Promise((resolve) => child.on("exit", resolve));
     child.stdin.end(flood);
     await done;
+    assert.equal(await exited, 0, "the gateway exits 0 (and clean under the sanitizers)");
     assert.deepEqual(answers.map((a) => a.id), Array.from({ length: 300 }, (_, i) => i));
     // The budget (5, one a call) admits 5.
     assert.equal(answers.filter((a) => a.result && a.result.isError !== true).length, 5);
@@ -361,8 +363,10 @@ const refused = async (promise, pattern) => {
     child.stdin.write(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"note","arguments":{"text":"a'),
                                      Buffer.from([0xff]), Buffer.from('"}}}\n')]));
     child.stdin.write('{"jsonrpc":"2.0","id":5,"method":"ping"}\n');
+    const exited = new Promise((resolve) => child.on("exit", resolve));
     child.stdin.end();
     await done;
+    assert.equal(await exited, 0);
     assert.deepEqual(answers.map((a) => a.error?.code ?? "ok"), [-32700, -32600, -32600, -32600, -32600, -32602, -32602, -32600, -32700, "ok"]);
     assert.equal(answers.at(-1).id, 5);
   }
