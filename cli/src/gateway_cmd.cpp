@@ -49,8 +49,9 @@ CLI::App* add_gateway_command(CLI::App& app) {
   cmd->add_flag("--clear-env",
                 options.clear_env,
                 "Start the upstream with an empty environment (then only --env)");
-  cmd->add_option(
-      "--env", options.env, "Set NAME=VALUE in the upstream's environment (repeatable)");
+  // One value a flag: `--env A=1 SPEC` must not take SPEC as a second variable.
+  cmd->add_option("--env", options.env, "Set NAME=VALUE in the upstream's environment (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--print-bindings",
                 print,
                 "Start COMMAND, list its tools and write a starting `bindings` section with "

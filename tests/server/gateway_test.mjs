@@ -177,6 +177,18 @@ const refused = async (promise, pattern) => {
       allow: ["resources/list"],
     },
   };
+  // The upstream's environment: --env sets a variable (here `note`'s description, so its pin
+  // tells), --clear-env drops the gateway's own.
+  const pinWith = (args, env = {}) => {
+    const r = spawnSync(clampai, ["gateway", "--print-bindings", ...args, "--", "node", fake],
+                        { encoding: "utf8", env: { ...process.env, ...env } });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout).bindings.tools.note.pin;
+  };
+  assert.notEqual(pinWith(["--env", "FAKE_DESC=changed", "--env", "X=1"]), pins.note.pin);
+  assert.notEqual(pinWith([], { FAKE_DESC: "changed" }), pins.note.pin);
+  assert.equal(pinWith(["--clear-env"], { FAKE_DESC: "changed" }), pins.note.pin);
+  assert.equal(pinWith(["--clear-env", "--env", "FAKE_DESC=changed"]), pinWith(["--env", "FAKE_DESC=changed"]));
   const specFile = path.join(tmp, "notes.json");
   fs.writeFileSync(specFile, JSON.stringify(spec));
 
