@@ -76,6 +76,8 @@ const refused = async (promise, pattern) => {
   r = run(bad, "--", "node", fake);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /bad\.json:\d+:\d+: bindings\.tools\.write_file\.params\.inside:1:13: the prefix of `under` must be an absolute path/);
+  r = run("--env", "X=1", example, "--", "node", fake);  // --env takes one value, not SPEC
+  assert.equal(r.status, 0, r.stderr);
   r = run(example);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /usage: clampai gateway SPEC/);
