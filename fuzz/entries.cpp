@@ -17,6 +17,7 @@
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/server.hpp"
+#include "clampai/server/gateway.hpp"
 
 namespace clampai::fuzz {
 
@@ -299,6 +300,36 @@ void mcp(std::string_view input) {
   }
 }
 
+void bindings(std::string_view input) {
+  const std::size_t nl = std::min(input.find('\n'), input.size());
+  const std::string_view first = input.substr(0, nl);
+  const std::string norm = server::normalise_path(first);
+  if (!norm.empty()) {
+    must(server::normalise_path(norm) == norm, "normalising is not idempotent: `" + norm + "`");
+    must(server::path_under(first, norm), "a path does not lie under its own normal form");
+  }
+  server::BindingExpr e;
+  try {
+    e = server::parse_binding_expr(first, "e");
+  } catch (const SpecError&) {
+    return;
+  }
+  kernel::jsonio::JsonNode args;
+  const std::string_view rest = nl < input.size() ? input.substr(nl + 1) : std::string_view();
+  try {
+    args = kernel::jsonio::parse_json(rest, "arguments");
+  } catch (const Error&) {
+    return;
+  }
+  try {
+    const kernel::Value v = server::evaluate_binding(e, &args);
+    must(v.kind() == kernel::Value::Kind::number, "a binding that is not a number");
+    if (e.op == server::BindingExpr::Op::under)
+      must(v == kernel::Value::integer(0) || v == kernel::Value::integer(1), "under is not 0 or 1");
+  } catch (const InvalidArgument&) {
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"expression", &expression},
                                           {"spec", &spec},
@@ -306,7 +337,8 @@ const std::vector<Target>& targets() {
                                           {"manifest", &manifest},
                                           {"params", &params},
                                           {"service", &service},
-                                          {"mcp", &mcp}};
+                                          {"mcp", &mcp},
+                                          {"bindings", &bindings}};
   return all;
 }
 

@@ -46,6 +46,12 @@ void service(std::string_view input);
 /// result or an error with an integer code, never both).
 void mcp(std::string_view input);
 
+/// The gateway's bindings (server/src/bindings.cpp): the input's first line is a binding
+/// expression, the rest the call's arguments (JSON). An accepted expression evaluates to a
+/// number or refuses the arguments with InvalidArgument; `under` is 0 or 1; and the first line
+/// read as a path normalises to a fixed point that lies under itself.
+void bindings(std::string_view input);
+
 struct Target {
   const char* name;
   void (*run)(std::string_view);

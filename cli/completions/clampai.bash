@@ -39,14 +39,14 @@ _clampai() {
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --jobs | --timeout-ms | --timeout | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
+    --jobs | --timeout-ms | --timeout | --max-in-flight | --max-message-bytes | --upstream-timeout-ms | --env | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights | --model | --base-url | --host | --port)
       return
       ;;
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair agent serve mcp --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair agent serve mcp gateway --help --version" -- "$cur"))
     return
   fi
   local opts
@@ -69,6 +69,7 @@ _clampai() {
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
     mcp) opts="--help" ;;
+    gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;
   esac
   if [[ $cur == -* ]]; then

@@ -19,9 +19,11 @@
 #include "clampai/hardening/patterns.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/report.hpp"
+#include "clampai/server/gateway.hpp"
 #include "clampai/verifier.hpp"
 #include "compose_cmd.hpp"
 #include "evaluate_cmd.hpp"
+#include "gateway_cmd.hpp"
 #include "ledger_cmd.hpp"
 #include "lookahead_cmd.hpp"
 #include "mcp_cmd.hpp"
@@ -273,6 +275,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   // records, never the trace).
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   std::string replay = "not requested";
+  std::optional<std::vector<std::uint64_t>> unresolved;
   if (check.ok && !args.spec.empty()) {
     const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
     ck::TraceReadOptions read;
@@ -281,7 +284,16 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     ck::TraceReplay replaying(model, args.undo_depth);
     ck::TraceEntry entry;
     std::optional<std::string> mismatch;
-    while (!mismatch && reader.next(entry)) mismatch = replaying.add(entry);
+    // A gateway's spec (with bindings): which forwarded steps have no outcome.
+    std::optional<clampai::server::OutcomeTracker> outcomes;
+    if (ck::jsonio::parse_json(ck::read_text_file(args.spec), args.spec).find("bindings") !=
+        nullptr)
+      outcomes.emplace();
+    while (!mismatch && reader.next(entry)) {
+      mismatch = replaying.add(entry);
+      if (outcomes) outcomes->add(entry);
+    }
+    if (outcomes && !mismatch) unresolved = outcomes->pending();
     if (mismatch) {
       const std::size_t at = replaying.entries() - 1;
       check.ok = false;
@@ -294,8 +306,9 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
       replay = "ok";
     }
   }
-  clampai::report::write_trace_check(
-      std::cout, clampai::cli::format_of(common.format), {args.file, args.spec, replay, check});
+  clampai::report::write_trace_check(std::cout,
+                                     clampai::cli::format_of(common.format),
+                                     {args.file, args.spec, replay, check, std::move(unresolved)});
   return check.ok ? kOk : kFinding;
 }
 
@@ -543,6 +556,7 @@ int main(int argc, char** argv) {
   auto* agent = clampai::cli::add_agent_command(app);
   auto* serve = clampai::cli::add_serve_command(app);
   auto* mcp = clampai::cli::add_mcp_command(app);
+  auto* gateway = clampai::cli::add_gateway_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -602,6 +616,7 @@ int main(int argc, char** argv) {
     if (agent->parsed()) return clampai::cli::run_agent_command();
     if (serve->parsed()) return clampai::cli::run_serve_command();
     if (mcp->parsed()) return clampai::cli::run_mcp_command();
+    if (gateway->parsed()) return clampai::cli::run_gateway_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));

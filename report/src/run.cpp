@@ -144,6 +144,7 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
            {"truncated_tail", check.truncated_tail}};
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
     if (check.truncated_tail) j["verified_bytes"] = check.verified_bytes;
+    if (r.unresolved) j["steps_without_outcome"] = *r.unresolved;
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -155,6 +156,11 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
     out << (check.sealed ? "; replays through the kernel to the sealed state"
                          : "; replays through the kernel (the trace has no seal, so no final "
                            "state to compare)");
+  }
+  if (r.unresolved && !r.unresolved->empty()) {
+    out << "; gateway steps without an outcome (forwarded or about to be when the gateway "
+           "stopped: their effect may not have happened):";
+    for (const std::uint64_t s : *r.unresolved) out << " " << s;
   }
   out << "\n";
 }

@@ -17,6 +17,7 @@
 #include "clampai/kernel/suggest.hpp"
 #include "clampai/verifier/repair.hpp"
 #include "json_out.hpp"
+#include "jsonrpc.hpp"
 #include "ops.hpp"
 #include "task.hpp"
 
@@ -25,65 +26,14 @@ namespace clampai::server {
 namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
 using ck::jsonio::JsonNode;
+using namespace jsonrpc;  // NOLINT(google-build-using-namespace)
 
 namespace {
-
-constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
-constexpr int kMethodNotFound = -32601;
-constexpr int kInvalidParams = -32602;
-constexpr int kInternalError = -32603;
 
 constexpr unsigned kMaxDepth = 8;             // of the lookahead tool
 constexpr std::uint32_t kSolverMs = 5000;     // Z3's limit in repair
 constexpr std::size_t kMaxMessage = 1 << 20;  // bytes of one message
 constexpr std::string_view kBuiltins[] = {"status", "lookahead", "repair"};
-
-// A JSON-RPC error: the code, a message and, for a tool, nothing else.
-struct RpcError {
-  int code;
-  std::string message;
-};
-
-// A JSON-RPC id: absent, a string, an integer or null.
-bool valid_id(const JsonNode* id) {
-  return id == nullptr || id->kind == JsonNode::Kind::string || id->kind == JsonNode::Kind::null ||
-         (id->kind == JsonNode::Kind::number && id->integral);
-}
-
-std::string id_json(const JsonNode* id) {
-  if (id == nullptr || id->kind == JsonNode::Kind::null) return "null";
-  if (id->kind == JsonNode::Kind::number) return id->text;
-  std::string out;
-  append_json_string(out, id->text);
-  return out;
-}
-
-std::string error_message(const std::string& id, int code, std::string_view message) {
-  JsonOut j;
-  j.begin_object().key("jsonrpc").value("2.0").key("id").raw(id).key("error").begin_object();
-  j.key("code").value(static_cast<std::int64_t>(code)).key("message").value(message);
-  j.end_object().end_object();
-  return j.take();
-}
-
-std::string result_message(const std::string& id, std::string_view result) {
-  JsonOut j;
-  j.begin_object().key("jsonrpc").value("2.0").key("id").raw(id).key("result").raw(result);
-  j.end_object();
-  return j.take();
-}
-
-// A tool result: the text for the model to read and the same facts as structured content.
-std::string tool_result(std::string_view text, std::string_view structured, bool is_error) {
-  JsonOut j;
-  j.begin_object().key("content").begin_array().begin_object();
-  j.key("type").value("text").key("text").value(text).end_object().end_array();
-  // The reports of lookahead and repair are indented: one line on the wire all the same.
-  j.key("structuredContent").raw(compact_json(structured)).key("isError").value(is_error);
-  j.end_object();
-  return j.take();
-}
 
 void number_schema(JsonOut& j, const ck::Parameter& p) {
   j.begin_object().key("type").value(p.type.kind() == ck::Type::Kind::integer ? "integer"
@@ -243,34 +193,9 @@ struct McpSession::Impl {
       if (m.goal_holds(out.state)) text += "; the goal is reached";
       return tool_result(text, s.take(), false);
     }
-    std::string text = "rejected `" + a.id + "` by the safety kernel (nothing changed):";
-    for (const ck::Reason& r : out.decision.reasons)
-      text += "\n- " + std::string(ck::to_string(r.code)) + ": " + r.message;
-    // The closest parameters the kernel approves now, when only the parameters are at fault.
-    s.key("closest_approved_params");
-    const auto proposal = raw_proposal(m, index, params);
-    bool suggested = false;
-    if (!a.parameters.empty() && std::holds_alternative<ck::Proposal>(proposal)) {
-      cv::RepairOptions options;
-      options.timeout_ms = kSolverMs;
-      const cv::RepairResult r =
-          cv::repair(m, task->kernel().situation(), std::get<ck::Proposal>(proposal), options);
-      if (r.status == cv::RepairStatus::repaired || r.status == cv::RepairStatus::approved) {
-        s.begin_object();
-        text += "\nthe closest parameters the kernel approves now:";
-        for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-          s.key(a.parameters[i].name).value(r.repaired.params[i]);
-          text += " " + a.parameters[i].name + "=" + r.repaired.params[i].to_string();
-        }
-        s.end_object();
-        suggested = true;
-      } else if (r.status == cv::RepairStatus::impossible) {
-        text += "\nno parameter values make the kernel approve `" + a.id + "` now";
-      }
-    }
-    if (!suggested) s.null();
-    s.end_object();
-    return tool_result(text, s.take(), true);
+    const Rejection r =
+        rejection_result(m, task->kernel().situation(), index, params, out.decision, {}, kSolverMs);
+    return tool_result(r.text, r.structured, true);
   }
 
   // The `action` and `params` of the lookahead and repair tools.
@@ -342,15 +267,7 @@ struct McpSession::Impl {
   }
 
   std::string initialize(const JsonNode* params) const {
-    std::string_view version = mcp_protocol_versions[0];
-    if (params != nullptr) {
-      if (const JsonNode* v = params->find("protocolVersion");
-          v != nullptr && v->kind == JsonNode::Kind::string) {
-        for (const std::string_view known : mcp_protocol_versions) {
-          if (v->text == known) version = known;
-        }
-      }
-    }
+    const std::string_view version = protocol_version(params, mcp_protocol_versions[0]);
     const ck::TaskModel& m = task->model();
     JsonOut j;
     j.begin_object().key("protocolVersion").value(version);
@@ -376,45 +293,17 @@ struct McpSession::Impl {
   }
 
   std::string handle(std::string_view text) {
-    JsonNode msg;
-    try {
-      ck::jsonio::JsonLimits limits;
-      limits.max_bytes = kMaxMessage;
-      limits.max_depth = 32;
-      msg = ck::jsonio::parse_json(text, "message", limits);
-    } catch (const Error& e) {
-      // Valid JSON refused (a duplicate key, a number beyond the fixed-point range, a limit)
-      // is answered with its id when that can be read.
-      const auto id = ck::jsonio::find_top_level_member(text, "id");
-      if (!id.is_json)
-        return error_message("null", kParseError, std::string("parse error: ") + e.what());
-      const JsonNode* node = id.value ? &*id.value : nullptr;
-      return error_message(valid_id(node) ? id_json(node) : "null",
-                           kInvalidRequest,
-                           std::string("invalid request: ") + e.what());
-    }
-    if (msg.kind == JsonNode::Kind::array)
-      return error_message("null", kInvalidRequest, "invalid request: batches are not supported");
-    if (msg.kind != JsonNode::Kind::object)
-      return error_message("null", kInvalidRequest, "invalid request: not a JSON-RPC object");
-    const JsonNode* id = msg.find("id");
-    const bool id_ok = valid_id(id);
-    const std::string rid = id_ok ? id_json(id) : "null";
-    const JsonNode* version = msg.find("jsonrpc");
-    if (version == nullptr || version->kind != JsonNode::Kind::string || version->text != "2.0")
-      return error_message(rid, kInvalidRequest, "invalid request: `jsonrpc` must be \"2.0\"");
-    if (!id_ok)
-      return error_message(
-          "null", kInvalidRequest, "invalid request: `id` must be a string or an integer");
-    const JsonNode* method = msg.find("method");
-    if (method == nullptr) {
-      if (msg.find("result") != nullptr || msg.find("error") != nullptr) return "";  // a reply
-      return error_message(rid, kInvalidRequest, "invalid request: no `method`");
-    }
-    if (method->kind != JsonNode::Kind::string)
-      return error_message(rid, kInvalidRequest, "invalid request: `method` must be a string");
-    const bool notification = id == nullptr;
-    const JsonNode* params = msg.find("params");
+    std::string refusal;
+    ck::jsonio::JsonLimits limits;
+    limits.max_bytes = kMaxMessage;
+    limits.max_depth = 32;
+    const std::optional<Envelope> env = read_envelope(text, limits, refusal);
+    if (!env) return refusal;
+    if (env->reply) return "";
+    const JsonNode* method = env->method;
+    const bool notification = env->notification;
+    const JsonNode* params = env->params;
+    const std::string& rid = env->id;
     try {
       std::string result;
       if (method->text == "initialize") {
@@ -463,69 +352,6 @@ std::string McpSession::handle(std::string_view message) noexcept {
     return error_message("null", kInternalError, "internal error");
   }
 }
-
-namespace {
-
-// Reads a stream a line at a time in blocks, keeping at most `limit` bytes of a line: a longer
-// line is read to its end and dropped as it comes, never held whole.
-class LineReader {
- public:
-  enum class Got : std::uint8_t { line, too_long, end };
-
-  LineReader(std::istream& in, std::size_t limit) : in_(*in.rdbuf()), limit_(limit) {}
-
-  // The next line, without its `\n` (the last line may lack one).
-  Got next(std::string& line) {
-    line.clear();
-    bool any = false;
-    bool too_long = false;
-    for (;;) {
-      if (at_ == end_ && !fill()) {
-        if (!any) return Got::end;
-        return too_long ? Got::too_long : Got::line;
-      }
-      any = true;
-      const char* from = block_.data() + at_;
-      const auto* nl = static_cast<const char*>(std::memchr(from, '\n', end_ - at_));
-      const std::size_t n = nl != nullptr ? static_cast<std::size_t>(nl - from) : end_ - at_;
-      if (!too_long && line.size() + n > limit_) {
-        too_long = true;
-        std::string().swap(line);
-      }
-      if (!too_long) line.append(from, n);
-      at_ += n;
-      if (nl != nullptr) {
-        ++at_;
-        return too_long ? Got::too_long : Got::line;
-      }
-    }
-  }
-
- private:
-  // The next block: what the stream has at hand, or at least one byte (waiting for it).
-  bool fill() {
-    at_ = end_ = 0;
-    const std::streamsize ready = in_.in_avail();
-    if (ready > 0) {
-      end_ = static_cast<std::size_t>(
-          in_.sgetn(block_.data(), std::min<std::streamsize>(ready, std::ssize(block_))));
-      return end_ > 0;
-    }
-    const auto c = in_.sbumpc();
-    if (c == std::char_traits<char>::eof()) return false;
-    block_[0] = std::char_traits<char>::to_char_type(c);
-    end_ = 1;
-    return true;
-  }
-
-  std::streambuf& in_;
-  std::size_t limit_;
-  std::array<char, 64 * 1024> block_{};
-  std::size_t at_ = 0;
-  std::size_t end_ = 0;
-};
-
-}  // namespace
 
 int serve_mcp(std::shared_ptr<const ck::TaskModel> model, std::istream& in, std::ostream& out) {
   McpSession session(std::move(model));

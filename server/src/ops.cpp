@@ -142,4 +142,62 @@ const std::string& verify_json(Task& task, std::uint32_t timeout_ms) {
   });
 }
 
+Rejection rejection_result(const ck::TaskModel& m,
+                           const ck::Situation& situation,
+                           std::size_t index,
+                           const ck::ParamMap& params,
+                           const ck::Decision& decision,
+                           const std::vector<std::pair<std::string, std::string>>& bindings,
+                           std::uint32_t timeout_ms) {
+  const ck::Action& a = m.actions[index];
+  const auto binding_of = [&](const std::string& name) -> const std::string* {
+    for (const auto& [p, text] : bindings) {
+      if (p == name) return &text;
+    }
+    return nullptr;
+  };
+  JsonOut s;
+  s.begin_object();
+  write_decision_members(s, m, a.id, decision);
+  std::string text = "rejected `" + a.id + "` by the safety kernel (nothing changed):";
+  for (const ck::Reason& r : decision.reasons)
+    text += "\n- " + std::string(ck::to_string(r.code)) + ": " + r.message;
+  if (!bindings.empty()) {
+    s.key("bindings").begin_object();
+    text += "\nthe parameters, as the bindings computed them:";
+    for (const auto& [p, expr] : bindings) {
+      s.key(p).value(expr);
+      for (const auto& [name, v] : params) {
+        if (name == p) text += " " + p + "=" + v.to_string() + " (" + expr + ")";
+      }
+    }
+    s.end_object();
+  }
+  // The closest parameters the kernel approves now, when only the parameters are at fault.
+  s.key("closest_approved_params");
+  const auto proposal = raw_proposal(m, index, params);
+  bool suggested = false;
+  if (!a.parameters.empty() && std::holds_alternative<ck::Proposal>(proposal)) {
+    cv::RepairOptions options;
+    options.timeout_ms = timeout_ms;
+    const cv::RepairResult r = cv::repair(m, situation, std::get<ck::Proposal>(proposal), options);
+    if (r.status == cv::RepairStatus::repaired || r.status == cv::RepairStatus::approved) {
+      s.begin_object();
+      text += "\nthe closest parameters the kernel approves now:";
+      for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+        s.key(a.parameters[i].name).value(r.repaired.params[i]);
+        text += " " + a.parameters[i].name + "=" + r.repaired.params[i].to_string();
+        if (const std::string* b = binding_of(a.parameters[i].name)) text += " (" + *b + ")";
+      }
+      s.end_object();
+      suggested = true;
+    } else if (r.status == cv::RepairStatus::impossible) {
+      text += "\nno parameter values make the kernel approve `" + a.id + "` now";
+    }
+  }
+  if (!suggested) s.null();
+  s.end_object();
+  return {std::move(text), s.take()};
+}
+
 }  // namespace clampai::server

@@ -51,6 +51,24 @@ std::variant<std::string, std::string> repair_json(Task& task,
                                                    const kernel::ParamMap& params,
                                                    std::uint32_t timeout_ms);
 
+/// What to answer for a rejected proposal of `action` with `params`: a text for the model and
+/// a JSON object of the decision's members (reason codes and messages) and
+/// `closest_approved_params`, the parameters closest to `params` that the kernel approves in
+/// `situation` (by repair, within `timeout_ms`), or null. `bindings` (parameter name to the text
+/// that computed it: the gateway's binding expressions; may be empty) is added as `bindings` and
+/// beside each value.
+struct Rejection {
+  std::string text;
+  std::string structured;
+};
+Rejection rejection_result(const kernel::TaskModel& model,
+                           const kernel::Situation& situation,
+                           std::size_t action,
+                           const kernel::ParamMap& params,
+                           const kernel::Decision& decision,
+                           const std::vector<std::pair<std::string, std::string>>& bindings,
+                           std::uint32_t timeout_ms);
+
 /// The verify report (schema/verify-report.schema.json) of the task's model, computed once.
 const std::string& verify_json(Task& task, std::uint32_t timeout_ms);
 

@@ -454,7 +454,8 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
                 "sinks",
                 "attestors",
                 "probes",
-                "readiness"});
+                "readiness",
+                "bindings"});  // read by `clampai gateway` (server/src/bindings.cpp)
   });
   problems.attempt([&] { t.name = get_string(root, "", "name"); });
   problems.attempt([&] {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "clampai/driver/driver.hpp"
 #include "clampai/kernel/model.hpp"
@@ -45,6 +46,9 @@ struct TraceReport {
   std::string spec{};    // empty: no replay requested
   std::string replay{};  // `not requested`, `ok` or `failed`
   kernel::TraceCheck check{};
+  /// A gateway's trace (its spec has bindings): the executed steps without an outcome entry
+  /// (docs/GATEWAY.md); none otherwise.
+  std::optional<std::vector<std::uint64_t>> unresolved{};
 };
 
 /// `trace verify`.

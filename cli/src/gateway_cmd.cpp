@@ -1,0 +1,93 @@
+#include "gateway_cmd.hpp"
+
+#include <iostream>
+
+#include "clampai/kernel.hpp"
+#include "clampai/server/gateway.hpp"
+#include "output.hpp"
+
+namespace clampai::cli {
+
+namespace {
+
+std::string spec_path;
+std::vector<std::string> command;  // after `--`
+server::GatewayOptions options;
+bool print = false;
+
+}  // namespace
+
+CLI::App* add_gateway_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "gateway",
+      "Stand between an MCP client and one upstream MCP server (COMMAND, started without a "
+      "shell): every tools/call is decided and committed by the kernel before it is forwarded, "
+      "through the spec's bindings (docs/GATEWAY.md)");
+  cmd->add_option("SPEC", spec_path, "Task spec (JSON) with a `bindings` section");
+  cmd->add_option("COMMAND", command, "The upstream MCP server and its arguments, after `--`");
+  cmd->add_option("--trace",
+                  options.trace,
+                  "Write the hash-chained trace (rejections and each call's outcome) to FILE");
+  cmd->add_option("--ledger",
+                  options.ledger,
+                  "Share the budget, state and trace with other processes through this ledger: "
+                  "postgresql://..., file:PATH or memory:");
+  cmd->add_option("--max-in-flight",
+                  options.max_in_flight,
+                  "Calls forwarded at once (default 1: calls are serialised; only 1 yet)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-message-bytes",
+                  options.max_message_bytes,
+                  "Longest message the client may send (default 1048576); the upstream's answers "
+                  "have their own limit of 64 MiB")
+      ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--upstream-timeout-ms",
+                  options.upstream_timeout_ms,
+                  "Milliseconds the upstream has to answer one request (default 300000); past "
+                  "it the upstream is stopped and a call's outcome is unknown")
+      ->check(CLI::Range(1, 24 * 3600 * 1000));
+  cmd->add_flag("--clear-env",
+                options.clear_env,
+                "Start the upstream with an empty environment (then only --env)");
+  // One value a flag: `--env A=1 SPEC` must not take SPEC as a second variable.
+  cmd->add_option("--env", options.env, "Set NAME=VALUE in the upstream's environment (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--print-bindings",
+                print,
+                "Start COMMAND, list its tools and write a starting `bindings` section with "
+                "their pins (no SPEC)");
+  return cmd;
+}
+
+int run_gateway_command() {
+  std::string spec;
+  try {
+    if (print) {
+      // Without SPEC, the command's first word lands there.
+      options.command = command;
+      if (!spec_path.empty()) options.command.insert(options.command.begin(), spec_path);
+      if (options.command.empty())
+        return fail("text", "gateway", "", "--print-bindings needs `-- COMMAND [ARGS...]`");
+      return server::print_bindings(options, std::cout, std::cerr);
+    }
+    if (spec_path.empty() || command.empty())
+      return fail(
+          "text", "gateway", "", "usage: clampai gateway SPEC [options] -- COMMAND [ARGS...]");
+    spec = spec_path;
+    options.command = command;
+    const std::string text = kernel::read_text_file(spec);
+    const auto model = kernel::load_spec(text);
+    const server::Bindings bindings = server::load_bindings(text, *model);
+    if (bindings.tools.empty())
+      std::cerr << "clampai gateway: " << spec
+                << " binds no tool (bindings.tools): every tool call will be refused\n";
+    std::ios::sync_with_stdio(false);
+    return server::run_gateway(model, bindings, options, std::cin, std::cout, std::cerr);
+  } catch (const Error& e) {
+    if (dynamic_cast<const SpecError*>(&e) != nullptr)
+      return fail("text", "gateway", spec, describe(spec, e));
+    return fail("text", "gateway", spec, e.what());
+  }
+}
+
+}  // namespace clampai::cli

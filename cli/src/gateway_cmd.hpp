@@ -1,0 +1,16 @@
+// `clampai gateway SPEC [options] -- COMMAND [ARGS...]` (docs/GATEWAY.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace clampai::cli {
+
+/// Registers the `gateway` subcommand on `app` and returns it.
+CLI::App* add_gateway_command(CLI::App& app);
+
+/// Runs the parsed `gateway` subcommand: serves the client on stdin/stdout until stdin ends
+/// (0), or writes the starting bindings with `--print-bindings`. Returns 2 for a bad spec or
+/// bad options, 1 if the upstream could not be started.
+int run_gateway_command();
+
+}  // namespace clampai::cli

@@ -1,0 +1,130 @@
+// `clampai gateway SPEC -- COMMAND`: the kernel between an MCP client and one upstream MCP
+// server (docs/GATEWAY.md). The spec's `bindings` section (docs/SPEC.md, "Bindings") binds each
+// upstream tool to an action, pins it, and computes the action's parameters from the call's
+// arguments; every call is decided and committed before it is forwarded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clampai/kernel/json.hpp"
+#include "clampai/kernel/number.hpp"
+#include "clampai/kernel/trace.hpp"
+#include "clampai/kernel/value.hpp"
+
+namespace clampai::kernel {
+class TaskModel;
+}
+
+namespace clampai::server {
+
+/// One binding expression: computes a number from a tool call's arguments.
+struct BindingExpr {
+  enum class Op : std::uint8_t {
+    constant,    ///< `12`, `-1.5`
+    number,      ///< `path.to.arg`: a number argument
+    utf8_bytes,  ///< `utf8_bytes(arg)`: a string argument's length in UTF-8 bytes
+    count,       ///< `count(arg)`: an array argument's length
+    under,       ///< `under(arg, '/prefix')`: 1 if the path lies lexically under the prefix, else 0
+  };
+  Op op = Op::constant;
+  kernel::Decimal constant{};
+  std::vector<std::string> argument{};  // the argument's path: `a.b` is {"a", "b"}
+  std::string prefix{};                 // `under`: normalised, absolute
+  std::string text{};                   // as written in the spec
+};
+
+/// An upstream tool bound to an action.
+struct ToolBinding {
+  std::string tool{};
+  std::size_t action = 0;  // index in the model's actions
+  std::string pin{};       // tool_pin of the tool as it was bound
+  std::vector<std::pair<std::size_t, BindingExpr>> params{};  // parameter index, expression
+};
+
+/// The spec's `bindings` section.
+struct Bindings {
+  std::vector<ToolBinding> tools{};
+  /// Methods passed to the upstream as they are (`resources/list`, `prompts/get`...).
+  std::vector<std::string> allow{};
+  [[nodiscard]] const ToolBinding* find(std::string_view tool) const;
+};
+
+/// Reads the `bindings` section of a spec's JSON text against its model: every tool bound to
+/// an action of `model`, every parameter without a default computed by one expression, every
+/// expression well formed. A spec without the section has no bindings.
+/// @throws SpecError naming the JSON path and, inside an expression, `:1:COLUMN`, with the line
+/// and column in the file.
+Bindings load_bindings(std::string_view spec_text, const kernel::TaskModel& model);
+
+/// Parses one binding expression (`path` names it in errors).
+/// @throws SpecError at `path:1:COLUMN`.
+BindingExpr parse_binding_expr(std::string_view text, const std::string& path);
+
+/// The expression's value over a call's `arguments` (an object, or null for none).
+/// @throws InvalidArgument naming the argument when it is missing or of the wrong kind.
+kernel::Value evaluate_binding(const BindingExpr& e, const kernel::jsonio::JsonNode* arguments);
+
+/// Whether `path` lies lexically under the absolute, normalised `prefix`: `.` and `..`
+/// resolved without looking at the file system; a relative path, `~`, or a NUL byte is never
+/// under.
+bool path_under(std::string_view path, std::string_view prefix);
+/// `path` normalised lexically (absolute), or empty when it is not absolute.
+std::string normalise_path(std::string_view path);
+
+/// The members of a tool object that its pin covers, and all the client is shown of it:
+/// `name`, `title`, `description`, `inputSchema`, `outputSchema` and `annotations`.
+kernel::jsonio::JsonNode pinned_fields(const kernel::jsonio::JsonNode& tool);
+
+/// A tool's pin: the SHA-256 (hex) of the RFC 8785 form of its `pinned_fields`.
+/// @throws InvalidArgument if the object has no canonical form (a number that is not an
+/// integer).
+std::string tool_pin(const kernel::jsonio::JsonNode& tool);
+
+/// Reads a gateway's trace entry by entry (`trace verify --spec` of a spec with bindings): the
+/// executed steps that no `gateway` outcome entry followed, whose call the gateway forwarded,
+/// or was about to, when it stopped: their effect may or may not have happened.
+class OutcomeTracker {
+ public:
+  void add(const kernel::TraceEntry& entry);
+  [[nodiscard]] std::vector<std::uint64_t> pending() const {
+    return {pending_.begin(), pending_.end()};
+  }
+
+ private:
+  std::set<std::uint64_t> pending_;
+};
+
+struct GatewayOptions {
+  std::vector<std::string> command{};  // the upstream: program and arguments
+  bool clear_env = false;
+  std::vector<std::string> env{};  // NAME=VALUE
+  std::string trace{};             // the kernel's trace file (this process's own kernel)
+  std::string ledger{};            // a shared ledger's URL
+  std::size_t max_in_flight = 1;
+  std::size_t max_message_bytes = 1 << 20;    // of the client's messages
+  std::size_t max_upstream_bytes = 64 << 20;  // of the upstream's
+  int upstream_timeout_ms = 5 * 60 * 1000;    // for one answer of the upstream
+};
+
+/// Serves one client on `in`/`out` in front of the upstream `options.command`, until `in`
+/// ends. Writes what it refuses and hides to `log`. Returns 0, or 1 if the upstream could not
+/// be started.
+int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                std::istream& in,
+                std::ostream& out,
+                std::ostream& log);
+
+/// Starts the upstream, lists its tools and writes a starting `bindings` section (each tool
+/// with its pin, bound to no action yet) to `out`. Returns 0, or 1 on failure (said on `log`).
+int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log);
+
+}  // namespace clampai::server
