@@ -524,7 +524,9 @@ class Gateway {
   }
 
   // Decides and commits one step: the one place the gateway commits.
-  ck::Outcome commit_step(const ck::Proposal& proposal) { return committer_->commit(proposal); }
+  ck::Outcome commit_step(const ck::Proposal& proposal) {
+    return driver::step(*committer_, proposal).outcome;
+  }
 
   // Undoes a step whose call failed: rolled back when it is still the latest.
   bool undo_step(const ck::Receipt& receipt) {
