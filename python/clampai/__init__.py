@@ -29,6 +29,8 @@ from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
                              NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
                              SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
                              make_action, make_state, safe)
+from ._inverse import (InverseAlgebra, InverseEffect, RollbackRecord,
+                       action_with_inverse_guarantee)
 
 __version__ = "0.1.0"
 
@@ -45,6 +47,8 @@ __all__ = [
     "SafetyHarness", "SafetyVerdict", "SafetyViolation", "clampai_safe", "make_action",
     "make_state", "safe", "MetricsBackend", "NoOpMetrics", "RejectionFormatter",
     "AsyncSafetyKernel",
+    # The reference's inverse effects (python/clampai/_inverse.py).
+    "InverseAlgebra", "InverseEffect", "RollbackRecord", "action_with_inverse_guarantee",
 ]
 
 

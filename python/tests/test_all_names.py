@@ -38,10 +38,10 @@ PENDING = {
     "ActiveHJBBarrier", "AuthoritativeHJBBarrier", "CaptureBasin", "ControlBarrierFunction",
     "HJBBarrierCheck", "HJBEnforcementCheck", "QPProjector", "RecoveryStrategy",
     "SafeHoverSignal", "SafeHoverState", "choose_recovery_strategy",
-    # Inverse effects, gradients and Jacobians.
-    "BoundarySeverity", "GradientReport", "GradientScore", "GradientTracker", "InverseAlgebra",
-    "InverseEffect", "JacobianFusion", "JacobianReport", "JacobianScore", "PerInvariantBudget",
-    "RollbackRecord", "SensitivityLevel", "action_with_inverse_guarantee",
+    # Gradients and Jacobians.
+    "BoundarySeverity", "GradientReport", "GradientScore", "GradientTracker",
+    "JacobianFusion", "JacobianReport", "JacobianScore", "PerInvariantBudget",
+    "SensitivityLevel",
     # Hardening and the monitor.
     "AttestationGate", "AttestationResult", "DataLabel", "DependencyDiscovery",
     "EnvironmentDriftError", "EnvironmentProbe", "EnvironmentReconciler", "FailurePattern",

@@ -180,7 +180,8 @@ def check_class(node: ast.ClassDef, cls, where: str):
 def test_the_python_modules_stubs_match_the_modules():
     import importlib
 
-    assert {p.name for p in PYTHON_STUBS} >= {"_reference_api.pyi", "invariants.pyi", "_reasoning.pyi"}
+    assert {p.name for p in PYTHON_STUBS} >= {"_reference_api.pyi", "invariants.pyi", "_reasoning.pyi",
+                                             "_inverse.pyi"}
     for path in PYTHON_STUBS:
         module = importlib.import_module(f"clampai.{path.stem}")
         tree = ast.parse(path.read_text())
