@@ -29,6 +29,9 @@ from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
                              NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
                              SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
                              make_action, make_state, safe)
+from ._composition import (CompositionType, ContractSpecification, InterfaceSignature,
+                           OperadicComposition, SuperTask, TaskComposer,
+                           VerificationCertificate)
 from ._inverse import (InverseAlgebra, InverseEffect, RollbackRecord,
                        action_with_inverse_guarantee)
 
@@ -49,6 +52,9 @@ __all__ = [
     "AsyncSafetyKernel",
     # The reference's inverse effects (python/clampai/_inverse.py).
     "InverseAlgebra", "InverseEffect", "RollbackRecord", "action_with_inverse_guarantee",
+    # The reference's composition (python/clampai/_composition.py).
+    "CompositionType", "ContractSpecification", "InterfaceSignature", "OperadicComposition",
+    "SuperTask", "TaskComposer", "VerificationCertificate",
 ]
 
 

@@ -31,9 +31,6 @@ SUBMODULES = {"hardening", "invariants", "formal", "testing", "api"}
 PENDING = {
     # Async kernel and orchestrator, the shared-process budget.
     "AsyncOrchestrator", "ProcessSharedBudgetController",
-    # Composition.
-    "CompositionType", "ContractSpecification", "InterfaceSignature", "OperadicComposition",
-    "SuperTask", "TaskComposer", "VerificationCertificate",
     # Lookahead and barriers.
     "ActiveHJBBarrier", "AuthoritativeHJBBarrier", "CaptureBasin", "ControlBarrierFunction",
     "HJBBarrierCheck", "HJBEnforcementCheck", "QPProjector", "RecoveryStrategy",
