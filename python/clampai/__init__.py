@@ -29,6 +29,10 @@ from ._reference_api import (FORMAL_CLAIMS, HARDENING_CLAIMS, REASONING_CLAIMS,
                              NoOpMetrics, RejectionFormatter, SafetyBarrierViolation,
                              SafetyHarness, SafetyVerdict, SafetyViolation, clampai_safe,
                              make_action, make_state, safe)
+from ._barriers import (ActiveHJBBarrier, AuthoritativeHJBBarrier, CaptureBasin,
+                        ControlBarrierFunction, HJBBarrierCheck, HJBEnforcementCheck,
+                        PerInvariantBudget, QPProjector, RecoveryStrategy, SafeHoverSignal,
+                        SafeHoverState, choose_recovery_strategy)
 from ._composition import (CompositionType, ContractSpecification, InterfaceSignature,
                            OperadicComposition, SuperTask, TaskComposer,
                            VerificationCertificate)
@@ -55,6 +59,10 @@ __all__ = [
     # The reference's composition (python/clampai/_composition.py).
     "CompositionType", "ContractSpecification", "InterfaceSignature", "OperadicComposition",
     "SuperTask", "TaskComposer", "VerificationCertificate",
+    # The reference's barriers (python/clampai/_barriers.py).
+    "ActiveHJBBarrier", "AuthoritativeHJBBarrier", "CaptureBasin", "ControlBarrierFunction",
+    "HJBBarrierCheck", "HJBEnforcementCheck", "PerInvariantBudget", "QPProjector",
+    "RecoveryStrategy", "SafeHoverSignal", "SafeHoverState", "choose_recovery_strategy",
 ]
 
 

@@ -31,13 +31,9 @@ SUBMODULES = {"hardening", "invariants", "formal", "testing", "api"}
 PENDING = {
     # Async kernel and orchestrator, the shared-process budget.
     "AsyncOrchestrator", "ProcessSharedBudgetController",
-    # Lookahead and barriers.
-    "ActiveHJBBarrier", "AuthoritativeHJBBarrier", "CaptureBasin", "ControlBarrierFunction",
-    "HJBBarrierCheck", "HJBEnforcementCheck", "QPProjector", "RecoveryStrategy",
-    "SafeHoverSignal", "SafeHoverState", "choose_recovery_strategy",
     # Gradients and Jacobians.
     "BoundarySeverity", "GradientReport", "GradientScore", "GradientTracker",
-    "JacobianFusion", "JacobianReport", "JacobianScore", "PerInvariantBudget",
+    "JacobianFusion", "JacobianReport", "JacobianScore",
     "SensitivityLevel",
     # Hardening and the monitor.
     "AttestationGate", "AttestationResult", "DataLabel", "DependencyDiscovery",

@@ -181,7 +181,8 @@ def test_the_python_modules_stubs_match_the_modules():
     import importlib
 
     assert {p.name for p in PYTHON_STUBS} >= {"_reference_api.pyi", "invariants.pyi", "_reasoning.pyi",
-                                             "_inverse.pyi", "_composition.pyi"}
+                                             "_inverse.pyi", "_composition.pyi",
+                                             "_barriers.pyi"}
     for path in PYTHON_STUBS:
         module = importlib.import_module(f"clampai.{path.stem}")
         tree = ast.parse(path.read_text())
