@@ -431,7 +431,11 @@ class TaskDefinition:
                        for i, inv in enumerate(self.invariants)
                        if callable(inv.predicate)]
             goal = self.goal_predicate if callable(self.goal_predicate) else None
-            self._model = _clampai._build_model(json.dumps(self.to_spec()), natives, goal)
+            # A variable whose initial value is a Python float reads back as a float (the
+            # kernel decides on its exact decimal): docs/PYTHON.md, "Values are exact".
+            floats = [k for k, v in self._initial_dict().items() if isinstance(v, float)]
+            self._model = _clampai._build_model(json.dumps(self.to_spec()), natives, goal,
+                                                floats)
         return self._model
 
     def goal_achieved(self, state: Any) -> bool:

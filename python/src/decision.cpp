@@ -23,7 +23,7 @@ const PyDecision& get(PyObject* self) { return DecisionObject::of(self); }
 py::dict changes_dict(const ck::TaskModel& m, const ck::Decision& d) {
   py::dict out;
   for (const auto& [var, value] : d.changes)
-    out[py::str(m.variables[var].name)] = from_value(value);
+    out[py::str(m.variables[var].name)] = schema_value(*m.schema, var, value);
   return out;
 }
 

@@ -486,7 +486,10 @@ ck::Enforcement parse_enforcement(const std::string& text, const std::string& wh
 
 // A spec (JSON text, as in a file) plus native invariants: (index among all invariants, name,
 // callable, enforcement, description, suggestion), and a callable goal (or None).
-Model build_model(const std::string& spec_json, const py::list& natives, py::handle goal) {
+Model build_model(const std::string& spec_json,
+                  const py::list& natives,
+                  py::handle goal,
+                  const std::vector<std::string>& floats) {
   return translating("", [&] {
     ck::TaskDecl decl = ck::parse_spec(spec_json);
     if (!goal.is_none()) {
@@ -508,7 +511,9 @@ Model build_model(const std::string& spec_json, const py::list& natives, py::han
       decl.invariants.insert(decl.invariants.begin() + static_cast<std::ptrdiff_t>(at),
                              std::move(inv));
     }
-    return make_model(ck::build_model(decl));
+    Model built = make_model(ck::build_model(decl));
+    mark_floats(built.model->schema, floats);
+    return built;
   });
 }
 
@@ -693,7 +698,7 @@ void bind_all(py::module_& m) {
           [](const ck::State& s, const std::string& key, py::object fallback) -> py::object {
             const auto id = s.schema().find(key);
             if (!id) return fallback;
-            return from_value(s.get(*id));
+            return state_value(s, *id);
           },
           "key"_a,
           "default"_a = py::none())
@@ -702,7 +707,7 @@ void bind_all(py::module_& m) {
           [](const ck::State& s, const std::string& key) {
             const auto id = s.schema().find(key);
             if (!id) throw py::key_error(key);
-            return from_value(s.get(*id));
+            return state_value(s, *id);
           },
           "key"_a)
       .def(
@@ -740,7 +745,7 @@ void bind_all(py::module_& m) {
             const std::vector<std::string> names = s.schema().names();
             for (std::size_t i = 0; i < names.size() && i < max_keys; ++i) {
               std::string text =
-                  py::repr(from_value(s.get(*s.schema().find(names[i])))).cast<std::string>();
+                  py::repr(state_value(s, *s.schema().find(names[i]))).cast<std::string>();
               if (text.size() > 80) text = text.substr(0, 77) + "...";
               out += "\n  " + names[i] + " = " + text;
             }
@@ -988,7 +993,12 @@ void bind_all(py::module_& m) {
   bind_formal(m);
   bind_reasoning(m);
   m.def("_load_spec_file", &load_spec_file, "path"_a);
-  m.def("_build_model", &build_model, "spec_json"_a, "natives"_a, "goal"_a = py::none());
+  m.def("_build_model",
+        &build_model,
+        "spec_json"_a,
+        "natives"_a,
+        "goal"_a = py::none(),
+        "floats"_a = std::vector<std::string>());
   m.def("_verify", &verify_json, "model"_a, "spec_name"_a, "timeout_ms"_a, "jobs"_a, "depth"_a);
   m.def(
       "_lookahead",

@@ -1,6 +1,8 @@
 #include "values.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -25,15 +27,78 @@ kernel::Value number_from_text(const std::string& text, const std::string& where
   return kernel::Value::number(*d);
 }
 
+// The variables given as Python floats, per schema (the schema is shared by a state and
+// every state the kernel derives from it). Keyed by address; the weak pointer tells a live
+// schema from a dead one whose address was reused. Expired entries are swept as it grows.
+struct FloatMarks {
+  std::mutex mutex;
+  std::map<const kernel::Schema*, std::pair<std::weak_ptr<const kernel::Schema>, std::vector<bool>>>
+      marks;
+  std::size_t swept_at = 64;
+};
+
+FloatMarks& float_marks() {
+  static FloatMarks* marks = new FloatMarks();
+  return *marks;
+}
+
+bool is_float_given(const kernel::Schema& schema, kernel::VarId id) {
+  FloatMarks& f = float_marks();
+  const std::lock_guard<std::mutex> lock(f.mutex);
+  if (f.marks.empty()) return false;
+  const auto it = f.marks.find(&schema);
+  if (it == f.marks.end()) return false;
+  const auto owner = it->second.first.lock();
+  if (owner.get() != &schema) return false;
+  return id < it->second.second.size() && it->second.second[id];
+}
+
 }  // namespace
 
 py::object make_decimal(const std::string& text) { return decimal_type()(text); }
+
+void mark_floats(const std::shared_ptr<const kernel::Schema>& schema,
+                 const std::vector<std::string>& floats) {
+  std::vector<bool> flags(schema->size(), false);
+  bool any = false;
+  for (const std::string& name : floats) {
+    if (const auto id = schema->find(name)) {
+      flags[*id] = true;
+      any = true;
+    }
+  }
+  FloatMarks& f = float_marks();
+  const std::lock_guard<std::mutex> lock(f.mutex);
+  if (!any) {
+    f.marks.erase(schema.get());
+    return;
+  }
+  f.marks[schema.get()] = {schema, std::move(flags)};
+  if (f.marks.size() >= 2 * f.swept_at) {
+    std::erase_if(f.marks, [](const auto& entry) { return entry.second.first.expired(); });
+    f.swept_at = std::max<std::size_t>(64, f.marks.size());
+  }
+}
+
+py::object state_value(const kernel::State& s, kernel::VarId id) {
+  return schema_value(s.schema(), id, s.get(id));
+}
+
+py::object schema_value(const kernel::Schema& schema, kernel::VarId id, const kernel::Value& v) {
+  if (v.kind() == kernel::Value::Kind::number && is_float_given(schema, id)) {
+    // Python's float(str) rounds correctly: the nearest double to the exact value.
+    PyObject* f = PyFloat_FromString(py::str(v.as_number().to_string()).ptr());
+    if (f == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(f);
+  }
+  return from_value(v);
+}
 
 py::dict state_dict(const kernel::State& s) {
   py::dict out;
   for (std::size_t i = 0; i < s.size(); ++i)
     out[py::str(s.schema().name(static_cast<kernel::VarId>(i)))] =
-        from_value(s.get(static_cast<kernel::VarId>(i)));
+        state_value(s, static_cast<kernel::VarId>(i));
   return out;
 }
 
@@ -127,14 +192,18 @@ kernel::State state_from_mapping(py::handle mapping) {
   std::sort(
       items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> names;
+  std::vector<std::string> floats;
   std::vector<kernel::Value> values;
   for (const auto& [name, value] : items) {
     values.push_back(to_value(value, name));
     names.push_back(name);
+    if (PyFloat_Check(value.ptr())) floats.push_back(name);
   }
   try {
-    return kernel::State(std::make_shared<const kernel::Schema>(std::move(names)),
-                         std::move(values));
+    kernel::State state(std::make_shared<const kernel::Schema>(std::move(names)),
+                        std::move(values));
+    if (!floats.empty()) mark_floats(state.schema_ptr(), floats);
+    return state;
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }

@@ -4,7 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/model.hpp"
@@ -32,6 +34,20 @@ py::object from_value(const kernel::Value& v);
 
 /// decimal.Decimal(text).
 py::object make_decimal(const std::string& text);
+
+/// Marks the variables `floats` (by name) of `schema` as given as Python floats: a number
+/// of theirs in any state of that schema reads back as a float (the nearest double to the
+/// exact value, which the kernel keeps and decides on). Names the schema lacks are ignored;
+/// an empty list marks nothing.
+void mark_floats(const std::shared_ptr<const kernel::Schema>& schema,
+                 const std::vector<std::string>& floats);
+
+/// Variable `id` of state `s` as a Python object: `from_value`, but a number of a variable
+/// marked by `mark_floats` is a float.
+py::object state_value(const kernel::State& s, kernel::VarId id);
+
+/// Value `v` of variable `id` of `schema` as a Python object, as `state_value` reads it.
+py::object schema_value(const kernel::Schema& schema, kernel::VarId id, const kernel::Value& v);
 
 /// A state as a dict of its variables' names to their values (State.to_dict()).
 py::dict state_dict(const kernel::State& s);

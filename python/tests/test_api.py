@@ -19,12 +19,52 @@ from conftest import EXAMPLES, quickstart_task
 
 # --- State -------------------------------------------------------------------------------------
 
+def test_float_given_variables_read_back_as_floats_after_effects():
+    # docs/PYTHON.md, "Values are exact": the kernel decides on exact decimals; a variable
+    # given as a float reads back as the nearest float to its exact value.
+    task = TaskDefinition(
+        goal="", initial_state={"t": 0.0, "e": Decimal("0.0"), "n": 1},
+        available_actions=[ActionSpec(id="p", effects=(Effect("t", "increment", 0.1),
+                                                       Effect("e", "increment", 0.1),
+                                                       Effect("n", "increment", 1)),
+                                      cost=1)],
+        invariants=[Invariant("t_bound", lambda s: s.get("t", 0.0) * 1.5 < 90)], budget=10)
+    kernel = SafetyKernel(task)
+    for _ in range(3):
+        kernel.execute("p")
+    state = kernel.state
+    assert type(state["t"]) is float and state["t"] == 0.3      # not 0.30000000000000004
+    assert type(state["e"]) is Decimal and state["e"] == Decimal("0.3")
+    assert type(state["n"]) is int and state["n"] == 4
+    assert state.to_dict() == {"t": 0.3, "e": Decimal("0.3"), "n": 4}
+    # Decided exactly: `t <= 0.3` holds after three increments of 0.1.
+    exact = TaskDefinition(
+        goal="", initial_state={"t": 0.0},
+        available_actions=[ActionSpec(id="p", effects=(Effect("t", "increment", 0.1),),
+                                      cost=1)],
+        invariants=[Invariant("cap", "t <= 0.3")], budget=10)
+    k = SafetyKernel(exact)
+    assert all(k.execute("p").approved for _ in range(3))
+    assert not k.execute("p").approved and k.state["t"] == 0.3
+
+
+def test_float_marks_are_per_state():
+    # The same names given as a Decimal in another state stay Decimal.
+    assert type(State({"x": 0.5})["x"]) is float
+    assert type(State({"x": Decimal("0.5")})["x"]) is Decimal
+    assert type(State({"x": "0.5"})["x"]) is str
+    assert type(State({"x": 1})["x"]) is int
+
+
 def test_state_values_round_trip_exactly():
     s = State({"b": True, "i": -7, "d": 0.1, "e": Decimal("12.50"), "t": "ok", "l": [1, 2]})
     assert s.keys() == ["b", "d", "e", "i", "l", "t"]  # sorted, as the reference does
     assert s["b"] is True and s["i"] == -7 and s["t"] == "ok" and s["l"] == [1, 2]
-    assert s["d"] == Decimal("0.1")  # the float's repr, read exactly (no binary rounding)
-    assert s["e"] == Decimal("12.50")
+    # A float reads back as the float given (the kernel holds its repr exactly, 0.1); a
+    # Decimal stays a Decimal.
+    assert type(s["d"]) is float and s["d"] == 0.1 and s.get("d") == 0.1
+    assert type(s.to_dict()["d"]) is float
+    assert type(s["e"]) is Decimal and s["e"] == Decimal("12.50")
     assert s.get("missing") is None and s.get("missing", 3) == 3
     assert s.has("i") and "i" in s and "zz" not in s and 5 not in s
     assert len(s) == 6 and list(s) == s.keys()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from clampai import (ActionSpec, ActiveHJBBarrier, AuthoritativeHJBBarrier, CaptureBasin,
-                     ControlBarrierFunction, Effect, HJBBarrierCheck, HJBEnforcementCheck,
+                     ControlBarrierFunction, Effect, HJBBarrierCheck, HJBEnforcementCheck, Invariant,
                      PerInvariantBudget, QPProjector, RecoveryStrategy, SafeHoverSignal,
                      SafeHoverState, SafetyBarrierViolation, SafetyKernel, SpecError, State,
                      choose_recovery_strategy)
@@ -129,15 +129,31 @@ def test_safe_hover_is_an_emergency_action_of_the_kernel():
 # --- ControlBarrierFunction ---------------------------------------------------------------
 
 def test_control_barrier_function_as_documented():
-    # The README's h is `1.0 - s.get("risk", 0.0)`: here a state's decimals are `Decimal`s,
-    # which do not mix with a float (docs/PYTHON.md, "Values are exact").
-    cbf = ControlBarrierFunction(h=lambda s: 1 - s.get("risk", 0), alpha=0.1)
+    # The README's form: a float-given variable reads back as a float.
+    cbf = ControlBarrierFunction(h=lambda s: 1.0 - s.get("risk", 0.0), alpha=0.1)
     ok, message = cbf.check(State({"risk": 0.0}), State({"risk": 0.05}))
     assert ok and message.startswith("CBF: h=1.000")
     ok, message = cbf.evaluate(State({"risk": 0.0}), State({"risk": 0.5}))
     assert not ok and message == "CBF VIOLATION: h=1.000, Δh=-0.5000 < -0.1000"
     with pytest.raises(ValueError, match=r"alpha must be in \(0,1\)"):
         ControlBarrierFunction(h=lambda s: 1.0, alpha=1.0)
+
+
+def test_float_lambdas_of_the_documented_style_run_in_a_kernel():
+    # The Python ClampAI's README/API.md style: float arithmetic on a state's values inside
+    # invariants and barriers, on states the kernel derived (a TypeError before: Decimal).
+    kernel = SafetyKernel(budget=10.0, invariants=[
+        Invariant("cpu", lambda s: s.get("cpu", 0.0) * 1.5 < 90)])
+    state = State({"cpu": 10.0, "risk": 0.0})
+    up = ActionSpec(id="up", name="up", effects=(Effect("cpu", "increment", 0.1),
+                                                 Effect("risk", "increment", 0.05)), cost=1.0)
+    new_state, _entry = kernel.execute(state, up)
+    assert type(new_state.get("cpu")) is float and new_state.get("cpu") == 10.1
+    assert new_state.to_dict() == {"cpu": 10.1, "risk": 0.05}
+    cbf = ControlBarrierFunction(h=lambda s: 1.0 - s.get("risk", 0.0), alpha=0.1)
+    assert cbf.evaluate(state, new_state)[0]
+    verdict = kernel.evaluate(new_state, up)
+    assert verdict.approved and verdict.simulated_next_state["risk"] == 0.1
 
 
 def test_control_barrier_function_is_exact_at_its_boundary():
