@@ -1,6 +1,9 @@
 #include "repair_cmd.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <string_view>
+#include <variant>
 
 #include "clampai/kernel.hpp"
 #include "clampai/report/repair.hpp"
@@ -20,30 +23,19 @@ struct Args {
 } args;
 
 // The proposal as given: named values for declared parameters (defaults fill the rest), not
-// checked against the bounds (out-of-bounds values are what a repair is for).
-ck::Proposal proposal_of(const ck::TaskModel& m, std::size_t action, const ck::ParamMap& given) {
-  const ck::Action& a = m.actions[action];
-  std::vector<std::string> names;
-  for (const ck::Parameter& par : a.parameters) names.push_back(par.name);
-  for (const auto& [name, v] : given) {
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      throw SpecError(
-          "--params." + name,
-          "`" + a.id + "` has no parameter `" + name + "`" + ck::did_you_mean(name, names));
-  }
-  ck::Proposal p{action, {}};
-  for (const ck::Parameter& par : a.parameters) {
-    const auto it = std::find_if(
-        given.begin(), given.end(), [&](const auto& g) { return g.first == par.name; });
-    if (it != given.end()) {
-      p.params.push_back(it->second);
-    } else if (par.default_value) {
-      p.params.push_back(ck::Value::number(*par.default_value));
-    } else {
-      throw SpecError("--params", "missing parameter `" + par.name + "` (it has no default)");
-    }
-  }
-  return p;
+// checked against the bounds (out-of-bounds values are what a repair is for): the kernel's
+// resolution, its reasons as errors of --params.
+ck::Proposal proposal_of(const ck::TaskModel& m,
+                         std::string_view action,
+                         const ck::ParamMap& given) {
+  std::variant<ck::Proposal, ck::Reason> resolved =
+      ck::resolve(m, action, given, ck::ParamCheck::as_given);
+  if (auto* p = std::get_if<ck::Proposal>(&resolved)) return std::move(*p);
+  const ck::Reason& why = std::get<ck::Reason>(resolved);
+  // An unknown name is an error of --params.NAME; a missing one, of --params.
+  const bool given_name = std::any_of(
+      given.begin(), given.end(), [&](const auto& g) { return g.first == why.subject; });
+  throw SpecError(given_name ? "--params." + why.subject : std::string("--params"), why.message);
 }
 
 int repair_command() {
@@ -56,7 +48,7 @@ int repair_command() {
     throw SpecError("--action",
                     "unknown action `" + args.action + "`" + ck::did_you_mean(args.action, ids));
   }
-  const ck::Proposal proposal = proposal_of(m, *index, parse_params(args.params));
+  const ck::Proposal proposal = proposal_of(m, args.action, parse_params(args.params));
   cv::RepairOptions options;
   options.timeout_ms = args.timeout_ms;
   if (!args.norm.empty())

@@ -134,14 +134,16 @@ bool Loop::recover() {
   }
   for (std::size_t i = 0; i < m.actions.size(); ++i) {
     if (!m.actions[i].emergency) continue;
-    const Proposal p = default_proposal(m, i);
     ++result_.attempted;
-    const Decision d = c_.record_rejection(p);
-    if (!d.approved) {
-      tally(d);
+    // Decided once: the step commits the decision as made unless the head moved since (and
+    // records a rejection, when the committer records them); a rejection that would not be
+    // recorded goes no further.
+    kernel::Decided d = c_.view().decide(default_proposal(m, i));
+    if (!d.decision().approved && !c_.records_rejections()) {
+      tally(d.decision());
       continue;
     }
-    const Outcome o = step(c_, p).outcome;
+    const Outcome o = step(c_, std::move(d)).outcome;
     if (!o.decision.approved) {
       tally(o.decision);
       continue;

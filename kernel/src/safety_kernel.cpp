@@ -158,12 +158,19 @@ SafetyKernel::~SafetyKernel() = default;
 
 std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
                                                      const ParamMap& params) const {
-  const auto index = model_->find_action(action_id);
+  return kernel::resolve(*model_, action_id, params, ParamCheck::checked);
+}
+
+std::variant<Proposal, Reason> resolve(const TaskModel& model,
+                                       std::string_view action_id,
+                                       const ParamMap& params,
+                                       ParamCheck check) {
+  const auto index = model.find_action(action_id);
   if (!index)
     return reason(ReasonCode::unknown_action,
                   std::string(action_id),
                   "unknown action `" + std::string(action_id) + "`");
-  const Action& a = model_->actions[*index];
+  const Action& a = model.actions[*index];
   for (const auto& [name, _] : params) {
     const bool known = std::any_of(a.parameters.begin(),
                                    a.parameters.end(),
@@ -191,7 +198,9 @@ std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
                     decl.name,
                     "missing parameter `" + decl.name + "` (it has no default)");
     }
-    if (auto bad = check_param(decl, v)) return *bad;
+    if (check == ParamCheck::checked) {
+      if (auto bad = check_param(decl, v)) return *bad;
+    }
     p.params.push_back(std::move(v));
   }
   return p;

@@ -242,7 +242,7 @@ expect("repair approved" 0 "APPROVED scale_up as proposed" ${CLAMPAI} repair ${a
 file(WRITE ${WORK_DIR}/full.json [=[{"instances": 20, "hourly_spend": "30.00", "throttle": "0.60"}]=])
 expect("repair impossible" 1 "NO REPAIR.*conflict +parameter `n` >= 1.*conflict +invariant `capacity`" ${CLAMPAI} repair ${as} --state ${WORK_DIR}/full.json --action scale_up --params "{\"n\": 3}")
 expect("repair unknown action" 2 "--action: unknown action `grow`" ${CLAMPAI} repair ${as} --action grow --params "{}")
-expect("repair unknown param" 2 "--params.m: `scale_up` has no parameter `m`" ${CLAMPAI} repair ${as} --action scale_up --params "{\"m\": 1}")
+expect("repair unknown param" 2 "--params.m: action `scale_up` has no parameter `m`" ${CLAMPAI} repair ${as} --action scale_up --params "{\"m\": 1}")
 expect("repair bad weight" 2 "--weights.n: a weight must be positive" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --weights "{\"n\": 0}")
 expect("repair bad norm" 2 "--norm" ${CLAMPAI} repair ${as} --action scale_up --params "{\"n\": 1}" --norm l3)
 expect("repair malformed params" 2 "--params: malformed JSON" ${CLAMPAI} repair ${as} --action scale_up --params "{n")

@@ -292,6 +292,39 @@ TEST_CASE("Driver: a proposal the kernel keeps refusing at execute ends the run"
   CHECK(r.last_reasons[0].code == ReasonCode::requires_failed);
 }
 
+TEST_CASE("Driver: recovery's emergency action is decided once", "[kernel][driver]") {
+  TaskDecl t = parse_spec(R"J({"variables": {"x": {"type": "int", "initial": 0},
+                                 "safe": {"type": "bool", "initial": false}},
+    "actions": [{"id": "burn", "cost": 1, "reversible": false, "requires": "x == 0",
+                 "effects": [{"variable": "x", "mode": "set", "value": 1}]},
+                {"id": "park", "cost": 0, "effects": [{"variable": "safe", "mode": "set", "value": true}]}],
+    "emergency_actions": ["park"],
+    "goal": "x == 2", "budget": {"total": 5, "min_action_cost": 1}})J");
+  // A native invariant is checked on every decision's next state: `safe` is true only in
+  // `park`'s, so the checks that see it count the decisions of `park`.
+  int decisions_of_park = 0;
+  InvariantDecl counter;
+  counter.name = "counts_park";
+  counter.predicate = [&](const State& s) {
+    if (s.get("safe") == Value::boolean(true)) ++decisions_of_park;
+    return true;
+  };
+  t.invariants.push_back(counter);
+  for (const bool record : {false, true}) {
+    decisions_of_park = 0;
+    KernelOptions options;
+    options.record_rejections = record;
+    SafetyKernel k(build_model(t), options);
+    FirstApprovableDriver driver;
+    RunOptions run_options;
+    run_options.recover = true;
+    const RunResult r = run(k, driver, run_options);
+    REQUIRE(r.termination == Termination::emergency_stop);
+    REQUIRE(r.actions == std::vector<std::string>{"burn", "park"});
+    CHECK(decisions_of_park == 1);
+  }
+}
+
 TEST_CASE("Driver: recovery does not roll back past an emergency action the driver committed",
           "[kernel][driver]") {
   const auto m = load_spec(R"J({"variables": {"x": {"type": "int", "initial": 0}},

@@ -110,6 +110,18 @@ struct KernelOptions {
       commit_gate;
 };
 
+/// What `resolve` checks of the values given: `checked`, what a decision requires (each a
+/// number that fits its type's scale and lies within its bounds; normalised to that scale), or
+/// `as_given`, nothing (`clampai repair`: out-of-bounds values are what a repair is for).
+enum class ParamCheck : std::uint8_t { checked, as_given };
+/// Resolves an action id and named parameters on `model` (defaults fill missing ones). Returns
+/// the reason it cannot instead: an unknown action, an unknown or missing parameter, and when
+/// `checked`, an invalid value. `SafetyKernel::resolve` is this, checked.
+[[nodiscard]] std::variant<Proposal, Reason> resolve(const TaskModel& model,
+                                                     std::string_view action_id,
+                                                     const ParamMap& params = {},
+                                                     ParamCheck check = ParamCheck::checked);
+
 /// The kernel's decision on `proposal` in `situation`: exactly the checks of
 /// `SafetyKernel::evaluate`, in the same order. No side effects.
 [[nodiscard]] Decision decide(const TaskModel& model,
