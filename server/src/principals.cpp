@@ -170,10 +170,20 @@ std::vector<Principal> parse_principals(std::string_view text, const std::string
         Rights bit = 0;
         for (const Right k : kRights)
           if (right_name(k) == r.text) bit = static_cast<Rights>(k);
-        if (bit == 0)
-          throw InvalidArgument(origin + ": " + jat + ": unknown right `" + r.text + "`" +
-                                ck::did_you_mean(r.text, right_names) +
-                                " (the rights: read, decide, execute, approve, admin)");
+        if (bit == 0) {
+          // The names the routes go by suggest the right they need.
+          static const std::vector<ck::Alias> aliases{{"exec", "execute"},
+                                                      {"run", "execute"},
+                                                      {"eval", "decide"},
+                                                      {"evaluate", "decide"},
+                                                      {"get", "read"},
+                                                      {"rollback", "admin"},
+                                                      {"approval", "approve"}};
+          const std::string hint = ck::did_you_mean(r.text, right_names, aliases);
+          throw InvalidArgument(
+              origin + ": " + jat + ": unknown right `" + r.text + "`" +
+              (hint.empty() ? " (the rights: read, decide, execute, approve, admin)" : hint));
+        }
         mask |= bit;
       }
       p.rights[task] = mask;
