@@ -3,7 +3,6 @@
 #include "clampai/server/service.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <chrono>
@@ -34,12 +33,17 @@ namespace ck = clampai::kernel;
 namespace fs = std::filesystem;
 using ck::jsonio::JsonNode;
 
+namespace {
+
+// True iff two SHA-256 digests (hex) are equal, in time that depends on neither.
+bool same_digest(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace
+
 bool token_matches(std::string_view given, std::string_view expected) {
-  unsigned char a[SHA256_DIGEST_LENGTH];
-  unsigned char b[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
-  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), b);
-  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+  return same_digest(ck::sha256_hex(given), ck::sha256_hex(expected));
 }
 
 Response Service::error(int status, std::string_view code, std::string_view message) {
@@ -217,9 +221,7 @@ struct Service::Impl {
     const std::string given = ck::sha256_hex(auth.substr(7));
     const Principal* found = nullptr;
     for (const Principal& p : all)
-      if (p.token_sha256.size() == given.size() &&
-          CRYPTO_memcmp(p.token_sha256.data(), given.data(), given.size()) == 0)
-        found = &p;
+      if (same_digest(p.token_sha256, given)) found = &p;
     if (found == nullptr) throw Refusal{401, "unauthorized", "the bearer token is wrong"};
     return found;
   }
