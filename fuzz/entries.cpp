@@ -330,6 +330,20 @@ void bindings(std::string_view input) {
   }
 }
 
+// A principals file: refused with an error, or read into principals whose tokens are digests
+// and whose rights are rights.
+void principals(std::string_view input) {
+  const auto all = server::parse_principals(input, "principals");
+  must(!all.empty(), "no principal accepted");
+  for (const auto& p : all) {
+    must(p.token_sha256.size() == 64 &&
+             p.token_sha256.find_first_not_of("0123456789abcdef") == std::string::npos,
+         "a token digest that is not 64 lowercase hex digits");
+    for (const auto& [task, mask] : p.rights)
+      must((mask & ~server::kAllRights) == 0, "a right that is none of the five");
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"expression", &expression},
                                           {"spec", &spec},
@@ -338,7 +352,8 @@ const std::vector<Target>& targets() {
                                           {"params", &params},
                                           {"service", &service},
                                           {"mcp", &mcp},
-                                          {"bindings", &bindings}};
+                                          {"bindings", &bindings},
+                                          {"principals", &principals}};
   return all;
 }
 

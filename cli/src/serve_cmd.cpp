@@ -19,7 +19,7 @@ namespace {
 
 struct Args {
   std::vector<std::string> specs;
-  std::string host = "127.0.0.1", token_file, data_dir, ledger, tls_cert, tls_key;
+  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key;
   unsigned port = 8765;
   std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
   unsigned threads = 0;  // 0: one per core, at least 2
@@ -46,11 +46,16 @@ std::string read_token(const std::string& path) {
   return token;
 }
 
+// The principals file, read whole (the limit is the one every small input file has).
+std::vector<cs::Principal> read_principals(const std::string& path) {
+  return cs::parse_principals(ck::read_file(path, 1024 * 1024), "--principals `" + path + "`");
+}
+
 int serve_command() {
-  if (args.token_file.empty() && !args.insecure)
+  if (args.token_file.empty() && args.principals_file.empty() && !args.insecure)
     throw InvalidArgument(
-        "give --token-file FILE (the bearer token clients must send), or --insecure-no-auth to "
-        "serve without one on a loopback address");
+        "give --token-file FILE (the bearer token clients must send) or --principals FILE (who "
+        "may do what), or --insecure-no-auth to serve without one on a loopback address");
   if (args.insecure && !is_loopback(args.host))
     throw InvalidArgument(
         "--insecure-no-auth serves only a loopback address (127.0.0.1 or ::1), "
@@ -71,6 +76,7 @@ int serve_command() {
   }
   options.limits.request_timeout_ms = args.request_timeout_ms;
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
+  if (!args.principals_file.empty()) options.principals = read_principals(args.principals_file);
   static std::mutex log_mutex;
   options.log = [](const std::string& line) {
     std::lock_guard lock(log_mutex);
@@ -92,6 +98,19 @@ int serve_command() {
   http.tls_cert = args.tls_cert;
   http.tls_key = args.tls_key;
   http.limits = options.limits;
+  if (!args.principals_file.empty())
+    http.on_reload = [&service, &options] {
+      // A bad new file keeps the old principals: the server never ends up open, nor closed.
+      try {
+        auto principals = read_principals(args.principals_file);
+        const std::size_t n = principals.size();
+        service.set_principals(std::move(principals));
+        options.log("SIGHUP: " + std::to_string(n) + " principal(s) read from `" +
+                    args.principals_file + "`");
+      } catch (const std::exception& e) {
+        options.log(std::string("SIGHUP: keeping the old principals: ") + e.what());
+      }
+    };
   cs::serve_http(service, http, [](const std::string& url) {
     std::cout << "listening on " << url << std::endl;  // flushed: scripts wait for this line
   });
@@ -121,9 +140,15 @@ CLI::App* add_serve_command(CLI::App& app) {
                                 args.token_file,
                                 "A file holding the bearer token every request (but /v1/health) "
                                 "must carry");
+  auto* principals = cmd->add_option("--principals",
+                                     args.principals_file,
+                                     "A JSON file of principals: each a name, its token's SHA-256 "
+                                     "and its rights per task; SIGHUP re-reads it (docs/SERVE.md)")
+                         ->excludes(token);
   cmd->add_flag(
          "--insecure-no-auth", args.insecure, "Serve without a token (a loopback --host only)")
-      ->excludes(token);
+      ->excludes(token)
+      ->excludes(principals);
   cmd->add_option("--data-dir",
                   args.data_dir,
                   "Keep each task's spec and trace (TASK.jsonl) here, and resume them on restart");

@@ -432,9 +432,20 @@ int serve_http(Service& service,
   listener->accept();
 
   net::steady_timer sweep(ioc);
+  net::signal_set hangup(ioc);
+  std::function<void(beast::error_code, int)> on_hangup = [&](beast::error_code hup_ec, int) {
+    if (hup_ec || shared.draining) return;
+    options.on_reload();
+    hangup.async_wait(on_hangup);
+  };
+  if (options.on_reload) {
+    hangup.add(SIGHUP);
+    hangup.async_wait(on_hangup);
+  }
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](beast::error_code wait_ec, int) {
     if (wait_ec) return;
+    hangup.cancel();
     // Stop accepting, close the idle connections; the busy ones close after their answer.
     shared.draining = true;
     listener->stop();

@@ -3,7 +3,6 @@
 #include "clampai/server/service.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include <system_error>
 #include <utility>
 
+#include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
 #include "clampai/kernel/json.hpp"
@@ -33,12 +33,17 @@ namespace ck = clampai::kernel;
 namespace fs = std::filesystem;
 using ck::jsonio::JsonNode;
 
+namespace {
+
+// True iff two SHA-256 digests (hex) are equal, in time that depends on neither.
+bool same_digest(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace
+
 bool token_matches(std::string_view given, std::string_view expected) {
-  unsigned char a[SHA256_DIGEST_LENGTH];
-  unsigned char b[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
-  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), b);
-  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+  return same_digest(ck::sha256_hex(given), ck::sha256_hex(expected));
 }
 
 Response Service::error(int status, std::string_view code, std::string_view message) {
@@ -57,13 +62,6 @@ struct Refusal {
   std::string code;
   std::string message;
 };
-
-bool is_task_name(std::string_view name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
 
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
@@ -197,6 +195,47 @@ std::function<bool(std::string&)> stream_entries(std::vector<ck::TraceEntry> ent
 struct Service::Impl {
   ServiceOptions options;
   mutable std::shared_mutex mutex;
+  // Who may call (empty: anyone; no authentication). Replaced whole by set_principals.
+  mutable std::mutex principals_mutex;
+  std::shared_ptr<const std::vector<Principal>> principals =
+      std::make_shared<const std::vector<Principal>>();
+
+  std::shared_ptr<const std::vector<Principal>> current_principals() const {
+    std::lock_guard lock(principals_mutex);
+    return principals;
+  }
+
+  // The principal whose token `authorization` carries; nullptr when the server needs none.
+  // Every principal's digest is compared, in constant time, whichever matches.
+  static const Principal* authenticate(const std::vector<Principal>& all,
+                                       std::string_view authorization) {
+    if (all.empty()) return nullptr;
+    const std::string_view auth = authorization;
+    const bool bearer =
+        auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
+    if (!bearer)
+      throw Refusal{401,
+                    "unauthorized",
+                    "this server needs `Authorization: Bearer TOKEN` (its --token-file, or a "
+                    "token of its --principals)"};
+    const std::string given = ck::sha256_hex(auth.substr(7));
+    const Principal* found = nullptr;
+    for (const Principal& p : all)
+      if (same_digest(p.token_sha256, given)) found = &p;
+    if (found == nullptr) throw Refusal{401, "unauthorized", "the bearer token is wrong"};
+    return found;
+  }
+
+  // Refuses (403 forbidden) unless `who` holds `right` on `task` (on `*` when `task` is empty).
+  static void require(const Principal* who, Right right, std::string_view task) {
+    if (who == nullptr || who->may(right, task)) return;
+    throw Refusal{403,
+                  "forbidden",
+                  "principal `" + who->name + "` lacks the right `" +
+                      std::string(right_name(right)) + "` " +
+                      (task.empty() ? std::string("on every task (`*`)")
+                                    : "on task `" + std::string(task) + "`")};
+  }
   // Tasks are never removed, so a Task* stays valid for the service's life.
   std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks;
   Metrics metrics;
@@ -308,11 +347,22 @@ struct Service::Impl {
   }
 
   Response route(const Request& req);
-  Response task_route(Task& task, std::string_view op, const Request& req);
+  Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
 };
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (!impl_->options.token.empty() && !impl_->options.principals.empty())
+    throw InvalidArgument(
+        "--token-file and --principals cannot be combined: a token file stands for one "
+        "principal with every right; list it in the principals file instead");
+  if (!impl_->options.token.empty())
+    impl_->principals = std::make_shared<const std::vector<Principal>>(
+        std::vector<Principal>{token_principal(impl_->options.token)});
+  else if (!impl_->options.principals.empty())
+    impl_->principals =
+        std::make_shared<const std::vector<Principal>>(std::move(impl_->options.principals));
+  impl_->options.principals.clear();
   if (!impl_->options.ledger.empty() && !impl_->options.data_dir.empty())
     throw InvalidArgument(
         "--data-dir and --ledger cannot be combined: with --ledger each task's trace, state and "
@@ -358,6 +408,15 @@ std::string Service::add_task(std::string_view spec_text, const std::string& ori
                   "` was written for (or from another --spec of that name)");
     throw Error(origin + ": " + r.message);
   }
+}
+
+void Service::set_principals(std::vector<Principal> principals) {
+  if (principals.empty())
+    throw InvalidArgument("the principals file lists no principal; the old ones stay");
+  std::lock_guard lock(impl_->principals_mutex);
+  if (impl_->principals->empty())
+    throw InvalidArgument("this server serves without authentication; it cannot take principals");
+  impl_->principals = std::make_shared<const std::vector<Principal>>(std::move(principals));
 }
 
 void Service::note_refused(int status, std::string_view code) {
@@ -442,18 +501,12 @@ Response Service::Impl::route(const Request& req) {
     j.key("tasks").value(static_cast<std::uint64_t>(tasks.size())).end_object();
     return {200, "application/json", j.take(), {}};
   }
-  if (!options.token.empty()) {
-    const std::string_view auth = req.authorization;
-    const bool bearer =
-        auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
-    if (!bearer || !token_matches(auth.substr(7), options.token))
-      throw Refusal{401,
-                    "unauthorized",
-                    bearer ? "the bearer token is wrong"
-                           : "this server needs `Authorization: Bearer TOKEN` (its --token-file)"};
-  }
+  // The principals stay alive for the request even if SIGHUP replaces them meanwhile.
+  const auto held = current_principals();
+  const Principal* who = authenticate(*held, req.authorization);
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (req.method != "GET") throw method_not_allowed("GET");
+    require(who, Right::read, "");
     std::vector<std::pair<std::string, const TaskCounters*>> counters;
     {
       std::shared_lock lock(mutex);
@@ -463,10 +516,13 @@ Response Service::Impl::route(const Request& req) {
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "tasks") {
     if (req.method == "GET") {
+      // Anyone who may read some task; each sees the tasks it may read.
+      if (who != nullptr && !who->may_somewhere(Right::read)) require(who, Right::read, "");
       JsonOut j;
       j.begin_object().key("tasks").begin_array();
       std::shared_lock lock(mutex);
       for (const auto& [name, task] : tasks) {
+        if (who != nullptr && !who->may(Right::read, name)) continue;
         j.begin_object().key("name").value(name).key("spec_digest").value(task->model().digest);
         j.key("sealed").value(task->kernel().is_sealed()).end_object();
       }
@@ -474,6 +530,8 @@ Response Service::Impl::route(const Request& req) {
       return {200, "application/json", j.take(), {}};
     }
     if (req.method != "POST") throw method_not_allowed("GET and POST");
+    // Refused before the body is read if `admin` is nowhere; on the spec's name once known.
+    if (who != nullptr && !who->may_somewhere(Right::admin)) require(who, Right::admin, "");
     (void)parse_json_body(req.body, options.limits);  // the limits first
     std::shared_ptr<const ck::TaskModel> model;
     try {
@@ -481,6 +539,7 @@ Response Service::Impl::route(const Request& req) {
     } catch (const SpecError& e) {
       throw Refusal{400, "invalid_spec", std::string("spec: ") + e.what()};
     }
+    require(who, Right::admin, model->name);
     if (find(model->name) != nullptr)
       throw Refusal{409, "task_exists", "a task named `" + model->name + "` is served already"};
     Task& task = add(model, req.body, Origin::posted);
@@ -504,12 +563,15 @@ Response Service::Impl::route(const Request& req) {
           "unknown_task",
           "no task `" + std::string(parts[2]) + "` is served" + ck::did_you_mean(parts[2], names)};
     }
-    return task_route(*task, parts[3], req);
+    return task_route(*task, parts[3], req, who);
   }
   throw Refusal{404, "not_found", "no route " + std::string(path) + " (docs/SERVE.md)"};
 }
 
-Response Service::Impl::task_route(Task& task, std::string_view op, const Request& req) {
+Response Service::Impl::task_route(Task& task,
+                                   std::string_view op,
+                                   const Request& req,
+                                   const Principal* who) {
   const ck::TaskModel& m = task.model();
   const Limits& limits = options.limits;
   const bool get = op == "state" || op == "trace";
@@ -526,6 +588,12 @@ Response Service::Impl::task_route(Task& task, std::string_view op, const Reques
                   "method_not_allowed",
                   std::string("/") + std::string(op) + " accepts " + (get ? "GET" : "POST") +
                       ", not " + req.method};
+  require(who,
+          get                ? Right::read
+          : op == "execute"  ? Right::execute
+          : op == "rollback" ? Right::admin
+                             : Right::decide,
+          m.name);
   if (op == "state") return {200, "application/json", status_json(task), {}};
   if (op == "trace") {
     Response r{200, "application/jsonl", {}, {}};

@@ -16,6 +16,13 @@
 
 namespace clampai::server {
 
+bool is_task_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
 namespace ck = clampai::kernel;
 namespace fs = std::filesystem;
 

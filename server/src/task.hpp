@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "clampai/driver/committer.hpp"
 #include "clampai/kernel/decision.hpp"
@@ -22,6 +23,9 @@
 #include "clampai/kernel/trace.hpp"
 
 namespace clampai::server {
+
+/// A task's name: letters, digits, `_` and `-`, at most 64 (the spec's `name`).
+bool is_task_name(std::string_view name);
 
 /// What a served kernel keeps in memory, whatever its age (the values of `clampai run`).
 inline constexpr std::size_t kTraceWindow = 4096;

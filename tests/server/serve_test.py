@@ -205,6 +205,94 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(good.state("quickstart")["steps"], 0)
                 self.assertTrue(good.execute("quickstart", "process_batch")["executed"])
 
+    def principals_file(self, rights_of, name="principals.json"):
+        """Writes a principals file, {NAME: {TASK: [RIGHT...]}}; returns its path and tokens."""
+        import hashlib
+        tokens = {n: f"token-of-{n}-0123456789abcdef" for n in rights_of}
+        doc = {"principals": [{"name": n, "rights": r,
+                               "token_sha256": hashlib.sha256(tokens[n].encode()).hexdigest()}
+                              for n, r in rights_of.items()]}
+        path = os.path.join(self.dir, name)
+        with open(path + ".tmp", "w") as f:
+            json.dump(doc, f)
+        os.replace(path + ".tmp", path)  # a reload never reads half a file
+        return path, tokens
+
+    def test_principals_rights_and_sighup_revocation(self):
+        path, tokens = self.principals_file({"ci": {"*": ["read"], "quickstart": ["execute"]},
+                                             "ops": {"*": ["read"]},
+                                             "nobody": {"*": ["approve"]}})
+        with Server("--principals", path, "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv:
+            with srv.client(token=tokens["nobody"]) as nobody:
+                # Every route but health needs a right `approve` is not (the 403 table).
+                calls = [lambda: nobody.metrics(), lambda: nobody.tasks(),
+                         lambda: nobody.create_task(spec("autoscale.json"))]
+                calls += [lambda op=op: nobody._json(
+                    "GET" if op in ("state", "trace") else "POST", f"/v1/tasks/quickstart/{op}",
+                    None if op in ("state", "trace") else b"{}") for op in OPS]
+                for call in calls:
+                    with self.assertRaises(ClampaiError) as e:
+                        call()
+                    self.assertEqual((e.exception.status, e.exception.code), (403, "forbidden"))
+            with srv.client(token=tokens["ci"]) as ci, srv.client(token=tokens["ops"]) as ops:
+                self.assertTrue(ci.execute("quickstart", "process_batch")["executed"])
+                with self.assertRaises(ClampaiError) as e:
+                    ops.execute("quickstart", "process_batch")
+                self.assertEqual((e.exception.status, e.exception.code), (403, "forbidden"))
+                with self.assertRaises(ClampaiError) as e:
+                    ci.evaluate("quickstart", "process_batch")
+                self.assertEqual((e.exception.status, e.exception.code), (403, "forbidden"))
+                # A bad new file keeps the old principals, and says why.
+                with open(path, "w") as f:
+                    f.write('{"principals": [{"name": "ci"}]}')
+                srv.proc.send_signal(signal.SIGHUP)
+                # Its log line, before the next file is written (or the two reloads could read
+                # the same file, or their signals merge).
+                seen = ""
+                while "SIGHUP:" not in seen or not seen.endswith("\n"):
+                    ready, _, _ = select.select([srv.proc.stderr], [], [], 60)
+                    self.assertTrue(ready, "no log line after SIGHUP")
+                    data = os.read(srv.proc.stderr.fileno(), 65536)  # unbuffered: no line
+                    self.assertTrue(data, "the server closed its stderr")  # hides in a buffer
+                    seen += data.decode()
+                self.assertIn("SIGHUP: keeping the old principals: --principals `", seen)
+                self.assertIn("principals[0]: missing key `token_sha256`", seen)
+                self.assertEqual(ci.state("quickstart")["steps"], 1)  # `ci` still in
+                # Revoke `ci`; the server keeps serving `ops`, without a restart. The effect is
+                # polled a bounded number of times: nothing is timed.
+                self.principals_file({"ops": {"*": ["read", "execute"]}})
+                srv.proc.send_signal(signal.SIGHUP)
+                status = None
+                for _ in range(200):
+                    try:
+                        ci.state("quickstart")
+                        status = 200
+                    except ClampaiError as err:
+                        status = err.status
+                    if status == 401:
+                        break
+                    time.sleep(0.05)
+                self.assertEqual(status, 401)
+                self.assertTrue(ops.execute("quickstart", "process_batch")["executed"])
+                self.assertEqual(ops.state("quickstart")["steps"], 2)
+            self.assertEqual(srv.stop(), 0)
+            self.assertIn("SIGHUP: 1 principal(s) read from", srv.stderr)
+
+    def test_a_bad_principals_file_is_refused_at_start(self):
+        path, _ = self.principals_file({"ci": {"deploy": ["exec"]}})
+        tok, _ = self.token_file()
+        for args, message in [
+                (["--principals", path],
+                 "principals[0].rights.deploy[0]: unknown right `exec` (did you mean `execute`?)"),
+                (["--principals", path, "--token-file", tok], "excludes"),
+                (["--principals", path, "--insecure-no-auth"], "excludes")]:
+            p = subprocess.run([CLAMPAI, "serve", "--port", "0", *args], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr, args)
+            self.assertEqual(p.stdout, "")
+
     def test_limits_answer_413_431_and_400_and_the_server_goes_on(self):
         with Server("--insecure-no-auth") as srv:
             status, _, body = raw(srv.port, b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\n"

@@ -192,6 +192,206 @@ TEST_CASE("Service: the bearer token guards every route but health", "[server][s
   CHECK_FALSE(cs::token_matches("", "abc"));
 }
 
+namespace {
+
+// A principals file: one principal a right set, as `{"NAME": {TASK: [RIGHT...]}}` in JSON.
+std::string principals_json(const json& who) {
+  json list = json::array();
+  for (const auto& [name, rights] : who.items())
+    list.push_back({{"name", name},
+                    {"token_sha256", ck::sha256_hex("token-of-" + name + "-0123456789")},
+                    {"rights", rights}});
+  return json{{"principals", list}}.dump();
+}
+
+std::string bearer(const std::string& name) { return "Bearer token-of-" + name + "-0123456789"; }
+
+struct RouteCase {
+  const char* method;
+  const char* target;
+  const char* body;
+  cs::Right needs;
+  bool any_task;  // the right on any task is enough (else on the task, or `*` when taskless)
+};
+
+// Every route but health, and the right it needs (docs/SERVE.md's table).
+const std::vector<RouteCase>& route_table() {
+  static const std::vector<RouteCase> table{
+      {"GET", "/metrics", "", cs::Right::read, false},
+      {"GET", "/v1/tasks", "", cs::Right::read, true},
+      {"POST", "/v1/tasks", "", cs::Right::admin, false},  // the body: quickstart's spec
+      {"GET", "/v1/tasks/autoscale/state", "", cs::Right::read, false},
+      {"GET", "/v1/tasks/autoscale/trace", "", cs::Right::read, false},
+      {"POST",
+       "/v1/tasks/autoscale/evaluate",
+       R"({"action":"scale_up"})",
+       cs::Right::decide,
+       false},
+      {"POST",
+       "/v1/tasks/autoscale/lookahead",
+       R"({"action":"scale_up"})",
+       cs::Right::decide,
+       false},
+      {"POST", "/v1/tasks/autoscale/repair", R"({"action":"scale_up"})", cs::Right::decide, false},
+      {"POST", "/v1/tasks/autoscale/verify", "", cs::Right::decide, false},
+      {"POST",
+       "/v1/tasks/autoscale/execute",
+       R"({"action":"scale_up"})",
+       cs::Right::execute,
+       false},
+      {"POST", "/v1/tasks/autoscale/rollback", "", cs::Right::admin, false},
+  };
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("Service: every right against every route (the 403 table)", "[server][service]") {
+  const std::vector<cs::Right> rights{
+      cs::Right::read, cs::Right::decide, cs::Right::execute, cs::Right::approve, cs::Right::admin};
+  for (const bool on_star : {true, false}) {
+    for (const cs::Right right : rights) {
+      const std::string rn(cs::right_name(right));
+      // One right on every task, or on this task (and on no other).
+      const json who = {{"p", {{on_star ? "*" : "autoscale", {rn}}}}};
+      for (const RouteCase& c : route_table()) {
+        cs::ServiceOptions o;
+        o.principals = cs::parse_principals(principals_json(who), "principals.json");
+        cs::Service s(o);
+        s.add_task(spec_text(), "autoscale.json");
+        const std::string body =
+            std::string(c.target) == "/v1/tasks" && std::string(c.method) == "POST"
+                ? spec_text("examples/quickstart.json")
+                : c.body;
+        auto r = call(s, c.method, c.target, body, bearer("p"));
+        const bool taskless = std::string(c.target).find("/autoscale/") == std::string::npos;
+        const bool allowed = right == c.needs && (on_star || !taskless || c.any_task);
+        INFO(c.method << " " << c.target << " with `" << rn << "` on "
+                      << (on_star ? "*" : "autoscale") << ": " << r.status << " " << r.body);
+        if (allowed) {
+          CHECK(r.status != 403);
+          CHECK(r.status < 500);
+        } else {
+          CHECK(r.status == 403);
+          CHECK(code_of(r) == "forbidden");
+          CHECK(body_of(r)["error"]["message"].get<std::string>().find(
+                    "`" + std::string(cs::right_name(c.needs)) + "`") != std::string::npos);
+        }
+        // A refused request changes nothing: no step, no task added.
+        if (!allowed) {
+          CHECK(s.task_names() == std::vector<std::string>{"autoscale"});
+          auto state = call(s, "GET", "/v1/tasks/autoscale/state", "", "");
+          CHECK(state.status == 401);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Service: a principal's rights on a task are the union of its own and of `*`",
+          "[server][service]") {
+  cs::ServiceOptions o;
+  o.principals = cs::parse_principals(
+      principals_json({{"ci", {{"*", {"read"}}, {"autoscale", {"execute"}}}},
+                       {"other", {{"other-task", {"read", "decide", "execute", "admin"}}}}}),
+      "principals.json");
+  cs::Service s(o);
+  s.add_task(spec_text(), "autoscale.json");
+  CHECK(call(s, "GET", "/metrics", "", bearer("ci")).status == 200);
+  CHECK(call(s, "POST", "/v1/tasks/autoscale/execute", R"({"action":"scale_up"})", bearer("ci"))
+            .status == 200);
+  auto r = call(s, "GET", "/v1/tasks/autoscale/state", "", bearer("ci"));
+  CHECK(r.status == 200);
+  CHECK(body_of(r)["steps"] == 1);
+  r = call(s, "POST", "/v1/tasks/autoscale/evaluate", R"({"action":"scale_up"})", bearer("ci"));
+  CHECK(r.status == 403);
+  CHECK(body_of(r)["error"]["message"] ==
+        "principal `ci` lacks the right `decide` on task `autoscale`");
+  // Rights on another task give none on this one, and list none of it.
+  CHECK(call(s, "GET", "/v1/tasks/autoscale/state", "", bearer("other")).status == 403);
+  r = call(s, "GET", "/v1/tasks", "", bearer("other"));
+  CHECK(r.status == 200);
+  CHECK(body_of(r)["tasks"].empty());
+  CHECK(call(s, "GET", "/metrics", "", bearer("other")).status == 403);
+  // An unknown token is 401, never 403.
+  CHECK(call(s, "GET", "/v1/tasks", "", "Bearer token-of-nobody-0123456789").status == 401);
+  // A token file is one principal with every right; it cannot be combined with principals.
+  o.token = "0123456789abcdef-secret";
+  o.principals = cs::parse_principals(principals_json({{"ci", {{"*", {"read"}}}}}), "p.json");
+  CHECK_THROWS_WITH(cs::Service(o), Catch::Contains("cannot be combined"));
+}
+
+TEST_CASE("Service: replaced principals revoke at once; a server without auth takes none",
+          "[server][service]") {
+  cs::ServiceOptions o;
+  o.principals =
+      cs::parse_principals(principals_json({{"ci", {{"*", {"read"}}}}}), "principals.json");
+  cs::Service s(o);
+  CHECK(call(s, "GET", "/v1/tasks", "", bearer("ci")).status == 200);
+  s.set_principals(
+      cs::parse_principals(principals_json({{"ops", {{"*", {"read"}}}}}), "principals.json"));
+  CHECK(call(s, "GET", "/v1/tasks", "", bearer("ci")).status == 401);
+  CHECK(call(s, "GET", "/v1/tasks", "", bearer("ops")).status == 200);
+  CHECK_THROWS_WITH(s.set_principals({}), Catch::Contains("old ones stay"));
+  CHECK(call(s, "GET", "/v1/tasks", "", bearer("ops")).status == 200);
+  cs::Service open{cs::ServiceOptions{}};
+  CHECK_THROWS_WITH(
+      open.set_principals(cs::parse_principals(principals_json({{"ops", {{"*", {"read"}}}}}), "p")),
+      Catch::Contains("without authentication"));
+}
+
+TEST_CASE("parse_principals: every bad file names the entry and the key", "[server][service]") {
+  const std::string hex(64, 'a');
+  const auto entry = [&](const std::string& rest) {
+    return R"({"principals": [{"name": "a", "token_sha256": ")" + std::string(64, 'b') +
+           R"(", "rights": {}}, )" + rest + "]}";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"(", "rights": {"deploy": ["exec"]}})"),
+       "p.json: principals[1].rights.deploy[0]: unknown right `exec` (did you mean `execute`?)"},
+      {entry(R"({"name": "ci", "token_sha256": "abc", "rights": {}})"),
+       "p.json: principals[1].token_sha256: expected the token's SHA-256 as 64 hex digits"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + std::string(63, 'a') + R"(g", "rights": {}})"),
+       "principals[1].token_sha256: expected"},
+      {entry(R"({"name": "a", "token_sha256": ")" + hex + R"(", "rights": {}})"),
+       "principals[1].name: `a` names an earlier principal too"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + std::string(64, 'B') + R"(", "rights": {}})"),
+       "principals[1].token_sha256: an earlier principal has the same token"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"(", "right": {}})"),
+       "principals[1]: unknown key `right` (did you mean `rights`?)"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"("})"),
+       "principals[1]: missing key `rights`"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"(", "rights": {"a b": ["read"]}})"),
+       "principals[1].rights.a b: not a task name"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"(", "rights": {"*": "read"}})"),
+       "principals[1].rights.*: expected an array of rights"},
+      {entry(R"({"name": "ci", "token_sha256": ")" + hex + R"(", "rights": {"*": [1]}})"),
+       "principals[1].rights.*[0]: expected a right (a string)"},
+      {entry(R"({"name": 7, "token_sha256": ")" + hex + R"(", "rights": {}})"),
+       "principals[1].name: expected a string"},
+      {entry("[]"), "principals[1]: expected an object"},
+      {R"({"principals": []})", "principals: empty"},
+      {R"({"principal": []})", "unknown key `principal` (did you mean `principals`?)"},
+      {R"([])", "expected an object"},
+      {R"({"principals": [})", "p.json: "},
+  };
+  for (const auto& [text, message] : cases) {
+    INFO(text);
+    CHECK_THROWS_WITH(cs::parse_principals(text, "p.json"), Catch::Contains(message));
+  }
+  // Hex digits in either case name the same token.
+  const auto ok = cs::parse_principals(
+      R"({"principals": [{"name": "ci", "token_sha256": ")" + std::string(64, 'A') +
+          R"(", "rights": {"*": ["read"], "deploy": ["decide", "execute"]}}]})",
+      "p.json");
+  REQUIRE(ok.size() == 1);
+  CHECK(ok[0].token_sha256 == hex);
+  CHECK(ok[0].on("deploy") ==
+        (static_cast<cs::Rights>(cs::Right::read) | static_cast<cs::Rights>(cs::Right::decide) |
+         static_cast<cs::Rights>(cs::Right::execute)));
+  CHECK(ok[0].on("other") == static_cast<cs::Rights>(cs::Right::read));
+}
+
 TEST_CASE("Service: tasks added at run time, listed, and measured", "[server][service]") {
   cs::Service s({});
   auto r = call(s, "POST", "/v1/tasks", spec_text("examples/quickstart.json"));

@@ -3,4 +3,5 @@
 
 #include "clampai/server/http.hpp"
 #include "clampai/server/mcp.hpp"
+#include "clampai/server/principals.hpp"
 #include "clampai/server/service.hpp"

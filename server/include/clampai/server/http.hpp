@@ -17,6 +17,9 @@ struct HttpOptions {
   std::string tls_cert{};
   std::string tls_key{};
   Limits limits{};
+  /// Called on SIGHUP (on the accepting thread), e.g. to re-read `--principals`; when empty,
+  /// SIGHUP is left to its default.
+  std::function<void()> on_reload{};
 };
 
 /// Listens and serves `service` until SIGTERM or SIGINT: then it stops accepting, finishes the

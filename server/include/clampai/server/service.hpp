@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "clampai/server/principals.hpp"
+
 namespace clampai::server {
 
 /// The limits that keep a hostile or broken client from exhausting the server.
@@ -34,6 +36,10 @@ struct ServiceOptions {
   /// The bearer token every request but `GET /v1/health` must carry; empty: no authentication
   /// (the command allows that only on a loopback address, with `--insecure-no-auth`).
   std::string token{};
+  /// Who may call, and what each may do (`--principals`): every request but `GET /v1/health`
+  /// must carry one's token, and each route needs a right (docs/SERVE.md); a missing right is
+  /// 403 forbidden. Not with `token` (which stands for one principal with every right).
+  std::vector<Principal> principals{};
   Limits limits{};
   /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
   std::function<void(const std::string&)> log{};
@@ -93,6 +99,12 @@ class Service {
 
   /// The JSON error response `{"error": {"code": CODE, "message": MESSAGE}}`.
   static Response error(int status, std::string_view code, std::string_view message);
+
+  /// Replaces the principals (SIGHUP re-reads `--principals`): requests that arrive afterwards
+  /// are authenticated against `principals` only.
+  /// @throws InvalidArgument if `principals` is empty, or the service serves without
+  /// authentication (it cannot be switched on, nor off, while serving).
+  void set_principals(std::vector<Principal> principals);
 
   /// Counts a request the transport refused before it reached `handle` (413, 431, 400), for
   /// the metrics and the malformed-request log.
