@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every entry of fuzz/entries.hpp with libFuzzer for SECONDS each (default 60):
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     TARGET: expression spec trace manifest params service mcp
+#   principals bindings
 # Builds build/fuzz with clang (-fsanitize=fuzzer,address,undefined), seeds each target from
 # examples/, tests/data and fuzz/seeds, and keeps the corpus it grows in build/fuzz/corpus.
 # A crash stops with the input saved under build/fuzz/crashes/<target>/: fix it, then keep the
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(expression spec trace manifest params service mcp principals)
+((${#targets[@]})) || targets=(expression spec trace manifest params service mcp principals bindings)
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, not \`$seconds\`" >&2; exit 2; }
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
