@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -440,6 +442,61 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+namespace {
+
+// RFC 8785 section 3.2.2.3: the double `text` reads as (correctly rounded), in the shortest
+// digits that read back as it, laid out as ECMAScript's Number.prototype.toString does.
+// False for a number beyond the range of a double.
+bool append_ecmascript_number(std::string& out, const std::string& text) {
+  double d = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, d);
+  if (ec != std::errc{} || ptr != end || !std::isfinite(d)) return false;
+  if (d == 0) {  // "-0" too
+    out += '0';
+    return true;
+  }
+  if (d < 0) {
+    out += '-';
+    d = -d;
+  }
+  // Shortest round-trip digits in scientific form: D[.DDD]e[+-]X.
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  const std::string_view sci(buf, static_cast<std::size_t>(r.ptr - buf));
+  const std::size_t e = sci.find('e');
+  std::string digits(1, sci[0]);
+  if (e > 1) digits.append(sci.substr(2, e - 2));
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exp10);
+  const int k = static_cast<int>(digits.size());
+  const int pos = exp10 + 1;  // the value is 0.DIGITS x 10^pos
+  if (k <= pos && pos <= 21) {
+    out += digits;
+    out.append(static_cast<std::size_t>(pos - k), '0');
+  } else if (0 < pos && pos <= 21) {
+    out.append(digits, 0, static_cast<std::size_t>(pos));
+    out += '.';
+    out.append(digits, static_cast<std::size_t>(pos));
+  } else if (-6 < pos && pos <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-pos), '0');
+    out += digits;
+  } else {
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    out += 'e';
+    out += pos - 1 < 0 ? '-' : '+';
+    out += std::to_string(std::abs(pos - 1));
+  }
+  return true;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
@@ -500,16 +557,18 @@ bool append_canonical(std::string& out, const JsonNode& n) {
       out += n.boolean ? "true" : "false";
       return true;
     case JsonNode::Kind::number: {
-      // Canonical integers: no leading zeros, no "-0", within the exactly representable range.
-      if (!n.integral || n.text == "-0") return false;
-      try {
-        const long long v = std::stoll(n.text);
-        if (v <= -kExactJsonInt || v >= kExactJsonInt) return false;
-      } catch (const std::exception&) {
-        return false;
+      // An integer within +-2^53 is its own text (JSON has no leading zeros); any other number
+      // is the double it reads as, written as ECMAScript writes it.
+      if (n.integral && n.text != "-0") {
+        long long v = 0;
+        const char* end = n.text.data() + n.text.size();
+        const auto [ptr, ec] = std::from_chars(n.text.data(), end, v);
+        if (ec == std::errc{} && ptr == end && v > -kExactJsonInt && v < kExactJsonInt) {
+          out += n.text;
+          return true;
+        }
       }
-      out += n.text;
-      return true;
+      return append_ecmascript_number(out, n.text);
     }
     case JsonNode::Kind::string:
       append_json_string(out, n.text);
