@@ -2,10 +2,12 @@
 // lexical paths, pins, and every error with its position.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "clampai/kernel.hpp"
 #include "clampai/server/gateway.hpp"
@@ -213,4 +215,19 @@ TEST_CASE("the canonical form writes numbers as RFC 8785 does", "[gateway][json]
   CHECK(canonical_number("18446744073709551615") == "18446744073709552000");
   CHECK(canonical_number("-42") == "-42");
   CHECK(canonical_number("[1.0,{\"b\":2.50,\"a\":-1e0}]") == "[1,{\"a\":-1,\"b\":2.5}]");
+}
+
+TEST_CASE("the canonical form sorts keys by UTF-16 code units", "[gateway][json]") {
+  // RFC 8785 section 3.2.3's example: U+1F600 (a surrogate pair) sorts before U+FB33.
+  const JsonNode n = json(R"({"\u20ac": "Euro Sign", "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One", "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis"})");
+  std::string out;
+  REQUIRE(ck::jsonio::append_canonical(out, n));
+  std::vector<std::size_t> at;
+  for (const char* v :
+       {"Carriage Return", "One", "Control", "Latin Small", "Euro Sign", "Emoji", "Hebrew"})
+    at.push_back(out.find(v));
+  CHECK(std::is_sorted(at.begin(), at.end()));
+  CHECK(at.back() != std::string::npos);
 }

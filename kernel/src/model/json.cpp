@@ -495,6 +495,21 @@ bool append_ecmascript_number(std::string& out, const std::string& text) {
   return true;
 }
 
+// RFC 8785 section 3.2.3: keys sort by their UTF-16 code units. UTF-8's byte order is that of
+// the code points, which differs only where a character beyond U+FFFF (a surrogate pair,
+// 0xD800...) meets one of U+E000 to U+FFFF (lead byte 0xEE or 0xEF).
+bool utf16_less(std::string_view a, std::string_view b) {
+  const auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (ib == b.end()) return false;
+  if (ia == a.end()) return true;
+  const auto ca = static_cast<unsigned char>(*ia);
+  const auto cb = static_cast<unsigned char>(*ib);
+  const auto high_bmp = [](unsigned char c) { return c == 0xEE || c == 0xEF; };
+  if (ca >= 0xF0 && high_bmp(cb)) return true;
+  if (high_bmp(ca) && cb >= 0xF0) return false;
+  return ca < cb;
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
@@ -583,12 +598,12 @@ bool append_canonical(std::string& out, const JsonNode& n) {
       return true;
     }
     case JsonNode::Kind::object: {
-      // Keys sort by UTF-16 code units in RFC 8785; this project only writes ASCII keys, for
-      // which byte order is the same.
       std::vector<const std::pair<std::string, JsonNode>*> sorted;
       sorted.reserve(n.members.size());
       for (const auto& m : n.members) sorted.push_back(&m);
-      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+        return utf16_less(a->first, b->first);
+      });
       out += '{';
       for (std::size_t i = 0; i < sorted.size(); ++i) {
         if (i > 0) out += ',';
