@@ -214,6 +214,20 @@ TEST_CASE("the canonical form writes numbers as RFC 8785 does", "[gateway][json]
   CHECK(canonical_number("123456789012345678901234") == "1.2345678901234569e+23");
   CHECK(canonical_number("18446744073709551615") == "18446744073709552000");
   CHECK(canonical_number("-42") == "-42");
+  // Below the least double: 0, as ECMAScript reads it.
+  CHECK(canonical_number("1e-400") == "0");
+  CHECK(canonical_number("-2.5E-999999999999999999999") == "0");
+  CHECK(canonical_number("0." + std::string(400, '0') + "1") == "0");
+  CHECK(canonical_number("0.0000000000000000000000000000001e-300") == "0");
+  CHECK(canonical_number("1e-300") == "1e-300");
+  // Above the greatest double: no form (parse_json refuses such a text; a node built by hand).
+  JsonNode huge;
+  huge.kind = JsonNode::Kind::number;
+  huge.text = "-1.5e400";
+  std::string out;
+  CHECK_FALSE(ck::jsonio::append_canonical(out, huge));
+  huge.text = "1" + std::string(400, '0');
+  CHECK_FALSE(ck::jsonio::append_canonical(out, huge));
   CHECK(canonical_number("[1.0,{\"b\":2.50,\"a\":-1e0}]") == "[1,{\"a\":-1,\"b\":2.5}]");
 }
 

@@ -451,7 +451,29 @@ bool append_ecmascript_number(std::string& out, const std::string& text) {
   double d = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, d);
-  if (ec != std::errc{} || ptr != end || !std::isfinite(d)) return false;
+  if (ptr != end) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // Beyond the doubles either way: too large has no form, too small reads as 0 (1e-400).
+    const std::size_t e = text.find_first_of("eE");
+    const std::string_view mantissa = std::string_view(text).substr(0, e);
+    const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+    const std::size_t lead = mantissa.find_first_of("123456789");
+    if (lead == std::string_view::npos) return false;
+    // The decimal exponent of the leading digit: its place and the exponent (one beyond the
+    // range of long long is taken as +-2^62, which decides alone).
+    long long exp10 = 0;
+    if (e != std::string::npos) {
+      const char* from = text.data() + e + 1 + (text[e + 1] == '+' ? 1 : 0);
+      if (std::from_chars(from, end, exp10).ec != std::errc{})
+        exp10 = *from == '-' ? -(1LL << 62) : (1LL << 62);
+    }
+    const long long place = lead < point ? static_cast<long long>(point - lead) - 1
+                                         : -static_cast<long long>(lead - point);
+    if (place + exp10 >= 0) return false;
+    out += '0';
+    return true;
+  }
+  if (ec != std::errc{} || !std::isfinite(d)) return false;
   if (d == 0) {  // "-0" too
     out += '0';
     return true;
