@@ -1,7 +1,9 @@
 // The latency `clampai gateway` adds to a tools/call (issue 39): the same upstream (the tests'
 // fake server, whose `note` answers at once) called directly and through the gateway, in one
 // run, one call at a time, alternating in rounds so that both see the same machine.
-// Usage: node benchmarks/gateway_latency.mjs CLAMPAI [CALLS]   (prints p50 and p99 in µs)
+// Usage: node benchmarks/gateway_latency.mjs CLAMPAI [CALLS] [--trace]   (prints p50 and p99 in
+// µs; --trace: the gateway also writes its trace to a file, as a deployment would). From a build
+// directory: `cmake --build . --target bench_gateway_latency` (2,000 calls, no trace).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -9,8 +11,16 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-const [clampai, callsArg] = process.argv.slice(2);
+const [clampai, callsArg, traceArg] = process.argv.slice(2);
+if (clampai === undefined || (traceArg !== undefined && traceArg !== "--trace")) {
+  console.error("usage: node benchmarks/gateway_latency.mjs CLAMPAI [CALLS] [--trace]");
+  process.exit(2);
+}
 const calls = Number(callsArg ?? 2000);
+if (!Number.isInteger(calls) || calls < 100 || calls % 100 !== 0) {
+  console.error(`CALLS must be a positive multiple of 100, not \`${callsArg}\``);
+  process.exit(2);
+}
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fake = path.join(here, "../tests/server/gateway_fake_upstream.mjs");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "clampai-gateway-bench-"));
@@ -46,7 +56,8 @@ const peer = (command, args) => {
 };
 
 const direct = peer("node", [fake]);
-const gateway = peer(clampai, ["gateway", spec, "--", "node", fake]);
+const traced = traceArg === "--trace" ? ["--trace", path.join(tmp, "bench.jsonl")] : [];
+const gateway = peer(clampai, ["gateway", spec, ...traced, "--", "node", fake]);
 for (const p of [direct, gateway]) {
   await p.call("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } });
   p.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
@@ -67,7 +78,7 @@ for (let round = 0; round < calls / 100; ++round) {
 const pct = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 for (const p of [direct, gateway]) p.child.stdin.end();
 const row = (name) => `${name}: p50 ${pct(times[name], 0.5).toFixed(0)} µs, p99 ${pct(times[name], 0.99).toFixed(0)} µs`;
-console.log(`${calls} calls each, alternating in rounds of 100`);
+console.log(`${calls} calls each, alternating in rounds of 100${traced.length ? ", the gateway writing its trace" : ""}`);
 console.log(row("direct"));
 console.log(row("gateway"));
 console.log(`added: p50 ${(pct(times.gateway, 0.5) - pct(times.direct, 0.5)).toFixed(0)} µs, ` +

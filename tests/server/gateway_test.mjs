@@ -1,7 +1,7 @@
 // `clampai gateway` between the official MCP TypeScript SDK's client and real upstream MCP
-// servers nobody here wrote (@modelcontextprotocol/server-filesystem), plus a tiny fake upstream
-// (gateway_fake_upstream.mjs) for what real servers do rarely: a changed tool, an error, a
-// crash, a request to the client, malformed lines. Run by ctest:
+// servers nobody here wrote (@modelcontextprotocol/server-filesystem and server-memory), plus a
+// tiny fake upstream (gateway_fake_upstream.mjs) for what real servers do rarely: a changed tool,
+// an error, a crash, a request to the client, malformed lines. Run by ctest:
 // node gateway_test.mjs CLAMPAI SOURCE_DIR NODE_DIR (the packages installed by
 // mcp_gateway_install.cmake).
 import assert from "node:assert/strict";
@@ -151,6 +151,93 @@ const refused = async (promise, pattern) => {
   assert.equal(entries.at(-1).kind, "sealed");
   // 3 writes of 5 + 5 + 10 bytes ("💡" is 4 bytes in UTF-8).
   assert.deepEqual(kinds("executed").filter((e) => e.action === "write").map((e) => e.params.bytes), [5, 5, 10]);
+}
+
+// ---- 1b. The memory server: at most 3 entities, observations counted, no deletion. ----
+{
+  const memServer = path.join(dir, "node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+  const memory = path.join(tmp, "memory.jsonl");  // the server's knowledge graph, one JSON a line
+  const env = { MEMORY_FILE_PATH: memory };
+  const command = ["node", memServer];
+  const pins = printBindings(command, env);
+  const spec = {
+    name: "guarded_memory",
+    variables: { entities: { type: "int", initial: 0, min: 0 }, observations: { type: "int", initial: 0, min: 0 } },
+    actions: [
+      { id: "remember", parameters: { n: { type: "int", min: 0, max: 100 } }, cost: 1,
+        effects: [{ variable: "entities", mode: "increment", value: "n" }] },
+      { id: "observe", parameters: { n: { type: "int", min: 0, max: 100 } }, cost: 1,
+        effects: [{ variable: "observations", mode: "increment", value: "n" }] },
+      { id: "forget", parameters: { allowed: { type: "int", min: 0, max: 1 } }, requires: "allowed == 1", cost: 1, effects: [] },
+      { id: "read", cost: 1, effects: [] },
+    ],
+    invariants: [{ name: "few_entities", check: "entities <= 3" }, { name: "few_observations", check: "observations <= 2" }],
+    budget: { total: 20, min_action_cost: 1 },
+    bindings: {
+      tools: {
+        create_entities: { action: "remember", pin: pins.create_entities.pin, params: { n: "count(entities)" } },
+        add_observations: { action: "observe", pin: pins.add_observations.pin, params: { n: "count(observations)" } },
+        delete_entities: { action: "forget", pin: pins.delete_entities.pin, params: { allowed: 0 } },
+        read_graph: { action: "read", pin: pins.read_graph.pin },
+      },
+    },
+  };
+  const specFile = path.join(tmp, "memory.json");
+  const trace = path.join(tmp, "memory-trace.jsonl");
+  fs.writeFileSync(specFile, JSON.stringify(spec));
+  const { client } = await connect(specFile, trace, command, env);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["add_observations", "create_entities", "delete_entities", "read_graph"]);
+
+  const entity = (name) => ({ name, entityType: "person", observations: [`${name} was here`] });
+  const create = (...names) => client.callTool({ name: "create_entities", arguments: { entities: names.map(entity) } });
+  const ok = (r) => assert.notEqual(r.isError, true, text(r));
+  const rejected = (r, code) => {
+    assert.equal(r.isError, true, text(r));
+    assert.equal(decision(r).approved, false);
+    assert.ok(decision(r).reasons.some((x) => x.code === code), JSON.stringify(r));
+  };
+  ok(await create("alice", "bob"));
+  let r = await create("carol", "dave", "erin");
+  rejected(r, "invariant_violated");
+  assert.equal(decision(r).closest_approved_params.n, 1, JSON.stringify(r));
+  assert.equal(decision(r).bindings.n, "count(entities)");
+  ok(await create("carol"));
+  rejected(await create("dave"), "invariant_violated");
+  rejected(await client.callTool({ name: "delete_entities", arguments: { entityNames: ["alice"] } }), "requires_failed");
+  await refused(client.callTool({ name: "create_relations", arguments:
+    { relations: [{ from: "alice", to: "bob", relationType: "knows" }] } }), /not bound/);
+  // An upstream error (no such entity) undoes the step: its 2 observations are not charged.
+  r = await client.callTool({ name: "add_observations", arguments:
+    { observations: [{ entityName: "zed", contents: ["x"] }, { entityName: "alice", contents: ["y"] }] } });
+  assert.equal(r.isError, true, text(r));
+  ok(await client.callTool({ name: "add_observations", arguments:
+    { observations: [{ entityName: "alice", contents: ["likes tea"] }, { entityName: "bob", contents: ["likes coffee"] }] } }));
+  rejected(await client.callTool({ name: "add_observations", arguments:
+    { observations: [{ entityName: "carol", contents: ["one too many"] }] } }), "invariant_violated");
+  // Read back through the gateway: exactly the approved calls' entities and observations.
+  r = await client.callTool({ name: "read_graph", arguments: {} });
+  ok(r);
+  const graph = JSON.parse(text(r));
+  const expected = {
+    alice: ["alice was here", "likes tea"], bob: ["bob was here", "likes coffee"], carol: ["carol was here"] };
+  const held = (entities) => Object.fromEntries(entities.map((e) => [e.name, e.observations]));
+  assert.deepEqual(held(graph.entities), expected);
+  assert.deepEqual(graph.relations, []);
+  await client.close();
+
+  // And directly, in the server's file.
+  const lines = fs.readFileSync(memory, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(held(lines.filter((l) => l.type === "entity")), expected);
+  assert.equal(lines.filter((l) => l.type === "relation").length, 0);
+  verifies(trace, specFile);
+  const entries = traceOf(trace);
+  const kinds = (k) => entries.filter((e) => e.kind === k);
+  assert.deepEqual(kinds("executed").filter((e) => e.action === "remember").map((e) => e.params.n), [2, 1]);
+  assert.deepEqual(kinds("executed").filter((e) => e.action === "observe").map((e) => e.params.n), [2, 2]);
+  assert.equal(kinds("rejected").length, 4);
+  assert.equal(kinds("rolled_back").length, 1);
+  assert.equal(entries.at(-1).kind, "sealed");
 }
 
 // ---- 2. A fake upstream: a changed tool, errors, a request to the client, a crash. ----

@@ -2,7 +2,12 @@
 // lexical paths, pins, and every error with its position.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "clampai/kernel.hpp"
 #include "clampai/server/gateway.hpp"
@@ -153,6 +158,90 @@ TEST_CASE("a pin covers what the model reads of a tool, in RFC 8785 form", "[gat
   CHECK(cs::tool_pin(a) != cs::tool_pin(c));
   CHECK(cs::tool_pin(b) ==
         ck::sha256_hex(R"({"description":"Write","inputSchema":{"type":"object"},"name":"w"})"));
-  CHECK_THROWS_WITH(cs::tool_pin(json(R"({"name": "w", "inputSchema": {"maximum": 0.5}})")),
-                    Catch::Contains("cannot be pinned"));
+  // A number that is not an integer is pinned by its RFC 8785 form: 0.50 and 5e-1 are 0.5.
+  CHECK(cs::tool_pin(json(R"({"name": "w", "inputSchema": {"maximum": 0.50}})")) ==
+        ck::sha256_hex(R"({"inputSchema":{"maximum":0.5},"name":"w"})"));
+  CHECK(cs::tool_pin(json(R"({"name": "w", "inputSchema": {"maximum": 5e-1}})")) ==
+        cs::tool_pin(json(R"({"name": "w", "inputSchema": {"maximum": 0.5}})")));
+}
+
+namespace {
+// The canonical form of one JSON number given by its text.
+std::string canonical_number(const std::string& text) {
+  std::string out;
+  if (!ck::jsonio::append_canonical(out, json(text))) return "(refused)";
+  return out;
+}
+// The canonical form of the double with these IEEE 754 bits, read from 17 significant digits.
+std::string canonical_bits(std::uint64_t bits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", std::bit_cast<double>(bits));
+  return canonical_number(text);
+}
+}  // namespace
+
+TEST_CASE("the canonical form writes numbers as RFC 8785 does", "[gateway][json]") {
+  // RFC 8785, appendix B (the finite ones; JSON text has no NaN or infinity).
+  CHECK(canonical_bits(0x0000000000000000) == "0");
+  CHECK(canonical_bits(0x8000000000000000) == "0");
+  CHECK(canonical_bits(0x0000000000000001) == "5e-324");
+  CHECK(canonical_bits(0x8000000000000001) == "-5e-324");
+  CHECK(canonical_bits(0x7fefffffffffffff) == "1.7976931348623157e+308");
+  CHECK(canonical_bits(0xffefffffffffffff) == "-1.7976931348623157e+308");
+  CHECK(canonical_bits(0x4340000000000000) == "9007199254740992");
+  CHECK(canonical_bits(0xc340000000000000) == "-9007199254740992");
+  CHECK(canonical_bits(0x4430000000000000) == "295147905179352830000");
+  CHECK(canonical_bits(0x44b52d02c7e14af5) == "9.999999999999997e+22");
+  CHECK(canonical_bits(0x44b52d02c7e14af6) == "1e+23");
+  CHECK(canonical_bits(0x44b52d02c7e14af7) == "1.0000000000000001e+23");
+  CHECK(canonical_bits(0x444b1ae4d6e2ef4e) == "999999999999999700000");
+  CHECK(canonical_bits(0x444b1ae4d6e2ef4f) == "999999999999999900000");
+  CHECK(canonical_bits(0x444b1ae4d6e2ef50) == "1e+21");
+  CHECK(canonical_bits(0x3eb0c6f7a0b5ed8c) == "9.999999999999997e-7");
+  CHECK(canonical_bits(0x3eb0c6f7a0b5ed8d) == "0.000001");
+  CHECK(canonical_bits(0x41b3de4355555553) == "333333333.3333332");
+  CHECK(canonical_bits(0x41b3de4355555554) == "333333333.33333325");
+  CHECK(canonical_bits(0x41b3de4355555555) == "333333333.3333333");
+  CHECK(canonical_bits(0x41b3de4355555556) == "333333333.3333334");
+  CHECK(canonical_bits(0x41b3de4355555557) == "333333333.33333343");
+  CHECK(canonical_bits(0xbecbf647612f3696) == "-0.0000033333333333333333");
+  CHECK(canonical_bits(0x43143ff3c1cb0959) == "1424953923781206.2");
+  // The text does not count, only the double it reads as.
+  CHECK(canonical_number("1E2") == "100");
+  CHECK(canonical_number("-0.0") == "0");
+  CHECK(canonical_number("0.1") == "0.1");
+  CHECK(canonical_number("1.5e-7") == "1.5e-7");
+  CHECK(canonical_number("123456789012345678901234") == "1.2345678901234569e+23");
+  CHECK(canonical_number("18446744073709551615") == "18446744073709552000");
+  CHECK(canonical_number("-42") == "-42");
+  // Below the least double: 0, as ECMAScript reads it.
+  CHECK(canonical_number("1e-400") == "0");
+  CHECK(canonical_number("-2.5E-999999999999999999999") == "0");
+  CHECK(canonical_number("0." + std::string(400, '0') + "1") == "0");
+  CHECK(canonical_number("0.0000000000000000000000000000001e-300") == "0");
+  CHECK(canonical_number("1e-300") == "1e-300");
+  // Above the greatest double: no form (parse_json refuses such a text; a node built by hand).
+  JsonNode huge;
+  huge.kind = JsonNode::Kind::number;
+  huge.text = "-1.5e400";
+  std::string out;
+  CHECK_FALSE(ck::jsonio::append_canonical(out, huge));
+  huge.text = "1" + std::string(400, '0');
+  CHECK_FALSE(ck::jsonio::append_canonical(out, huge));
+  CHECK(canonical_number("[1.0,{\"b\":2.50,\"a\":-1e0}]") == "[1,{\"a\":-1,\"b\":2.5}]");
+}
+
+TEST_CASE("the canonical form sorts keys by UTF-16 code units", "[gateway][json]") {
+  // RFC 8785 section 3.2.3's example: U+1F600 (a surrogate pair) sorts before U+FB33.
+  const JsonNode n = json(R"({"\u20ac": "Euro Sign", "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One", "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis"})");
+  std::string out;
+  REQUIRE(ck::jsonio::append_canonical(out, n));
+  std::vector<std::size_t> at;
+  for (const char* v :
+       {"Carriage Return", "One", "Control", "Latin Small", "Euro Sign", "Emoji", "Hebrew"})
+    at.push_back(out.find(v));
+  CHECK(std::is_sorted(at.begin(), at.end()));
+  CHECK(at.back() != std::string::npos);
 }

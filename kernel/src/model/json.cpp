@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -440,6 +442,98 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+namespace {
+
+// RFC 8785 section 3.2.2.3: the double `text` reads as (correctly rounded), in the shortest
+// digits that read back as it, laid out as ECMAScript's Number.prototype.toString does.
+// False for a number beyond the range of a double.
+bool append_ecmascript_number(std::string& out, const std::string& text) {
+  double d = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, d);
+  if (ptr != end) return false;
+  if (ec == std::errc::result_out_of_range) {
+    // Beyond the doubles either way: too large has no form, too small reads as 0 (1e-400).
+    const std::size_t e = text.find_first_of("eE");
+    const std::string_view mantissa = std::string_view(text).substr(0, e);
+    const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+    const std::size_t lead = mantissa.find_first_of("123456789");
+    if (lead == std::string_view::npos) return false;
+    // The decimal exponent of the leading digit: its place and the exponent (one beyond the
+    // range of long long is taken as +-2^62, which decides alone).
+    long long exp10 = 0;
+    if (e != std::string::npos) {
+      const char* from = text.data() + e + 1 + (text[e + 1] == '+' ? 1 : 0);
+      if (std::from_chars(from, end, exp10).ec != std::errc{})
+        exp10 = *from == '-' ? -(1LL << 62) : (1LL << 62);
+    }
+    const long long place = lead < point ? static_cast<long long>(point - lead) - 1
+                                         : -static_cast<long long>(lead - point);
+    if (place + exp10 >= 0) return false;
+    out += '0';
+    return true;
+  }
+  if (ec != std::errc{} || !std::isfinite(d)) return false;
+  if (d == 0) {  // "-0" too
+    out += '0';
+    return true;
+  }
+  if (d < 0) {
+    out += '-';
+    d = -d;
+  }
+  // Shortest round-trip digits in scientific form: D[.DDD]e[+-]X.
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  const std::string_view sci(buf, static_cast<std::size_t>(r.ptr - buf));
+  const std::size_t e = sci.find('e');
+  std::string digits(1, sci[0]);
+  if (e > 1) digits.append(sci.substr(2, e - 2));
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exp10);
+  const int k = static_cast<int>(digits.size());
+  const int pos = exp10 + 1;  // the value is 0.DIGITS x 10^pos
+  if (k <= pos && pos <= 21) {
+    out += digits;
+    out.append(static_cast<std::size_t>(pos - k), '0');
+  } else if (0 < pos && pos <= 21) {
+    out.append(digits, 0, static_cast<std::size_t>(pos));
+    out += '.';
+    out.append(digits, static_cast<std::size_t>(pos));
+  } else if (-6 < pos && pos <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-pos), '0');
+    out += digits;
+  } else {
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    out += 'e';
+    out += pos - 1 < 0 ? '-' : '+';
+    out += std::to_string(std::abs(pos - 1));
+  }
+  return true;
+}
+
+// RFC 8785 section 3.2.3: keys sort by their UTF-16 code units. UTF-8's byte order is that of
+// the code points, which differs only where a character beyond U+FFFF (a surrogate pair,
+// 0xD800...) meets one of U+E000 to U+FFFF (lead byte 0xEE or 0xEF).
+bool utf16_less(std::string_view a, std::string_view b) {
+  const auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (ib == b.end()) return false;
+  if (ia == a.end()) return true;
+  const auto ca = static_cast<unsigned char>(*ia);
+  const auto cb = static_cast<unsigned char>(*ib);
+  const auto high_bmp = [](unsigned char c) { return c == 0xEE || c == 0xEF; };
+  if (ca >= 0xF0 && high_bmp(cb)) return true;
+  if (high_bmp(ca) && cb >= 0xF0) return false;
+  return ca < cb;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
@@ -500,16 +594,18 @@ bool append_canonical(std::string& out, const JsonNode& n) {
       out += n.boolean ? "true" : "false";
       return true;
     case JsonNode::Kind::number: {
-      // Canonical integers: no leading zeros, no "-0", within the exactly representable range.
-      if (!n.integral || n.text == "-0") return false;
-      try {
-        const long long v = std::stoll(n.text);
-        if (v <= -kExactJsonInt || v >= kExactJsonInt) return false;
-      } catch (const std::exception&) {
-        return false;
+      // An integer within +-2^53 is its own text (JSON has no leading zeros); any other number
+      // is the double it reads as, written as ECMAScript writes it.
+      if (n.integral && n.text != "-0") {
+        long long v = 0;
+        const char* end = n.text.data() + n.text.size();
+        const auto [ptr, ec] = std::from_chars(n.text.data(), end, v);
+        if (ec == std::errc{} && ptr == end && v > -kExactJsonInt && v < kExactJsonInt) {
+          out += n.text;
+          return true;
+        }
       }
-      out += n.text;
-      return true;
+      return append_ecmascript_number(out, n.text);
     }
     case JsonNode::Kind::string:
       append_json_string(out, n.text);
@@ -524,12 +620,12 @@ bool append_canonical(std::string& out, const JsonNode& n) {
       return true;
     }
     case JsonNode::Kind::object: {
-      // Keys sort by UTF-16 code units in RFC 8785; this project only writes ASCII keys, for
-      // which byte order is the same.
       std::vector<const std::pair<std::string, JsonNode>*> sorted;
       sorted.reserve(n.members.size());
       for (const auto& m : n.members) sorted.push_back(&m);
-      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+        return utf16_less(a->first, b->first);
+      });
       out += '{';
       for (std::size_t i = 0; i < sorted.size(); ++i) {
         if (i > 0) out += ',';

@@ -90,8 +90,10 @@ enum class InvalidUtf8 : std::uint8_t {
 void append_json_string(std::string& out,
                         std::string_view s,
                         InvalidUtf8 invalid = InvalidUtf8::keep);
-/// Appends the RFC 8785 canonical form of `n` (sorted keys, no whitespace). Numbers must be
-/// integers in canonical form. Returns false (leaving `out` partly written) otherwise.
+/// Appends the RFC 8785 canonical form of `n` (keys sorted by UTF-16 code units, no whitespace;
+/// a number as the double it reads as, written as ECMAScript writes it: `1E2` is `100`, `-0`
+/// is `0`, `1e-7` is `1e-7`). Returns false (leaving `out` partly written) for a number beyond
+/// the range of a double.
 bool append_canonical(std::string& out, const JsonNode& n);
 
 /// A value as JSON: numbers with scale 0 within +-2^53 as integers, other numbers as decimal
