@@ -96,7 +96,10 @@ TEST_CASE("parallel_for from several threads at once, and from inside an item", 
   CHECK(std::all_of(b.begin(), b.end(), [](const auto& r) { return r == 1; }));
 }
 
-#if !defined(__SANITIZE_THREAD__)  // TSan cannot start threads after a multi-threaded fork
+// Not under the sanitizers: TSan cannot start threads after a multi-threaded fork, and GCC 12's
+// ASan allocator is not locked across fork(), so a child forked while a parent's helper frees
+// its job can wait for ever on the allocator's lock (seen once in CI, under load).
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 TEST_CASE("parallel_for in a child of fork() has helper threads of its own", "[parallel]") {
   // The parent's helpers exist (started by this call) and do not exist in the child: a child
   // that counted on them would run every item on its own thread, so an item that waits for
