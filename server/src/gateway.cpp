@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
@@ -46,6 +47,33 @@ using namespace jsonrpc;  // NOLINT(google-build-using-namespace)
 namespace {
 
 constexpr std::uint32_t kSolverMs = 2000;  // repair's limit for the closest approved values
+
+// Every page of an upstream's `tools/list`: `page(params)` asks for one and answers its result;
+// `each(name, tool)` sees every tool that has a name. At most 1,000 pages.
+// @throws InvalidArgument if a page has no `tools` array.
+void list_tools(const std::function<JsonNode(const std::string& params)>& page,
+                const std::function<void(const std::string& name, const JsonNode& tool)>& each) {
+  std::string cursor;
+  for (int n = 0; n < 1000; ++n) {
+    std::string params = "{}";
+    if (!cursor.empty()) {
+      params = "{\"cursor\":";
+      append_json_string(params, cursor);
+      params += "}";
+    }
+    const JsonNode r = page(params);
+    const JsonNode* tools = r.find("tools");
+    if (tools == nullptr || tools->kind != JsonNode::Kind::array)
+      throw InvalidArgument("the upstream's tools/list has no `tools` array");
+    for (const JsonNode& t : tools->items) {
+      const JsonNode* name = t.find("name");
+      if (name != nullptr && name->kind == JsonNode::Kind::string) each(name->text, t);
+    }
+    const JsonNode* next = r.find("nextCursor");
+    if (next == nullptr || next->kind != JsonNode::Kind::string || next->text.empty()) return;
+    cursor = next->text;
+  }
+}
 
 // The upstream could not be started (exit status 1, not a usage error).
 class UpstreamError : public Error {
@@ -454,34 +482,25 @@ class Gateway {
   const std::map<std::string, Listed>& upstream_tools() {
     if (pins_) return *pins_;
     std::map<std::string, Listed> tools;
-    std::string cursor;
-    for (int page = 0; page < 1000; ++page) {
-      std::string params = "{}";
-      if (!cursor.empty()) {
-        params = "{\"cursor\":";
-        append_json_string(params, cursor);
-        params += "}";
-      }
-      const Answer a = request("tools/list", params);
-      if (a.kind != Answer::Kind::result) upstream_failed(a, "tools/list");
-      const JsonNode* list = a.body.find("tools");
-      if (list == nullptr || list->kind != JsonNode::Kind::array)
-        throw RpcError{kInternalError, "the upstream's tools/list has no `tools` array"};
-      for (const JsonNode& t : list->items) {
-        const JsonNode* name = t.find("name");
-        if (name == nullptr || name->kind != JsonNode::Kind::string) continue;
-        Listed l;
-        l.tool = t;
-        try {
-          l.pin = tool_pin(t);
-        } catch (const InvalidArgument& e) {
-          l.unpinnable = e.what();
-        }
-        tools.emplace(name->text, std::move(l));
-      }
-      const JsonNode* next = a.body.find("nextCursor");
-      if (next == nullptr || next->kind != JsonNode::Kind::string || next->text.empty()) break;
-      cursor = next->text;
+    try {
+      list_tools(
+          [&](const std::string& params) {
+            Answer a = request("tools/list", params);
+            if (a.kind != Answer::Kind::result) upstream_failed(a, "tools/list");
+            return std::move(a.body);
+          },
+          [&](const std::string& name, const JsonNode& t) {
+            Listed l;
+            l.tool = t;
+            try {
+              l.pin = tool_pin(t);
+            } catch (const InvalidArgument& e) {
+              l.unpinnable = e.what();
+            }
+            tools.emplace(name, std::move(l));
+          });
+    } catch (const InvalidArgument& e) {
+      throw RpcError{kInternalError, e.what()};
     }
     pins_ = std::move(tools);
     return *pins_;
@@ -816,37 +835,20 @@ int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostrea
     // One tool a line, to edit by hand.
     std::string text = "{\n  \"bindings\": {\n    \"tools\": {";
     bool first = true;
-    std::string cursor;
-    for (int page = 0; page < 1000; ++page) {
-      std::string params = "{}";
-      if (!cursor.empty()) {
-        params = "{\"cursor\":";
-        append_json_string(params, cursor);
-        params += "}";
-      }
-      const JsonNode r = ask("tools/list", params);
-      const JsonNode* tools = r.find("tools");
-      if (tools == nullptr || tools->kind != JsonNode::Kind::array)
-        throw InvalidArgument("the upstream's tools/list has no `tools` array");
-      for (const JsonNode& t : tools->items) {
-        const JsonNode* name = t.find("name");
-        if (name == nullptr || name->kind != JsonNode::Kind::string) continue;
-        std::string pin;
-        try {
-          pin = tool_pin(t);
-        } catch (const InvalidArgument& e) {
-          log << "clampai gateway: tool `" << name->text << "`: " << e.what() << "\n";
-          continue;
-        }
-        text += first ? "\n      " : ",\n      ";
-        first = false;
-        append_json_string(text, name->text);
-        text += R"(: {"action": "", "pin": ")" + pin + R"(", "params": {}})";
-      }
-      const JsonNode* next = r.find("nextCursor");
-      if (next == nullptr || next->kind != JsonNode::Kind::string || next->text.empty()) break;
-      cursor = next->text;
-    }
+    list_tools([&](const std::string& params) { return ask("tools/list", params); },
+               [&](const std::string& name, const JsonNode& t) {
+                 std::string pin;
+                 try {
+                   pin = tool_pin(t);
+                 } catch (const InvalidArgument& e) {
+                   log << "clampai gateway: tool `" << name << "`: " << e.what() << "\n";
+                   return;
+                 }
+                 text += first ? "\n      " : ",\n      ";
+                 first = false;
+                 append_json_string(text, name);
+                 text += R"(: {"action": "", "pin": ")" + pin + R"(", "params": {}})";
+               });
     out << text << "\n    }\n  }\n}\n";
     return 0;
   } catch (const InvalidArgument& e) {
