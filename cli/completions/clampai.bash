@@ -38,7 +38,7 @@ _clampai() {
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --principals | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-in-flight | --max-message-bytes | --upstream-timeout-ms | --env | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights | --model | --base-url | --host | --port)
       return
@@ -67,7 +67,7 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
+    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
     mcp) opts="--help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;
