@@ -51,6 +51,9 @@ void mcp(std::string_view input);
 /// number or refuses the arguments with InvalidArgument; `under` is 0 or 1; and the first line
 /// read as a path normalises to a fixed point that lies under itself.
 void bindings(std::string_view input);
+/// `serve --principals`'s file (server::parse_principals): refused with an error naming where,
+/// or read into principals whose tokens are SHA-256 digests and whose rights are known names.
+void principals(std::string_view input);
 
 struct Target {
   const char* name;
