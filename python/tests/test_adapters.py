@@ -506,6 +506,24 @@ def test_llm_failures_are_python_exceptions_of_their_kind_without_the_key():
         OpenAIAdapter(KEY, base_url="ftp://127.0.0.1/v1")
 
 
+def test_the_sdk_clients_key_and_base_url_go_to_the_cpp_adapter():
+    from clampai.adapters import AsyncOpenAIAdapter, OpenAIAdapter
+
+    def sdk_class(name):  # stands for openai.OpenAI / openai.AsyncOpenAI (not in Debian)
+        return type(name, (), {"__module__": "openai._client",
+                               "chat": property(lambda self: pytest.fail("SDK called"))})
+
+    with FakeApi([(200, openai_answer("via C++")), (200, openai_answer("async"))]) as api:
+        for cls in (sdk_class("OpenAI"), sdk_class("AsyncOpenAI")):
+            client = cls()
+            client.api_key, client.base_url = KEY, api.url + "/v1/"
+            if cls.__name__ == "OpenAI":
+                assert OpenAIAdapter(client).complete("p") == "via C++"
+            else:
+                assert asyncio.run(AsyncOpenAIAdapter(client).acomplete("p")) == "async"
+    assert [r["headers"]["authorization"] for r in api.received] == [f"Bearer {KEY}"] * 2
+
+
 def test_an_sdk_compatible_client_is_called_as_the_reference_calls_it():
     from clampai.adapters import AnthropicAdapter, OpenAIAdapter
 

@@ -16,11 +16,11 @@ DEFAULT_MAX_RETRIES = 3
 
 
 def _sdk_client(client: Any, vendor: str) -> bool:
-    """True for the vendor SDK's own client class (anthropic.Anthropic, openai.OpenAI): its key
-    and base URL are read from it and the C++ adapter makes the call."""
+    """True for the vendor SDK's own client classes (anthropic.Anthropic, openai.OpenAI and
+    their async forms): their key and base URL are read, and the C++ adapter makes the call."""
     cls = type(client)
     return (cls.__module__.split(".")[0] == vendor
-            and cls.__name__ in ("Anthropic", "OpenAI")
+            and cls.__name__ in ("Anthropic", "AsyncAnthropic", "OpenAI", "AsyncOpenAI")
             and isinstance(getattr(client, "api_key", None), str))
 
 
