@@ -47,6 +47,17 @@ def test_an_out_of_scope_adapter_says_why():
         adapters.NoSuchThing
 
 
+def test_the_reference_metrics_names_are_offered_or_refused_clearly():
+    for name in ("OTelMetrics", "OTelTraceExporter", "PrometheusMetrics"):
+        try:
+            value = getattr(adapters, name)
+        except ImportError as err:
+            assert name not in adapters.__all__
+            assert "metrics backend" in str(err)
+        else:
+            assert name in adapters.__all__ and value.__name__ == name
+
+
 def test_the_package_imports_without_fastapi_and_names_the_debian_package():
     # A fresh interpreter in which fastapi and starlette cannot be imported.
     code = textwrap.dedent("""

@@ -45,6 +45,9 @@ def _metrics_names() -> Tuple[str, ...]:
 for _name in _metrics_names():
     _NAMES.setdefault(_name, _METRICS)
 
+# The Python ClampAI's metrics names, for a clear error when one is not offered.
+_REFERENCE_METRICS = ("OTelMetrics", "OTelTraceExporter", "PrometheusMetrics")
+
 # The Python ClampAI's adapters for frameworks Debian does not ship.
 _OUT_OF_SCOPE: Dict[str, str] = dict(
     {n: "LangChain" for n in ("ClampAISafeTool", "ClampAICallbackHandler",
@@ -71,6 +74,10 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         globals()[name] = value
         return value
+    if name in _REFERENCE_METRICS:
+        raise ImportError(
+            f"clampai.adapters.{name} is the Python ClampAI's metrics backend, which "
+            f"clampai.adapters.{_METRICS} does not offer (docs/PYTHON.md, \"Adapters\")")
     if name in _OUT_OF_SCOPE:
         raise ImportError(
             f"clampai.adapters.{name} is the Python ClampAI's {_OUT_OF_SCOPE[name]} adapter, "
