@@ -281,6 +281,23 @@ void bind_hardening(py::module_& m) {
       "dimensions"_a,
       "quorum"_a);
 
+  // Every flow of labelled data in the model's actions (or only the downward ones): the exact
+  // data flow the reference monitor's information-flow gate decides on.
+  m.def(
+      "_information_flows",
+      [](const Model& model, bool downward_only) {
+        std::vector<ck::InformationFlow> flows;
+        {
+          py::gil_scoped_release nogil;
+          flows = ck::information_flows(*model.model, downward_only);
+        }
+        py::list out;
+        for (const ck::InformationFlow& f : flows) out.append(flow_dict(*model.model, f));
+        return out;
+      },
+      "model"_a,
+      "downward_only"_a = false);
+
   py::class_<PyMonitor>(m, "_Monitor")
       .def(py::init([](const Model& model,
                        const std::map<std::string, PyAttestor>& attestors,
