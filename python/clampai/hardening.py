@@ -177,6 +177,12 @@ def _state_of(state: Any) -> Optional[State]:
     return State(dict(state))
 
 
+def _reference_view(a: Attestation) -> Attestation:
+    if a.error and not a.evidence:
+        return Attestation(a.attestor, a.result, a.error, a.timestamp)
+    return a
+
+
 class Attestor:
     """An independent check of the world. `attest(state=None, action="")` runs it (the GIL is
     released while it runs) and returns an Attestation; `verify(state, goal_description,
@@ -198,8 +204,9 @@ class Attestor:
                timeout_s: float = 30.0) -> Attestation:
         """The attestation of the goal in `state` (the Python ClampAI's form). `timeout_s`
         bounds a SubprocessAttestor of the Python ClampAI's form; the others keep their own
-        limits (a Python predicate is never interrupted)."""
-        return self.attest(state, "")
+        limits (a Python predicate is never interrupted). An attestation that could not
+        decide (ERROR, TIMEOUT) has its error as its evidence."""
+        return _reference_view(self.attest(state, ""))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -276,6 +283,7 @@ class SubprocessAttestor(Attestor):
     MAX_OUTPUT_BYTES: ClassVar[int] = 8192
     SAFE_ENV_KEYS: ClassVar[FrozenSet[str]] = frozenset({"HOME", "LANG", "TERM", "USER"})
     SAFE_PATH: ClassVar[str] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    command: Tuple[str, ...] = ()  # the argument vector, as given
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         reference = (bool(args) and isinstance(args[0], str)) or bool(
@@ -370,7 +378,7 @@ class SubprocessAttestor(Attestor):
         if self._by_timeout is None:
             return super().verify(state, goal_description, timeout_s)
         a = Attestation(self._reference_impl(timeout_s).attest(_state_of(state), ""))
-        evidence = a.evidence[:self.MAX_OUTPUT_BYTES]
+        evidence = (a.evidence or a.error)[:self.MAX_OUTPUT_BYTES]
         if a.result is AttestationResult.TIMEOUT:
             evidence = f"Timed out after {timeout_s}s"
         return Attestation(a.attestor, a.result, evidence, a.timestamp)
