@@ -278,7 +278,8 @@ class SubprocessAttestor(Attestor):
       looked up once, here, in `SAFE_PATH` and pinned as the allowlist entry; it passes iff it
       exits 0 and its output contains `success_pattern`; `verify(..., timeout_s)` bounds it.
       Its arguments are literal (no `{name}`), its environment HOME, LANG, TERM, USER and
-      `SAFE_PATH`; output is kept up to MAX_OUTPUT_BYTES (more output is not a failure)."""
+      `SAFE_PATH`, its directory `working_dir` (which must exist) if given; output is kept
+      up to MAX_OUTPUT_BYTES (more output is not a failure)."""
 
     MAX_OUTPUT_BYTES: ClassVar[int] = 8192
     SAFE_ENV_KEYS: ClassVar[FrozenSet[str]] = frozenset({"HOME", "LANG", "TERM", "USER"})
@@ -321,12 +322,10 @@ class SubprocessAttestor(Attestor):
             raise ValueError(f"'{binary}' not in allowlist: {sorted(allowlist)}")
         if working_dir is not None and not os.path.isdir(working_dir):
             raise ValueError(f"Working dir does not exist: {working_dir}")
-        if working_dir is not None:
-            raise NotImplementedError("SubprocessAttestor(working_dir=...): the program runs in "
-                                      "the caller's directory here (docs/PYTHON.md)")
         self._name = str(name)
         self.command = tuple(str(c) for c in command)
         self._success_pattern = str(success_pattern)
+        self._working_dir = os.path.realpath(working_dir) if working_dir is not None else ""
         self._program = self._resolve(self.command[0])
         self._env = {k: v for k, v in os.environ.items() if k in self.SAFE_ENV_KEYS}
         self._env["PATH"] = self.SAFE_PATH
@@ -357,7 +356,7 @@ class SubprocessAttestor(Attestor):
             try:
                 impl = _clampai._subprocess_attestor(
                     self._name, [self._program, *literal], [self._program], timeout_ms,
-                    1 << 20, self._env)
+                    1 << 20, self._env, self._working_dir)
             except ClampAIError as err:
                 impl = _failing_attestor(self._name, str(err))
         if self._success_pattern:

@@ -98,18 +98,19 @@ PyAttestor subprocess_attestor(const std::string& name,
                                const std::vector<std::string>& allowed_programs,
                                unsigned timeout_ms,
                                std::size_t max_output_bytes,
-                               py::handle environment) {
+                               py::handle environment,
+                               const std::string& working_dir) {
   hd::ProgramAllowlist allowlist(allowed_programs);
   const hd::SubprocessLimits limits = limits_of(timeout_ms, max_output_bytes);
-  if (environment.is_none())
-    return {std::make_shared<hd::SubprocessAttestor>(
-        name, argv, hd::SubprocessRunner(std::move(allowlist), limits))};
-  std::vector<std::pair<std::string, std::string>> env;
-  for (auto item : py::reinterpret_borrow<py::dict>(environment))
-    env.emplace_back(py::str(item.first).cast<std::string>(),
-                     py::str(item.second).cast<std::string>());
+  std::vector<std::pair<std::string, std::string>> env{{"PATH", "/usr/bin:/bin"}, {"LC_ALL", "C"}};
+  if (!environment.is_none()) {
+    env.clear();
+    for (auto item : py::reinterpret_borrow<py::dict>(environment))
+      env.emplace_back(py::str(item.first).cast<std::string>(),
+                       py::str(item.second).cast<std::string>());
+  }
   return {std::make_shared<hd::SubprocessAttestor>(
-      name, argv, hd::SubprocessRunner(std::move(allowlist), limits, std::move(env)))};
+      name, argv, hd::SubprocessRunner(std::move(allowlist), limits, std::move(env), working_dir))};
 }
 
 PyAttestor multi_attestor(const std::string& name,
@@ -260,10 +261,11 @@ void bind_hardening(py::module_& m) {
          const std::vector<std::string>& allowed_programs,
          unsigned timeout_ms,
          std::size_t max_output_bytes,
-         py::handle environment) {
+         py::handle environment,
+         const std::string& working_dir) {
         return translated([&] {
           return subprocess_attestor(
-              name, argv, allowed_programs, timeout_ms, max_output_bytes, environment);
+              name, argv, allowed_programs, timeout_ms, max_output_bytes, environment, working_dir);
         });
       },
       "name"_a,
@@ -271,7 +273,8 @@ void bind_hardening(py::module_& m) {
       "allowed_programs"_a,
       "timeout_ms"_a,
       "max_output_bytes"_a,
-      "environment"_a);
+      "environment"_a,
+      "working_dir"_a = "");
   m.def(
       "_multi_attestor",
       [](const std::string& name, const std::vector<PyAttestor>& dimensions, std::size_t quorum) {
