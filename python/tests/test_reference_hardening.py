@@ -130,14 +130,16 @@ def test_multi_dimensional_attestor_in_the_reference_form():
 
 
 def test_multi_dimensional_mean_is_exact():
-    # 0.1 + 0.2 weighted equally is exactly 0.15: in binary floats it is 0.15000000000000002.
-    att = MultiDimensionalAttestor("exact", threshold=0.15)
+    # (0.1 + 0.7) / 2 is 0.4: the Python ClampAI's float mean is 0.39999999999999997 and fails.
+    att = MultiDimensionalAttestor("exact", threshold=0.4)
     att.add_check(QualityDimension.QUALITY, 1.0, lambda: (0.1, ""))
-    att.add_check(QualityDimension.SAFETY, 1.0, lambda: (0.2, ""))
-    assert att.verify(S, "g").is_positive()
-    att2 = MultiDimensionalAttestor("exact", threshold=0.3)
-    att2.add_check(QualityDimension.QUALITY, 3.0, lambda: (0.1, ""))
-    assert att2.verify(S, "g").is_positive() is False  # 0.1 < 0.3, no rounding up
+    att.add_check(QualityDimension.SAFETY, 1.0, lambda: (0.7, ""))
+    a = att.verify(S, "g")
+    assert a.is_positive() and a.evidence.startswith("Overall=0.400 |")
+    above = MultiDimensionalAttestor("exact", threshold=0.41)
+    above.add_check(QualityDimension.QUALITY, 1.0, lambda: (0.1, ""))
+    above.add_check(QualityDimension.SAFETY, 1.0, lambda: (0.7, ""))
+    assert not above.verify(S, "g").is_positive()
 
 
 # --- AttestationGate ------------------------------------------------------------------------
@@ -204,6 +206,14 @@ def test_temporal_causal_graph():
     assert bare.wait_for_ready("b") == (False, ["a not completed"])
 
 
+def test_delays_are_decided_exactly():
+    dep = TemporalDependency("a", "after a", min_delay_s=0.2)
+    dep.mark_completed(0.1)
+    # 0.3 - 0.1 is 0.19999999999999998 in floats: the Python ClampAI says "need 0.2s".
+    assert dep.is_satisfied(0.3) == (True, "")
+    assert dep.is_satisfied(0.29)[0] is False
+
+
 def test_a_completion_at_time_zero_is_at_time_zero():
     tcg = TemporalCausalGraph(CausalGraph())
     tcg.add_temporal_dep("b", TemporalDependency("a", "after a", min_delay_s=5.0))
@@ -252,6 +262,16 @@ def test_environment_reconciler_threshold_probe_errors_and_tolerance():
         tolerant.reconcile(State({"load": 2.99}))  # 0.51 off
     with pytest.raises(ValueError, match="tolerance"):
         EnvironmentReconciler(tolerance=-1)
+
+
+def test_reconciliation_compares_numbers_exactly():
+    from decimal import Decimal
+
+    rec = EnvironmentReconciler()
+    rec.register_probe("rate", lambda: 0.1)
+    # The Python ClampAI compares Decimal("0.1") == 0.1: False, so it halts on drift.
+    assert rec.reconcile(State({"rate": Decimal("0.1")})).is_consistent
+    assert rec.reconcile(State({"rate": 0.1})).matches == [("rate", 0.1, 0.1)]
 
 
 # --- DependencyDiscovery, FailurePattern ----------------------------------------------------
