@@ -1038,7 +1038,7 @@ class LabelledData:
 class MonitorOutcome:
     """What `ReferenceMonitor.execute` did: the kernel's `outcome` (`approved`, `decision`,
     `state`, `receipt` as in `SafetyKernel.execute`), the `attestations` that ran for it, and
-    `drift` (always empty here: reconciliation probes are C++ only)."""
+    the `drift` the reconciliation found after it (then the monitor halted)."""
 
     __slots__ = ("outcome", "attestations", "drift")
 
@@ -1104,8 +1104,13 @@ class ReferenceMonitor:
     it is traced with `record_rejections`. `attestors` implements the task's `external`
     attestors by name (a TaskDefinition's `attestors` may hold Attestor objects: they are taken
     from there too); `allowed_programs` are the programs its `command` attestors may run.
-    Its calls: `evaluate`, `execute`, `check_goal`, `downward_flows`, `halted`, `state`,
-    `step_count`, `trace`.
+    `reconciler` (an EnvironmentReconciler) adds its probes to the spec's reconciliation
+    probes, with its `tolerance`: after each committed action the monitor reads them and halts
+    on any drift (`environment_drift`). `readiness` maps an action to the ReadinessProbe an
+    action depending on it waits for (`dependency_not_ready` when it never passes), polled with
+    the probe's backoff (really slept) until its retries' total wait has passed. Its calls:
+    `evaluate`, `execute`, `check_goal`, `reconcile`, `drift`, `downward_flows`, `halted`,
+    `state`, `step_count`, `trace`.
 
     `ReferenceMonitor(ifc_enabled=True, cbf_enabled=True, hjb_enabled=True,
     cbf_binary_search_tol=1e-6, cbf_max_iterations=20)` (no task) is the Python ClampAI's
@@ -1140,9 +1145,27 @@ class ReferenceMonitor:
     def _init_task(self, task: Any, *, attestors: Optional[Mapping[str, Attestor]] = None,
                    allowed_programs: Collection[str] = (), timeout_ms: int = 5000,
                    max_output_bytes: int = 64 * 1024, enforce_information_flow: bool = True,
-                   record_rejections: bool = False) -> None:
+                   record_rejections: bool = False,
+                   reconciler: Optional[EnvironmentReconciler] = None,
+                   readiness: Optional[Mapping[str, ReadinessProbe]] = None) -> None:
         from . import _model_of  # noqa: PLC0415 (the package imports this module)
         model, _, _ = _model_of(task)
+        probes = []
+        if reconciler is not None:
+            if not isinstance(reconciler, EnvironmentReconciler):
+                raise TypeError(f"reconciler: an EnvironmentReconciler, not "
+                                f"{type(reconciler).__name__}")
+            if reconciler.drift_threshold != 0 or not reconciler.halt_on_drift:
+                raise ValueError("reconciler: the monitor halts on any drift; give it an "
+                                 "EnvironmentReconciler(drift_threshold=0, halt_on_drift=True)")
+            probes = [(name, probe.read_fn, format(reconciler._tolerance, "f"))
+                      for name, probe in reconciler._probes.items()]
+        waits = []
+        for dependency, probe in (readiness or {}).items():
+            if not isinstance(probe, ReadinessProbe):
+                raise TypeError(f"readiness.{dependency}: a ReadinessProbe, not "
+                                f"{type(probe).__name__}")
+            waits.append((dependency, _readiness_check(probe), *_backoff_ms(probe)))
         impls: Dict[str, Any] = {}
         if isinstance(task, TaskDefinition) and task.attestors:
             impls.update({n: a._impl for n, a in task.attestors.items()
@@ -1154,7 +1177,8 @@ class ReferenceMonitor:
         self.model = model
         self._impl = _clampai._Monitor(model, impls, [str(p) for p in allowed_programs],
                                        int(timeout_ms), int(max_output_bytes),
-                                       bool(enforce_information_flow), bool(record_rejections))
+                                       bool(enforce_information_flow), bool(record_rejections),
+                                       probes, waits)
 
     def _task_monitor(self, call: str) -> Any:
         if self._impl is None:
@@ -1195,7 +1219,21 @@ class ReferenceMonitor:
 
     @property
     def halted(self) -> bool:
+        """True once the reconciliation found drift: every later action but the emergency ones
+        is rejected (`environment_drift`)."""
         return self._task_monitor("halted").halted
+
+    def reconcile(self) -> List[Dict[str, Any]]:
+        """Runs the reconciliation probes now (the spec's `probes` and the `reconciler`'s);
+        drift halts the monitor. Returns the drift found: `variable`, `model`, `world` (None
+        when the probe could not read it) and `detail`, one dict per variable."""
+        monitor = self._task_monitor("reconcile")
+        return monitor._reconcile()
+
+    @property
+    def drift(self) -> List[Dict[str, Any]]:
+        """The drift that halted the monitor ([] while it runs)."""
+        return self._task_monitor("drift")._drift
 
     @property
     def state(self) -> State:
@@ -1363,6 +1401,28 @@ class ReferenceMonitor:
             if best != float(effect.value):
                 safe[effect.variable] = best
         return safe
+
+
+def _readiness_check(probe: ReadinessProbe) -> Callable[[], Tuple[bool, str]]:
+    def check() -> Tuple[bool, str]:
+        ready, detail = probe.check_fn()
+        return bool(ready), str(detail)
+    return check
+
+
+def _backoff_ms(probe: ReadinessProbe) -> Tuple[int, float, int, int]:
+    """A ReadinessProbe's schedule as the C++ monitor's: (first wait, multiplier, longest wait,
+    deadline) in ms; the deadline is the probe's `initial_delay_s` and the waits between its
+    `max_retries` checks."""
+    if probe.max_retries < 1 or probe.interval_s <= 0 or probe.backoff_factor < 1:
+        raise ValueError(f"readiness probe `{probe.name}`: needs max_retries >= 1, "
+                         f"interval_s > 0 and backoff_factor >= 1")
+    total, interval = probe.initial_delay_s, probe.interval_s
+    for _ in range(probe.max_retries - 1):
+        total += interval
+        interval = min(interval * probe.backoff_factor, 30.0)
+    first = max(1, int(round(probe.interval_s * 1000)))
+    return first, float(probe.backoff_factor), max(first, 30000), int(round(total * 1000))
 
 
 def _reference_monitor_options(ifc_enabled: bool = True, cbf_enabled: bool = True,

@@ -283,7 +283,8 @@ class ReferenceMonitor:
     capture_basins: List[Any]
     contracts: Dict[str, Any]
     # (task, *, attestors=None, allowed_programs=(), timeout_ms=5000, max_output_bytes=65536,
-    #  enforce_information_flow=True, record_rejections=False), or the Python ClampAI's
+    #  enforce_information_flow=True, record_rejections=False, reconciler=None,
+    #  readiness=None), or the Python ClampAI's
     # (ifc_enabled=True, cbf_enabled=True, hjb_enabled=True, cbf_binary_search_tol=1e-6,
     #  cbf_max_iterations=20).
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
@@ -295,6 +296,9 @@ class ReferenceMonitor:
     def downward_flows(self) -> List[Any]: ...
     @property
     def halted(self) -> bool: ...
+    def reconcile(self) -> List[Dict[str, Any]]: ...
+    @property
+    def drift(self) -> List[Dict[str, Any]]: ...
     @property
     def state(self) -> State: ...
     @property

@@ -444,3 +444,70 @@ def test_the_reference_monitor_module():
     for name in reference_monitor.__all__:
         assert getattr(reference_monitor, name) is getattr(__import__("clampai"), name)
     assert os.path.basename(reference_monitor.__file__) == "reference_monitor.py"
+
+
+# --- A task's monitor with the Python ClampAI's probes (the C++ monitor runs them) ---------
+
+def provisioning_task():
+    from clampai import TaskDefinition
+
+    return TaskDefinition(
+        goal="deploy", initial_state=State({"files": 0, "deployed": False, "note": ""}),
+        available_actions=[
+            ActionSpec("write", effects=(Effect("files", "increment", 1),), cost=1),
+            ActionSpec("provision", effects=(Effect("note", "set", "db"),), cost=1),
+            ActionSpec("deploy", effects=(Effect("deployed", "set", True),), cost=1),
+            ActionSpec("halt", cost=0),
+        ],
+        dependencies={"deploy": ["provision"]}, emergency_actions=["halt"], budget=10,
+        goal_predicate="deployed")
+
+
+def test_a_task_monitor_reconciles_with_the_python_probes():
+    world = {"files": 1}
+    rec = EnvironmentReconciler(tolerance=0)
+    rec.add_probe(EnvironmentProbe("files", lambda: world["files"], "ls | wc -l"))
+    mon = ReferenceMonitor(provisioning_task(), reconciler=rec)
+    first = mon.execute("write")
+    assert first.approved and first.drift == [] and not mon.halted
+    world["files"] = 5  # something else wrote four files
+    second = mon.execute("write")
+    assert second.approved  # committed, then the world disagreed
+    (drift,) = second.drift
+    assert (drift["variable"], drift["model"], drift["world"]) == ("files", 2, 5)
+    assert mon.halted and mon.drift == second.drift
+    assert mon.execute("write").decision.reason_codes == ["environment_drift"]
+    assert mon.execute("halt").approved  # T8: the emergency action still runs
+
+
+def test_a_probe_that_raises_is_drift_and_reconcile_runs_on_demand():
+    def unreachable():
+        raise OSError("host down")
+
+    rec = EnvironmentReconciler()
+    rec.register_probe("files", unreachable)
+    mon = ReferenceMonitor(provisioning_task(), reconciler=rec)
+    (drift,) = mon.reconcile()
+    assert drift["world"] is None and "host down" in drift["detail"] and mon.halted
+    with pytest.raises(ValueError, match="halts on any drift"):
+        ReferenceMonitor(provisioning_task(), reconciler=EnvironmentReconciler(0.5))
+    bad = EnvironmentReconciler()
+    bad.register_probe("nope", lambda: 1)
+    with pytest.raises(Exception, match="unknown variable `nope`"):
+        ReferenceMonitor(provisioning_task(), reconciler=bad)
+
+
+def test_a_task_monitor_waits_for_readiness():
+    answers = iter([(False, "starting"), (True, "accepting connections")])
+    probe = ReadinessProbe("db", lambda: next(answers), interval_s=0.001, max_retries=5)
+    mon = ReferenceMonitor(provisioning_task(), readiness={"provision": probe})
+    assert mon.execute("provision").approved
+    assert mon.execute("deploy").approved  # ready at the second check
+    never = ReadinessProbe("db", lambda: (False, "no route"), interval_s=0.001, max_retries=2)
+    mon = ReferenceMonitor(provisioning_task(), readiness={"provision": never})
+    mon.execute("provision")
+    refused = mon.execute("deploy")
+    assert refused.decision.reason_codes == ["dependency_not_ready"]
+    assert "no route" in refused.decision.reasons[0].message and not mon.state["deployed"]
+    with pytest.raises(TypeError, match="ReadinessProbe"):
+        ReferenceMonitor(provisioning_task(), readiness={"provision": lambda: True})
