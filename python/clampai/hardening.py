@@ -23,7 +23,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import (Any, Callable, ClassVar, Collection, Dict, FrozenSet, Iterable, List, Mapping,
                     Optional, Sequence, Set, Tuple, Union)
@@ -33,7 +33,7 @@ from ._clampai import Decision, Outcome, State
 from ._errors import ClampAIError
 from ._reasoning import CausalGraph, CostAwarePriorFactory  # noqa: F401 (the Python ClampAI's)
 from ._reference_api import HARDENING_CLAIMS  # noqa: F401 (the Python ClampAI's, here too)
-from ._task import ActionSpec, Effect, Expr, TaskDefinition
+from ._task import ActionSpec, Expr, TaskDefinition
 
 __all__ = ["Attestor", "Attestation", "AttestationResult", "AttestationGate",
            "PredicateAttestor", "SubprocessAttestor", "MultiDimensionalAttestor",
@@ -1298,7 +1298,7 @@ class ReferenceMonitor:
             reasons.append(message)
         repaired = action
         if self.cbf_enabled and self.cbf_budget is not None:
-            ok, message = self.cbf_budget.evaluate(state, action.simulate(state))
+            ok, message = self.cbf_budget.evaluate(state, _unlabelled(action).simulate(state))
             if ok:
                 reasons.append(message)
             else:
@@ -1311,7 +1311,7 @@ class ReferenceMonitor:
                     return False, message, None
                 reasons.append("CBF: action repaired")
         if self.hjb_enabled:
-            candidates = [repaired, *(candidate_next_actions or [])]
+            candidates = [_unlabelled(a) for a in [repaired, *(candidate_next_actions or [])]]
             for basin in self.capture_basins:
                 ok, message = basin.evaluate_reachability(state, candidates)
                 if not ok:
@@ -1350,8 +1350,10 @@ class ReferenceMonitor:
             hash(key)
         except TypeError:
             key = None
-        if key is not None and key in self._flow_cache:
-            return self._flow_cache[key]
+        if key is not None:
+            cached = self._flow_cache.get(key, _UNCACHED)
+            if cached is not _UNCACHED:
+                return cached  # type: ignore[return-value]
         plain = dataclasses.replace(
             action, effects=tuple(e for e in action.effects
                                   if not isinstance(e.value, LabelledData)),
@@ -1423,6 +1425,18 @@ def _backoff_ms(probe: ReadinessProbe) -> Tuple[int, float, int, int]:
         interval = min(interval * probe.backoff_factor, 30.0)
     first = max(1, int(round(probe.interval_s * 1000)))
     return first, float(probe.backoff_factor), max(first, 30000), int(round(total * 1000))
+
+
+_UNCACHED = object()
+
+
+def _unlabelled(action: ActionSpec) -> ActionSpec:
+    """`action` with each LabelledData payload replaced by its value (what the effect writes)."""
+    if not any(isinstance(e.value, LabelledData) for e in action.effects):
+        return action
+    return dataclasses.replace(action, effects=tuple(
+        dataclasses.replace(e, value=e.value.value) if isinstance(e.value, LabelledData) else e
+        for e in action.effects))
 
 
 def _reference_monitor_options(ifc_enabled: bool = True, cbf_enabled: bool = True,

@@ -384,6 +384,10 @@ def test_information_flow_follows_the_data():
     ok, reason, _ = monitor.enforce(write("audit", secret), state)
     assert not ok and reason == ("IFC VIOLATION: payload (Label(SECRET)) cannot flow to audit "
                                  "(Label(PII))")
+    public = LabelledData("hello", DataLabel(SecurityLevel.PUBLIC))
+    with_barrier = ReferenceMonitor()
+    with_barrier.add_cbf(lambda s: 1.0, alpha=0.5)
+    assert with_barrier.enforce(write("audit", public), state)[0]  # the barrier sees "hello"
     off = ReferenceMonitor(ifc_enabled=False)
     off.set_ifc_label("user_email", DataLabel(SecurityLevel.PII))
     assert off.enforce(write("count", Expr("user_email")), state) == (True, "", None)
