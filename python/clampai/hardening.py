@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import inspect
 import json
@@ -86,29 +87,33 @@ def _fingerprint(result: AttestationResult, evidence: str) -> str:
     return hashlib.sha256(evidence.encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True)
 class Attestation:
-    """The outcome of one attestation, in both forms (immutable, compared by value):
+    """The outcome of one attestation: the Python ClampAI's frozen dataclass
+    `Attestation(attestor_name, result, evidence, timestamp, fingerprint)`, with
+    `is_positive()` (`result` is VERIFIED), and this project's view of it: `attestor` (the
+    name), `passed` (also its truth value), `evidence` (what it saw, bounded), `error` (why it
+    could not decide; empty iff it did) and `dimensions` (one Attestation per dimension of a
+    MultiDimensionalAttestor).
 
-    - this project's: `attestor`, `passed` (also its truth value), `evidence` (what it saw,
-      bounded), `error` (why it could not decide; empty iff it did) and `dimensions` (one
-      Attestation per dimension of a MultiDimensionalAttestor);
-    - the Python ClampAI's: `Attestation(attestor_name, result, evidence, timestamp,
-      fingerprint)`, with `is_positive()` (`result` is VERIFIED).
+    `result` is VERIFIED iff it passed, TIMEOUT or ERROR when it could not decide, else FAILED;
+    `timestamp` defaults to now, `fingerprint` to the SHA-256 of the evidence (32 hex digits),
+    or `timeout` / `error`, and `error` of an ERROR or TIMEOUT to its evidence. Also made from
+    the mapping an attestor of the C++ library returns (`Attestation(data)`)."""
 
-    Each form's fields are derived from the other's: `result` is VERIFIED iff `passed`, TIMEOUT
-    or ERROR when `error` says so, else FAILED; `fingerprint` is the SHA-256 of the evidence
-    (32 hex digits) or `timeout` / `error`."""
+    attestor_name: str
+    result: Optional[AttestationResult] = None
+    evidence: str = ""
+    timestamp: Optional[float] = None
+    fingerprint: Optional[str] = None
+    error: str = ""
+    dimensions: Tuple["Attestation", ...] = ()
 
-    __slots__ = ("attestor", "passed", "evidence", "error", "dimensions", "result", "timestamp",
-                 "fingerprint")
-
-    def __init__(self, attestor_name: Union[str, Mapping[str, Any]],
-                 result: Optional[AttestationResult] = None, evidence: str = "",
-                 timestamp: Optional[float] = None, fingerprint: Optional[str] = None) -> None:
-        if isinstance(attestor_name, Mapping):  # this project's form, from the C++ attestor
-            data = attestor_name
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)
+        if isinstance(self.attestor_name, Mapping):  # from the C++ attestor
+            data = self.attestor_name
             passed, error = bool(data["passed"]), str(data["error"])
-            evidence = str(data["evidence"])
             if passed:
                 result = AttestationResult.VERIFIED
             elif error.startswith("timed out"):
@@ -117,28 +122,33 @@ class Attestation:
                 result = AttestationResult.ERROR
             else:
                 result = AttestationResult.FAILED
-            values = (str(data["attestor"]), passed, evidence, error,
-                      tuple(Attestation(d) for d in data.get("dimensions", ())))
-        else:
-            if not isinstance(result, AttestationResult):
-                raise TypeError("Attestation(attestor_name, result, evidence, timestamp, "
-                                "fingerprint): result must be an AttestationResult, not "
-                                f"{type(result).__name__}")
-            passed = result is AttestationResult.VERIFIED
-            error = evidence if result in (AttestationResult.ERROR,
-                                           AttestationResult.TIMEOUT) else ""
-            values = (str(attestor_name), passed, str(evidence), error, ())
-        for name, value in zip(("attestor", "passed", "evidence", "error", "dimensions"), values):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "result", result)
-        object.__setattr__(self, "timestamp", time.time() if timestamp is None else timestamp)
-        object.__setattr__(self, "fingerprint", _fingerprint(result, self.evidence)
-                           if fingerprint is None else fingerprint)
+            put("attestor_name", str(data["attestor"]))
+            put("result", result)
+            put("evidence", str(data["evidence"]))
+            put("error", error)
+            put("dimensions", tuple(Attestation(d) for d in data.get("dimensions", ())))
+        elif not isinstance(self.result, AttestationResult):
+            raise TypeError("Attestation(attestor_name, result, evidence, timestamp, "
+                            "fingerprint): result must be an AttestationResult, not "
+                            f"{type(self.result).__name__}")
+        elif not self.error and self.result in (AttestationResult.ERROR,
+                                                AttestationResult.TIMEOUT):
+            put("error", self.evidence or self.result.name.lower())
+        put("dimensions", tuple(self.dimensions))
+        if self.timestamp is None:
+            put("timestamp", time.time())
+        if self.fingerprint is None:
+            put("fingerprint", _fingerprint(self.result, self.evidence))
 
     @property
-    def attestor_name(self) -> str:
-        """The attestor's name (the Python ClampAI's field; `attestor` here)."""
-        return self.attestor
+    def attestor(self) -> str:
+        """The attestor's name (`attestor_name`)."""
+        return self.attestor_name
+
+    @property
+    def passed(self) -> bool:
+        """True iff the result is VERIFIED."""
+        return self.result is AttestationResult.VERIFIED
 
     def is_positive(self) -> bool:
         """True iff the result is VERIFIED (`passed`)."""
@@ -147,28 +157,11 @@ class Attestation:
     def __bool__(self) -> bool:
         return self.passed
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field '{name}'")
-
-    def _key(self) -> Tuple[Any, ...]:
-        return (self.attestor, self.result, self.evidence, self.error, self.dimensions,
-                self.timestamp, self.fingerprint)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Attestation) and other._key() == self._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
     def to_dict(self) -> Dict[str, Any]:
         return {"attestor": self.attestor, "passed": self.passed, "evidence": self.evidence,
                 "error": self.error, "dimensions": [d.to_dict() for d in self.dimensions],
-                "result": self.result.name, "timestamp": self.timestamp,
+                "result": self.result.name, "timestamp": self.timestamp,  # type: ignore[union-attr]
                 "fingerprint": self.fingerprint}
-
-    def __repr__(self) -> str:
-        return (f"Attestation({self.attestor!r}, {self.result.name}, "
-                f"evidence={self.evidence!r})")
 
 
 def _state_of(state: Any) -> Optional[State]:
@@ -179,7 +172,7 @@ def _state_of(state: Any) -> Optional[State]:
 
 def _reference_view(a: Attestation) -> Attestation:
     if a.error and not a.evidence:
-        return Attestation(a.attestor, a.result, a.error, a.timestamp)
+        return dataclasses.replace(a, evidence=a.error, fingerprint=None)
     return a
 
 
@@ -380,7 +373,7 @@ class SubprocessAttestor(Attestor):
         evidence = (a.evidence or a.error)[:self.MAX_OUTPUT_BYTES]
         if a.result is AttestationResult.TIMEOUT:
             evidence = f"Timed out after {timeout_s}s"
-        return Attestation(a.attestor, a.result, evidence, a.timestamp)
+        return dataclasses.replace(a, evidence=evidence, fingerprint=None)
 
 
 class QualityDimension(enum.Enum):

@@ -18,19 +18,21 @@ class AttestationResult(enum.Enum):
     SKIPPED: int
 
 class Attestation:
-    attestor: str
-    passed: bool
-    evidence: str
-    error: str
-    dimensions: Tuple[Attestation, ...]
+    attestor_name: str
     result: AttestationResult
+    evidence: str
     timestamp: float
     fingerprint: str
+    error: str
+    dimensions: Tuple[Attestation, ...]
     def __init__(self, attestor_name: Union[str, Mapping[str, Any]],
                  result: Optional[AttestationResult] = None, evidence: str = "",
-                 timestamp: Optional[float] = None, fingerprint: Optional[str] = None) -> None: ...
+                 timestamp: Optional[float] = None, fingerprint: Optional[str] = None,
+                 error: str = "", dimensions: Tuple[Attestation, ...] = ()) -> None: ...
     @property
-    def attestor_name(self) -> str: ...
+    def attestor(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
     def is_positive(self) -> bool: ...
     def __bool__(self) -> bool: ...
     def to_dict(self) -> Dict[str, Any]: ...

@@ -40,6 +40,9 @@ def test_attestation_in_the_reference_form():
         a.evidence = "forged"
     with pytest.raises(TypeError, match="AttestationResult"):
         Attestation("t", "VERIFIED", "", 0.0, "")
+    assert dataclasses.asdict(a)["evidence"] == "12 passed"
+    assert dataclasses.replace(a, evidence="13 passed").fingerprint == "abc"
+    assert repr(a).startswith("Attestation(attestor_name='tests', result=<AttestationResult.")
     assert [r.name for r in AttestationResult] == ["VERIFIED", "FAILED", "ERROR", "TIMEOUT",
                                                    "SKIPPED"]
 
