@@ -239,6 +239,7 @@ class PredicateAttestor(Attestor):
     def __init__(self, name: str, check_fn: Callable[..., Any]) -> None:
         if not callable(check_fn):
             raise TypeError("a PredicateAttestor needs a callable")
+        self._name, self._check_fn = name, check_fn
         super().__init__(_clampai._predicate_attestor(name, _normalised(check_fn, None)))
 
 
@@ -316,7 +317,7 @@ class SubprocessAttestor(Attestor):
         if working_dir is not None and not os.path.isdir(working_dir):
             raise ValueError(f"Working dir does not exist: {working_dir}")
         self._name = str(name)
-        self.command = tuple(str(c) for c in command)
+        self.command = self._command = tuple(str(c) for c in command)
         self._success_pattern = str(success_pattern)
         self._working_dir = os.path.realpath(working_dir) if working_dir is not None else ""
         self._program = self._resolve(self.command[0])
@@ -436,7 +437,7 @@ class MultiDimensionalAttestor(Attestor):
         super().__init__(_clampai._multi_attestor(name, impls, int(quorum)))
 
     def _init_reference(self, name: str, threshold: float = 0.7) -> None:
-        self._threshold = threshold
+        self._name, self._threshold = str(name), threshold
         _exact(threshold, "threshold")
         self._checks = []
         super().__init__(_clampai._predicate_attestor(str(name), lambda s, a: self._judge()))
