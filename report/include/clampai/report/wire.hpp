@@ -61,8 +61,9 @@ class JsonWriter {
       return unsigned_integer(static_cast<std::uint64_t>(i));
     }
   }
-  /// The shortest digits Grisu2 finds that read back as `d` (`0.5`, `1.0`, `1e-05`, as the
-  /// reports have always written it); NaN and infinities as null.
+  /// As the reports have always written a double: Grisu2's digits (they read back as `d`; the
+  /// shortest in almost every case), laid out like `%g` with `.0` on a whole number (`0.5`,
+  /// `1.0`, `1e-05`); NaN and infinities as null.
   JsonWriter& value(double d);
   JsonWriter& null();
   /// Inserts `json`, which must be one complete JSON value (as it is, not indented).
