@@ -154,6 +154,8 @@ int run_report_command() {
     return fail("text", "report", args.spec, describe(args.spec, e));
   } catch (const Error& e) {
     return fail("text", "report", input, e.what());
+  } catch (const std::exception& e) {  // I/O of the file system
+    return fail("text", "report", input, e.what());
   }
 }
 

@@ -352,6 +352,30 @@ std::optional<HtmlInput> kind_of(const json& j) {
   return std::nullopt;
 }
 
+// Whether the members a section reads have their schema's types (the rest is read with
+// defaults, and a member of another type is a json::exception, reported as bad input).
+void check_shape(const std::string& path, HtmlInput kind, const json& j) {
+  const auto need = [&](const char* key, bool ok, const char* what) {
+    if (!ok)
+      throw InvalidArgument(path + ": `" + key + "` is not " + what + " as the " +
+                            std::string(to_string(kind)) + " report's schema says");
+  };
+  if (kind == HtmlInput::verify || kind == HtmlInput::compose) {
+    need("summary", j["summary"].is_object(), "an object");
+    need("obligations", j["obligations"].is_array(), "an array");
+    for (const json& o : j["obligations"]) need("obligations[]", o.is_object(), "objects");
+  }
+  if (kind == HtmlInput::compose) {
+    need("tasks", j["tasks"].is_array(), "an array");
+    for (const json& t : j["tasks"]) need("tasks[]", t.is_object(), "objects");
+  }
+  if (kind == HtmlInput::agent) {
+    need("log", j["log"].is_array(), "an array");
+    for (const json& step : j["log"]) need("log[]", step.is_object(), "objects");
+    need("spec", j["spec"].is_string(), "a string");
+  }
+}
+
 const char* kVerdictSymbol(const std::string& v) {
   if (v == "proved") return "✓";
   if (v == "refuted") return "✗";
@@ -733,10 +757,11 @@ std::string agent_section(const std::string& id,
       const std::string shape = src == "dominant"   ? "square"
                                 : src == "fallback" ? "diamond"
                                                     : "circle";
-      s += "<g class=\"mark\" data-step=\"" + esc(text_of(step["step"])) + "\" data-approved=\"" +
-           (ok ? "true" : "false") + "\"><title>step " + esc(text_of(step["step"])) + ": " +
-           esc(step.value("action", "")) + " " + esc(step.value("params", "")) + " (" + esc(src) +
-           ") " + (ok ? "approved" : "rejected") + "</title>" +
+      s += "<g class=\"mark\" data-step=\"" + esc(text_of(step.value("step", json()))) +
+           "\" data-approved=\"" + (ok ? "true" : "false") + "\"><title>step " +
+           esc(text_of(step.value("step", json()))) + ": " + esc(step.value("action", "")) + " " +
+           esc(step.value("params", "")) + " (" + esc(src) + ") " + (ok ? "approved" : "rejected") +
+           "</title>" +
            html::marker(shape,
                         f.x(static_cast<double>(i)),
                         f.y(ok ? 1.5 : 0.5),
@@ -757,7 +782,7 @@ std::string agent_section(const std::string& id,
       for (const json& reason : step["reasons"])
         answer += " <code>" + esc(reason.value("code", "")) + "</code> " +
                   esc(reason.value("message", ""));
-    s += "<tr><td class=\"num\">" + esc(text_of(step["step"])) + "</td><td>" +
+    s += "<tr><td class=\"num\">" + esc(text_of(step.value("step", json()))) + "</td><td>" +
          esc(step.value("source", "")) +
          (step.contains("failure") ? " (after " + esc(text_of(step["failure"])) + ")" : "") +
          "</td><td><code>" + esc(step.value("action", "")) + "</code> " +
@@ -908,15 +933,22 @@ HtmlResult write_html(std::ostream& out,
       continue;
     }
     const json doc = json::parse(kernel::read_file(path), nullptr, false);
-    if (kind == HtmlInput::verify) {
-      body += verify_section(id, path, doc);
-      toc.emplace_back(id, "Proofs: " + path);
-    } else if (kind == HtmlInput::compose) {
-      body += compose_section(id, path, doc, options.layout);
-      toc.emplace_back(id, "Composition: " + path);
-    } else {
-      body += agent_section(id, path, doc, options.spec, options.layout);
-      toc.emplace_back(id, "Agent run: " + path);
+    try {
+      check_shape(path, kind, doc);
+      if (kind == HtmlInput::verify) {
+        body += verify_section(id, path, doc);
+        toc.emplace_back(id, "Proofs: " + path);
+      } else if (kind == HtmlInput::compose) {
+        body += compose_section(id, path, doc, options.layout);
+        toc.emplace_back(id, "Composition: " + path);
+      } else {
+        body += agent_section(id, path, doc, options.spec, options.layout);
+        toc.emplace_back(id, "Agent run: " + path);
+      }
+    } catch (const json::exception& e) {
+      throw InvalidArgument(path + ": not a well-formed " + std::string(to_string(kind)) +
+                            " report (its schema: schema/" + std::string(to_string(kind)) +
+                            "-report.schema.json): " + e.what());
     }
   }
   std::string title = "ClampAI report";

@@ -51,8 +51,20 @@ expect("report refuses an error report" 2 "error.json: the error report of `clam
 file(WRITE ${w}/notjson.txt "hello\n")
 expect("report refuses what is not JSON" 2 "notjson.txt: neither a trace .* nor a JSON report"
        ${CLAMPAI} report ${w}/notjson.txt --html ${w}/notjson.html)
+# Adversarial reports: the members a section reads, of the wrong type, are bad input.
+file(WRITE ${w}/bad_verify.json "{\"spec\": \"x\", \"summary\": {}, \"facts\": [], \"obligations\": 5}")
+expect("report: obligations not an array" 2 "bad_verify.json: `obligations` is not an array as the verify report's schema says"
+       ${CLAMPAI} report ${w}/bad_verify.json --html ${w}/bad_verify.html)
+file(WRITE ${w}/bad_agent.json "{\"spec\": \"x.json\", \"llm\": \"mock\", \"termination\": \"stuck\", \"log\": [{\"step\": 1, \"approved\": \"yes\"}]}")
+expect("report: a log entry of the wrong type" 2 "bad_agent.json: not a well-formed agent report \\(its schema: schema/agent-report.schema.json\\): .*type must be boolean"
+       ${CLAMPAI} report ${w}/bad_agent.json --html ${w}/bad_agent.html)
+file(WRITE ${w}/bad_compose.json "{\"manifest\": \"m\", \"summary\": [], \"tasks\": [], \"obligations\": []}")
+expect("report: a summary not an object" 2 "`summary` is not an object"
+       ${CLAMPAI} report ${w}/bad_compose.json --html ${w}/bad_compose.html)
+file(WRITE ${w}/garbage.jsonl "{\"seq\": 0, \"kind\": \"genesis\"}\nnot json\n")
+expect("report: a trace whose lines are no entries" 1 "wrote" ${CLAMPAI} report ${w}/garbage.jsonl --html ${w}/garbage.html)
 expect("report: a missing input" 2 "missing.jsonl" ${CLAMPAI} report ${w}/missing.jsonl --html ${w}/missing.html)
-foreach(f spec.html error.html notjson.html missing.html)
+foreach(f spec.html error.html notjson.html missing.html bad_verify.html bad_agent.html bad_compose.html)
   if(EXISTS ${w}/${f})
     message(SEND_ERROR "report wrote ${f} for bad input")
   endif()
