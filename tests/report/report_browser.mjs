@@ -193,6 +193,13 @@ try {
     check(!shown.hidden && Object.entries(refuted.counterexample.post)
       .every(([k, v]) => shown.text.includes(k) && shown.text.includes(v)),
     "verify: a refuted cell opens its counterexample, with the values of the report");
+    // Printed, every counterexample shows, opened or not (the print stylesheet).
+    await page.click(button);  // closed again
+    check(await page.$eval(`#${panel}`, (p) => p.hidden), "verify: the cell closes its counterexample");
+    await page.emulateMediaType("print");
+    check(await page.$eval(`#${panel}`, (p) => getComputedStyle(p).display !== "none"),
+      "verify: printed, a closed counterexample shows");
+    await page.emulateMediaType("screen");
     // Keyboard: the arrow keys move between the grid's cells.
     await page.focus("table.grid td[data-obligation] button");
     const before = await page.evaluate(() => document.activeElement.closest("td").dataset.obligation);
