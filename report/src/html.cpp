@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
@@ -376,7 +376,7 @@ void check_shape(const std::string& path, HtmlInput kind, const json& j) {
   }
 }
 
-const char* kVerdictSymbol(const std::string& v) {
+const char* verdict_symbol(const std::string& v) {
   if (v == "proved") return "✓";
   if (v == "refuted") return "✗";
   return "?";
@@ -389,7 +389,7 @@ std::string verdict_class(const std::string& v) {
 }
 
 std::string verdict_badge(const std::string& v) {
-  return "<span class=\"badge " + verdict_class(v) + "\">" + kVerdictSymbol(v) + " " + esc(v) +
+  return "<span class=\"badge " + verdict_class(v) + "\">" + verdict_symbol(v) + " " + esc(v) +
          "</span>";
 }
 
@@ -498,7 +498,7 @@ std::string verify_section(const std::string& id, const std::string& path, const
              (opens ? " aria-expanded=\"false\" aria-controls=\"" + panel + "\"" : "") +
              " title=\"" +
              esc(o.value("id", "") + ": " + v + (reason.empty() ? "" : " (" + reason + ")")) +
-             "\">" + kVerdictSymbol(v) + "<span class=\"sr\"> " + esc(v) + "</span></button></td>";
+             "\">" + verdict_symbol(v) + "<span class=\"sr\"> " + esc(v) + "</span></button></td>";
         if (opens) {
           panels += "<div class=\"cex\" id=\"" + panel + "\" hidden><h4>" + verdict_badge(v) +
                     " <code>" + esc(o.value("id", "")) + "</code></h4><p>" + esc(reason) + "</p>";
