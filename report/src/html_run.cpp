@@ -125,6 +125,16 @@ std::string outcome_of(ck::EntryKind k) {
       return "genesis";
     case ck::EntryKind::sealed:
       return "sealed";
+    case ck::EntryKind::checkpoint:
+    case ck::EntryKind::approval_requested:
+    case ck::EntryKind::approval_granted:
+    case ck::EntryKind::approval_denied:
+    case ck::EntryKind::approval_expired:
+    case ck::EntryKind::spec_changed: {
+      std::string name(ck::to_string(k));
+      std::replace(name.begin(), name.end(), '_', ' ');
+      return name;
+    }
   }
   return "";
 }

@@ -485,53 +485,54 @@ TEST_CASE("a JSON report is its own nlohmann parse and dump(2): reasons with any
                                                     {"subject", "n"}});
   CHECK(parsed["last_reasons"][1]["subject"] == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
   CHECK(parsed["rejections_by_reason"].contains("a\xef\xbf\xbd"));
-  TEST_CASE(
-      "html: a long trace is drawn in at most `buckets` buckets that keep its exact figures") {
-    namespace ck = clampai::kernel;
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("clampai-test-html-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir);
-    const std::string trace = (dir / "run.jsonl").string();
-    const std::string spec = (dir / "spec.json").string();
-    const char* const text = R"J({"variables": {"n": {"type": "int", "initial": 0}},
+}
+
+TEST_CASE("html: a long trace is drawn in at most `buckets` buckets that keep its exact figures") {
+  namespace ck = clampai::kernel;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("clampai-test-html-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  const std::string trace = (dir / "run.jsonl").string();
+  const std::string spec = (dir / "spec.json").string();
+  const char* const text = R"J({"variables": {"n": {"type": "int", "initial": 0}},
       "actions": [{"id": "add", "cost": 1,
                    "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
       "invariants": [{"name": "cap", "check": "n <= 5000"}],
       "budget": {"total": 1000000, "min_action_cost": 1}})J";
-    std::ofstream(spec) << text;
-    {
-      ck::KernelOptions options;
-      options.writer = std::make_shared<ck::TraceWriter>(trace, ck::FlushPolicy::buffered);
-      ck::SafetyKernel kernel(ck::load_spec(text), options);
-      for (int i = 0; i < 1000; ++i) REQUIRE(kernel.execute("add", {}).receipt);
-      kernel.seal();
-    }
-    for (const std::size_t buckets : {std::size_t{16}, std::size_t{5}}) {
-      std::ostringstream out;
-      cr::HtmlOptions options;
-      options.buckets = buckets;
-      options.spec = spec;
-      const cr::HtmlResult r = cr::write_html(out, {trace}, options);
-      CHECK_FALSE(r.findings);
-      REQUIRE(r.kinds == std::vector<cr::HtmlInput>{cr::HtmlInput::trace});
-      const std::string page = out.str();
-      // The rows of the exact figures: consecutive buckets from entry 0 to the seal (1001).
-      std::size_t rows = 0;
-      std::uint64_t next = 0;
-      for (auto at = page.find("<tr data-first=\""); at != std::string::npos;
-           at = page.find("<tr data-first=\"", at + 1)) {
-        ++rows;
-        const std::uint64_t first = std::stoull(page.substr(at + 16));
-        const auto last_at = page.find("data-last=\"", at) + 11;
-        CHECK(first == next);
-        next = std::stoull(page.substr(last_at)) + 1;
-      }
-      CHECK(next == 1002);
-      CHECK(rows <= buckets);
-      CHECK(rows >= buckets / 2);
-      CHECK(page.find("data-figure=\"net\">1000.000<") != std::string::npos);
-      // The least margin of `n <= 5000` is 4000, after the last step.
-      CHECK(page.find("data-least=\"4000\"") != std::string::npos);
-    }
-    std::filesystem::remove_all(dir);
+  std::ofstream(spec) << text;
+  {
+    ck::KernelOptions options;
+    options.writer = std::make_shared<ck::TraceWriter>(trace, ck::FlushPolicy::buffered);
+    ck::SafetyKernel kernel(ck::load_spec(text), options);
+    for (int i = 0; i < 1000; ++i) REQUIRE(kernel.execute("add", {}).receipt);
+    kernel.seal();
   }
+  for (const std::size_t buckets : {std::size_t{16}, std::size_t{5}}) {
+    std::ostringstream out;
+    cr::HtmlOptions options;
+    options.buckets = buckets;
+    options.spec = spec;
+    const cr::HtmlResult r = cr::write_html(out, {trace}, options);
+    CHECK_FALSE(r.findings);
+    REQUIRE(r.kinds == std::vector<cr::HtmlInput>{cr::HtmlInput::trace});
+    const std::string page = out.str();
+    // The rows of the exact figures: consecutive buckets from entry 0 to the seal (1001).
+    std::size_t rows = 0;
+    std::uint64_t next = 0;
+    for (auto at = page.find("<tr data-first=\""); at != std::string::npos;
+         at = page.find("<tr data-first=\"", at + 1)) {
+      ++rows;
+      const std::uint64_t first = std::stoull(page.substr(at + 16));
+      const auto last_at = page.find("data-last=\"", at) + 11;
+      CHECK(first == next);
+      next = std::stoull(page.substr(last_at)) + 1;
+    }
+    CHECK(next == 1002);
+    CHECK(rows <= buckets);
+    CHECK(rows >= buckets / 2);
+    CHECK(page.find("data-figure=\"net\">1000.000<") != std::string::npos);
+    // The least margin of `n <= 5000` is 4000, after the last step.
+    CHECK(page.find("data-least=\"4000\"") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
