@@ -213,8 +213,8 @@ void write_execute_members(JsonOut& j,
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
-// A ticket's members: `ticket`, `action`, `params`, `principal`, `sequence` (its request's
-// entry), `requested_at_us`, `expires_at_us`.
+// A ticket's members: `ticket`, `action`, `params`, `principal`, `request_sequence` (its
+// `approval_requested` entry), `requested_at_us`, `expires_at_us`.
 void write_ticket_members(JsonOut& j, const Ticket& t) {
   j.key("ticket").value(t.id).key("action").value(t.action).key("params").begin_object();
   for (const auto& [name, v] : t.params) j.key(name).value(v);
@@ -224,7 +224,7 @@ void write_ticket_members(JsonOut& j, const Ticket& t) {
   } else {
     j.value(t.principal);
   }
-  j.key("sequence").value(t.sequence).key("requested_at_us").value(t.requested_us);
+  j.key("request_sequence").value(t.sequence).key("requested_at_us").value(t.requested_us);
   j.key("expires_at_us").value(t.expires_us);
 }
 
@@ -246,7 +246,7 @@ void write_pending(
   j.key("changes").begin_object();
   for (const auto& [var, v] : now.changes) j.key(m.variables[var].name).value(v);
   j.end_object();
-  j.key("executed").value(false).key("state");
+  j.key("executed").value(false).key("sequence").null().key("state");
   const ck::State state = task.kernel().state();
   write_state(j, state);
   j.key("budget");

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,7 +188,8 @@ TEST_CASE("Approvals: execute answers a pending ticket, and an approval commits 
   CHECK(asked["approved"] == false);
   CHECK(asked["pending"] == true);
   CHECK(asked["executed"] == false);
-  CHECK(asked["sequence"] == 1);  // its approval_requested entry
+  CHECK(asked["request_sequence"] == 1);  // its approval_requested entry
+  CHECK(asked["sequence"].is_null());     // no commit to roll back
   CHECK(asked["principal"] == "alice");
   CHECK(asked["params"]["amount"] == 3);
   CHECK(asked["changes"]["balance"] == 7);  // what it would change now
@@ -495,4 +497,37 @@ TEST_CASE("Approvals: at most 1024 tickets wait on a task", "[server][approvals]
   CHECK(code(r) == "too_many_tickets");
   *f.now += 60'000'000;  // all expire; room again
   CHECK(f.ask("alice", 1)["pending"] == true);
+}
+
+TEST_CASE("Approvals: through MCP a call answers a pending ticket the client can show",
+          "[server][approvals][mcp]") {
+  cs::McpSession m(ck::load_spec(kSpec));
+  const auto call = [&](const std::string& tool, const json& args) {
+    return json::parse(m.handle(json{{"jsonrpc", "2.0"},
+                                     {"id", 1},
+                                     {"method", "tools/call"},
+                                     {"params", {{"name", tool}, {"arguments", args}}}}
+                                    .dump()))["result"];
+  };
+  json r = call("pay", {{"amount", 3}});
+  CHECK(r["isError"] == false);
+  CHECK(r["structuredContent"]["pending"] == true);
+  CHECK(r["structuredContent"]["approved"] == false);
+  CHECK(r["structuredContent"]["ticket"].get<std::string>().size() == 32);
+  CHECK(r["content"][0]["text"].get<std::string>().find("waits for an approval") !=
+        std::string::npos);
+  r = call("status", json::object());
+  CHECK(r["structuredContent"]["state"]["balance"] == 10);  // nothing committed
+  r = call("pay", {{"amount", 50}});  // rejected now: the ordinary rejection, no ticket
+  CHECK(r["isError"] == true);
+  CHECK_FALSE(r["structuredContent"].contains("pending"));
+}
+
+TEST_CASE("Approvals: the gateway refuses a spec it would forward unapproved",
+          "[server][approvals]") {
+  std::istringstream in;
+  std::ostringstream out, log;
+  REQUIRE_THROWS_WITH(
+      cs::run_gateway(ck::load_spec(kSpec), cs::Bindings{}, cs::GatewayOptions{}, in, out, log),
+      Catch::Matchers::Contains("action `pay` waits for an approval"));
 }
