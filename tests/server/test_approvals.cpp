@@ -16,6 +16,7 @@
 #include "../kernel/support.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/server.hpp"
+#include "clampai/server/gateway.hpp"
 
 namespace cs = clampai::server;
 namespace ck = clampai::kernel;
