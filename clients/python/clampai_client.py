@@ -85,6 +85,19 @@ class Client:
     def state(self, task):
         return self._json("GET", self._task(task, "state"))
 
+    def approvals(self, task):
+        """The tickets waiting for an approval on `task`, oldest first (those whose time ran
+        out expire first). An `execute` of an action whose spec asks for an approval answers
+        `{"approved": False, "pending": True, "ticket": ...}` and commits nothing."""
+        return self._json("GET", self._task(task, "approvals"))["tickets"]
+
+    def answer(self, task, ticket, approve):
+        """Approves (`approve=True`: the kernel decides again on the state of now, and commits
+        if it approves) or denies ticket `ticket` of `task`, as a principal other than the one
+        who asked. Returns the execute-shaped answer with `granted` and `by`."""
+        path = self._task(task, "approvals") + "/" + urllib.parse.quote(ticket, safe="")
+        return self._json("POST", path, json.dumps({"approve": bool(approve)}).encode())
+
     def trace(self, task):
         """Yields the task's trace entries (dicts), read as the server streams them."""
         response, path = self._request("GET", self._task(task, "trace"), None, stream=True)

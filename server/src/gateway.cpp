@@ -772,6 +772,11 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
                 std::ostream& log) {
   check_options(options);
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
+  for (const ck::Action& a : model->actions)
+    if (a.approval)
+      throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
+                            "` waits for an approval, which the gateway cannot ask for yet (it "
+                            "would forward the call unapproved): serve it with `clampai serve`");
   std::signal(SIGPIPE, SIG_IGN);  // a dead upstream is an error on write, not a signal
   std::optional<Gateway> started;
   try {

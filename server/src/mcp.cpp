@@ -167,6 +167,7 @@ struct McpSession::Impl {
     const ck::TaskModel& m = task->model();
     const ck::Action& a = m.actions[index];
     const ck::ParamMap params = action_arguments(a, args);
+    if (a.approval) return ask_approval(index, params);
     std::optional<ck::Outcome> executed;
     try {
       executed = task->execute(a.id, params).outcome;
@@ -196,6 +197,42 @@ struct McpSession::Impl {
     const Rejection r =
         rejection_result(m, task->kernel().situation(), index, params, out.decision, {}, kSolverMs);
     return tool_result(r.text, r.structured, true);
+  }
+
+  // A call of an action whose spec asks for an approval (docs/SERVE.md, "Approvals"): decided
+  // now and, if approved, a pending ticket the client can show; nothing is committed.
+  std::string ask_approval(std::size_t index, const ck::ParamMap& params) {
+    const ck::TaskModel& m = task->model();
+    const ck::Action& a = m.actions[index];
+    auto resolved = task->kernel().resolve(a.id, params);
+    Task::Asked asked;
+    if (auto* p = std::get_if<ck::Proposal>(&resolved)) {
+      try {
+        asked = task->ask(*p);
+      } catch (const std::exception& e) {  // sealed, or too many tickets
+        return tool_result(std::string("not executed: ") + e.what(), "{}", true);
+      }
+    } else {
+      asked.decision.reasons.push_back(std::get<ck::Reason>(std::move(resolved)));
+    }
+    if (!asked.ticket) {
+      const Rejection r = rejection_result(
+          m, task->kernel().situation(), index, params, asked.decision, {}, kSolverMs);
+      return tool_result(r.text, r.structured, true);
+    }
+    const Ticket& t = *asked.ticket;
+    JsonOut s;
+    s.begin_object().key("action").value(a.id).key("approved").value(false);
+    s.key("pending").value(true).key("ticket").value(t.id).key("params").begin_object();
+    for (const auto& [name, v] : t.params) s.key(name).value(v);
+    s.end_object().key("request_sequence").value(t.sequence);
+    s.key("expires_at_us").value(t.expires_us).end_object();
+    return tool_result("`" + a.id + "` waits for an approval (ticket " + t.id +
+                           "): nothing was executed; a principal with the right `" +
+                           a.approval->right + "` must approve it within " +
+                           std::to_string(a.approval->ttl_s) + " s",
+                       s.take(),
+                       false);
   }
 
   // The `action` and `params` of the lookahead and repair tools.

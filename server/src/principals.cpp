@@ -83,6 +83,12 @@ std::string_view right_name(Right r) {
   return "?";
 }
 
+std::optional<Right> right_named(std::string_view name) {
+  for (const Right k : kRights)
+    if (right_name(k) == name) return k;
+  return std::nullopt;
+}
+
 Rights Principal::on(std::string_view task) const {
   Rights r = 0;
   if (const auto it = rights.find("*"); it != rights.end()) r |= it->second;
@@ -167,10 +173,8 @@ std::vector<Principal> parse_principals(std::string_view text, const std::string
         if (r.kind != JsonNode::Kind::string)
           throw InvalidArgument(origin + ": " + jat + ": expected a right (a string), found " +
                                 ck::jsonio::describe(r));
-        Rights bit = 0;
-        for (const Right k : kRights)
-          if (right_name(k) == r.text) bit = static_cast<Rights>(k);
-        if (bit == 0) {
+        const std::optional<Right> named = right_named(r.text);
+        if (!named) {
           // The names the routes go by suggest the right they need.
           static const std::vector<ck::Alias> aliases{{"exec", "execute"},
                                                       {"run", "execute"},
@@ -184,7 +188,7 @@ std::vector<Principal> parse_principals(std::string_view text, const std::string
               origin + ": " + jat + ": unknown right `" + r.text + "`" +
               (hint.empty() ? " (the rights: read, decide, execute, approve, admin)" : hint));
         }
-        mask |= bit;
+        mask |= static_cast<Rights>(*named);
       }
       p.rights[task] = mask;
     }

@@ -190,6 +190,77 @@ std::function<bool(std::string&)> stream_entries(std::vector<ck::TraceEntry> ent
   };
 }
 
+// An execute's answer after the decision's members: `executed`, `sequence` (the commit's
+// entry, or null), `state`, `budget`, `goal_reached`.
+void write_execute_members(JsonOut& j,
+                           const ck::TaskModel& m,
+                           std::string_view id,
+                           const ck::Decision& d,
+                           const std::optional<ck::Receipt>& receipt,
+                           const ck::State& state,
+                           Task& task) {
+  write_decision_members(j, m, id, d);
+  j.key("executed").value(receipt.has_value()).key("sequence");
+  if (receipt) {
+    j.value(receipt->sequence);
+  } else {
+    j.null();
+  }
+  j.key("state");
+  write_state(j, state);
+  j.key("budget");
+  write_budget(j, m, task.kernel().budget());
+  j.key("goal_reached").value(m.goal_holds(state));
+}
+
+// A ticket's members: `ticket`, `action`, `params`, `principal`, `request_sequence` (its
+// `approval_requested` entry), `requested_at_us`, `expires_at_us`.
+void write_ticket_members(JsonOut& j, const Ticket& t) {
+  j.key("ticket").value(t.id).key("action").value(t.action).key("params").begin_object();
+  for (const auto& [name, v] : t.params) j.key(name).value(v);
+  j.end_object().key("principal");
+  if (t.principal.empty()) {
+    j.null();
+  } else {
+    j.value(t.principal);
+  }
+  j.key("request_sequence").value(t.sequence).key("requested_at_us").value(t.requested_us);
+  j.key("expires_at_us").value(t.expires_us);
+}
+
+void write_ticket(JsonOut& j, const Ticket& t) {
+  j.begin_object();
+  write_ticket_members(j, t);
+  j.end_object();
+}
+
+// The answer to an execute that waits for an approval: `approved` false, `pending` true, the
+// ticket, what the kernel would change now, nothing executed.
+void write_pending(
+    JsonOut& j, const ck::TaskModel& m, const Ticket& t, const ck::Decision& now, Task& task) {
+  write_ticket_members(j, t);
+  j.key("approved").value(false).key("pending").value(true);
+  j.key("cost").value(m.format_amount(now.cost)).key("emergency").value(now.emergency);
+  j.key("reasons").begin_array().end_array().key("warnings");
+  write_reasons(j, now.warnings);
+  j.key("changes").begin_object();
+  for (const auto& [var, v] : now.changes) j.key(m.variables[var].name).value(v);
+  j.end_object();
+  j.key("executed").value(false).key("sequence").null().key("state");
+  const ck::State state = task.kernel().state();
+  write_state(j, state);
+  j.key("budget");
+  write_budget(j, m, task.kernel().budget());
+  j.key("goal_reached").value(m.goal_holds(state));
+}
+
+void count_decision(Task& task, std::size_t endpoint, const ck::Decision& d) {
+  task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+  for (const ck::Reason& r : d.reasons)
+    task.counters.rejections[static_cast<std::size_t>(r.code)].fetch_add(1,
+                                                                         std::memory_order_relaxed);
+}
+
 }  // namespace
 
 struct Service::Impl {
@@ -295,6 +366,15 @@ struct Service::Impl {
     // Refused before its spec is kept in the data directory (a restart would meet it again).
     if (ck::needs_reference_monitor(*model))
       throw Refusal{400, "invalid_spec", monitor_refusal(model->name)};
+    for (std::size_t i = 0; i < model->actions.size(); ++i) {
+      const auto& approval = model->actions[i].approval;
+      if (approval && !right_named(approval->right))
+        throw Refusal{400,
+                      "invalid_spec",
+                      "actions[" + std::to_string(i) + "].approval.right: unknown right `" +
+                          approval->right +
+                          "` (the rights: read, decide, execute, approve, admin)"};
+    }
     std::unique_lock lock(mutex);
     if (const auto it = tasks.find(model->name); it != tasks.end()) {
       if (it->second->model().digest == model->digest) return *it->second;
@@ -302,7 +382,7 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    const TaskStorage storage{options.data_dir, options.ledger};
+    const TaskStorage storage{options.data_dir, options.ledger, options.clock};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
       Task& ref = *task;
@@ -348,6 +428,10 @@ struct Service::Impl {
 
   Response route(const Request& req);
   Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
+  Response answer_route(Task& task,
+                        std::string_view ticket,
+                        const Request& req,
+                        const Principal* who);
 };
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
@@ -550,20 +634,27 @@ Response Service::Impl::route(const Request& req) {
     j.end_array().end_object();
     return {201, "application/json", j.take(), {}};
   }
-  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks") {
-    Task* task = find(parts[2]);
+  const auto task_named = [&](std::string_view name) -> Task& {
+    Task* task = find(name);
     if (task == nullptr) {
       std::vector<std::string> names;
       {
         std::shared_lock lock(mutex);
-        for (const auto& [name, t] : tasks) names.push_back(name);
+        for (const auto& [n, t] : tasks) names.push_back(n);
       }
       throw Refusal{
           404,
           "unknown_task",
-          "no task `" + std::string(parts[2]) + "` is served" + ck::did_you_mean(parts[2], names)};
+          "no task `" + std::string(name) + "` is served" + ck::did_you_mean(name, names)};
     }
-    return task_route(*task, parts[3], req, who);
+    return *task;
+  };
+  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks")
+    return task_route(task_named(parts[2]), parts[3], req, who);
+  if (parts.size() == 5 && parts[0] == "v1" && parts[1] == "tasks" && parts[3] == "approvals") {
+    Task& task = task_named(parts[2]);
+    if (req.method != "POST") throw method_not_allowed("POST");
+    return answer_route(task, parts[4], req, who);
   }
   throw Refusal{404, "not_found", "no route " + std::string(path) + " (docs/SERVE.md)"};
 }
@@ -574,15 +665,15 @@ Response Service::Impl::task_route(Task& task,
                                    const Principal* who) {
   const ck::TaskModel& m = task.model();
   const Limits& limits = options.limits;
-  const bool get = op == "state" || op == "trace";
+  const bool get = op == "state" || op == "trace" || op == "approvals";
   const bool known = get || op == "evaluate" || op == "execute" || op == "rollback" ||
                      op == "lookahead" || op == "repair" || op == "verify";
   if (!known)
     throw Refusal{404,
                   "not_found",
                   "no operation `" + std::string(op) +
-                      "` on a task (evaluate, execute, rollback, state, trace, lookahead, "
-                      "repair, verify)"};
+                      "` on a task (evaluate, execute, rollback, state, trace, approvals, "
+                      "lookahead, repair, verify)"};
   if (req.method != (get ? "GET" : "POST"))
     throw Refusal{405,
                   "method_not_allowed",
@@ -595,6 +686,13 @@ Response Service::Impl::task_route(Task& task,
                              : Right::decide,
           m.name);
   if (op == "state") return {200, "application/json", status_json(task), {}};
+  if (op == "approvals") {
+    JsonOut j;
+    j.begin_object().key("task").value(m.name).key("tickets").begin_array();
+    for (const Ticket& t : task.pending()) write_ticket(j, t);
+    j.end_array().end_object();
+    return {200, "application/json", j.take(), {}};
+  }
   if (op == "trace") {
     Response r{200, "application/jsonl", {}, {}};
     r.next_chunk =
@@ -613,6 +711,31 @@ Response Service::Impl::task_route(Task& task,
     if (endpoint == 0) {
       d = task.kernel().evaluate(id, params);
       write_decision_members(j, m, id, d);
+    } else if (const std::size_t index = *m.find_action(id); m.actions[index].approval) {
+      // It waits for an approval: decided now, and if approved, a ticket; nothing committed.
+      auto resolved = task.kernel().resolve(id, params);
+      std::optional<Task::Asked> asked;
+      if (auto* p = std::get_if<ck::Proposal>(&resolved)) {
+        if (who != nullptr) p->principal = who->name;
+        try {
+          asked = task.ask(*p);
+        } catch (const TicketRefused& e) {
+          throw Refusal{429, "too_many_tickets", e.what()};
+        } catch (const InvalidArgument& e) {
+          throw Refusal{409, "task_sealed", e.what()};
+        }
+      } else {
+        asked.emplace();
+        asked->decision.reasons.push_back(std::get<ck::Reason>(std::move(resolved)));
+      }
+      if (asked->ticket) {
+        // Pending: not counted as a decision until it is answered.
+        write_pending(j, m, *asked->ticket, asked->decision, task);
+        j.end_object();
+        return {200, "application/json", j.take(), {}};
+      }
+      d = std::move(asked->decision);
+      write_execute_members(j, m, id, d, std::nullopt, task.kernel().state(), task);
     } else {
       std::optional<ck::Outcome> executed;
       try {
@@ -622,24 +745,10 @@ Response Service::Impl::task_route(Task& task,
       }
       ck::Outcome& out = *executed;
       d = std::move(out.decision);
-      write_decision_members(j, m, id, d);
-      j.key("executed").value(out.receipt.has_value()).key("sequence");
-      if (out.receipt) {
-        j.value(out.receipt->sequence);
-      } else {
-        j.null();
-      }
-      j.key("state");
-      write_state(j, out.state);
-      j.key("budget");
-      write_budget(j, m, task.kernel().budget());
-      j.key("goal_reached").value(m.goal_holds(out.state));
+      write_execute_members(j, m, id, d, out.receipt, out.state, task);
     }
     j.end_object();
-    task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-    for (const ck::Reason& r : d.reasons)
-      task.counters.rejections[static_cast<std::size_t>(r.code)].fetch_add(
-          1, std::memory_order_relaxed);
+    count_decision(task, endpoint, d);
     return {200, "application/json", j.take(), {}};
   }
   if (op == "rollback") {
@@ -703,6 +812,61 @@ Response Service::Impl::task_route(Task& task,
   // verify
   (void)parse_body(req.body, limits, {});
   return {200, "application/json", verify_json(task, limits.solver_timeout_ms), {}};
+}
+
+Response Service::Impl::answer_route(Task& task,
+                                     std::string_view ticket,
+                                     const Request& req,
+                                     const Principal* who) {
+  const ck::TaskModel& m = task.model();
+  const JsonNode body = parse_body(req.body, options.limits, {"approve"});
+  const JsonNode* approve = body.find("approve");
+  if (approve == nullptr)
+    throw Refusal{400, "invalid_request", "request body: missing key `approve` (true or false)"};
+  if (approve->kind != JsonNode::Kind::boolean)
+    throw Refusal{
+        400,
+        "invalid_request",
+        "request body: approve: expected true or false, found " + ck::jsonio::describe(*approve)};
+  // Checked with the ticket in hand, before its answer is recorded: the right the action's
+  // approval names, and that the approver is not the one who asked.
+  const auto check = [&](const Ticket& t) {
+    const ck::Action& a = m.actions[*m.find_action(t.action)];
+    if (who == nullptr)
+      throw Refusal{403,
+                    "forbidden",
+                    "this server serves without authentication, so nobody can be told apart "
+                    "from who asked: approvals need --principals"};
+    require(who, *right_named(a.approval ? a.approval->right : "approve"), m.name);
+    if (who->name == t.principal)
+      throw Refusal{403,
+                    "forbidden",
+                    "principal `" + who->name + "` asked for ticket `" + t.id + "` of `" +
+                        t.action +
+                        "` and cannot approve or deny it: another principal with the "
+                        "right must"};
+  };
+  std::optional<Task::Answered> answered;
+  try {
+    answered = task.answer(ticket, approve->boolean, who != nullptr ? who->name : "", check);
+  } catch (const TicketRefused& e) {
+    if (e.why == TicketRefused::Why::expired) {
+      throw Refusal{409, "ticket_expired", e.what()};
+    }
+    throw Refusal{404, "unknown_ticket", e.what()};
+  } catch (const InvalidArgument& e) {
+    throw Refusal{409, "task_sealed", e.what()};
+  }
+  const Task::Answered& a = *answered;
+  const ck::Outcome& out = a.step.outcome;
+  JsonOut j;
+  j.begin_object().key("task").value(m.name).key("ticket").value(a.ticket.id);
+  j.key("granted").value(a.granted).key("by").value(who != nullptr ? who->name : "");
+  j.key("answer_sequence").value(a.sequence);
+  write_execute_members(j, m, a.ticket.action, out.decision, out.receipt, out.state, task);
+  j.end_object();
+  count_decision(task, 1, out.decision);
+  return {200, "application/json", j.take(), {}};
 }
 
 }  // namespace clampai::server

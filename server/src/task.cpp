@@ -30,14 +30,18 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
            std::string trace_path,
            std::shared_ptr<ck::TraceWriter> writer,
            std::unique_ptr<ck::SafetyKernel> kernel,
-           std::deque<ck::Receipt> receipts)
+           std::deque<ck::Receipt> receipts,
+           TicketLog tickets,
+           std::function<std::int64_t()> clock)
     : model_(std::move(model)),
       trace_path_(std::move(trace_path)),
       writer_(std::move(writer)),
       kernel_(std::move(kernel)),
       view_(kernel_.get()),
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
-      receipts_(std::move(receipts)) {}
+      receipts_(std::move(receipts)),
+      clock_(std::move(clock)),
+      tickets_(std::move(tickets)) {}
 
 Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
     : model_(std::move(model)),
@@ -46,7 +50,14 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::Share
       committer_(std::make_unique<driver::SharedCommitter>(*shared_)) {}
 
 driver::StepResult Task::execute(std::string_view action, const ck::ParamMap& params) {
-  driver::StepResult step = driver::step(*committer_, action, params);
+  return remember(driver::step(*committer_, action, params));
+}
+
+driver::StepResult Task::execute(const ck::Proposal& proposal) {
+  return remember(driver::step(*committer_, proposal));
+}
+
+driver::StepResult Task::remember(driver::StepResult step) {
   const ck::Outcome& out = step.outcome;
   if (out.receipt) {
     // INVARIANT (receipts): kept sorted although concurrent executes may arrive out of order.
@@ -134,6 +145,12 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   };
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   if (!storage.ledger.empty()) {
+    for (const ck::Action& a : model->actions)
+      if (a.approval)
+        throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
+                              "` waits for an approval, which a task on a shared ledger cannot "
+                              "do yet (its tickets would not be shared): serve it with "
+                              "--data-dir, or without `approval`");
     if (!storage.data_dir.empty())
       throw InvalidArgument(
           "a data directory and a ledger cannot both keep task `" + model->name +
@@ -152,6 +169,7 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   ck::KernelOptions options;
   options.trace_window = kTraceWindow;
   options.undo_depth = kUndoDepth;
+  if (storage.clock) options.clock = storage.clock;
   std::string path;
   std::deque<ck::Receipt> receipts;
   if (!storage.data_dir.empty()) {
@@ -193,9 +211,11 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
       writer->continue_from(n);
       auto reader = std::make_shared<ck::TraceReader>(path, read);
       auto kept = std::make_shared<std::deque<ck::Receipt>>();
-      options.resume_from = [reader, kept, model, path](ck::TraceEntry& e) {
+      auto tickets = std::make_shared<TicketLog>();  // a restart rebuilds the pending tickets
+      options.resume_from = [reader, kept, tickets, model, path](ck::TraceEntry& e) {
         if (reader->next(e)) {
           note_receipt(*model, e, *kept);
+          tickets->note(*model, e);
           return true;
         }
         const ck::TraceCheck again = reader->finish();  // changed since it was checked
@@ -209,8 +229,16 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
         say("task `" + model->name + "`: resumed from `" + path + "` (" + std::to_string(n) +
             " entries replayed and verified)");
         receipts = std::move(*kept);
-        return std::make_unique<Task>(
-            model, path, std::move(writer), std::move(kernel), std::move(receipts));
+        if (!tickets->pending.empty())
+          say("task `" + model->name + "`: " + std::to_string(tickets->pending.size()) +
+              " approval ticket(s) still pending");
+        return std::make_unique<Task>(model,
+                                      path,
+                                      std::move(writer),
+                                      std::move(kernel),
+                                      std::move(receipts),
+                                      std::move(*tickets),
+                                      storage.clock);
       } catch (const InvalidArgument& e) {
         throw TraceError("cannot continue the trace `" + path + "`: " + e.what());
       }
@@ -220,7 +248,8 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   }
   auto writer = options.writer;
   auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
-  return std::make_unique<Task>(model, path, std::move(writer), std::move(kernel), receipts);
+  return std::make_unique<Task>(
+      model, path, std::move(writer), std::move(kernel), receipts, TicketLog{}, storage.clock);
 }
 
 }  // namespace clampai::server

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -39,16 +41,50 @@ struct TaskStorage {
   /// memory:): the task's kernel is a `SharedKernel` on the task's ledger (named by the
   /// spec's `name`), which keeps its trace, state and budget, shared with other processes.
   std::string ledger{};
+  /// The task's clock: microseconds since the epoch, the time of its trace entries and of its
+  /// approvals' deadlines (tests inject one); empty: the system clock.
+  std::function<std::int64_t()> clock{};
 };
 
 /// The counters of one task, for /metrics.
 struct TaskCounters {
-  static constexpr std::size_t kReasons =
-      static_cast<std::size_t>(kernel::ReasonCode::lookahead_trap) + 1;
+  static constexpr std::size_t kReasons = static_cast<std::size_t>(kernel::kLastReasonCode) + 1;
   // [endpoint: 0 evaluate, 1 execute][0 approved, 1 rejected]
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 2> decisions{};
   std::array<std::atomic<std::uint64_t>, kReasons> rejections{};
   std::atomic<std::uint64_t> rollbacks{0};
+};
+
+/// An action waiting for a principal's approval (docs/SERVE.md, "Approvals").
+struct Ticket {
+  std::string id{};               // 32 hex digits, random
+  std::string action{};           // the action's id
+  kernel::ParamMap params{};      // named, defaults filled in (as its trace entry records them)
+  std::string principal{};        // who asked (empty when the server needs no token)
+  std::uint64_t sequence = 0;     // its `approval_requested` entry
+  std::int64_t requested_us = 0;  // microseconds since the epoch (the entry's `time_us`)
+  std::int64_t expires_us = 0;    // `requested_us` + the action's `approval.ttl_s`
+};
+
+/// At most this many tickets wait on one task; more are refused until some are answered.
+inline constexpr std::size_t kMaxPendingTickets = 1024;
+
+/// Why a ticket cannot be answered: it is not pending (never was, or answered already), or its
+/// time ran out (its `approval_expired` entry is in the trace).
+struct TicketRefused : std::runtime_error {
+  enum class Why : std::uint8_t { unknown, expired, too_many };
+  TicketRefused(Why w, const std::string& message) : std::runtime_error(message), why(w) {}
+  Why why;
+};
+
+/// The pending tickets a trace leaves: fed the entries of a trace in order (`note`), it keeps
+/// those requested and neither granted, denied nor expired, and what became of the others.
+struct TicketLog {
+  std::map<std::string, Ticket, std::less<>> pending{};
+  // The last answered tickets (at most kMaxPendingTickets): ticket -> what became of it.
+  std::deque<std::pair<std::string, std::string>> answered{};
+  void note(const kernel::TaskModel& model, const kernel::TraceEntry& e);
+  void answer(const std::string& ticket, std::string what);
 };
 
 class Task {
@@ -57,7 +93,9 @@ class Task {
        std::string trace_path,
        std::shared_ptr<kernel::TraceWriter> writer,
        std::unique_ptr<kernel::SafetyKernel> kernel,
-       std::deque<kernel::Receipt> receipts);
+       std::deque<kernel::Receipt> receipts,
+       TicketLog tickets = {},
+       std::function<std::int64_t()> clock = {});
   /// A task on a shared ledger.
   Task(std::shared_ptr<const kernel::TaskModel> model,
        std::unique_ptr<kernel::SharedKernel> shared);
@@ -82,6 +120,45 @@ class Task {
   /// One step by id (`driver::step`, what HTTP's execute and MCP's tool call do); remembers
   /// the receipt of a commit.
   driver::StepResult execute(std::string_view action, const kernel::ParamMap& params);
+  /// The same for a resolved proposal (which names its principal).
+  driver::StepResult execute(const kernel::Proposal& proposal);
+
+  // ---- Approvals (approvals.cpp) ----
+  /// The task's clock (microseconds since the epoch).
+  [[nodiscard]] std::int64_t now() const;
+  /// What `ask` did: a ticket, or none when the kernel rejects the action now (`decision`
+  /// says why; nothing was recorded: there is nothing a person could approve).
+  struct Asked {
+    kernel::Decision decision;
+    std::optional<Ticket> ticket;
+  };
+  /// Asks for the approval of `proposal` (an action with an `approval`): decided on the state
+  /// of now, and if approved, an `approval_requested` entry (the proposal's principal) and a
+  /// pending ticket; nothing is committed.
+  /// @throws TicketRefused (too_many) past kMaxPendingTickets; InvalidArgument if the trace is
+  /// sealed or the task is on a shared ledger.
+  Asked ask(const kernel::Proposal& proposal);
+  /// The pending tickets, oldest first; those whose time ran out expire first (an
+  /// `approval_expired` entry each).
+  std::vector<Ticket> pending();
+  /// What became of an answered ticket: `granted` and the step (decided afresh on the state of
+  /// now: committed, or rejected with reasons), or denied (`step` a rejection whose reason is
+  /// `approval_denied`, nothing committed).
+  struct Answered {
+    Ticket ticket;
+    bool granted = false;
+    std::uint64_t sequence = 0;  // the `approval_granted` or `approval_denied` entry
+    driver::StepResult step;
+  };
+  /// Answers ticket `id` for `principal`. `check` is called with the ticket before anything
+  /// is recorded (the caller's right, and self-approval: it throws to refuse). Exactly one
+  /// answer wins a ticket; the others get TicketRefused (unknown, naming what became of it).
+  /// @throws TicketRefused (unknown, expired: its `approval_expired` entry recorded then);
+  /// what `check` throws; InvalidArgument if the trace is sealed.
+  Answered answer(std::string_view id,
+                  bool approve,
+                  const std::string& principal,
+                  const std::function<void(const Ticket&)>& check);
   /// Rolls back the committed action of trace entry `sequence`, or the most recent one.
   /// @throws InvalidArgument if there is nothing to roll back, or the kernel refuses.
   kernel::Outcome rollback(std::optional<std::uint64_t> sequence);
@@ -108,6 +185,14 @@ class Task {
   std::deque<kernel::Receipt> receipts_;
   std::once_flag verify_once_;
   std::string verify_json_;
+  std::function<std::int64_t()> clock_;  // empty: the system clock
+  // Held across an approval's notes (ticket taken, then its entry), never inside the kernel's.
+  std::mutex tickets_mutex_;
+  TicketLog tickets_;  // GUARDED_BY tickets_mutex_
+  // Keeps the receipt of a commit (for rollback); returns `step`.
+  driver::StepResult remember(driver::StepResult step);
+  // Records the expiry of every pending ticket due at `now`. Requires tickets_mutex_.
+  void expire_due_locked(std::int64_t now);
 };
 
 /// Why a task whose spec declares what the reference monitor enforces is not served

@@ -29,6 +29,8 @@ OPS = ("evaluate", "execute", "rollback", "state", "trace", "lookahead", "repair
 
 def template(path):
     path = path.split("?")[0]
+    if re.fullmatch(r"/v1/tasks/[^/]+/approvals/[^/]+", path):
+        return "/v1/tasks/{task}/approvals/{ticket}"
     m = re.fullmatch(r"/v1/tasks/[^/]+/([a-z]+)", path)
     return f"/v1/tasks/{{task}}/{m.group(1)}" if m else path
 
@@ -278,6 +280,91 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(ops.state("quickstart")["steps"], 2)
             self.assertEqual(srv.stop(), 0)
             self.assertIn("SIGHUP: 1 principal(s) read from", srv.stderr)
+
+    def test_approvals_end_to_end(self):
+        """A pending execute, its approval by another principal, a denial, self-approval,
+        every refusal, and a restart that keeps the pending tickets. The expiry waits for a
+        1 s ticket, polled a bounded number of times (the C++ tests use an injected clock)."""
+        path, tokens = self.principals_file({"alice": {"*": ["read", "execute"]},
+                                             "bob": {"*": ["read", "approve"]},
+                                             "eve": {"other": ["read"]}})
+        pay = {"name": "pay",
+               "variables": {"balance": {"type": "int", "initial": 5000}},
+               "actions": [{"id": "pay", "cost": 1, "approval": {"ttl_s": 3600},
+                            "parameters": {"amount": {"type": "int", "min": 1, "max": 10}},
+                            "effects": [{"variable": "balance", "mode": "decrement",
+                                         "value": "amount"}]},
+                           {"id": "quick", "cost": 1, "approval": {"ttl_s": 1}}],
+               "invariants": [{"name": "solvent", "check": "balance >= 0"}],
+               "budget": {"total": 100000, "min_action_cost": 1}}
+        spec_path = os.path.join(self.dir, "pay.json")
+        with open(spec_path, "w") as f:
+            json.dump(pay, f)
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        args = ("--principals", path, "--spec", spec_path, "--data-dir", data)
+        with Server(*args) as srv:
+            with srv.client(token=tokens["alice"]) as alice, \
+                    srv.client(token=tokens["bob"]) as bob, \
+                    srv.client(token=tokens["eve"]) as eve, srv.client() as anonymous:
+                asked = alice.execute("pay", "pay", {"amount": 3})
+                self.assertEqual((asked["approved"], asked["pending"]), (False, True))
+                self.assertEqual(asked["state"]["balance"], 5000)
+                [listed] = bob.approvals("pay")
+                self.assertEqual(listed["ticket"], asked["ticket"])
+                self.assertEqual(listed["principal"], "alice")
+                done = bob.answer("pay", asked["ticket"], True)
+                self.assertEqual((done["granted"], done["executed"]), (True, True))
+                self.assertEqual(done["state"]["balance"], 4997)
+                # Every refusal.
+                denied = alice.execute("pay", "pay", {"amount": 1})["ticket"]
+                for client, ticket, body, want in [
+                        (bob, asked["ticket"], None, (404, "unknown_ticket")),
+                        (alice, denied, None, (403, "forbidden")),  # self-approval
+                        (eve, denied, None, (403, "forbidden")),
+                        (anonymous, denied, None, (401, "unauthorized")),
+                        (bob, denied, b'{"approve": "yes"}', (400, "invalid_request"))]:
+                    with self.assertRaises(ClampaiError) as e:
+                        if body is None:
+                            client.answer("pay", ticket, True)
+                        else:
+                            client._json("POST", f"/v1/tasks/pay/approvals/{ticket}", body)
+                    self.assertEqual((e.exception.status, e.exception.code), want)
+                for client, task, want in [(eve, "pay", (403, "forbidden")),
+                                           (anonymous, "pay", (401, "unauthorized")),
+                                           (bob, "nope", (404, "unknown_task"))]:
+                    with self.assertRaises(ClampaiError) as e:
+                        client.approvals(task)
+                    self.assertEqual((e.exception.status, e.exception.code), want)
+                no = bob.answer("pay", denied, False)
+                self.assertEqual(no["reasons"][0]["code"], "approval_denied")
+                # Expiry: listed (and expired) once its second has passed.
+                quick = alice.execute("pay", "quick")["ticket"]
+                for _ in range(100):
+                    if all(t["ticket"] != quick for t in bob.approvals("pay")):
+                        break
+                    time.sleep(0.05)
+                with self.assertRaises(ClampaiError) as e:
+                    bob.answer("pay", quick, True)
+                self.assertEqual((e.exception.status, e.exception.code), (409, "ticket_expired"))
+                # At most 1,024 tickets wait.
+                kept = alice.execute("pay", "pay", {"amount": 2})["ticket"]
+                for _ in range(1023):
+                    alice.execute("pay", "pay", {"amount": 1})
+                with self.assertRaises(ClampaiError) as e:
+                    alice.execute("pay", "pay", {"amount": 1})
+                self.assertEqual((e.exception.status, e.exception.code), (429, "too_many_tickets"))
+            self.assertEqual(srv.stop(), 0)
+        with Server(*args) as srv:
+            with srv.client(token=tokens["bob"]) as bob:
+                self.assertEqual(len(bob.approvals("pay")), 1024)
+                done = bob.answer("pay", kept, True)
+                self.assertEqual(done["state"]["balance"], 4995)
+                kinds = [e["kind"] for e in bob.trace("pay")]
+                self.assertEqual(kinds.count("approval_requested"), 1027)
+                self.assertEqual(kinds.count("approval_expired"), 1)
+            self.assertEqual(srv.stop(), 0)
+            self.assertIn("1024 approval ticket(s) still pending", srv.stderr)
 
     def test_a_bad_principals_file_is_refused_at_start(self):
         path, _ = self.principals_file({"ci": {"deploy": ["exec"]}})

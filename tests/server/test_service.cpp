@@ -222,6 +222,7 @@ const std::vector<RouteCase>& route_table() {
       {"POST", "/v1/tasks", "", cs::Right::admin, false},  // the body: quickstart's spec
       {"GET", "/v1/tasks/autoscale/state", "", cs::Right::read, false},
       {"GET", "/v1/tasks/autoscale/trace", "", cs::Right::read, false},
+      {"GET", "/v1/tasks/autoscale/approvals", "", cs::Right::read, false},
       {"POST",
        "/v1/tasks/autoscale/evaluate",
        R"({"action":"scale_up"})",

@@ -2,29 +2,19 @@
 #include "clampai/kernel/decision.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace clampai::kernel {
 
 std::string_view to_string(ReasonCode code) {
-  static constexpr std::string_view kNames[] = {"unknown_action",
-                                                "invalid_parameter",
-                                                "below_min_cost",
-                                                "budget_exceeded",
-                                                "step_limit",
-                                                "dependency_unmet",
-                                                "requires_failed",
-                                                "overflow",
-                                                "undefined_value",
-                                                "bound_violated",
-                                                "invariant_violated",
-                                                "monitoring_violated",
-                                                "invariant_error",
-                                                "lookahead_trap",
-                                                "information_flow",
-                                                "attestation_failed",
-                                                "environment_drift",
-                                                "dependency_not_ready",
-                                                "precondition_failed"};
+  static constexpr std::string_view kNames[] = {
+      "unknown_action",    "invalid_parameter",    "below_min_cost",      "budget_exceeded",
+      "step_limit",        "dependency_unmet",     "requires_failed",     "overflow",
+      "undefined_value",   "bound_violated",       "invariant_violated",  "monitoring_violated",
+      "invariant_error",   "lookahead_trap",       "information_flow",    "attestation_failed",
+      "environment_drift", "dependency_not_ready", "precondition_failed", "approval_denied",
+      "approval_expired"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(kLastReasonCode) + 1);
   return kNames[static_cast<int>(code)];
 }
 

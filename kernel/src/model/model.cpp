@@ -202,6 +202,13 @@ detail::JsonNode canonical_form(const TaskModel& m) {
     }
     JsonNode& ds = o.add("depends_on", JsonNode::make_array());
     for (auto d : a.dependencies) ds.push(JsonNode::make_string(m.actions[d].id));
+    // Only when asked for, so that every other spec keeps its digest. In the digest because
+    // it changes what a server does with the action (a task kept under a digest keeps it).
+    if (a.approval) {
+      JsonNode& ap = o.add("approval", JsonNode::make_object());
+      ap.add("right", JsonNode::make_string(a.approval->right));
+      ap.add("ttl_s", JsonNode::make_string(std::to_string(a.approval->ttl_s)));
+    }
   }
   JsonNode& invs = root.add("invariants", JsonNode::make_array());
   for (const auto& inv : m.invariants) {
@@ -522,6 +529,7 @@ ActionIndex build_actions(const std::shared_ptr<TaskModel>& m,
       out.name = a.name.empty() ? a.id : a.name;
       out.description = a.description;
       out.reversible = a.reversible;
+      out.approval = a.approval;
       out.loc = a.loc;
       for (const ParameterDecl& p : a.parameters) {
         const std::string ppath = path + ".parameters." + p.name;
@@ -691,6 +699,11 @@ void mark_emergency_actions(const std::shared_ptr<TaskModel>& m,
           "actions[" + std::to_string(it->second) + "].cost",
           "emergency action `" + a.id + "` must cost 0, or it could break budget safety (T1)");
     }
+    if (a.approval)
+      throw SpecError("actions[" + std::to_string(it->second) + "].approval",
+                      "emergency action `" + a.id +
+                          "` cannot wait for an approval: an emergency action is always "
+                          "available (T8)");
     a.emergency = true;
   }
 }

@@ -212,7 +212,8 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
               "requires",
               "effects",
               "emits",
-              "attestations"});
+              "attestations",
+              "approval"});
   ActionDecl a;
   a.loc = loc(n);
   const JsonNode& id = required(n, path, "id");
@@ -271,6 +272,23 @@ ActionDecl parse_action(const JsonNode& n, const std::string& path) {
   if (const JsonNode* em = n.find("emits")) a.emits = detail::parse_emits(*em, join(path, "emits"));
   if (const JsonNode* at = n.find("attestations"))
     a.attestations = detail::parse_attestation_names(*at, join(path, "attestations"));
+  if (const JsonNode* ap = n.find("approval")) {
+    const std::string apath = join(path, "approval");
+    expect_kind(*ap, Kind::object, apath);
+    allow_keys(*ap, apath, {"right", "ttl_s"});
+    Approval approval;
+    approval.right = get_string(*ap, apath, "right", "approve");
+    if (approval.right.empty()) throw SpecError(join(apath, "right"), "empty right");
+    if (const JsonNode* ttl = ap->find("ttl_s")) {
+      approval.ttl_s = get_count(*ttl, join(apath, "ttl_s"));
+      // At most a year: an approval is a person's answer, and the deadline stays exact in
+      // microseconds since the epoch.
+      if (approval.ttl_s < 1 || approval.ttl_s > 31'536'000)
+        throw SpecError(join(apath, "ttl_s"),
+                        "must be between 1 and 31536000 seconds (a year), got " + ttl->text);
+    }
+    a.approval = std::move(approval);
+  }
   return a;
 }
 

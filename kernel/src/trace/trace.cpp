@@ -682,7 +682,7 @@ class CanonicalReader {
           !str(out != nullptr ? &r.subject : nullptr) || !lit("}"))
         return false;
       bool known = false;
-      for (int c = 0; c <= static_cast<int>(ReasonCode::lookahead_trap) && !known; ++c) {
+      for (int c = 0; c <= static_cast<int>(kLastReasonCode) && !known; ++c) {
         if (to_string(static_cast<ReasonCode>(c)) == code) {
           r.code = static_cast<ReasonCode>(c);
           known = true;

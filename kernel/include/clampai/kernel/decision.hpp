@@ -37,9 +37,12 @@ enum class ReasonCode : std::uint8_t {
   dependency_not_ready,  // a dependency's readiness probe did not pass before its deadline
   // Given by a host program's guard (the Python bindings' `add_precondition`):
   precondition_failed,  // a precondition registered with the kernel returned false
+  // Given by the server's approvals (docs/SERVE.md), never by the model's decision:
+  approval_denied,   // a principal denied the approval the action waited for
+  approval_expired,  // nobody approved the action within its approval's `ttl_s`
 };
 /// The last code (for readers that enumerate them).
-inline constexpr ReasonCode kLastReasonCode = ReasonCode::precondition_failed;
+inline constexpr ReasonCode kLastReasonCode = ReasonCode::approval_expired;
 /// True iff only a kernel guard gives `code` (the lookahead, the reference monitor): a replay
 /// without the guard cannot reproduce such a rejection, and accepts it as recorded.
 constexpr bool is_guard_reason(ReasonCode code) noexcept {

@@ -86,6 +86,15 @@ struct EffectDecl {
 };
 
 /// An action. `cost` is a decimal number, or an expression over the parameters.
+/// An action's approval (`"approval": {"right", "ttl_s"}`): under `clampai serve` its
+/// `execute` only asks, and the action commits once a principal holding `right` on the task,
+/// not the one who asked, approves within `ttl_s` seconds (docs/SERVE.md, "Approvals").
+struct Approval {
+  std::string right = "approve";  // the right an approver needs (checked by the server)
+  std::int64_t ttl_s = 3600;      // how long a request waits, in seconds (1 or more)
+  friend bool operator==(const Approval&, const Approval&) = default;
+};
+
 struct ActionDecl {
   std::string id{};
   std::string name{};
@@ -97,6 +106,7 @@ struct ActionDecl {
   std::vector<EffectDecl> effects{};
   std::vector<EmitDecl> emits{};            // what it sends to sinks
   std::vector<std::string> attestations{};  // attestors that must pass before it commits
+  std::optional<Approval> approval{};       // `approval`: the server asks a principal first
   SourceLoc loc{};
 };
 
@@ -219,6 +229,7 @@ struct Action {
   std::vector<std::size_t> dependencies{};   // indices of actions that must have completed first
   std::vector<Emit> emits{};                 // what it sends to sinks
   std::vector<std::size_t> attestations{};   // indices into TaskModel::attestors
+  std::optional<Approval> approval{};        // none: no approval is asked (never on T8's)
   SourceLoc loc{};
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,8 @@ inline constexpr Rights kAllRights = 31;
 
 /// The name of a right (`read`, `decide`...).
 [[nodiscard]] std::string_view right_name(Right r);
+/// The right named `name`, or none.
+[[nodiscard]] std::optional<Right> right_named(std::string_view name);
 
 /// One principal: its rights on each task name, `*` for every task.
 struct Principal {

@@ -43,6 +43,10 @@ struct ServiceOptions {
   Limits limits{};
   /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
   std::function<void(const std::string&)> log{};
+  /// The clock of the tasks' trace entries and approvals' deadlines, in microseconds since the
+  /// epoch (tests inject one: a ticket expires when it is touched or listed at or after its
+  /// deadline); empty: the system clock.
+  std::function<std::int64_t()> clock{};
 };
 
 /// One HTTP request, as the transport parsed it.
