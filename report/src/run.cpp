@@ -145,6 +145,15 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
     j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
     if (check.truncated_tail) j["verified_bytes"] = check.verified_bytes;
     if (r.unresolved) j["steps_without_outcome"] = *r.unresolved;
+    if (r.signatures) {
+      const kernel::SignatureCheck& sig = *r.signatures;
+      j["signatures"] = {{"ok", sig.ok},
+                         {"signed_entries", sig.signed_entries},
+                         {"uncovered_entries", sig.uncovered},
+                         {"message", sig.message}};
+      j["signatures"]["covered_through"] =
+          sig.covered_through ? json(*sig.covered_through) : json(nullptr);
+    }
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -157,6 +166,7 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
                          : "; replays through the kernel (the trace has no seal, so no final "
                            "state to compare)");
   }
+  if (r.signatures && r.signatures->ok) out << "; " << r.signatures->message;
   if (r.unresolved && !r.unresolved->empty()) {
     out << "; gateway steps without an outcome (forwarded or about to be when the gateway "
            "stopped: their effect may not have happened):";

@@ -22,6 +22,7 @@
 #include "clampai/kernel/security.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/suggest.hpp"
+#include "decision_log.hpp"
 #include "json_out.hpp"
 #include "metrics.hpp"
 #include "ops.hpp"
@@ -239,6 +240,7 @@ struct Service::Impl {
   // Tasks are never removed, so a Task* stays valid for the service's life.
   std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks;
   Metrics metrics;
+  std::unique_ptr<DecisionLog> decisions;  // --decision-log, or null
   std::mutex log_mutex;
   std::chrono::steady_clock::time_point last_malformed_log{};
   std::uint64_t malformed_logged = 0;
@@ -302,7 +304,8 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    const TaskStorage storage{options.data_dir, options.ledger};
+    const TaskStorage storage{
+        options.data_dir, options.ledger, options.signer, options.checkpoint_every};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
       Task& ref = *task;
@@ -346,6 +349,29 @@ struct Service::Impl {
     return ref;
   }
 
+  // A line of the decision log; a log that cannot be written is logged, and the answer stands.
+  void log_decision(Task& task,
+                    std::string_view principal,
+                    std::string_view endpoint,
+                    std::string_view action,
+                    const JsonNode* params,
+                    const ck::Decision& d,
+                    std::uint64_t position) {
+    try {
+      decisions->write({task.model().name,
+                        principal,
+                        endpoint,
+                        action,
+                        params_digest(params),
+                        d.approved ? "approved" : "rejected",
+                        &d.reasons,
+                        task.model().digest,
+                        position});
+    } catch (const std::exception& e) {
+      log(std::string("decision log: ") + e.what());
+    }
+  }
+
   Response route(const Request& req);
   Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
 };
@@ -363,6 +389,8 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->principals =
         std::make_shared<const std::vector<Principal>>(std::move(impl_->options.principals));
   impl_->options.principals.clear();
+  if (!impl_->options.decision_log.empty())
+    impl_->decisions = std::make_unique<DecisionLog>(impl_->options.decision_log);
   if (!impl_->options.ledger.empty() && !impl_->options.data_dir.empty())
     throw InvalidArgument(
         "--data-dir and --ledger cannot be combined: with --ledger each task's trace, state and "
@@ -417,6 +445,10 @@ void Service::set_principals(std::vector<Principal> principals) {
   if (impl_->principals->empty())
     throw InvalidArgument("this server serves without authentication; it cannot take principals");
   impl_->principals = std::make_shared<const std::vector<Principal>>(std::move(principals));
+}
+
+void Service::reopen_decision_log() {
+  if (impl_->decisions) impl_->decisions->reopen();
 }
 
 void Service::note_refused(int status, std::string_view code) {
@@ -607,16 +639,19 @@ Response Service::Impl::task_route(Task& task,
     body_action(body, m, id);
     const ck::ParamMap params = body_params(body);
     const std::size_t endpoint = op == "execute" ? 1 : 0;
+    const std::string principal = who != nullptr ? who->name : std::string();
     JsonOut j;
     j.begin_object().key("task").value(m.name);
     ck::Decision d;
+    std::uint64_t position = 0;  // the decision log's trace position
     if (endpoint == 0) {
+      position = decisions ? task.trace_length() : 0;
       d = task.kernel().evaluate(id, params);
       write_decision_members(j, m, id, d);
     } else {
       std::optional<ck::Outcome> executed;
       try {
-        executed = task.execute(id, params).outcome;
+        executed = task.execute(id, params, principal).outcome;
       } catch (const InvalidArgument& e) {
         throw Refusal{409, "task_sealed", e.what()};
       }
@@ -634,8 +669,10 @@ Response Service::Impl::task_route(Task& task,
       j.key("budget");
       write_budget(j, m, task.kernel().budget());
       j.key("goal_reached").value(m.goal_holds(out.state));
+      if (decisions) position = out.receipt ? out.receipt->sequence : task.trace_length();
     }
     j.end_object();
+    if (decisions) log_decision(task, principal, op, id, body.find("params"), d, position);
     task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
     for (const ck::Reason& r : d.reasons)
       task.counters.rejections[static_cast<std::size_t>(r.code)].fetch_add(
@@ -655,7 +692,7 @@ Response Service::Impl::task_route(Task& task,
     }
     std::optional<ck::Outcome> undone;
     try {
-      undone = task.rollback(sequence);
+      undone = task.rollback(sequence, who != nullptr ? who->name : std::string_view());
     } catch (const InvalidArgument& e) {
       throw Refusal{409, task.kernel().is_sealed() ? "task_sealed" : "rollback_refused", e.what()};
     } catch (const std::out_of_range&) {

@@ -30,14 +30,18 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
            std::string trace_path,
            std::shared_ptr<ck::TraceWriter> writer,
            std::unique_ptr<ck::SafetyKernel> kernel,
-           std::deque<ck::Receipt> receipts)
+           std::deque<ck::Receipt> receipts,
+           std::uint64_t checkpoint_every)
     : model_(std::move(model)),
       trace_path_(std::move(trace_path)),
       writer_(std::move(writer)),
       kernel_(std::move(kernel)),
       view_(kernel_.get()),
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
-      receipts_(std::move(receipts)) {}
+      receipts_(std::move(receipts)) {
+  if (checkpoint_every > 0)
+    checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every, kernel_->trace_length());
+}
 
 Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
     : model_(std::move(model)),
@@ -45,8 +49,16 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::Share
       view_(&shared_->local()),
       committer_(std::make_unique<driver::SharedCommitter>(*shared_)) {}
 
-driver::StepResult Task::execute(std::string_view action, const ck::ParamMap& params) {
-  driver::StepResult step = driver::step(*committer_, action, params);
+driver::StepResult Task::execute(std::string_view action,
+                                 const ck::ParamMap& params,
+                                 std::string_view principal) {
+  // Resolved here so that the proposal carries who asks; what does not resolve is a rejection
+  // decided (and, when recorded, traced) by the committer.
+  std::variant<ck::Proposal, ck::Reason> resolved = view_->resolve(action, params);
+  ck::Proposal* proposal = std::get_if<ck::Proposal>(&resolved);
+  if (proposal != nullptr) proposal->principal = std::string(principal);
+  driver::StepResult step = proposal != nullptr ? driver::step(*committer_, *proposal)
+                                                : driver::step(*committer_, action, params);
   const ck::Outcome& out = step.outcome;
   if (out.receipt) {
     // INVARIANT (receipts): kept sorted although concurrent executes may arrive out of order.
@@ -58,15 +70,29 @@ driver::StepResult Task::execute(std::string_view action, const ck::ParamMap& pa
     receipts_.insert(at, *out.receipt);
     if (receipts_.size() > kUndoDepth) receipts_.pop_front();
   }
+  checkpoint();
   return step;
 }
+
+void Task::checkpoint() {
+  if (checkpoints_) (void)checkpoints_->after(*kernel_);
+}
+
+std::uint64_t Task::trace_length() { return shared_ ? shared_->length() : kernel_->trace_length(); }
 
 std::vector<ck::TraceEntry> Task::trace() {
   if (!shared_) return kernel_->trace();
   return ck::parse_trace_lines(shared_->read(0), shared_->ledger().describe());
 }
 
-ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
+ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence, std::string_view principal) {
+  ck::Outcome out = rollback_locked(sequence, principal);
+  checkpoint();
+  return out;
+}
+
+ck::Outcome Task::rollback_locked(std::optional<std::uint64_t> sequence,
+                                  std::string_view principal) {
   std::lock_guard lock(mutex_);
   if (receipts_.empty()) throw InvalidArgument("nothing to roll back: no committed action is kept");
   auto it = std::prev(receipts_.end());
@@ -79,7 +105,7 @@ ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
                             " is not a committed action that can still be rolled back");
   }
   // The kernel checks it is the most recent (on a shared ledger: of every process's commits).
-  ck::Outcome out = shared_ ? shared_->rollback(*it) : kernel_->rollback(*it);
+  ck::Outcome out = shared_ ? shared_->rollback(*it, principal) : kernel_->rollback(*it, principal);
   // INVARIANT (receipts): only the last one can have been rolled back.
   receipts_.erase(it);
   return out;
@@ -134,6 +160,11 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   };
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   if (!storage.ledger.empty()) {
+    if (storage.signer || storage.checkpoint_every > 0)
+      throw InvalidArgument("task `" + model->name +
+                            "`: a shared ledger's entries are written by every process on it; "
+                            "--signing-key and --checkpoint-every sign a trace one server keeps "
+                            "(use --data-dir)");
     if (!storage.data_dir.empty())
       throw InvalidArgument(
           "a data directory and a ledger cannot both keep task `" + model->name +
@@ -150,6 +181,7 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     return std::make_unique<Task>(model, std::move(shared));
   }
   ck::KernelOptions options;
+  options.signer = storage.signer;
   options.trace_window = kTraceWindow;
   options.undo_depth = kUndoDepth;
   std::string path;
@@ -209,8 +241,12 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
         say("task `" + model->name + "`: resumed from `" + path + "` (" + std::to_string(n) +
             " entries replayed and verified)");
         receipts = std::move(*kept);
-        return std::make_unique<Task>(
-            model, path, std::move(writer), std::move(kernel), std::move(receipts));
+        return std::make_unique<Task>(model,
+                                      path,
+                                      std::move(writer),
+                                      std::move(kernel),
+                                      std::move(receipts),
+                                      storage.checkpoint_every);
       } catch (const InvalidArgument& e) {
         throw TraceError("cannot continue the trace `" + path + "`: " + e.what());
       }
@@ -220,7 +256,8 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   }
   auto writer = options.writer;
   auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
-  return std::make_unique<Task>(model, path, std::move(writer), std::move(kernel), receipts);
+  return std::make_unique<Task>(
+      model, path, std::move(writer), std::move(kernel), receipts, storage.checkpoint_every);
 }
 
 }  // namespace clampai::server

@@ -20,6 +20,7 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/mutex.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/sign.hpp"
 #include "clampai/kernel/trace.hpp"
 
 namespace clampai::server {
@@ -39,6 +40,10 @@ struct TaskStorage {
   /// memory:): the task's kernel is a `SharedKernel` on the task's ledger (named by the
   /// spec's `name`), which keeps its trace, state and budget, shared with other processes.
   std::string ledger{};
+  /// Signs each seal and checkpoint (KernelOptions::signer; `--signing-key`); not on a ledger.
+  std::function<std::string(std::string_view)> signer{};
+  /// A checkpoint entry every this many entries (`--checkpoint-every`); 0: none.
+  std::uint64_t checkpoint_every = 0;
 };
 
 /// The counters of one task, for /metrics.
@@ -57,7 +62,8 @@ class Task {
        std::string trace_path,
        std::shared_ptr<kernel::TraceWriter> writer,
        std::unique_ptr<kernel::SafetyKernel> kernel,
-       std::deque<kernel::Receipt> receipts);
+       std::deque<kernel::Receipt> receipts,
+       std::uint64_t checkpoint_every = 0);
   /// A task on a shared ledger.
   Task(std::shared_ptr<const kernel::TaskModel> model,
        std::unique_ptr<kernel::SharedKernel> shared);
@@ -80,11 +86,18 @@ class Task {
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   std::vector<kernel::TraceEntry> trace();
   /// One step by id (`driver::step`, what HTTP's execute and MCP's tool call do); remembers
-  /// the receipt of a commit.
-  driver::StepResult execute(std::string_view action, const kernel::ParamMap& params);
-  /// Rolls back the committed action of trace entry `sequence`, or the most recent one.
+  /// the receipt of a commit. `principal` (who asks) is recorded in the entries it causes.
+  driver::StepResult execute(std::string_view action,
+                             const kernel::ParamMap& params,
+                             std::string_view principal = {});
+  /// Rolls back the committed action of trace entry `sequence`, or the most recent one;
+  /// `principal` is recorded in its entry.
   /// @throws InvalidArgument if there is nothing to roll back, or the kernel refuses.
-  kernel::Outcome rollback(std::optional<std::uint64_t> sequence);
+  kernel::Outcome rollback(std::optional<std::uint64_t> sequence, std::string_view principal = {});
+  /// Appends a checkpoint if one is due (`TaskStorage::checkpoint_every`).
+  void checkpoint();
+  /// The trace's length: the position of the next entry (what the decision log records).
+  [[nodiscard]] std::uint64_t trace_length();
   /// Seals the trace and closes its file (once). Returns false if it was sealed already, or
   /// lives in a shared ledger (which the other processes go on writing: never sealed here).
   bool seal();
@@ -103,9 +116,12 @@ class Task {
   const kernel::SafetyKernel* view_;              // kernel_, or shared_'s replica
   std::unique_ptr<driver::Committer> committer_;  // on kernel_ or shared_
   kernel::Mutex mutex_;  // the kernel's kind: spins briefly (an execute holds it for an insert)
+  kernel::Outcome rollback_locked(std::optional<std::uint64_t> sequence,
+                                  std::string_view principal);
   // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
   // effect (what `rollback` undoes first); at most kUndoDepth.
   std::deque<kernel::Receipt> receipts_;
+  std::unique_ptr<kernel::Checkpoints> checkpoints_;  // null: none (or on a shared ledger)
   std::once_flag verify_once_;
   std::string verify_json_;
 };
