@@ -272,6 +272,11 @@ struct TraceArgs {
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
+  if (!args.public_key.empty() && (clampai::cli::names_ledger(args.file) ||
+                                   clampai::cli::ledger_file(args.file).has_value()))
+    throw clampai::InvalidArgument(
+        "--public-key checks the signatures of a trace file; a ledger's entries are written by "
+        "every process on it and are not signed");
   if (clampai::cli::names_ledger(args.file))
     return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format, args.undo_depth);
   if (const auto path = clampai::cli::ledger_file(args.file)) {  // file:PATH, as --ledger takes it
