@@ -40,7 +40,7 @@ _clampai() {
     --html) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --principals | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --principals | --tls-cert | --tls-key | --signing-key | --public-key | --decision-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-in-flight | --max-message-bytes | --upstream-timeout-ms | --env | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
       --action | --params | --weights | --model | --base-url | --host | --port)
       return
@@ -48,20 +48,20 @@ _clampai() {
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair report agent serve mcp gateway --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair report agent serve mcp gateway keygen --help --version" -- "$cur"))
     return
   fi
   local opts
   case $cmd in
     check) opts="--format --quiet --help" ;;
     evaluate) opts="--action --params --state --format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --signing-key --checkpoint-every --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
         return
       fi
-      opts="--spec --allow-unsealed --undo-depth --format --quiet --help"
+      opts="--spec --public-key --allow-unsealed --undo-depth --format --quiet --help"
       ;;
     verify) opts="--jobs --timeout-ms --timeout --fail-on-unknown --depth --smtlib --format --quiet --help" ;;
     bench) opts="--seconds --format --quiet --help" ;;
@@ -70,7 +70,8 @@ _clampai() {
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
+    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --help" ;;
+    keygen) opts="--help" ;;
     mcp) opts="--help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;

@@ -32,6 +32,7 @@
 #include "repair_cmd.hpp"
 #include "report_cmd.hpp"
 #include "serve_cmd.hpp"
+#include "sign_cmd.hpp"
 #include "suggestions.hpp"
 
 namespace cd = clampai::driver;
@@ -85,6 +86,8 @@ struct RunArgs {
   bool recover = false;
   std::string ledger;
   std::vector<std::string> allow_programs;
+  std::string signing_key;
+  std::uint64_t checkpoint_every = 0;
 };
 
 // True iff `a` and `b` name one file (the same inode), however they are spelt.
@@ -196,6 +199,9 @@ int cmd_run(const RunArgs& args, const Common& common) {
   // the kernel keeps the last entries and the undo records that --recover can use.
   options.trace_window = kRunTraceWindow;
   options.undo_depth = kRunUndoDepth;
+  // The key is read before the trace is opened: a bad key touches no file.
+  if (!args.signing_key.empty())
+    options.signer = clampai::cli::signer_from_key_file(args.signing_key);
   if (!args.trace.empty()) open_trace(args, model, options);
   if (args.lookahead) {
     cd::LookaheadOptions lookahead;
@@ -213,6 +219,9 @@ int cmd_run(const RunArgs& args, const Common& common) {
   cd::RunOptions run_options;
   run_options.max_steps = args.max_steps;
   run_options.recover = args.recover;
+  ck::Checkpoints checkpoints(args.checkpoint_every, kernel.trace_length());
+  if (args.checkpoint_every > 0)
+    run_options.between_steps = [&checkpoints, &kernel] { (void)checkpoints.after(kernel); };
   clampai::report::Progress progress(
       clampai::report::Progress::for_stderr("run", clampai::cli::quiet()));
   progress.phase("running");
@@ -258,11 +267,17 @@ int cmd_run(const RunArgs& args, const Common& common) {
 struct TraceArgs {
   std::string file;
   std::string spec;
+  std::string public_key;
   bool allow_unsealed = false;
   std::size_t undo_depth = ck::default_replay_undo_depth;
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
+  if (!args.public_key.empty() && (clampai::cli::names_ledger(args.file) ||
+                                   clampai::cli::ledger_file(args.file).has_value()))
+    throw clampai::InvalidArgument(
+        "--public-key checks the signatures of a trace file; a ledger's entries are written by "
+        "every process on it and are not signed");
   if (clampai::cli::names_ledger(args.file))
     return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format, args.undo_depth);
   if (const auto path = clampai::cli::ledger_file(args.file)) {  // file:PATH, as --ledger takes it
@@ -274,7 +289,29 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   // Streaming, at any length: the chain first (every core), then with --spec the trace again,
   // each entry replayed as it is read (the replay keeps its state and `--undo-depth` undo
   // records, never the trace).
+  // The key first: a bad key file is bad input (2), not a broken trace.
+  std::optional<ck::VerifyingKey> key;
+  if (!args.public_key.empty()) {
+    try {
+      key.emplace(ck::VerifyingKey::load(args.public_key));
+    } catch (const clampai::Error& e) {
+      throw clampai::FileError(std::string("--public-key: ") + e.what());
+    }
+  }
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
+  // With --public-key: every seal and checkpoint signed by it, streaming like the chain.
+  std::optional<ck::SignatureCheck> signatures;
+  if (key && check.ok) {
+    ck::TraceReadOptions read;
+    read.allow_unsealed = args.allow_unsealed;
+    ck::TraceReader reader(args.file, read);
+    signatures = ck::check_signatures(reader, *key);
+    if (!signatures->ok) {
+      check.ok = false;
+      check.first_bad = signatures->first_bad;
+      check.message = "signatures: " + signatures->message;
+    }
+  }
   std::string replay = "not requested";
   std::optional<std::vector<std::uint64_t>> unresolved;
   if (check.ok && !args.spec.empty()) {
@@ -308,9 +345,10 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     }
     if (outcomes && !mismatched) unresolved = outcomes->pending();
   }
-  clampai::report::write_trace_check(std::cout,
-                                     clampai::cli::format_of(common.format),
-                                     {args.file, args.spec, replay, check, std::move(unresolved)});
+  clampai::report::write_trace_check(
+      std::cout,
+      clampai::cli::format_of(common.format),
+      {args.file, args.spec, replay, check, std::move(unresolved), std::move(signatures)});
   return check.ok ? kOk : kFinding;
 }
 
@@ -478,7 +516,23 @@ int main(int argc, char** argv) {
                       "spec's name), file:PATH or memory:; `actions` lists what this process "
                       "committed");
   clampai::cli::add_allow_program_option(run, run_args.allow_programs);
-  for (const char* other : {"--trace", "--append", "--force", "--flush", "--allow-program"})
+  run->add_option("--signing-key",
+                  run_args.signing_key,
+                  "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "
+                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them")
+      ->option_text("FILE");
+  run->add_option("--checkpoint-every",
+                  run_args.checkpoint_every,
+                  "Append a checkpoint entry (signed with --signing-key) every N trace entries")
+      ->option_text("N")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  for (const char* other : {"--trace",
+                            "--append",
+                            "--force",
+                            "--flush",
+                            "--allow-program",
+                            "--signing-key",
+                            "--checkpoint-every"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 
@@ -537,6 +591,13 @@ int main(int argc, char** argv) {
           "FILE", trace_args.file, "Trace (JSON Lines), or a ledger: postgresql://...#TASK")
       ->required();
   verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
+  verify
+      ->add_option("--public-key",
+                   trace_args.public_key,
+                   "Check that every seal and checkpoint is signed by the private key of this "
+                   "Ed25519 public key (PEM, SPKI: the `.pub` of `clampai keygen`); a trace with "
+                   "no signature fails")
+      ->option_text("FILE");
   verify->add_flag("--allow-unsealed",
                    trace_args.allow_unsealed,
                    "Accept a trace without a seal entry (a run that did not finish); with --spec, "
@@ -560,6 +621,7 @@ int main(int argc, char** argv) {
   auto* serve = clampai::cli::add_serve_command(app);
   auto* mcp = clampai::cli::add_mcp_command(app);
   auto* gateway = clampai::cli::add_gateway_command(app);
+  auto* keygen = clampai::cli::add_keygen_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -621,6 +683,7 @@ int main(int argc, char** argv) {
     if (serve->parsed()) return clampai::cli::run_serve_command();
     if (mcp->parsed()) return clampai::cli::run_mcp_command();
     if (gateway->parsed()) return clampai::cli::run_gateway_command();
+    if (keygen->parsed()) return clampai::cli::run_keygen_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));

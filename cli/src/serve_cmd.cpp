@@ -9,6 +9,7 @@
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/server.hpp"
 #include "output.hpp"
+#include "sign_cmd.hpp"
 
 namespace clampai::cli {
 
@@ -20,6 +21,8 @@ namespace {
 struct Args {
   std::vector<std::string> specs;
   std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key;
+  std::string signing_key, decision_log;
+  std::uint64_t checkpoint_every = 0;
   unsigned port = 8765;
   std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
   unsigned threads = 0;  // 0: one per core, at least 2
@@ -75,6 +78,15 @@ int serve_command() {
     options.ledger = args.ledger;
   }
   options.limits.request_timeout_ms = args.request_timeout_ms;
+  if (!args.signing_key.empty()) {
+    if (!args.ledger.empty())
+      throw InvalidArgument(
+          "--signing-key and --checkpoint-every sign the traces this server keeps; a --ledger's "
+          "entries are written by every process on it (use --data-dir)");
+    options.signer = signer_from_key_file(args.signing_key);
+  }
+  options.checkpoint_every = args.checkpoint_every;
+  options.decision_log = args.decision_log;
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
   if (!args.principals_file.empty()) options.principals = read_principals(args.principals_file);
   static std::mutex log_mutex;
@@ -98,17 +110,28 @@ int serve_command() {
   http.tls_cert = args.tls_cert;
   http.tls_key = args.tls_key;
   http.limits = options.limits;
-  if (!args.principals_file.empty())
+  if (!args.principals_file.empty() || !args.decision_log.empty())
     http.on_reload = [&service, &options] {
       // A bad new file keeps the old principals: the server never ends up open, nor closed.
-      try {
-        auto principals = read_principals(args.principals_file);
-        const std::size_t n = principals.size();
-        service.set_principals(std::move(principals));
-        options.log("SIGHUP: " + std::to_string(n) + " principal(s) read from `" +
-                    args.principals_file + "`");
-      } catch (const std::exception& e) {
-        options.log(std::string("SIGHUP: keeping the old principals: ") + e.what());
+      if (!args.principals_file.empty()) {
+        try {
+          auto principals = read_principals(args.principals_file);
+          const std::size_t n = principals.size();
+          service.set_principals(std::move(principals));
+          options.log("SIGHUP: " + std::to_string(n) + " principal(s) read from `" +
+                      args.principals_file + "`");
+        } catch (const std::exception& e) {
+          options.log(std::string("SIGHUP: keeping the old principals: ") + e.what());
+        }
+      }
+      // Log rotation: the decision log's path is opened again (a failure keeps the old file).
+      if (!args.decision_log.empty()) {
+        try {
+          service.reopen_decision_log();
+          options.log("SIGHUP: decision log `" + args.decision_log + "` reopened");
+        } catch (const std::exception& e) {
+          options.log(std::string("SIGHUP: keeping the old decision log: ") + e.what());
+        }
       }
     };
   cs::serve_http(service, http, [](const std::string& url) {
@@ -157,6 +180,22 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "Share each task's budget, state and trace with other processes through this "
                   "ledger: postgresql://... (a libpq URI; each task's ledger is named by its "
                   "spec's name); not with --data-dir");
+  cmd->add_option("--signing-key",
+                  args.signing_key,
+                  "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
+                  "PKCS#8: `clampai keygen`); not with --ledger")
+      ->option_text("FILE");
+  cmd->add_option("--checkpoint-every",
+                  args.checkpoint_every,
+                  "Append a checkpoint entry (signed with --signing-key) to a task's trace every "
+                  "N entries")
+      ->option_text("N")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  cmd->add_option("--decision-log",
+                  args.decision_log,
+                  "Append one JSON line per decision to this file "
+                  "(schema/decision-log.schema.json); SIGHUP reopens it")
+      ->option_text("FILE");
   auto* cert = cmd->add_option("--tls-cert", args.tls_cert, "PEM certificate chain: serve HTTPS");
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);

@@ -203,6 +203,7 @@ RunResult Loop::run() {
 RunResult Loop::steps() {
   refused_at_ = c_.head();
   while (true) {
+    if (options_.between_steps) options_.between_steps();
     if (options_.refresh_each_step) (void)c_.refresh();
     const SafetyKernel& view = c_.view();
     if (view.goal_reached()) {

@@ -550,7 +550,7 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
       if (undo_.empty()) fail("a rollback with nothing to roll back");
       const Undo& u = undo_.back();
       try {
-        (void)local_->rollback(Receipt{u.sequence, u.action, u.cost});
+        (void)local_->rollback(Receipt{u.sequence, u.action, u.cost}, e.principal);
       } catch (const InvalidArgument& err) {
         fail(err.what());
       }
@@ -670,6 +670,7 @@ Outcome SharedKernel::execute_locked(const Proposal& proposal, Decided* decided)
     entry.cost = model_->format_amount(d.cost);
     entry.emergency = a.emergency;
     entry.warnings = d.warnings;
+    entry.principal = proposal.principal;
     stamp(entry, *model_, after, options_.clock());
     if (commit_locked(entry, after)) {
       return Outcome{d, Receipt{entry.sequence, proposal.action, d.cost}, local_->state()};
@@ -712,7 +713,7 @@ Outcome SharedKernel::execute(std::string_view action_id, const ParamMap& params
   return Outcome{std::move(d), std::nullopt, local_->state()};
 }
 
-Outcome SharedKernel::rollback(const Receipt& receipt) {
+Outcome SharedKernel::rollback(const Receipt& receipt, std::string_view principal) {
   std::lock_guard lock(mutex_);
   while (true) {
     if (local_->is_sealed())
@@ -741,6 +742,7 @@ Outcome SharedKernel::rollback(const Receipt& receipt) {
     TraceEntry entry;
     entry.kind = EntryKind::rolled_back;
     entry.action = a.id;
+    entry.principal = std::string(principal);
     entry.params = named_params(a, u.params);
     Changes restored;
     for (const Effect& eff : a.effects) {

@@ -694,7 +694,7 @@ Outcome SafetyKernel::execute(std::string_view action_id, const ParamMap& params
   return execute(std::get<Proposal>(resolved));
 }
 
-Outcome SafetyKernel::rollback(const Receipt& receipt) {
+Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principal) {
   std::string line;
   std::uint64_t sequence = 0;
   Decision undone;
@@ -772,6 +772,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     TraceEntry entry;
     entry.kind = EntryKind::rolled_back;
     entry.action = a.id;
+    entry.principal = std::string(principal);
     entry.params = detail::named_params(
         a, {values.begin() + 3 * static_cast<std::ptrdiff_t>(n), values.end()});
     entry.changes = named(*model_, inverse);
@@ -902,7 +903,7 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
       case EntryKind::rolled_back:
         if (receipts.empty()) resume_failed(i, rollback_past(dropped, options_.undo_depth));
         try {
-          (void)rollback(receipts.back());
+          (void)rollback(receipts.back(), e.principal);
         } catch (const InvalidArgument& err) {
           resume_failed(i, err.what());
         }
@@ -1103,7 +1104,7 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
     case EntryKind::rolled_back: {
       if (impl_->receipts.empty()) return rollback_past(impl_->dropped, impl_->undo_depth);
       try {
-        Outcome o = kernel.rollback(impl_->receipts.back());
+        Outcome o = kernel.rollback(impl_->receipts.back(), e.principal);
         if (text(e.changes) != text(named(model, o.decision.changes)))
           return std::string("the rollback restores other values on replay");
       } catch (const InvalidArgument& err) {

@@ -144,6 +144,21 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
     }
     if (check.truncated_tail) j.key("verified_bytes").value(check.verified_bytes);
     if (r.unresolved) j.key("steps_without_outcome").array_of(*r.unresolved);
+    if (r.signatures) {
+      const kernel::SignatureCheck& sig = *r.signatures;
+      j.key("signatures").begin_object().key("ok").value(sig.ok);
+      j.key("signed_entries")
+          .value(sig.signed_entries)
+          .key("uncovered_entries")
+          .value(sig.uncovered);
+      j.key("message").value(sig.message).key("covered_through");
+      if (sig.covered_through) {
+        j.value(*sig.covered_through);
+      } else {
+        j.null();
+      }
+      j.end_object();
+    }
     out << j.end_object().take() << "\n";
     return;
   }
@@ -156,6 +171,7 @@ void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
                          : "; replays through the kernel (the trace has no seal, so no final "
                            "state to compare)");
   }
+  if (r.signatures && r.signatures->ok) out << "; " << r.signatures->message;
   if (r.unresolved && !r.unresolved->empty()) {
     out << "; gateway steps without an outcome (forwarded or about to be when the gateway "
            "stopped: their effect may not have happened):";

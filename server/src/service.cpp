@@ -22,6 +22,7 @@
 #include "clampai/kernel/security.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/suggest.hpp"
+#include "decision_log.hpp"
 #include "json_out.hpp"
 #include "metrics.hpp"
 #include "ops.hpp"
@@ -310,6 +311,7 @@ struct Service::Impl {
   // Tasks are never removed, so a Task* stays valid for the service's life.
   std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks;
   Metrics metrics;
+  std::unique_ptr<DecisionLog> decisions;  // --decision-log, or null
   std::mutex log_mutex;
   std::chrono::steady_clock::time_point last_malformed_log{};
   std::uint64_t malformed_logged = 0;
@@ -382,7 +384,8 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    const TaskStorage storage{options.data_dir, options.ledger, options.clock};
+    const TaskStorage storage{
+        options.data_dir, options.ledger, options.clock, options.signer, options.checkpoint_every};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
       Task& ref = *task;
@@ -426,6 +429,29 @@ struct Service::Impl {
     return ref;
   }
 
+  // A line of the decision log; a log that cannot be written is logged, and the answer stands.
+  void log_decision(Task& task,
+                    std::string_view principal,
+                    std::string_view endpoint,
+                    std::string_view action,
+                    const JsonNode* params,
+                    const ck::Decision& d,
+                    std::uint64_t position) {
+    try {
+      decisions->write({task.model().name,
+                        principal,
+                        endpoint,
+                        action,
+                        params_digest(params),
+                        d.approved ? "approved" : "rejected",
+                        &d.reasons,
+                        task.model().digest,
+                        position});
+    } catch (const std::exception& e) {
+      log(std::string("decision log: ") + e.what());
+    }
+  }
+
   Response route(const Request& req);
   Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
   Response answer_route(Task& task,
@@ -447,6 +473,8 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->principals =
         std::make_shared<const std::vector<Principal>>(std::move(impl_->options.principals));
   impl_->options.principals.clear();
+  if (!impl_->options.decision_log.empty())
+    impl_->decisions = std::make_unique<DecisionLog>(impl_->options.decision_log);
   if (!impl_->options.ledger.empty() && !impl_->options.data_dir.empty())
     throw InvalidArgument(
         "--data-dir and --ledger cannot be combined: with --ledger each task's trace, state and "
@@ -501,6 +529,10 @@ void Service::set_principals(std::vector<Principal> principals) {
   if (impl_->principals->empty())
     throw InvalidArgument("this server serves without authentication; it cannot take principals");
   impl_->principals = std::make_shared<const std::vector<Principal>>(std::move(principals));
+}
+
+void Service::reopen_decision_log() {
+  if (impl_->decisions) impl_->decisions->reopen();
 }
 
 void Service::note_refused(int status, std::string_view code) {
@@ -705,10 +737,13 @@ Response Service::Impl::task_route(Task& task,
     body_action(body, m, id);
     const ck::ParamMap params = body_params(body);
     const std::size_t endpoint = op == "execute" ? 1 : 0;
+    const std::string principal = who != nullptr ? who->name : std::string();
     JsonOut j;
     j.begin_object().key("task").value(m.name);
     ck::Decision d;
+    std::uint64_t position = 0;  // the decision log's trace position
     if (endpoint == 0) {
+      position = decisions ? task.trace_length() : 0;
       d = task.kernel().evaluate(id, params);
       write_decision_members(j, m, id, d);
     } else if (const std::size_t index = *m.find_action(id); m.actions[index].approval) {
@@ -736,18 +771,21 @@ Response Service::Impl::task_route(Task& task,
       }
       d = std::move(asked->decision);
       write_execute_members(j, m, id, d, std::nullopt, task.kernel().state(), task);
+      if (decisions) position = task.trace_length();
     } else {
       std::optional<ck::Outcome> executed;
       try {
-        executed = task.execute(id, params).outcome;
+        executed = task.execute(id, params, principal).outcome;
       } catch (const InvalidArgument& e) {
         throw Refusal{409, "task_sealed", e.what()};
       }
       ck::Outcome& out = *executed;
       d = std::move(out.decision);
       write_execute_members(j, m, id, d, out.receipt, out.state, task);
+      if (decisions) position = out.receipt ? out.receipt->sequence : task.trace_length();
     }
     j.end_object();
+    if (decisions) log_decision(task, principal, op, id, body.find("params"), d, position);
     count_decision(task, endpoint, d);
     return {200, "application/json", j.take(), {}};
   }
@@ -764,7 +802,7 @@ Response Service::Impl::task_route(Task& task,
     }
     std::optional<ck::Outcome> undone;
     try {
-      undone = task.rollback(sequence);
+      undone = task.rollback(sequence, who != nullptr ? who->name : std::string_view());
     } catch (const InvalidArgument& e) {
       throw Refusal{409, task.kernel().is_sealed() ? "task_sealed" : "rollback_refused", e.what()};
     } catch (const std::out_of_range&) {

@@ -32,7 +32,8 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
            std::unique_ptr<ck::SafetyKernel> kernel,
            std::deque<ck::Receipt> receipts,
            TicketLog tickets,
-           std::function<std::int64_t()> clock)
+           std::function<std::int64_t()> clock,
+           std::uint64_t checkpoint_every)
     : model_(std::move(model)),
       trace_path_(std::move(trace_path)),
       writer_(std::move(writer)),
@@ -41,7 +42,10 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
       receipts_(std::move(receipts)),
       clock_(std::move(clock)),
-      tickets_(std::move(tickets)) {}
+      tickets_(std::move(tickets)) {
+  if (checkpoint_every > 0)
+    checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every, kernel_->trace_length());
+}
 
 Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
     : model_(std::move(model)),
@@ -49,7 +53,16 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::Share
       view_(&shared_->local()),
       committer_(std::make_unique<driver::SharedCommitter>(*shared_)) {}
 
-driver::StepResult Task::execute(std::string_view action, const ck::ParamMap& params) {
+driver::StepResult Task::execute(std::string_view action,
+                                 const ck::ParamMap& params,
+                                 std::string_view principal) {
+  // Resolved here so that the proposal carries who asks; what does not resolve is a rejection
+  // decided (and, when recorded, traced) by the committer.
+  std::variant<ck::Proposal, ck::Reason> resolved = view_->resolve(action, params);
+  if (ck::Proposal* proposal = std::get_if<ck::Proposal>(&resolved)) {
+    proposal->principal = std::string(principal);
+    return execute(*proposal);
+  }
   return remember(driver::step(*committer_, action, params));
 }
 
@@ -69,15 +82,29 @@ driver::StepResult Task::remember(driver::StepResult step) {
     receipts_.insert(at, *out.receipt);
     if (receipts_.size() > kUndoDepth) receipts_.pop_front();
   }
+  checkpoint();
   return step;
 }
+
+void Task::checkpoint() {
+  if (checkpoints_) (void)checkpoints_->after(*kernel_);
+}
+
+std::uint64_t Task::trace_length() { return shared_ ? shared_->length() : kernel_->trace_length(); }
 
 std::vector<ck::TraceEntry> Task::trace() {
   if (!shared_) return kernel_->trace();
   return ck::parse_trace_lines(shared_->read(0), shared_->ledger().describe());
 }
 
-ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
+ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence, std::string_view principal) {
+  ck::Outcome out = rollback_locked(sequence, principal);
+  checkpoint();
+  return out;
+}
+
+ck::Outcome Task::rollback_locked(std::optional<std::uint64_t> sequence,
+                                  std::string_view principal) {
   std::lock_guard lock(mutex_);
   if (receipts_.empty()) throw InvalidArgument("nothing to roll back: no committed action is kept");
   auto it = std::prev(receipts_.end());
@@ -90,7 +117,7 @@ ck::Outcome Task::rollback(std::optional<std::uint64_t> sequence) {
                             " is not a committed action that can still be rolled back");
   }
   // The kernel checks it is the most recent (on a shared ledger: of every process's commits).
-  ck::Outcome out = shared_ ? shared_->rollback(*it) : kernel_->rollback(*it);
+  ck::Outcome out = shared_ ? shared_->rollback(*it, principal) : kernel_->rollback(*it, principal);
   // INVARIANT (receipts): only the last one can have been rolled back.
   receipts_.erase(it);
   return out;
@@ -151,6 +178,11 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
                               "` waits for an approval, which a task on a shared ledger cannot "
                               "do yet (its tickets would not be shared): serve it with "
                               "--data-dir, or without `approval`");
+    if (storage.signer || storage.checkpoint_every > 0)
+      throw InvalidArgument("task `" + model->name +
+                            "`: a shared ledger's entries are written by every process on it; "
+                            "--signing-key and --checkpoint-every sign a trace one server keeps "
+                            "(use --data-dir)");
     if (!storage.data_dir.empty())
       throw InvalidArgument(
           "a data directory and a ledger cannot both keep task `" + model->name +
@@ -167,6 +199,7 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     return std::make_unique<Task>(model, std::move(shared));
   }
   ck::KernelOptions options;
+  options.signer = storage.signer;
   options.trace_window = kTraceWindow;
   options.undo_depth = kUndoDepth;
   if (storage.clock) options.clock = storage.clock;
@@ -238,7 +271,8 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
                                       std::move(kernel),
                                       std::move(receipts),
                                       std::move(*tickets),
-                                      storage.clock);
+                                      storage.clock,
+                                      storage.checkpoint_every);
       } catch (const InvalidArgument& e) {
         throw TraceError("cannot continue the trace `" + path + "`: " + e.what());
       }
@@ -248,8 +282,14 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   }
   auto writer = options.writer;
   auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
-  return std::make_unique<Task>(
-      model, path, std::move(writer), std::move(kernel), receipts, TicketLog{}, storage.clock);
+  return std::make_unique<Task>(model,
+                                path,
+                                std::move(writer),
+                                std::move(kernel),
+                                receipts,
+                                TicketLog{},
+                                storage.clock,
+                                storage.checkpoint_every);
 }
 
 }  // namespace clampai::server

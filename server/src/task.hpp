@@ -22,6 +22,7 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/mutex.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/sign.hpp"
 #include "clampai/kernel/trace.hpp"
 
 namespace clampai::server {
@@ -44,6 +45,10 @@ struct TaskStorage {
   /// The task's clock: microseconds since the epoch, the time of its trace entries and of its
   /// approvals' deadlines (tests inject one); empty: the system clock.
   std::function<std::int64_t()> clock{};
+  /// Signs each seal and checkpoint (KernelOptions::signer; `--signing-key`); not on a ledger.
+  std::function<std::string(std::string_view)> signer{};
+  /// A checkpoint entry every this many entries (`--checkpoint-every`); 0: none.
+  std::uint64_t checkpoint_every = 0;
 };
 
 /// The counters of one task, for /metrics.
@@ -95,7 +100,8 @@ class Task {
        std::unique_ptr<kernel::SafetyKernel> kernel,
        std::deque<kernel::Receipt> receipts,
        TicketLog tickets = {},
-       std::function<std::int64_t()> clock = {});
+       std::function<std::int64_t()> clock = {},
+       std::uint64_t checkpoint_every = 0);
   /// A task on a shared ledger.
   Task(std::shared_ptr<const kernel::TaskModel> model,
        std::unique_ptr<kernel::SharedKernel> shared);
@@ -118,8 +124,10 @@ class Task {
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   std::vector<kernel::TraceEntry> trace();
   /// One step by id (`driver::step`, what HTTP's execute and MCP's tool call do); remembers
-  /// the receipt of a commit.
-  driver::StepResult execute(std::string_view action, const kernel::ParamMap& params);
+  /// the receipt of a commit. `principal` (who asks) is recorded in the entries it causes.
+  driver::StepResult execute(std::string_view action,
+                             const kernel::ParamMap& params,
+                             std::string_view principal = {});
   /// The same for a resolved proposal (which names its principal).
   driver::StepResult execute(const kernel::Proposal& proposal);
 
@@ -159,9 +167,14 @@ class Task {
                   bool approve,
                   const std::string& principal,
                   const std::function<void(const Ticket&)>& check);
-  /// Rolls back the committed action of trace entry `sequence`, or the most recent one.
+  /// Rolls back the committed action of trace entry `sequence`, or the most recent one;
+  /// `principal` is recorded in its entry.
   /// @throws InvalidArgument if there is nothing to roll back, or the kernel refuses.
-  kernel::Outcome rollback(std::optional<std::uint64_t> sequence);
+  kernel::Outcome rollback(std::optional<std::uint64_t> sequence, std::string_view principal = {});
+  /// Appends a checkpoint if one is due (`TaskStorage::checkpoint_every`).
+  void checkpoint();
+  /// The trace's length: the position of the next entry (what the decision log records).
+  [[nodiscard]] std::uint64_t trace_length();
   /// Seals the trace and closes its file (once). Returns false if it was sealed already, or
   /// lives in a shared ledger (which the other processes go on writing: never sealed here).
   bool seal();
@@ -180,9 +193,12 @@ class Task {
   const kernel::SafetyKernel* view_;              // kernel_, or shared_'s replica
   std::unique_ptr<driver::Committer> committer_;  // on kernel_ or shared_
   kernel::Mutex mutex_;  // the kernel's kind: spins briefly (an execute holds it for an insert)
+  kernel::Outcome rollback_locked(std::optional<std::uint64_t> sequence,
+                                  std::string_view principal);
   // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
   // effect (what `rollback` undoes first); at most kUndoDepth.
   std::deque<kernel::Receipt> receipts_;
+  std::unique_ptr<kernel::Checkpoints> checkpoints_;  // null: none (or on a shared ledger)
   std::once_flag verify_once_;
   std::string verify_json_;
   std::function<std::int64_t()> clock_;  // empty: the system clock

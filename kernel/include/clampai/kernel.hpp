@@ -12,6 +12,7 @@
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/security.hpp"
+#include "clampai/kernel/sign.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/suggest.hpp"

@@ -493,6 +493,13 @@ class CanonicalReader {
       e->sequence = link.sequence;
       e->step = step;
       e->time_us = time;
+      // A line read here has none of the optional members: none is kept from an entry read
+      // into `e` before (a reader reuses its entry).
+      e->principal.clear();
+      e->enforced = true;
+      e->pools.clear();
+      e->ticket.clear();
+      e->signature.clear();
     }
     return true;
   }

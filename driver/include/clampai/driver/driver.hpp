@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,6 +89,9 @@ struct RunOptions {
   /// An exception of the committer (its trace file, its ledger) ends the run with
   /// `Termination::error` and its message, instead of propagating.
   bool errors_end_run = false;
+  /// Called before each step: what the caller appends between steps (`--checkpoint-every`'s
+  /// checkpoints).
+  std::function<void()> between_steps{};
 };
 
 /// A run's summary, like the seed's result summary.

@@ -234,8 +234,9 @@ class SharedKernel {
   /// Undoes `receipt`'s action (T7): it must be the most recent action of the shared trace still
   /// in effect. Refunds its cost once across all kernels (the rollback entry is committed by
   /// compare-and-set like any other).
+  /// `principal` is recorded in the entry, as `SafetyKernel::rollback` records it.
   /// @throws InvalidArgument as `SafetyKernel::rollback` does.
-  Outcome rollback(const Receipt& receipt);
+  Outcome rollback(const Receipt& receipt, std::string_view principal = {});
   /// For drivers that screen proposals on `local()`: decides `proposal` on the local replica
   /// and, if it is rejected and rejections are recorded (`SharedOptions::record_rejections`),
   /// commits the rejected entry, by compare-and-set like any other (on a conflict it catches

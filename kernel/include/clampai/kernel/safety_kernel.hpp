@@ -305,7 +305,8 @@ class SafetyKernel {
   /// Step counters are not decreased (T2 is not loosened).
   /// @throws InvalidArgument if `receipt` is not the most recent committed action still in
   /// effect (the state is not the one that action produced), or the action is not reversible.
-  Outcome rollback(const Receipt& receipt);
+  /// `principal`: who asks (a server's principal), recorded in the entry; empty: nobody named.
+  Outcome rollback(const Receipt& receipt, std::string_view principal = {});
 
   /// Appends the seal entry (final state digest). Nothing can be executed afterwards.
   /// @throws InvalidArgument if already sealed.

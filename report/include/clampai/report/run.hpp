@@ -9,6 +9,7 @@
 
 #include "clampai/driver/driver.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/sign.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
@@ -49,6 +50,8 @@ struct TraceReport {
   /// A gateway's trace (its spec has bindings): the executed steps without an outcome entry
   /// (docs/GATEWAY.md); none otherwise.
   std::optional<std::vector<std::uint64_t>> unresolved{};
+  /// With `--public-key`: what the signatures say (docs/CLI.md, `trace verify`).
+  std::optional<kernel::SignatureCheck> signatures{};
 };
 
 /// `trace verify`.

@@ -41,6 +41,14 @@ struct ServiceOptions {
   /// 403 forbidden. Not with `token` (which stands for one principal with every right).
   std::vector<Principal> principals{};
   Limits limits{};
+  /// Signs each task's seal and checkpoints (`--signing-key`: `KernelOptions::signer`); not
+  /// with `ledger`.
+  std::function<std::string(std::string_view)> signer{};
+  /// A `checkpoint` entry every this many trace entries (`--checkpoint-every`); 0: none.
+  std::uint64_t checkpoint_every = 0;
+  /// Where to append one JSON line per decision (`--decision-log`,
+  /// schema/decision-log.schema.json); empty: none.
+  std::string decision_log{};
   /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
   std::function<void(const std::string&)> log{};
   /// The clock of the tasks' trace entries and approvals' deadlines, in microseconds since the
@@ -109,6 +117,11 @@ class Service {
   /// @throws InvalidArgument if `principals` is empty, or the service serves without
   /// authentication (it cannot be switched on, nor off, while serving).
   void set_principals(std::vector<Principal> principals);
+
+  /// Opens the decision log's path again (SIGHUP, after a rotation moved it away): later
+  /// lines go to the new file. Nothing without a decision log.
+  /// @throws FileError if it cannot be opened; the old file stays in use.
+  void reopen_decision_log();
 
   /// Counts a request the transport refused before it reached `handle` (413, 431, 400), for
   /// the metrics and the malformed-request log.
