@@ -317,6 +317,7 @@ driver::Choice Orchestrator::Impl::next(const kernel::SafetyKernel& /*view: `ker
     choice.stop_message = std::move(message);
     return std::move(choice);
   };
+  if (options.cancelled && options.cancelled()) return finish(Termination::error, "cancelled");
   kernel::Situation s = kernel.situation();
   if (options.max_steps && result.steps >= *options.max_steps)
     return finish(Termination::step_limit,
@@ -410,6 +411,7 @@ driver::Choice Orchestrator::Impl::next(const kernel::SafetyKernel& /*view: `ker
   step.action = m.actions[chosen->action].id;
   step.params = m.actions[chosen->action].parameters.empty() ? std::string()
                                                              : detail::describe_params(m, *chosen);
+  if (options.cancelled && options.cancelled()) return finish(Termination::error, "cancelled");
   chosen_in.emplace(std::move(s));
   choice.proposal = std::move(chosen);
   return choice;

@@ -6,6 +6,7 @@
 
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,6 +68,13 @@ class PythonLlm final : public ag::LlmClient {
 
 }  // namespace
 
+void bind_agent(py::module_& m) {
+  py::class_<CancelFlag, std::shared_ptr<CancelFlag>>(m, "_CancelFlag")
+      .def(py::init<>())
+      .def("set", [](CancelFlag& f) { f.set.store(true); })
+      .def_property_readonly("is_set", [](const CancelFlag& f) { return f.set.load(); });
+}
+
 py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::dict& options) {
   ag::OrchestratorOptions o;
   if (options.contains("max_steps") && !options["max_steps"].is_none())
@@ -75,6 +83,10 @@ py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::di
     o.stuck_patience = options["stuck_patience"].cast<unsigned>();
   if (options.contains("max_consecutive_failures"))
     o.max_consecutive_failures = options["max_consecutive_failures"].cast<unsigned>();
+  if (options.contains("cancel") && !options["cancel"].is_none()) {
+    auto flag = options["cancel"].cast<std::shared_ptr<CancelFlag>>();
+    o.cancelled = [flag] { return flag->set.load(); };
+  }
   std::unique_ptr<ag::LlmClient> client;
   if (llm.is_none()) {
     client = std::make_unique<ag::MockLlm>();

@@ -989,6 +989,7 @@ void bind_all(py::module_& m) {
       "kernel"_a,
       "llm"_a,
       "options"_a);
+  bind_agent(m);
   bind_hardening(m);
   bind_formal(m);
   bind_reasoning(m);

@@ -66,6 +66,11 @@ struct OrchestratorOptions {
   std::size_t prompt_actions = 20;
   /// Called after every step (for a live display); must not throw.
   std::function<void(const struct StepRecord&)> on_step{};
+  /// Asked at the start of every step and again just before the chosen action is handed to
+  /// the kernel (the Python bindings' `AsyncOrchestrator`): true ends the run there with
+  /// `Termination::error` and the message `cancelled`, proposing nothing. A commit already
+  /// handed over finishes first. Must not throw; may be empty.
+  std::function<bool()> cancelled{};
 };
 
 /// One step of a run.
