@@ -141,14 +141,15 @@ class AsyncOrchestrator:
             raise TypeError(
                 f"kernel must be a SafetyKernel built for this task, not {type(kernel).__name__}: "
                 "the loop commits on the task's kernel (an AsyncSafetyKernel has no task)")
-        self._sync = Orchestrator(task, llm, max_steps=max_steps)
+        native = _is_async_llm(llm)
+        self._sync = Orchestrator(task, None if native else llm, max_steps=max_steps)
         if kernel is not None:
             if kernel.model.digest != self._sync.kernel.model.digest:
                 raise ValueError(f"kernel is for the task `{kernel.model.name}`, not this one "
                                  f"(`{self._sync.kernel.model.name}`): its model differs")
             self._sync.kernel = kernel
         self.task = task
-        self.llm = self._sync.llm
+        self.llm = llm if native else self._sync.llm
         self.kernel: SafetyKernel = self._sync.kernel
         self._executor = executor
 
@@ -180,7 +181,9 @@ class AsyncOrchestrator:
 
 
 def _is_async_llm(llm: Any) -> bool:
-    return llm is not None and inspect.iscoroutinefunction(getattr(llm, "acomplete", None))
+    """An adapter with a native `acomplete` coroutine (not the mock: the C++ loop has its own)."""
+    return (llm is not None and type(llm) is not MockLLMAdapter
+            and inspect.iscoroutinefunction(getattr(llm, "acomplete", None)))
 
 
 class _AsyncLlm:
