@@ -121,8 +121,8 @@ class ProcessSharedBudgetController:
                 return  # created with this budget
             if rec.amount(rec.total) != total:
                 raise ValueError(f"{self._path} holds a budget of "
-                                 f"{_number_text(rec.amount(rec.total))}, not "
-                                 f"{_number_text(total)}")
+                                 f"{format(rec.amount(rec.total).normalize(), 'f')}, not "
+                                 f"{format(total.normalize(), 'f')}")
 
     # -- the file
 
