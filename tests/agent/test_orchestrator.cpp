@@ -224,3 +224,35 @@ TEST_CASE("Orchestrator: an exception from the kernel ends the run with `error`"
   REQUIRE(r.executed == 0);
   REQUIRE(kernel.steps() == 0);
 }
+
+TEST_CASE("Orchestrator: a cancellation ends the run before its next proposal",
+          "[agent][orchestrator]") {
+  ca::OrchestratorOptions options;
+  options.skip_dominant = false;  // the LLM is asked at every step
+  SECTION("asked at the start of a step: the steps before it are committed, no other") {
+    ck::SafetyKernel kernel(ck::load_spec(kTwins));
+    ca::MockLlm llm;
+    int asked = 0;
+    options.cancelled = [&] { return ++asked > 4; };  // two steps ask twice each
+    const auto r = ca::Orchestrator(kernel, llm, options).run();
+    REQUIRE(r.termination == ca::Termination::error);
+    REQUIRE(r.message == "cancelled");
+    REQUIRE(r.executed == 2);
+    REQUIRE(kernel.steps() == 2);
+  }
+  SECTION("set while the LLM answers: its choice is never handed to the kernel") {
+    ck::SafetyKernel kernel(ck::load_spec(kTwins));
+    Recorder llm;
+    bool cancel = false;
+    options.cancelled = [&] {
+      cancel = !llm.requests.empty();  // true once the first answer is in
+      return cancel;
+    };
+    const auto r = ca::Orchestrator(kernel, llm, options).run();
+    REQUIRE(llm.requests.size() == 1);
+    REQUIRE(r.termination == ca::Termination::error);
+    REQUIRE(r.steps == 0);
+    REQUIRE(kernel.steps() == 0);
+    REQUIRE(kernel.trace_length() == 1);
+  }
+}
