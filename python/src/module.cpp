@@ -44,6 +44,7 @@
 #include "formal.hpp"
 #include "hardening.hpp"
 #include "reasoning.hpp"
+#include "shared.hpp"
 #include "types.hpp"
 #include "values.hpp"
 
@@ -990,6 +991,7 @@ void bind_all(py::module_& m) {
       "llm"_a,
       "options"_a);
   bind_agent(m);
+  bind_shared(m);
   bind_hardening(m);
   bind_formal(m);
   bind_reasoning(m);

@@ -36,6 +36,17 @@ add_test(NAME python_tests
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}
           --ignore=${CMAKE_CURRENT_LIST_DIR}/test_pip_install.py)
 set_tests_properties(python_tests PROPERTIES ENVIRONMENT "${_clampai_py_env}" TIMEOUT 600)
+# The tests that need a PostgreSQL server (they skip without DATABASE_URL in python_tests), on
+# a throwaway cluster (scripts/with-postgres.sh), when PostgreSQL's server binaries are there.
+file(GLOB _clampai_pg_initdb /usr/lib/postgresql/*/bin/initdb)
+if(_clampai_pg_initdb)
+  add_test(NAME python_tests_postgres
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/with-postgres.sh
+            ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider
+            ${CMAKE_CURRENT_LIST_DIR}/test_shared_budget_postgres.py)
+  set_tests_properties(python_tests_postgres PROPERTIES ENVIRONMENT "${_clampai_py_env}"
+    TIMEOUT 300 LABELS postgres)
+endif()
 if(CLAMPAI_SANITIZE)
   return()  # the pip install builds an unsanitized extension: the Release stage runs it
 endif()

@@ -116,8 +116,6 @@ def test_bad_files_and_urls_are_named(tmp_path):
     with pytest.raises(InvalidArgument, match=r"junk\.json: not a shared budget file"):
         ProcessSharedBudgetController(5, url=f"file:{junk}")
     assert junk.read_text() == "{not json"  # left as it was
-    with pytest.raises(NotImplementedError, match="PostgreSQL"):
-        ProcessSharedBudgetController(5, url="postgresql:///db#task")
     with pytest.raises(ValueError, match="expected `file:PATH`"):
         ProcessSharedBudgetController(5, url="http://example")
     with pytest.raises(InvalidArgument, match="cannot open"):
