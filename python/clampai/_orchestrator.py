@@ -125,9 +125,12 @@ class AsyncOrchestrator:
     event loop (the native async clients); any other `llm` has its `complete` called in the
     loop's thread; None or a MockLLMAdapter is the C++ mock.
 
-    `kernel`: a SafetyKernel built for this task (or another AsyncOrchestrator's `kernel`),
-    shared by several orchestrators: one budget and one trace; None makes one. The Python
-    ClampAI's `AsyncSafetyKernel` (a budget with no task) cannot drive the C++ loop: TypeError.
+    `kernel`: None (a SafetyKernel for the task), a SafetyKernel built for this task (shared by
+    several orchestrators of the task: one budget, one trace), or an AsyncSafetyKernel (the
+    Python ClampAI's form: its budget is shared by orchestrators of any tasks; each action is
+    charged to it before it is handed to the task's kernel, and refunded if that rejects it; a
+    choice it cannot afford ends the run with BUDGET_EXHAUSTED). `kernel` is what was given
+    (else the task's kernel); `task_kernel` is the SafetyKernel that commits the task's actions.
 
     Cancelling `run()` stops the loop at its next step boundary: an action not yet handed to
     the kernel is never committed (a pending `acomplete` is cancelled too); one already handed
@@ -135,32 +138,54 @@ class AsyncOrchestrator:
 
     def __init__(self, task: Any, llm: Optional[Any] = None, *, kernel: Optional[Any] = None,
                  max_steps: Optional[int] = None, executor: Any = None) -> None:
-        from . import SafetyKernel
+        from ._reference_api import AsyncSafetyKernel
 
-        if kernel is not None and not isinstance(kernel, _clampai.SafetyKernel):
-            raise TypeError(
-                f"kernel must be a SafetyKernel built for this task, not {type(kernel).__name__}: "
-                "the loop commits on the task's kernel (an AsyncSafetyKernel has no task)")
+        shared = kernel if isinstance(kernel, AsyncSafetyKernel) else None
+        if kernel is not None and shared is None and not isinstance(kernel,
+                                                                   _clampai.SafetyKernel):
+            raise TypeError(f"kernel must be a SafetyKernel built for this task or an "
+                            f"AsyncSafetyKernel, not {type(kernel).__name__}")
         native = _is_async_llm(llm)
         self._sync = Orchestrator(task, None if native else llm, max_steps=max_steps)
-        if kernel is not None:
+        if kernel is not None and shared is None:
             if kernel.model.digest != self._sync.kernel.model.digest:
                 raise ValueError(f"kernel is for the task `{kernel.model.name}`, not this one "
                                  f"(`{self._sync.kernel.model.name}`): its model differs")
             self._sync.kernel = kernel
         self.task = task
         self.llm = llm if native else self._sync.llm
-        self.kernel: SafetyKernel = self._sync.kernel
+        self.task_kernel: Any = self._sync.kernel
+        self.kernel: Any = shared if shared is not None else self.task_kernel
+        self._shared = shared
         self._executor = executor
+
+    def _budget_hooks(self) -> Dict[str, Any]:
+        if self._shared is None:
+            return {}
+        budget = self._shared.budget
+
+        def reserve(action_id: str, cost: Any) -> Optional[str]:
+            try:
+                budget.charge(action_id, cost)
+            except RuntimeError as err:
+                return f"the shared budget cannot afford `{action_id}` ({cost}): {err}"
+            return None
+
+        def settle(action_id: str, cost: Any, approved: bool) -> None:
+            if not approved:
+                budget.refund(action_id, cost)
+
+        return {"reserve": reserve, "settle": settle}
 
     async def run(self) -> ExecutionResult:
         """Runs until a termination (see the class for cancellation)."""
         loop = asyncio.get_running_loop()
         flag = _clampai._CancelFlag()
         bridge = _AsyncLlm(self.llm, loop) if _is_async_llm(self.llm) else None
-        options = dict(self._sync.options, cancel=flag)
+        options = dict(self._sync.options, cancel=flag, **self._budget_hooks())
         start = time.perf_counter()
-        future = loop.run_in_executor(self._executor, _clampai._run_orchestrator, self.kernel,
+        future = loop.run_in_executor(self._executor, _clampai._run_orchestrator,
+                                      self.task_kernel,
                                       bridge if bridge is not None else self.llm, options)
         try:
             raw = await asyncio.shield(future)
@@ -177,7 +202,7 @@ class AsyncOrchestrator:
                 except Exception:  # noqa: BLE001 - the caller asked to cancel: that is raised
                     break
             raise
-        return ExecutionResult(raw, self.kernel.state, time.perf_counter() - start)
+        return ExecutionResult(raw, self.task_kernel.state, time.perf_counter() - start)
 
 
 def _is_async_llm(llm: Any) -> bool:

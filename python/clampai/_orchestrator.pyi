@@ -43,5 +43,6 @@ class AsyncOrchestrator:
     task: Any
     llm: Any
     kernel: Any
+    task_kernel: Any
     def __init__(self, task: Any, llm: Optional[Any] = None, *, kernel: Optional[Any] = None, max_steps: Optional[int] = None, executor: Any = None) -> None: ...
     async def run(self) -> ExecutionResult: ...

@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "clampai/agent/llm.hpp"
 #include "clampai/agent/mock.hpp"
 #include "clampai/agent/orchestrator.hpp"
+#include "values.hpp"
 
 namespace clampai::python {
 namespace {
@@ -86,6 +88,32 @@ py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::di
   if (options.contains("cancel") && !options["cancel"].is_none()) {
     auto flag = options["cancel"].cast<std::shared_ptr<CancelFlag>>();
     o.cancelled = [flag] { return flag->set.load(); };
+  }
+  // A shared budget's hooks (AsyncOrchestrator): Python callables, called with the GIL.
+  const ck::TaskModel& tm = kernel.model();
+  if (options.contains("reserve") && !options["reserve"].is_none()) {
+    auto fn = hold(options["reserve"]);
+    o.reserve = [fn, &tm](std::string_view action, ck::Amount cost) -> std::optional<std::string> {
+      py::gil_scoped_acquire gil;
+      try {
+        py::object refused = (*fn)(std::string(action), make_decimal(tm.format_amount(cost)));
+        if (refused.is_none()) return std::nullopt;
+        return py::str(refused).cast<std::string>();
+      } catch (py::error_already_set& e) {
+        return "the shared budget's reservation raised " + std::string(e.what());
+      }
+    };
+  }
+  if (options.contains("settle") && !options["settle"].is_none()) {
+    auto fn = hold(options["settle"]);
+    o.settle = [fn, &tm](std::string_view action, ck::Amount cost, bool approved) {
+      py::gil_scoped_acquire gil;
+      try {
+        (*fn)(std::string(action), make_decimal(tm.format_amount(cost)), approved);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("the shared budget's settle");
+      }
+    };
   }
   std::unique_ptr<ag::LlmClient> client;
   if (llm.is_none()) {

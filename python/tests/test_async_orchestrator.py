@@ -24,7 +24,7 @@ def test_the_readme_form_runs_to_the_goal():
     result, engine = run(main())
     assert result.goal_achieved and result.termination_reason.name == "GOAL_ACHIEVED"
     assert result.final_state["processed"] == 10
-    assert engine.kernel.step_count == result.total_steps >= 2
+    assert engine.task_kernel.step_count == result.total_steps >= 2
 
 
 class AsyncLLM:
@@ -101,8 +101,9 @@ def test_cancelled_while_the_llm_thinks_commits_nothing():
 
     engine = run(main())
     assert state["cancelled"]
-    assert engine.kernel.step_count == 0 and len(engine.kernel.trace) == 1  # the genesis only
-    assert engine.kernel.budget.spent_net == 0 and engine.kernel.state["processed"] == 0
+    kernel = engine.task_kernel
+    assert kernel.step_count == 0 and len(kernel.trace) == 1  # the genesis only
+    assert kernel.budget.spent_net == 0 and kernel.state["processed"] == 0
 
 
 def test_cancelled_after_the_hand_over_lets_the_commit_finish():
@@ -135,7 +136,7 @@ def test_cancelled_after_the_hand_over_lets_the_commit_finish():
                 release.wait()
             return True
 
-        engine.kernel.add_precondition(hold)
+        engine.task_kernel.add_precondition(hold)
         task = asyncio.create_task(engine.run())
         await committing.wait()
         task.cancel()
@@ -148,8 +149,9 @@ def test_cancelled_after_the_hand_over_lets_the_commit_finish():
 
     engine = run(main())
     assert calls["commit"] == 1
-    assert engine.kernel.step_count == 1 and engine.kernel.state["processed"] == 5
-    assert engine.kernel.budget.spent_net == 2
+    kernel = engine.task_kernel
+    assert kernel.step_count == 1 and kernel.state["processed"] == 5
+    assert kernel.budget.spent_net == 2
 
 
 def test_orchestrators_share_one_kernel():
@@ -167,9 +169,45 @@ def test_orchestrators_share_one_kernel():
     assert shared.budget.spent_net <= shared.budget.budget
 
 
-def test_a_kernel_of_another_form_or_task_is_refused():
-    with pytest.raises(TypeError, match="SafetyKernel built for this task"):
-        AsyncOrchestrator(quickstart_task(), kernel=AsyncSafetyKernel(budget=5.0, invariants=[]))
+def test_the_readme_form_two_tasks_share_an_async_kernels_budget():
+    """The Python ClampAI's README: `AsyncOrchestrator(task_a, kernel=shared_kernel)` beside
+    `AsyncOrchestrator(task_b, kernel=shared_kernel)`, one budget for both."""
+    async def main():
+        shared_kernel = AsyncSafetyKernel(budget=5.0, invariants=[])
+        a = AsyncOrchestrator(quickstart_task(), kernel=shared_kernel)
+        b = AsyncOrchestrator(quickstart_task(goal="Process 10 records too"),
+                              kernel=shared_kernel)
+        results = await asyncio.gather(a.run(), b.run())
+        return shared_kernel, (a, b), results
+
+    shared, engines, results = run(main())
+    assert all(e.kernel is shared for e in engines)
+    spent = sum(e.task_kernel.budget.spent_net for e in engines)
+    assert shared.budget.spent_net == float(spent) <= 5.0  # each commit charged once
+    assert shared.budget.spent_refunded == 0
+    names = {r.termination_reason.name for r in results}
+    assert names <= {"GOAL_ACHIEVED", "BUDGET_EXHAUSTED"} and "BUDGET_EXHAUSTED" in names
+
+
+def test_a_rejected_action_is_refunded_to_the_shared_budget():
+    class Failing:
+        def complete(self, prompt, system_prompt="", temperature=0.3, max_tokens=2000):
+            return '{"action": "fail"}'  # errors += 2: the second breaks max_errors
+
+    async def main():
+        shared = AsyncSafetyKernel(budget=50.0, invariants=[])
+        engine = AsyncOrchestrator(quickstart_task(), Failing(), kernel=shared)
+        return shared, engine, await engine.run()
+
+    shared, engine, result = run(main())
+    assert engine.task_kernel.step_count == 1 and result.actions_rejected_safety >= 1
+    assert shared.budget.spent_net == 1.0
+    assert shared.budget.spent_refunded == shared.budget.spent_gross - 1.0 >= 1.0
+
+
+def test_a_kernel_of_another_kind_or_task_is_refused():
+    with pytest.raises(TypeError, match="for this task or an AsyncSafetyKernel"):
+        AsyncOrchestrator(quickstart_task(), kernel=object())
     other = SafetyKernel(quickstart_task(budget=30.0))
     with pytest.raises(ValueError, match="model differs"):
         AsyncOrchestrator(quickstart_task(), kernel=other)

@@ -256,3 +256,34 @@ TEST_CASE("Orchestrator: a cancellation ends the run before its next proposal",
     REQUIRE(kernel.trace_length() == 1);
   }
 }
+
+TEST_CASE("Orchestrator: a shared budget reserves before the commit and settles after",
+          "[agent][orchestrator]") {
+  ck::SafetyKernel kernel(ck::load_spec(kTwins));
+  ca::MockLlm llm;
+  ca::OrchestratorOptions options;
+  std::vector<std::string> log;
+  int granted = 0;
+  options.reserve = [&](std::string_view action, ck::Amount cost) -> std::optional<std::string> {
+    log.push_back("reserve " + std::string(action) + " " + kernel.model().format_amount(cost));
+    if (granted == 3) return "the shared budget is spent";
+    ++granted;
+    return std::nullopt;
+  };
+  options.settle = [&](std::string_view action, ck::Amount cost, bool approved) {
+    log.push_back("settle " + std::string(action) + " " + kernel.model().format_amount(cost) +
+                  (approved ? " approved" : " rejected"));
+  };
+  const auto r = ca::Orchestrator(kernel, llm, options).run();
+  REQUIRE(r.termination == ca::Termination::budget_exhausted);
+  REQUIRE(r.message == "the shared budget is spent");
+  REQUIRE(r.executed == 3);
+  REQUIRE(kernel.steps() == 3);
+  REQUIRE(log.size() == 7);  // three reserved and settled, the fourth refused
+  for (std::size_t i = 0; i < 6; i += 2) {
+    REQUIRE(log[i].rfind("reserve ", 0) == 0);
+    REQUIRE(log[i + 1].rfind("settle ", 0) == 0);
+    REQUIRE(log[i + 1].ends_with(" 1.000 approved"));
+  }
+  REQUIRE(log[6].rfind("reserve ", 0) == 0);
+}
