@@ -319,7 +319,7 @@ class _LedgerStore:
         try:
             self.kernel = _clampai._SharedKernel(build_model(spec), url)
         except InvalidArgument as err:
-            if "another spec" in str(err) or "spec" in str(err):
+            if "for another spec" in str(err):  # the task's genesis has another model
                 raise ValueError(f"{_redact(url)} holds another budget than "
                                  f"{_number_text(total)} for the task `{task}` ({err})") from None
             raise

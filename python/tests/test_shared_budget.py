@@ -120,3 +120,34 @@ def test_bad_files_and_urls_are_named(tmp_path):
         ProcessSharedBudgetController(5, url="http://example")
     with pytest.raises(InvalidArgument, match="cannot open"):
         ProcessSharedBudgetController(5, url=str(tmp_path / "no" / "such" / "dir.json"))
+
+
+@pytest.mark.parametrize("content", [
+    b"\xff\xfe\x00garbage",
+    b"[]",
+    b'{"clampai_budget": 2, "scale": 5, "total": 500000, "gross": 0, "refunded": 0}',
+    b'{"clampai_budget": 1, "scale": 5, "total": 500000, "gross": -1, "refunded": 0}',
+    b'{"clampai_budget": 1, "scale": 5, "total": 500000, "gross": 1, "refunded": 2}',
+    b'{"clampai_budget": 1, "scale": 5, "total": "500000", "gross": 0, "refunded": 0}',
+    b'{"clampai_budget": 1, "scale": 5, "total": 500000.0, "gross": 0, "refunded": 0}',
+    b'{"clampai_budget": 1, "scale": true, "total": 500000, "gross": 0, "refunded": 0}',
+    b'{"clampai_budget": 1, "scale": 5, "total": 500000, "gross": 0}',
+    b'{"clampai_budget": 1, "scale": 5, "total": 500000, "gross": 0, "refunded": 0',
+])
+def test_a_damaged_budget_file_is_refused_and_left_alone(tmp_path, content):
+    path = tmp_path / "budget.json"
+    path.write_bytes(content)
+    with pytest.raises(InvalidArgument, match=r"budget\.json: not a shared budget file"):
+        ProcessSharedBudgetController(5, url=str(path))
+    assert path.read_bytes() == content
+
+
+def test_a_file_damaged_after_opening_stops_every_operation(tmp_path):
+    path = tmp_path / "budget.json"
+    b = ProcessSharedBudgetController(5, url=str(path))
+    b.charge("a", 1)
+    path.write_text('{"clampai_budget": 1}')
+    with pytest.raises(InvalidArgument, match="not a shared budget file"):
+        b.charge("b", 1)
+    with pytest.raises(InvalidArgument, match="not a shared budget file"):
+        b.spent_net  # noqa: B018 - reading is refused too
