@@ -37,6 +37,8 @@ def test_pip_installs_the_package_offline_into_a_fresh_venv(tmp_path):
         from clampai.hardening import SubprocessAttestor
         assert pii_guard_invariant("note").predicate["template"] == "pii_pattern"
         assert SubprocessAttestor(["/usr/bin/true"], {{"/usr/bin/true"}}).attest().passed
+        from clampai.adapters.metrics import PrometheusMetrics
+        assert PrometheusMetrics.__module__ == "clampai.adapters.metrics"
         print("ok", sys.prefix)
     """)
     run = subprocess.run([str(python), "-c", script], env=env, cwd=tmp_path,
