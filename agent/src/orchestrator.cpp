@@ -105,6 +105,7 @@ struct Orchestrator::Impl final : driver::Driver {
   std::vector<ActionValue> ranked;
   StepRecord step;
   std::optional<kernel::Situation> chosen_in;  // the situation the step was chosen in
+  std::optional<kernel::Amount> reserved;      // what `options.reserve` granted for the step
   // Asks the LLM to choose among `offered` (valued `values`) for `step`.
   void ask(const kernel::Situation& s,
            std::span<ActionValue> values,
@@ -317,6 +318,7 @@ driver::Choice Orchestrator::Impl::next(const kernel::SafetyKernel& /*view: `ker
     choice.stop_message = std::move(message);
     return std::move(choice);
   };
+  if (options.cancelled && options.cancelled()) return finish(Termination::error, "cancelled");
   kernel::Situation s = kernel.situation();
   if (options.max_steps && result.steps >= *options.max_steps)
     return finish(Termination::step_limit,
@@ -410,12 +412,24 @@ driver::Choice Orchestrator::Impl::next(const kernel::SafetyKernel& /*view: `ker
   step.action = m.actions[chosen->action].id;
   step.params = m.actions[chosen->action].parameters.empty() ? std::string()
                                                              : detail::describe_params(m, *chosen);
+  if (options.cancelled && options.cancelled()) return finish(Termination::error, "cancelled");
+  if (options.reserve) {
+    const kernel::Amount cost = kernel.evaluate(*chosen).cost;  // the parameters' cost
+    if (auto refused = options.reserve(m.actions[chosen->action].id, cost))
+      return finish(Termination::budget_exhausted, std::move(*refused));
+    reserved = cost;
+  }
   chosen_in.emplace(std::move(s));
   choice.proposal = std::move(chosen);
   return choice;
 }
 
 void Orchestrator::Impl::committed(const kernel::Proposal& chosen, const kernel::Outcome& outcome) {
+  if (reserved) {
+    if (options.settle)
+      options.settle(model->actions[chosen.action].id, *reserved, outcome.decision.approved);
+    reserved.reset();
+  }
   ++result.steps;
   step.approved = outcome.decision.approved;
   step.cost = outcome.decision.cost;

@@ -432,7 +432,12 @@ def _action_id(action: _Any) -> str:
     return str(getattr(action, "id"))
 
 
-from ._orchestrator import ExecutionResult, LLMAdapter, Orchestrator  # noqa: E402 (uses SafetyKernel)
+from ._orchestrator import (AsyncOrchestrator, ExecutionResult, LLMAdapter,  # noqa: E402
+                            Orchestrator)  # (uses SafetyKernel)
+from ._gradients import (BoundarySeverity, GradientReport, GradientScore,  # noqa: E402
+                         GradientTracker, JacobianFusion, JacobianReport, JacobianScore,
+                         SensitivityLevel)
+from ._shared_budget import ProcessSharedBudgetController  # noqa: E402
 # The reasoning layer (python/clampai/_reasoning.py); its `Outcome` is also the kernel's.
 from ._reasoning import (ActionValue, ActionValueComputer, Belief, BeliefState,  # noqa: E402
                          CausalGraph, ClampAI_SYSTEM_PROMPT, CostAwarePriorFactory, Dependency,
@@ -455,6 +460,9 @@ __all__ += ["ActionValue", "ActionValueComputer", "Belief", "BeliefState", "Caus
             "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",
             "OutcomeType", "ProgressMonitor", "ReasoningRequest", "ReasoningResponse",
             "SaliencyEngine", "SaliencyResult", "TerminationReason", "parse_llm_response"]
+__all__ += ["AsyncOrchestrator", "ProcessSharedBudgetController", "BoundarySeverity",
+            "GradientReport", "GradientScore", "GradientTracker", "JacobianFusion",
+            "JacobianReport", "JacobianScore", "SensitivityLevel"]
 __all__ += invariants.__all__
 __all__ += ["Attestation", "Attestor", "MultiDimensionalAttestor", "PredicateAttestor",
             "ReferenceMonitor", "SubprocessAttestor"]

@@ -131,7 +131,8 @@ REASONING_CLAIMS = [
 class MetricsBackend(Protocol):
     """What a reference-form kernel reports to (`SafetyKernel(..., metrics=backend)`): any
     object with these three methods. Names: `clampai_actions_total{status}`,
-    `clampai_kernel_latency_seconds{operation}`, `clampai_budget_remaining`,
+    `clampai_kernel_latency_seconds{operation}`, `clampai_budget_utilization_ratio`,
+    `clampai_budget_remaining`,
     `clampai_step_count`, `clampai_invariant_violations_total{invariant, enforcement}`,
     `clampai_rollbacks_total`. What a backend raises is ignored: metrics never change a
     decision."""
@@ -617,6 +618,7 @@ class FormalKernel:
                 "prev_hash": ""})
             entry = self.trace._append(entry)[0]
             self._committed.append((action.id, state.fingerprint, new_state.fingerprint, cost))
+        self._emit("gauge", "clampai_budget_utilization_ratio", self.budget.utilization())
         self._emit("gauge", "clampai_budget_remaining", self.budget.remaining)
         self._emit("gauge", "clampai_step_count", float(self.step_count))
         if self._reconcile_fn is not None:

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "clampai/agent/llm.hpp"
 #include "clampai/agent/mock.hpp"
 #include "clampai/agent/orchestrator.hpp"
+#include "values.hpp"
 
 namespace clampai::python {
 namespace {
@@ -161,6 +163,13 @@ void bind_http_llm(py::module_& m) {
       .def("complete", &HttpLlm::complete, "prompt"_a, "system"_a, "max_tokens"_a, "temperature"_a);
 }
 
+void bind_agent(py::module_& m) {
+  py::class_<CancelFlag, std::shared_ptr<CancelFlag>>(m, "_CancelFlag")
+      .def(py::init<>())
+      .def("set", [](CancelFlag& f) { f.set.store(true); })
+      .def_property_readonly("is_set", [](const CancelFlag& f) { return f.set.load(); });
+}
+
 py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::dict& options) {
   ag::OrchestratorOptions o;
   if (options.contains("max_steps") && !options["max_steps"].is_none())
@@ -169,6 +178,36 @@ py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::di
     o.stuck_patience = options["stuck_patience"].cast<unsigned>();
   if (options.contains("max_consecutive_failures"))
     o.max_consecutive_failures = options["max_consecutive_failures"].cast<unsigned>();
+  if (options.contains("cancel") && !options["cancel"].is_none()) {
+    auto flag = options["cancel"].cast<std::shared_ptr<CancelFlag>>();
+    o.cancelled = [flag] { return flag->set.load(); };
+  }
+  // A shared budget's hooks (AsyncOrchestrator): Python callables, called with the GIL.
+  const ck::TaskModel& tm = kernel.model();
+  if (options.contains("reserve") && !options["reserve"].is_none()) {
+    auto fn = hold(options["reserve"]);
+    o.reserve = [fn, &tm](std::string_view action, ck::Amount cost) -> std::optional<std::string> {
+      py::gil_scoped_acquire gil;
+      try {
+        py::object refused = (*fn)(std::string(action), make_decimal(tm.format_amount(cost)));
+        if (refused.is_none()) return std::nullopt;
+        return py::str(refused).cast<std::string>();
+      } catch (py::error_already_set& e) {
+        return "the shared budget's reservation raised " + std::string(e.what());
+      }
+    };
+  }
+  if (options.contains("settle") && !options["settle"].is_none()) {
+    auto fn = hold(options["settle"]);
+    o.settle = [fn, &tm](std::string_view action, ck::Amount cost, bool approved) {
+      py::gil_scoped_acquire gil;
+      try {
+        (*fn)(std::string(action), make_decimal(tm.format_amount(cost)), approved);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("the shared budget's settle");
+      }
+    };
+  }
   std::unique_ptr<ag::LlmClient> client;
   if (llm.is_none()) {
     client = std::make_unique<ag::MockLlm>();

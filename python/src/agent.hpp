@@ -3,15 +3,27 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
+
 #include "clampai/kernel/safety_kernel.hpp"
 
 namespace clampai::python {
 
 namespace py = pybind11;
 
+/// A run's cancellation (`AsyncOrchestrator`): set from any thread, read by the loop without
+/// the GIL (OrchestratorOptions::cancelled).
+struct CancelFlag {
+  std::atomic<bool> set{false};
+};
+
+/// Binds `_CancelFlag`.
+void bind_agent(py::module_& m);
+
 /// Runs clampai::agent::Orchestrator on `kernel` with `llm` (an object with the seed's
 /// `complete(prompt, ...)`, or None for the mock) and `options` (max_steps, stuck_patience,
-/// max_consecutive_failures), with the GIL released. Returns the result as a dict.
+/// max_consecutive_failures, cancel: a `_CancelFlag` or None), with the GIL released. Returns the
+/// result as a dict.
 py::dict run_orchestrator(kernel::SafetyKernel& kernel, py::object llm, const py::dict& options);
 
 /// `_HttpLlm`: the C++ HTTP adapters (Anthropic Messages, OpenAI Chat Completions) for

@@ -57,15 +57,6 @@ std::string describe(py::error_already_set& e) {
   return text;
 }
 
-// Holds a Python object; releases it with the GIL (or leaks it at interpreter exit).
-std::shared_ptr<py::object> hold(py::object fn) {
-  return {new py::object(std::move(fn)), [](py::object* p) {
-            if (Py_IsInitialized() == 0) return;
-            py::gil_scoped_acquire gil;
-            delete p;
-          }};
-}
-
 // `fn(state_or_None, action) -> (passed, evidence)`, normalised by the package.
 PyAttestor predicate_attestor(const std::string& name, py::object fn) {
   auto held = hold(std::move(fn));

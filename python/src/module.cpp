@@ -45,6 +45,7 @@
 #include "formal.hpp"
 #include "hardening.hpp"
 #include "reasoning.hpp"
+#include "shared.hpp"
 #include "types.hpp"
 #include "values.hpp"
 
@@ -995,6 +996,8 @@ void bind_all(py::module_& m) {
     return std::vector<std::string>(std::begin(clampai::server::mcp_protocol_versions),
                                     std::end(clampai::server::mcp_protocol_versions));
   });
+  bind_agent(m);
+  bind_shared(m);
   bind_hardening(m);
   bind_formal(m);
   bind_reasoning(m);

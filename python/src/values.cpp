@@ -287,4 +287,12 @@ kernel::State in_schema(const kernel::TaskModel& m, const kernel::State& state) 
   return kernel::State(m.schema, std::move(values));
 }
 
+std::shared_ptr<py::object> hold(py::object fn) {
+  return {new py::object(std::move(fn)), [](py::object* p) {
+            if (Py_IsInitialized() == 0) return;
+            py::gil_scoped_acquire gil;
+            delete p;
+          }};
+}
+
 }  // namespace clampai::python

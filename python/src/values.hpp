@@ -35,6 +35,10 @@ py::object from_value(const kernel::Value& v);
 /// decimal.Decimal(text).
 py::object make_decimal(const std::string& text);
 
+/// Holds a Python object for C++ (a callable a hook calls); releases it with the GIL (or leaks
+/// it at interpreter exit).
+std::shared_ptr<py::object> hold(py::object fn);
+
 /// Marks the variables `floats` (by name) of `schema` as given as Python floats: a number
 /// of theirs in any state of that schema reads back as a float (the nearest double to the
 /// exact value, which the kernel keeps and decides on). Names the schema lacks are ignored;

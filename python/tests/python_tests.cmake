@@ -39,6 +39,18 @@ set_tests_properties(python_tests PROPERTIES ENVIRONMENT "${_clampai_py_env}" TI
 if(CLAMPAI_SANITIZE)
   return()  # the pip install builds an unsanitized extension: the Release stage runs it
 endif()
+# The tests that need a PostgreSQL server (they skip without DATABASE_URL in python_tests), on
+# a throwaway cluster (scripts/with-postgres.sh), when PostgreSQL's server binaries are there.
+# Not in a sanitized build: its LD_PRELOAD would reach the server's programs too.
+file(GLOB _clampai_pg_initdb /usr/lib/postgresql/*/bin/initdb)
+if(_clampai_pg_initdb)
+  add_test(NAME python_tests_postgres
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/with-postgres.sh
+            ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider
+            ${CMAKE_CURRENT_LIST_DIR}/test_shared_budget_postgres.py)
+  set_tests_properties(python_tests_postgres PROPERTIES ENVIRONMENT "${_clampai_py_env}"
+    TIMEOUT 300 LABELS postgres)
+endif()
 
 # `pip install --no-build-isolation --no-index ./python` into a fresh venv (with the system's
 # site-packages), from the source tree: the setuptools backend configures and builds the

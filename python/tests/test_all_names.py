@@ -28,14 +28,8 @@ OWN = {
 SUBMODULES = {"hardening", "invariants", "formal", "testing", "api", "reference_monitor",
               "adapters"}  # imported on first use (clampai.adapters)
 
-# The reference's names not implemented yet: issue 38's later phases.
-PENDING = {
-    # Async kernel and orchestrator, the shared-process budget.
-    "AsyncOrchestrator", "ProcessSharedBudgetController",
-    # Gradients and Jacobians.
-    "BoundarySeverity", "GradientReport", "GradientScore", "GradientTracker",
-    "JacobianFusion", "JacobianReport", "JacobianScore",
-    "SensitivityLevel",
+# The reference's names not implemented yet: none left (issue 38), and none may come back.
+PENDING: set = {
 }
 
 

@@ -41,6 +41,8 @@ def test_pip_installs_the_package_offline_into_a_fresh_venv(tmp_path):
         import clampai.adapters
         from clampai.adapters import SafeMCPServer
         assert pathlib.Path(clampai.adapters.__file__).with_name("mcp_server.pyi").is_file()
+        from clampai.adapters.metrics import PrometheusMetrics
+        assert PrometheusMetrics.__module__ == "clampai.adapters.metrics"
         print("ok", sys.prefix)
     """)
     run = subprocess.run([str(python), "-c", script], env=env, cwd=tmp_path,

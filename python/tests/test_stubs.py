@@ -121,7 +121,7 @@ def test_the_package_exports_what_it_declares():
 
 # --- The pure-Python modules' stubs (clampai/*.pyi but _clampai.pyi), checked with inspect ----
 
-PYTHON_STUBS = sorted(p for p in STUB.parent.glob("*.pyi") if p.name != "_clampai.pyi")
+PYTHON_STUBS = sorted(p for p in STUB.parent.rglob("*.pyi") if p.name != "_clampai.pyi")
 
 
 def stub_parameters(fn: ast.FunctionDef):
@@ -184,7 +184,8 @@ def test_the_python_modules_stubs_match_the_modules():
                                              "_inverse.pyi", "_composition.pyi",
                                              "_barriers.pyi"}
     for path in PYTHON_STUBS:
-        module = importlib.import_module(f"clampai.{path.stem}")
+        dotted = ".".join(path.relative_to(STUB.parent).with_suffix("").parts)
+        module = importlib.import_module(f"clampai.{dotted}")
         tree = ast.parse(path.read_text())
         named = set()
         for node in tree.body:

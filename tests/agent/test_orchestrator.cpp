@@ -224,3 +224,66 @@ TEST_CASE("Orchestrator: an exception from the kernel ends the run with `error`"
   REQUIRE(r.executed == 0);
   REQUIRE(kernel.steps() == 0);
 }
+
+TEST_CASE("Orchestrator: a cancellation ends the run before its next proposal",
+          "[agent][orchestrator]") {
+  ca::OrchestratorOptions options;
+  options.skip_dominant = false;  // the LLM is asked at every step
+  SECTION("asked at the start of a step: the steps before it are committed, no other") {
+    ck::SafetyKernel kernel(ck::load_spec(kTwins));
+    ca::MockLlm llm;
+    int asked = 0;
+    options.cancelled = [&] { return ++asked > 4; };  // two steps ask twice each
+    const auto r = ca::Orchestrator(kernel, llm, options).run();
+    REQUIRE(r.termination == ca::Termination::error);
+    REQUIRE(r.message == "cancelled");
+    REQUIRE(r.executed == 2);
+    REQUIRE(kernel.steps() == 2);
+  }
+  SECTION("set while the LLM answers: its choice is never handed to the kernel") {
+    ck::SafetyKernel kernel(ck::load_spec(kTwins));
+    Recorder llm;
+    bool cancel = false;
+    options.cancelled = [&] {
+      cancel = !llm.requests.empty();  // true once the first answer is in
+      return cancel;
+    };
+    const auto r = ca::Orchestrator(kernel, llm, options).run();
+    REQUIRE(llm.requests.size() == 1);
+    REQUIRE(r.termination == ca::Termination::error);
+    REQUIRE(r.steps == 0);
+    REQUIRE(kernel.steps() == 0);
+    REQUIRE(kernel.trace_length() == 1);
+  }
+}
+
+TEST_CASE("Orchestrator: a shared budget reserves before the commit and settles after",
+          "[agent][orchestrator]") {
+  ck::SafetyKernel kernel(ck::load_spec(kTwins));
+  ca::MockLlm llm;
+  ca::OrchestratorOptions options;
+  std::vector<std::string> log;
+  int granted = 0;
+  options.reserve = [&](std::string_view action, ck::Amount cost) -> std::optional<std::string> {
+    log.push_back("reserve " + std::string(action) + " " + kernel.model().format_amount(cost));
+    if (granted == 3) return "the shared budget is spent";
+    ++granted;
+    return std::nullopt;
+  };
+  options.settle = [&](std::string_view action, ck::Amount cost, bool approved) {
+    log.push_back("settle " + std::string(action) + " " + kernel.model().format_amount(cost) +
+                  (approved ? " approved" : " rejected"));
+  };
+  const auto r = ca::Orchestrator(kernel, llm, options).run();
+  REQUIRE(r.termination == ca::Termination::budget_exhausted);
+  REQUIRE(r.message == "the shared budget is spent");
+  REQUIRE(r.executed == 3);
+  REQUIRE(kernel.steps() == 3);
+  REQUIRE(log.size() == 7);  // three reserved and settled, the fourth refused
+  for (std::size_t i = 0; i < 6; i += 2) {
+    REQUIRE(log[i].rfind("reserve ", 0) == 0);
+    REQUIRE(log[i + 1].rfind("settle ", 0) == 0);
+    REQUIRE(log[i + 1].ends_with(" 1.000 approved"));
+  }
+  REQUIRE(log[6].rfind("reserve ", 0) == 0);
+}

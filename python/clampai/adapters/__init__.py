@@ -13,8 +13,7 @@ are not part of this project: importing one raises ImportError saying so (docs/P
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 # Each public name and the submodule that defines it (the Python ClampAI's module names).
 _NAMES: Dict[str, str] = {
@@ -26,27 +25,11 @@ _NAMES: Dict[str, str] = {
     "SafeMCPServer": "mcp_server",
 }
 
-# The metrics backends live in `clampai.adapters.metrics` (its `__all__`), when it is there.
-# COORDINATOR: the metrics module is another branch's; this block finds it whichever branch is
-# merged first, and needs no edit when both are.
-_METRICS = "metrics"
-
-
-def _metrics_names() -> Tuple[str, ...]:
-    if importlib.util.find_spec(f"{__name__}.{_METRICS}") is None:
-        return ()
-    try:
-        module = importlib.import_module(f"{__name__}.{_METRICS}")
-    except ImportError:  # pragma: no cover - its optional dependency is its own to report
-        return ()
-    return tuple(getattr(module, "__all__", ()))
-
-
-for _name in _metrics_names():
-    _NAMES.setdefault(_name, _METRICS)
+_METRICS = "metrics"  # the metrics backends (clampai.adapters.metrics)
+_NAMES["PrometheusMetrics"] = _METRICS
 
 # The Python ClampAI's metrics names, for a clear error when one is not offered.
-_REFERENCE_METRICS = ("OTelMetrics", "OTelTraceExporter", "PrometheusMetrics")
+_REFERENCE_METRICS = ("OTelMetrics", "OTelTraceExporter")
 
 # The Python ClampAI's adapters for frameworks Debian does not ship.
 _OUT_OF_SCOPE: Dict[str, str] = dict(

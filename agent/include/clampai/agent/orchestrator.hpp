@@ -66,6 +66,20 @@ struct OrchestratorOptions {
   std::size_t prompt_actions = 20;
   /// Called after every step (for a live display); must not throw.
   std::function<void(const struct StepRecord&)> on_step{};
+  /// Asked at the start of every step and again just before the chosen action is handed to
+  /// the kernel (the Python bindings' `AsyncOrchestrator`): true ends the run there with
+  /// `Termination::error` and the message `cancelled`, proposing nothing. A commit already
+  /// handed over finishes first. Must not throw; may be empty.
+  std::function<bool()> cancelled{};
+  /// A budget besides the kernel's, shared with other runs (the Python bindings'
+  /// `AsyncOrchestrator(task, kernel=AsyncSafetyKernel(...))`): `reserve` is asked just before
+  /// the chosen action is handed to the kernel, with its id and cost; a text refuses it and
+  /// ends the run with `Termination::budget_exhausted` and that text. Once the kernel has
+  /// decided, `settle` is told the same and whether it approved (the caller returns a
+  /// rejected action's reservation). A commit that throws is never settled: its reservation
+  /// stays spent. Must not throw; either may be empty.
+  std::function<std::optional<std::string>(std::string_view action, kernel::Amount cost)> reserve{};
+  std::function<void(std::string_view action, kernel::Amount cost, bool approved)> settle{};
 };
 
 /// One step of a run.
