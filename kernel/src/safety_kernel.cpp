@@ -125,6 +125,27 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     }
   }
 
+  // Budget pools: bound now (a pool that cannot take this task's scale refuses it here); a
+  // resumed trace is replayed without them and its net spend then charged to every level.
+  std::optional<std::size_t> pool;
+  if (options_.pools && !model_->budget.pool.empty())
+    pool = options_.pools->bind(model_->budget.pool, model_->budget.scale);
+  const auto join_pool_after_resume = [&] {
+    if (!pool || budget_.net() == 0) {
+      pool_ = pool;
+      return;
+    }
+    // TODO(pools, trace): when TraceEntry has its `pools` member (main: "trace: optional
+    // members"), take the per-level figures the last entries recorded instead of charging the
+    // task's net spend afresh, so that a restart never decides a pool check from a partial view.
+    std::lock_guard lock(mutex_);
+    PoolTree::Chain chain(*options_.pools, *pool, model_->budget.scale);
+    if (std::optional<Reason> r = detail::pool_check(*model_, chain, budget_.net()))
+      throw InvalidArgument("cannot continue the trace in pool `" + model_->budget.pool +
+                            "`: its net spend does not fit: " + r->message);
+    (void)chain.charge(budget_.net());
+    pool_ = pool;
+  };
   if (!options_.resume.empty()) {
     const std::vector<TraceEntry> entries = std::move(options_.resume);
     options_.resume.clear();
@@ -134,14 +155,17 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       e = entries[i++];
       return true;
     });
+    join_pool_after_resume();
     return;
   }
   if (options_.resume_from) {
     const auto next = std::move(options_.resume_from);
     options_.resume_from = nullptr;
     resume(next);
+    join_pool_after_resume();
     return;
   }
+  pool_ = pool;
   TraceEntry genesis;
   genesis.kind = EntryKind::genesis;
   genesis.cost = model_->format_amount(0);
@@ -255,6 +279,14 @@ Decision SafetyKernel::evaluate_locked(const State& state,
             d,
             operands,
             impl_->flat.data());
+  // 4b. Budget pools: every level from the task's pool up to the root (decide.cpp's table).
+  if (pool_ && d.approved && d.cost > 0) {
+    const PoolTree::Chain chain(*options_.pools, *pool_, model_->budget.scale);
+    if (std::optional<Reason> refused = detail::pool_check(*model_, chain, d.cost)) {
+      d.approved = false;
+      d.reasons.push_back(std::move(*refused));
+    }
+  }
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
                          budget_,
@@ -449,6 +481,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   // The outcome's parts (an optional<Outcome> was zeroed whole, 288 bytes, on every call).
   std::optional<Receipt> receipt;
   std::optional<State> after;
+  std::vector<PoolCharge> pool_charges;  // what the commit charged at each pool level
   bool traced = false;
   bool wake = false;  // the background hasher may have to be woken (or started)
   // The next state, built on the snapshot before the lock (so that the critical section is
@@ -484,6 +517,17 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       if (std::optional<Reason> veto = options_.guard(here, proposal, d)) {
         d.approved = false;
         d.reasons.push_back(std::move(*veto));
+      }
+    }
+    // 4b. Budget pools, with the chain held (root first) until the charge is applied below:
+    // the check and the charge are one atomic step at every level.
+    std::optional<PoolTree::Chain> chain;
+    if (pool_ && d.approved && d.cost > 0) {
+      chain.emplace(*options_.pools, *pool_, model_->budget.scale);
+      if (std::optional<Reason> refused = detail::pool_check(*model_, *chain, d.cost)) {
+        d.approved = false;
+        d.reasons.push_back(std::move(*refused));
+        chain.reset();
       }
     }
     if (options_.commit_gate && d.approved && !d.emergency) {
@@ -542,6 +586,10 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                  &d.changes,
                                  &proposal.params};
       const Amount cost = d.cost;
+      // Every level's figures after the charge (allocates: before the first mutation).
+      // TODO(pools, trace): record `pool_charges` in the entry's `pools` member when TraceEntry
+      // has it (main: "trace: optional members"; Impl::Executed then carries it to the line).
+      if (chain) pool_charges = chain->plan_charge(cost);
       // The undo record: the operands, the values before and after, the parameters.
       CLAMPAI_ALWAYS_ASSERT(operands.size() == a.effects.size() &&
                             d.changes.size() == a.effects.size());
@@ -555,7 +603,8 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       }
 
       // Commit: nothing below throws. INVARIANT (budget-safe), (step-bound), (state-valid),
-      // (chain).
+      // (chain); budget-safe at every pool level.
+      if (chain) chain->apply(pool_charges);
       budget_ = budget_after;
       if (a.emergency) {
         ++emergency_steps_;
@@ -575,7 +624,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   }
   if (options_.writer)
     for (auto& [seq, text] : attested) write_line(seq, std::move(text));
-  if (!traced) return Outcome{std::move(decision), receipt, std::move(*after)};
+  if (!traced) return Outcome{std::move(decision), receipt, std::move(*after), {}};
   if (options_.writer) {
     write_line(sequence, std::move(line));
   } else if (impl_->defer) {
@@ -583,7 +632,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   } else {
     impl_->help_hash();
   }
-  return Outcome{std::move(decision), receipt, std::move(*after)};
+  return Outcome{std::move(decision), receipt, std::move(*after), std::move(pool_charges)};
 }
 
 Decision SafetyKernel::record_rejection(const Proposal& proposal) {
@@ -661,6 +710,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
   std::uint64_t sequence = 0;
   Decision undone;
   std::optional<State> after;
+  std::vector<PoolCharge> refunds;  // what the rollback returned to each pool level
   {
     std::lock_guard lock(mutex_);
     if (sealed_)
@@ -741,6 +791,13 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     entry.emergency = a.emergency;
     BudgetController budget_after = budget_;
     budget_after.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
+    // The refund returns to every pool level too, with the chain held until it is applied.
+    // TODO(pools, trace): record `refunds` in the entry's `pools` member when TraceEntry has it.
+    std::optional<PoolTree::Chain> chain;
+    if (pool_ && u.cost > 0) {
+      chain.emplace(*options_.pools, *pool_, model_->budget.scale);
+      refunds = chain->plan_refund(u.cost);  // throws with nothing changed
+    }
     undone.approved = true;
     undone.action = u.action;
     undone.cost = u.cost;
@@ -751,6 +808,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     sequence = entry.sequence;
 
     // Commit: nothing below throws.
+    if (chain) chain->apply(refunds);
     budget_ = budget_after;
     completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
                                  std::memory_order_release);  // after the entry
@@ -760,7 +818,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     after = state_;
   }
   if (options_.writer) write_line(sequence, std::move(line));
-  return Outcome{std::move(undone), std::nullopt, std::move(*after)};
+  return Outcome{std::move(undone), std::nullopt, std::move(*after), std::move(refunds)};
 }
 
 namespace {
@@ -1037,10 +1095,12 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
     }
     case EntryKind::rejected: {
       // A guard's veto (the lookahead) is not the model's verdict: a replaying kernel has no
-      // guard, and a rejection changes nothing, so it is accepted as recorded.
+      // guard, and a rejection changes nothing, so it is accepted as recorded. A budget pool's
+      // refusal likewise: the pool is shared with other tasks whose charges the trace does not
+      // hold, so a replay never decides a pool check from that partial view.
       if (!e.reasons.empty() &&
           std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
-            return is_guard_reason(r.code);
+            return is_guard_reason(r.code) || r.subject.rfind("pool:", 0) == 0;
           }))
         break;
       const Decision d = kernel.evaluate(e.action, params);

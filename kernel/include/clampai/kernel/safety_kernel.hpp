@@ -18,6 +18,7 @@
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/mutex.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/trace.hpp"
 
@@ -108,6 +109,13 @@ struct KernelOptions {
   std::function<std::optional<Reason>(
       const Situation&, const Proposal&, const Decision&, std::vector<AttestationRecord>& records)>
       commit_gate;
+  /// The pools of this process (clampai/kernel/pools.hpp), shared by every kernel whose model's
+  /// budget names one of them (`Budget::pool`): such a kernel binds itself to its pool when it
+  /// is made, and then commits a charge only if it fits its own budget and every level from its
+  /// pool up to the root (rejected otherwise: `budget_exceeded` with subject `pool:NAME`); a
+  /// rollback refunds every level. Ignored when the model names no pool; a model that names
+  /// one is run without pool checks when this is null (the CLI refuses that).
+  std::shared_ptr<PoolTree> pools{};
 };
 
 /// What `resolve` checks of the values given: `checked`, what a decision requires (each a
@@ -176,6 +184,9 @@ struct Outcome {
   Decision decision{};               // for rollback: approved, with the restored variables
   std::optional<Receipt> receipt{};  // set iff something was committed by `execute`
   State state;                       // the kernel's state afterwards
+  /// What the commit (the rollback) charged (refunded) at each level of the task's pool, from
+  /// its own pool up to the root; empty without pools or for a cost of 0.
+  std::vector<PoolCharge> pools{};
 };
 
 class SafetyKernel;
@@ -391,7 +402,10 @@ class SafetyKernel {
   // INVARIANT (chain): each line's `prev` is the hash of the line before (T6).
   std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
-  std::uint64_t guard_epoch_ = 0;  // under the lock: how many times set_guard replaced the guard
+  std::uint64_t guard_epoch_ = 0;
+  // The pool the kernel is bound to in `options_.pools` (none: no pool checks).
+  std::optional<std::size_t>
+      pool_{};  // under the lock: how many times set_guard replaced the guard
 };
 
 /// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is
