@@ -19,7 +19,8 @@ namespace {
 
 struct Args {
   std::vector<std::string> specs;
-  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key;
+  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key,
+              pools;
   unsigned port = 8765;
   std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
   unsigned threads = 0;  // 0: one per core, at least 2
@@ -82,6 +83,13 @@ int serve_command() {
     std::lock_guard lock(log_mutex);
     std::cerr << "clampai serve: " << line << std::endl;
   };
+  if (!args.pools.empty()) {
+    if (!args.ledger.empty())
+      throw InvalidArgument(
+          "--pools: budget pools are not kept on a ledger yet: give --pools or "
+          "--ledger");
+    options.pools = load_pools_option(args.pools, nullptr);
+  }
   cs::Service service(options);
   for (const std::string& spec : args.specs) {
     try {
@@ -157,6 +165,12 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "Share each task's budget, state and trace with other processes through this "
                   "ledger: postgresql://... (a libpq URI; each task's ledger is named by its "
                   "spec's name); not with --data-dir");
+  cmd->add_option("--pools",
+                  args.pools,
+                  "A pools file (JSON): the budget pools tasks' budget.pool names, shared by "
+                  "every task served; a charge commits only if it fits every level "
+                  "(docs/POOLS.md); GET /v1/pools shows them")
+      ->option_text("FILE");
   auto* cert = cmd->add_option("--tls-cert", args.tls_cert, "PEM certificate chain: serve HTTPS");
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);

@@ -68,6 +68,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
     if (!r.trace_file.empty()) j["trace"]["file"] = r.trace_file;
     if (!r.transcript_file.empty()) j["transcript"] = r.transcript_file;
     if (r.ledger) j["ledger"] = detail::ledger(*r.ledger);
+    if (!r.pools.empty()) j["pools"] = detail::pools(r.pools);
     out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return;
   }
@@ -121,6 +122,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   out << "\n";
   if (!r.transcript_file.empty()) out << "  transcript  " << r.transcript_file << "\n";
   if (r.ledger) detail::print_ledger(out, *r.ledger);
+  detail::print_pools(out, r.pools);
 }
 
 }  // namespace clampai::report

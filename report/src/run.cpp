@@ -45,6 +45,7 @@ void write_check(std::ostream& out,
     j["budget"] = {{"total", model.format_amount(model.budget.total)},
                    {"min_action_cost", model.format_amount(model.budget.min_action_cost)},
                    {"step_limit", model.budget.step_limit}};
+    if (!model.budget.pool.empty()) j["budget"]["pool"] = model.budget.pool;
     j["ok"] = true;
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
@@ -61,6 +62,9 @@ void write_check(std::ostream& out,
   out << "  budget      " << model.format_amount(model.budget.total) << ", min action cost "
       << model.format_amount(model.budget.min_action_cost) << ", step bound (T2) "
       << model.budget.step_limit << "\n";
+  if (!model.budget.pool.empty())
+    out << "  pool        " << model.budget.pool
+        << " (not checked here: run, serve and agent check every level with --pools FILE)\n";
   out << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
 }
 
@@ -94,6 +98,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     if (!in.trace_file.empty()) j["trace"]["file"] = in.trace_file;
     if (in.trace_appended) j["trace"]["appended"] = true;
     if (in.ledger) j["ledger"] = detail::ledger(*in.ledger);
+    if (!in.pools.empty()) j["pools"] = detail::pools(in.pools);
     out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
     return;
   }
@@ -130,6 +135,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     out << (in.trace_appended ? ", appended to " : ", written to ") << in.trace_file;
   out << "\n";
   if (in.ledger) detail::print_ledger(out, *in.ledger);
+  detail::print_pools(out, in.pools);
 }
 
 void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {

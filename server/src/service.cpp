@@ -302,7 +302,7 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    const TaskStorage storage{options.data_dir, options.ledger};
+    const TaskStorage storage{options.data_dir, options.ledger, options.pools};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
       Task& ref = *task;
@@ -512,7 +512,18 @@ Response Service::Impl::route(const Request& req) {
       std::shared_lock lock(mutex);
       for (const auto& [name, task] : tasks) counters.emplace_back(name, &task->counters);
     }
-    return {200, "text/plain; version=0.0.4", metrics.render(counters), {}};
+    std::string text = metrics.render(counters);
+    if (options.pools) text += render_pools(options.pools->status());
+    return {200, "text/plain; version=0.0.4", std::move(text), {}};
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "pools") {
+    if (req.method != "GET") throw method_not_allowed("GET");
+    require(who, Right::read, "");  // on `*`: the pools cover every task, as /metrics does
+    JsonOut j;
+    j.begin_object().key("pools");
+    report::write_pools(j, options.pools ? options.pools->status() : std::vector<ck::PoolStatus>{});
+    j.end_object();
+    return {200, "application/json", j.take(), {}};
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "tasks") {
     if (req.method == "GET") {

@@ -133,6 +133,15 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     if (log) log(line);
   };
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
+  if (!model->budget.pool.empty() && !storage.pools)
+    throw InvalidArgument("task `" + model->name + "`: its budget is in pool `" +
+                          model->budget.pool +
+                          "`, and the server has no pools: start it with --pools FILE");
+  if (!model->budget.pool.empty() && !storage.ledger.empty())
+    throw InvalidArgument("task `" + model->name + "`: its budget is in pool `" +
+                          model->budget.pool +
+                          "`; budget pools are not kept on a ledger yet (serve it without "
+                          "--ledger)");
   if (!storage.ledger.empty()) {
     if (!storage.data_dir.empty())
       throw InvalidArgument(
@@ -150,6 +159,7 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     return std::make_unique<Task>(model, std::move(shared));
   }
   ck::KernelOptions options;
+  options.pools = storage.pools;
   options.trace_window = kTraceWindow;
   options.undo_depth = kUndoDepth;
   std::string path;

@@ -39,6 +39,8 @@ struct TaskStorage {
   /// memory:): the task's kernel is a `SharedKernel` on the task's ledger (named by the
   /// spec's `name`), which keeps its trace, state and budget, shared with other processes.
   std::string ledger{};
+  /// The budget pools (ServiceOptions::pools); may be null.
+  std::shared_ptr<kernel::PoolTree> pools{};
 };
 
 /// The counters of one task, for /metrics.
