@@ -644,6 +644,10 @@ Response Service::Impl::task_route(Task& task,
       write_state(j, out.state);
       j.key("budget");
       write_budget(j, m, task.kernel().budget());
+      if (!out.pools.empty()) {  // what the commit charged at each pool level (--pools)
+        j.key("pools");
+        report::write_pool_charges(j, out.pools);
+      }
       j.key("goal_reached").value(m.goal_holds(out.state));
     }
     j.end_object();
