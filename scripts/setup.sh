@@ -12,6 +12,7 @@ packages=(build-essential cmake ninja-build pkg-config clang-format
           libpqxx-dev postgresql     # the shared ledger and its throwaway test clusters
           pybind11-dev python3-pybind11 python3-dev python3-setuptools python3-venv
           python3-pytest python3-hypothesis   # the Python bindings and their tests
+          python3-fastapi python3-httpx       # clampai.adapters' middleware and its tests
           ccache                     # the pip install test reuses the Release build's objects
           coq libzarith-ocaml-dev ocaml-findlib  # the machine-checked proofs and their extraction
           wrk linux-perf)            # load tests and profiles

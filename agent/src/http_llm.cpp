@@ -136,6 +136,9 @@ class HttpLlm final : public LlmClient {
     if (request.max_tokens <= 0)
       throw std::invalid_argument("max_tokens must be positive, not " +
                                   std::to_string(request.max_tokens));
+    if (request.temperature && !(*request.temperature >= 0 && *request.temperature <= 2))
+      throw std::invalid_argument("temperature must be from 0 to 2, not " +
+                                  std::to_string(*request.temperature));
 
     const auto names = detail::make_tool_names(request.tools);
     const json body = options_.vendor == Vendor::anthropic

@@ -128,6 +128,7 @@ json anthropic_body(const LlmRequest& request, const std::string& model, const T
             {"max_tokens", request.max_tokens},
             {"messages", json::array({json{{"role", "user"}, {"content", request.prompt}}})}};
   if (!request.system.empty()) body["system"] = request.system;
+  if (request.temperature) body["temperature"] = *request.temperature;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (std::size_t i = 0; i < request.tools.size(); ++i) {
@@ -153,6 +154,7 @@ json openai_body(const LlmRequest& request,
   messages.push_back(json{{"role", "user"}, {"content", request.prompt}});
   json body{{"model", model}, {"messages", std::move(messages)}};
   body[max_tokens_field] = request.max_tokens;
+  if (request.temperature) body["temperature"] = *request.temperature;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (std::size_t i = 0; i < request.tools.size(); ++i) {

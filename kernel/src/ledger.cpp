@@ -496,11 +496,19 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
   const ParamMap params = e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, index);
   switch (e.kind) {
     case EntryKind::attested:
+    case EntryKind::checkpoint:
+    case EntryKind::approval_requested:
+    case EntryKind::approval_granted:
+    case EntryKind::approval_denied:
+    case EntryKind::approval_expired:
       try {
-        (void)local_->record_attested(e);  // changes nothing but the trace
+        (void)local_->record_note(e);  // changes nothing but the trace
       } catch (const InvalidArgument& err) {
         fail(err.what());
       }
+      break;
+    case EntryKind::spec_changed:
+      fail("a spec change on a shared ledger (a reload is refused on a shared ledger)");
       break;
     case EntryKind::genesis:
       follow_failed(*ledger_, index, "a second genesis entry");
@@ -511,7 +519,8 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
       auto resolved = local_->resolve(e.action, params);
       if (std::holds_alternative<Reason>(resolved))
         fail("`" + e.action + "`: " + std::get<Reason>(resolved).message);
-      const Proposal& p = std::get<Proposal>(resolved);
+      Proposal& p = std::get<Proposal>(resolved);
+      p.principal = e.principal;
       Undo u{e.sequence, p.action, 0, local_->state(), p.params};
       const Outcome o = local_->execute(p);
       if (!o.receipt) fail("`" + e.action + "` is rejected on replay");
@@ -531,7 +540,8 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
         replay_veto_ = e.reasons.front();
       if (std::holds_alternative<Reason>(resolved)) {
         (void)local_->execute(e.action, params);  // traces the unknown action or bad parameter
-      } else if (local_->record_rejection(std::get<Proposal>(resolved)).approved) {
+      } else if (Proposal& p = std::get<Proposal>(resolved);
+                 (p.principal = e.principal, local_->record_rejection(p).approved)) {
         fail("`" + e.action + "` was recorded as rejected but is approved on replay");
       }
       break;

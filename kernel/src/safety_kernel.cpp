@@ -325,6 +325,10 @@ void SafetyKernel::append_locked(TraceEntry& entry,
   entry.gross = model_->format_amount(budget.gross());
   entry.net = model_->format_amount(budget.net());
   entry.time_us = options_.clock();
+  if (options_.signer && (entry.kind == EntryKind::sealed || entry.kind == EntryKind::checkpoint)) {
+    entry.signature.clear();
+    entry.signature = options_.signer(entry.signed_bytes());  // may throw: nothing changed yet
+  }
   k.line.clear();
   const detail::LineLayout at = detail::append_canonical_without_hash(k.line, entry);
   store_line_locked(entry.kind, k.line, at.hash_at, at.prev_at, line);
@@ -390,6 +394,7 @@ TraceEntry detail::rejected_entry(const TaskModel& m, const Proposal& proposal, 
   entry.emergency = d.emergency;
   entry.reasons = d.reasons;
   entry.warnings = d.warnings;
+  entry.principal = proposal.principal;
   return entry;
 }
 
@@ -541,6 +546,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       for (const AttestationRecord& r : records) {
         TraceEntry entry = attestation_entry(r);
         entry.cost = model_->format_amount(0);
+        entry.principal = proposal.principal;
         std::string text;
         append_locked(entry, steps_, emergency_steps_, budget_, options_.writer ? &text : nullptr);
         attested.emplace_back(entry.sequence, std::move(text));
@@ -595,8 +601,27 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                             d.changes.size() == a.effects.size());
       k.push_undo(sequence, proposal.action, a, cost, operands, state_, d.changes, proposal.params);
       try {
-        k.publish_executed(entry, options_.writer ? &line : nullptr);
-        copy_last_line_locked(options_.writer ? &line : nullptr);
+        if (proposal.principal.empty()) {
+          k.publish_executed(entry, options_.writer ? &line : nullptr);
+          copy_last_line_locked(options_.writer ? &line : nullptr);
+        } else {
+          // An entry with a principal is kept as its line (the compact record has no room for
+          // optional members), with the same fields and counters.
+          TraceEntry text;
+          text.kind = EntryKind::executed;
+          text.action = a.id;
+          text.params = detail::named_params(a, proposal.params);
+          text.changes = named(*model_, d.changes);
+          text.cost = model_->format_amount(d.cost);
+          text.emergency = a.emergency;
+          text.warnings = d.warnings;
+          text.principal = proposal.principal;
+          append_locked(text,
+                        entry.fields.step,
+                        entry.fields.emergency_steps,
+                        budget_after,
+                        options_.writer ? &line : nullptr);
+        }
       } catch (...) {
         k.pop_undo_back();
         throw;
@@ -656,13 +681,26 @@ TraceEntry SafetyKernel::record_attested(TraceEntry entry) {
   if (entry.kind != EntryKind::attested)
     throw InvalidArgument("record_attested: a `" + std::string(to_string(entry.kind)) +
                           "` entry is not an attestation");
-  if (auto bad = malformed_attestation(entry)) throw InvalidArgument("record_attested: " + *bad);
+  return record_note(std::move(entry));
+}
+
+TraceEntry SafetyKernel::record_note(TraceEntry entry) {
+  const std::string what =
+      entry.kind == EntryKind::attested ? "record_attested: " : "record_note: ";
+  if (!is_note(entry.kind))
+    throw InvalidArgument(what + "a `" + std::string(to_string(entry.kind)) +
+                          "` entry changes more than the trace");
+  if (entry.kind == EntryKind::attested)
+    if (auto bad = malformed_attestation(entry)) throw InvalidArgument(what + *bad);
   if (!entry.action.empty() && !model_->find_action(entry.action))
-    throw InvalidArgument("record_attested: unknown action `" + entry.action + "`");
+    throw InvalidArgument(what + "unknown action `" + entry.action + "`");
   TraceEntry kept;
-  kept.kind = EntryKind::attested;
+  kept.kind = entry.kind;
   kept.action = std::move(entry.action);
   kept.params = std::move(entry.params);
+  kept.reasons = std::move(entry.reasons);
+  kept.principal = std::move(entry.principal);
+  kept.ticket = std::move(entry.ticket);
   kept.cost = model_->format_amount(0);
   std::string line;
   {
@@ -851,6 +889,8 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
   auto guard = std::move(options_.guard);
   auto commit_gate = std::move(options_.commit_gate);
   auto clock = std::move(options_.clock);
+  auto signer = std::move(options_.signer);  // recorded signatures are kept as they are
+  options_.signer = nullptr;
   const bool record = options_.record_rejections;
   options_.writer = nullptr;
   options_.guard = nullptr;
@@ -881,8 +921,14 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
         resume_failed(i, "a second genesis entry");
       case EntryKind::sealed:
         resume_failed(i, "the trace is sealed: nothing may follow a seal (start a new trace)");
+      case EntryKind::spec_changed:
+        resume_failed(i, "the spec was changed here: continue it with the spec in force");
       case EntryKind::executed: {
-        const Outcome o = execute(e.action, *params);
+        auto resolved = resolve(e.action, *params);
+        if (auto* r = std::get_if<Reason>(&resolved)) resume_failed(i, r->message);
+        Proposal& p = std::get<Proposal>(resolved);
+        p.principal = e.principal;
+        const Outcome o = execute(p);
         if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
         receipts.push_back(*o.receipt);
         if (options_.undo_depth > 0 && receipts.size() > options_.undo_depth) {
@@ -894,6 +940,11 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
       case EntryKind::attested:
         if (auto why = malformed_attestation(e)) resume_failed(i, *why);
         [[fallthrough]];
+      case EntryKind::checkpoint:
+      case EntryKind::approval_requested:
+      case EntryKind::approval_granted:
+      case EntryKind::approval_denied:
+      case EntryKind::approval_expired:
       case EntryKind::rejected: {
         // A rejection (an attestation) changes nothing but the trace: kept as recorded once it
         // links.
@@ -929,6 +980,7 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
   options_.guard = std::move(guard);
   options_.commit_gate = std::move(commit_gate);
   options_.clock = std::move(clock);
+  options_.signer = std::move(signer);
   options_.record_rejections = record;
 }
 
@@ -1127,6 +1179,18 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
       if (!e.action.empty() && !model.find_action(e.action))
         return "an attestation of unknown action `" + e.action + "`";
       break;
+    case EntryKind::checkpoint:
+    case EntryKind::approval_requested:
+    case EntryKind::approval_granted:
+    case EntryKind::approval_denied:
+    case EntryKind::approval_expired:
+      // Notes change nothing (the counters below must not move); what they name must exist.
+      if (!e.action.empty() && !model.find_action(e.action))
+        return "a `" + std::string(to_string(e.kind)) + "` entry of unknown action `" + e.action +
+               "`";
+      break;
+    case EntryKind::spec_changed:
+      return std::string("the spec was changed here: replay it with the spec in force");
     case EntryKind::sealed:
       if (e.state != state_digest(kernel.state()))
         return std::string("the final state differs from the sealed one");

@@ -6,10 +6,16 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "clampai/agent/http.hpp"
 #include "clampai/agent/llm.hpp"
 #include "clampai/agent/mock.hpp"
 #include "clampai/agent/orchestrator.hpp"
@@ -65,7 +71,95 @@ class PythonLlm final : public ag::LlmClient {
   py::object adapter_;
 };
 
+// One HTTP adapter, shared by the Python threads that call it (the C++ client is not
+// thread-safe: its calls are serialised here, with the GIL released while they wait).
+class HttpLlm {
+ public:
+  HttpLlm(const std::string& vendor,
+          const std::string& api_key,
+          const std::string& model,
+          const std::string& base_url,
+          std::int64_t timeout_ms,
+          int max_retries) {
+    ag::HttpLlmOptions o;
+    if (vendor == "anthropic")
+      o.vendor = ag::Vendor::anthropic;
+    else if (vendor == "openai")
+      o.vendor = ag::Vendor::openai;
+    else
+      throw py::value_error("vendor must be `anthropic` or `openai`, not `" + vendor + "`");
+    if (timeout_ms <= 0)
+      throw py::value_error("timeout must be positive, not " + std::to_string(timeout_ms) + " ms");
+    o.api_key = api_key;
+    o.model = model;
+    o.base_url = base_url;
+    o.total_timeout = std::chrono::milliseconds(timeout_ms);
+    o.connect_timeout = std::min(o.connect_timeout, o.total_timeout);
+    o.max_retries = max_retries;
+    client_ = ag::make_http_llm(o);  // std::invalid_argument (ValueError) on a bad option
+  }
+
+  std::string complete(const std::string& prompt,
+                       const std::string& system,
+                       std::int64_t max_tokens,
+                       std::optional<double> temperature) {
+    ag::LlmRequest request;
+    request.prompt = prompt;
+    request.system = system;
+    request.max_tokens = max_tokens;
+    request.temperature = temperature;
+    std::string error;
+    ag::LlmErrorKind kind = ag::LlmErrorKind::http;
+    {
+      py::gil_scoped_release nogil;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      try {
+        return client_->complete(request).text;
+      } catch (const ag::LlmError& e) {
+        kind = e.kind();
+        error = std::string(client_->name()) + ": " + e.what();
+      }
+    }
+    switch (kind) {
+      case ag::LlmErrorKind::timeout:
+        PyErr_SetString(PyExc_TimeoutError, error.c_str());
+        break;
+      case ag::LlmErrorKind::auth:
+        PyErr_SetString(PyExc_PermissionError, error.c_str());
+        break;
+      case ag::LlmErrorKind::unparsable:
+        PyErr_SetString(PyExc_ValueError, error.c_str());
+        break;
+      case ag::LlmErrorKind::http:
+        PyErr_SetString(PyExc_ConnectionError, error.c_str());
+        break;
+    }
+    throw py::error_already_set();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unique_ptr<ag::LlmClient> client_;
+};
+
 }  // namespace
+
+void bind_http_llm(py::module_& m) {
+  py::class_<HttpLlm>(m, "_HttpLlm")
+      .def(py::init<const std::string&,
+                    const std::string&,
+                    const std::string&,
+                    const std::string&,
+                    std::int64_t,
+                    int>(),
+           "vendor"_a,
+           "api_key"_a,
+           "model"_a,
+           "base_url"_a,
+           "timeout_ms"_a,
+           "max_retries"_a)
+      .def("complete", &HttpLlm::complete, "prompt"_a, "system"_a, "max_tokens"_a, "temperature"_a);
+}
 
 py::dict run_orchestrator(ck::SafetyKernel& kernel, py::object llm, const py::dict& options) {
   ag::OrchestratorOptions o;

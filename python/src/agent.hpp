@@ -14,4 +14,10 @@ namespace py = pybind11;
 /// max_consecutive_failures), with the GIL released. Returns the result as a dict.
 py::dict run_orchestrator(kernel::SafetyKernel& kernel, py::object llm, const py::dict& options);
 
+/// `_HttpLlm`: the C++ HTTP adapters (Anthropic Messages, OpenAI Chat Completions) for
+/// clampai.adapters' AnthropicAdapter and OpenAIAdapter. `complete` releases the GIL; an
+/// LlmError becomes TimeoutError (timeout), PermissionError (auth), ConnectionError (http) or
+/// ValueError (unparsable), naming the vendor.
+void bind_http_llm(py::module_& m);
+
 }  // namespace clampai::python

@@ -37,6 +37,7 @@
 #include "clampai/report/lookahead.hpp"
 #include "clampai/report/repair.hpp"
 #include "clampai/report/verify.hpp"
+#include "clampai/server/mcp.hpp"
 #include "clampai/verifier/lookahead.hpp"
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
@@ -989,6 +990,11 @@ void bind_all(py::module_& m) {
       "kernel"_a,
       "llm"_a,
       "options"_a);
+  bind_http_llm(m);
+  m.def("_mcp_protocol_versions", [] {
+    return std::vector<std::string>(std::begin(clampai::server::mcp_protocol_versions),
+                                    std::end(clampai::server::mcp_protocol_versions));
+  });
   bind_hardening(m);
   bind_formal(m);
   bind_reasoning(m);

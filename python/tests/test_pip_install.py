@@ -37,6 +37,10 @@ def test_pip_installs_the_package_offline_into_a_fresh_venv(tmp_path):
         from clampai.hardening import SubprocessAttestor
         assert pii_guard_invariant("note").predicate["template"] == "pii_pattern"
         assert SubprocessAttestor(["/usr/bin/true"], {{"/usr/bin/true"}}).attest().passed
+        import pathlib
+        import clampai.adapters
+        from clampai.adapters import SafeMCPServer
+        assert pathlib.Path(clampai.adapters.__file__).with_name("mcp_server.pyi").is_file()
         print("ok", sys.prefix)
     """)
     run = subprocess.run([str(python), "-c", script], env=env, cwd=tmp_path,

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -237,6 +238,30 @@ TEST_CASE("Anthropic and OpenAI: a request without tools sends no tool_choice",
     CHECK_FALSE(body.contains("tools"));
     CHECK_FALSE(body.contains("tool_choice"));
     CHECK_FALSE(body.contains("system"));
+  }
+}
+
+TEST_CASE("Anthropic and OpenAI: a temperature is sent when set, and only then",
+          "[agent][llm_http]") {
+  for (const Vendor v : {Vendor::anthropic, Vendor::openai}) {
+    const std::string answer = v == Vendor::anthropic ? anthropic_text("ok") : openai_text("ok");
+    FakeServer server({http_reply(200, answer), http_reply(200, answer)});
+    Harness h;
+    auto llm = make_http_llm(h.options(v, server));
+    LlmRequest request;
+    request.prompt = "hi";
+    (void)llm->complete(request);
+    request.temperature = 0.25;
+    (void)llm->complete(request);
+    const auto got = server.received();
+    REQUIRE(got.size() == 2);
+    CHECK_FALSE(json::parse(got[0].body).contains("temperature"));
+    CHECK(json::parse(got[1].body).at("temperature") == 0.25);
+    for (const double bad : {-0.5, 2.5, std::nan("")}) {
+      request.temperature = bad;
+      CHECK_THROWS_WITH(llm->complete(request), Contains("temperature must be from 0 to 2"));
+    }
+    CHECK(server.received().size() == 2);  // a bad temperature never reaches the server
   }
 }
 

@@ -49,8 +49,19 @@ using detail::append_value;
 using detail::JsonNode;
 using detail::kZeroHash;
 
-constexpr std::string_view kKindNames[] = {
-    "genesis", "executed", "rejected", "rolled_back", "sealed", "attested"};
+constexpr std::string_view kKindNames[] = {"genesis",
+                                           "executed",
+                                           "rejected",
+                                           "rolled_back",
+                                           "sealed",
+                                           "attested",
+                                           "checkpoint",
+                                           "approval_requested",
+                                           "approval_granted",
+                                           "approval_denied",
+                                           "approval_expired",
+                                           "spec_changed"};
+static_assert(std::size(kKindNames) == kEntryKinds, "every kind is named");
 
 void append_named_values(std::string& out,
                          const std::vector<std::pair<std::string, Value>>& values) {
@@ -72,6 +83,27 @@ void append_named_values(std::string& out,
     append_json_string(out, order[i]->first);
     out += ':';
     append_value(out, order[i]->second);
+  }
+  out += '}';
+}
+
+// The `pools` member: pool name -> {"gross", "net"}, names in order.
+void append_pools(std::string& out, const std::vector<PoolLevel>& pools) {
+  std::vector<const PoolLevel*> order;
+  order.reserve(pools.size());
+  for (const PoolLevel& p : pools) order.push_back(&p);
+  std::sort(order.begin(), order.end(), [](const PoolLevel* a, const PoolLevel* b) {
+    return a->name < b->name;
+  });
+  out += ",\"pools\":{";
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, order[i]->name);
+    out += ":{\"gross\":";
+    append_json_string(out, order[i]->gross);
+    out += ",\"net\":";
+    append_json_string(out, order[i]->net);
+    out += '}';
   }
   out += '}';
 }
@@ -194,7 +226,39 @@ TraceEntry entry_from_json(const JsonNode& j) {
     bad("`time` is out of range");
   }
   e.warnings = reasons(j, "warnings");
-  if (j.members.size() != 18) bad("unexpected members (an entry has exactly 18)");
+  // The optional members: present only when they say something, so that each entry has one
+  // canonical line.
+  std::size_t optional = 0;
+  auto text = [&](const char* key, std::string& out) {
+    if (j.find(key) == nullptr) return;
+    ++optional;
+    out = member(j, key, JsonNode::Kind::string).text;
+    if (out.empty()) bad(std::string("`") + key + "` is empty (an empty one is left out)");
+  };
+  text("principal", e.principal);
+  text("ticket", e.ticket);
+  text("signature", e.signature);
+  if (j.find("enforced") != nullptr) {
+    ++optional;
+    if (member(j, "enforced", JsonNode::Kind::boolean).boolean)
+      bad("`enforced` is true (only `false` is written; an enforced entry leaves it out)");
+    e.enforced = false;
+  }
+  if (j.find("pools") != nullptr) {
+    ++optional;
+    const JsonNode& pools = member(j, "pools", JsonNode::Kind::object);
+    if (pools.members.empty()) bad("`pools` is empty (an entry that charges none leaves it out)");
+    for (const auto& [name, level] : pools.members) {
+      if (level.kind != JsonNode::Kind::object || level.members.size() != 2)
+        bad("pool `" + name + "` must be an object with exactly `gross` and `net`");
+      e.pools.push_back({name,
+                         member(level, "gross", JsonNode::Kind::string).text,
+                         member(level, "net", JsonNode::Kind::string).text});
+    }
+  }
+  if (j.members.size() != 18 + optional)
+    bad("unexpected members (an entry has exactly 18, and the optional `enforced`, `pools`, "
+        "`principal`, `signature` and `ticket`)");
   return e;
 }
 
@@ -641,8 +705,10 @@ class CanonicalReader {
 };
 
 // The entry kind named `name`, if it is one (kKindNames, compared by length first).
+// The kinds added with the optional members (checkpoint, approvals, spec changes) are rare:
+// their lines take the general path.
 CLAMPAI_INLINE bool kind_named(std::string_view name, EntryKind& kind) {
-  static_assert(std::size(kKindNames) == 6, "every kind is named below");
+  static_assert(std::size(kKindNames) == 12, "the kinds read here are the first six");
   EntryKind k{};
   switch (name.size()) {
     case 6:
@@ -843,6 +909,7 @@ LineLayout append_canonical_without_hash(std::string& out, const TraceEntry& e) 
   out += ",\"emergency\":";
   out += e.emergency ? "true" : "false";
   append_count(out, ",\"emergency_steps\":", e.emergency_steps);
+  if (!e.enforced) out += ",\"enforced\":false";
   out += ",\"gross\":";
   append_json_string(out, e.gross);
   at.hash_at = out.size();
@@ -852,17 +919,30 @@ LineLayout append_canonical_without_hash(std::string& out, const TraceEntry& e) 
   append_json_string(out, e.net);
   out += ",\"params\":";
   append_named_values(out, e.params);
+  if (!e.pools.empty()) append_pools(out, e.pools);
   out += ",\"prev\":";
   at.prev_at = out.size() + 1;
   append_json_string(out, e.prev);
+  if (!e.principal.empty()) {
+    out += ",\"principal\":";
+    append_json_string(out, e.principal);
+  }
   out += ",\"reasons\":";
   append_reasons(out, e.reasons);
   append_count(out, ",\"seq\":", e.sequence);
+  if (!e.signature.empty()) {
+    out += ",\"signature\":";
+    append_json_string(out, e.signature);
+  }
   out += ",\"spec\":";
   append_json_string(out, e.spec);
   out += ",\"state\":";
   append_json_string(out, e.state);
   append_count(out, ",\"step\":", e.step);
+  if (!e.ticket.empty()) {
+    out += ",\"ticket\":";
+    append_json_string(out, e.ticket);
+  }
   append_count(out, ",\"time\":", e.time_us);
   out += ",\"warnings\":";
   append_reasons(out, e.warnings);
@@ -963,6 +1043,34 @@ std::string chain_summary(std::size_t entries, std::uint64_t first_sequence, boo
 }  // namespace detail
 
 std::string_view to_string(EntryKind kind) { return kKindNames[static_cast<int>(kind)]; }
+
+bool is_note(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::attested:
+    case EntryKind::checkpoint:
+    case EntryKind::approval_requested:
+    case EntryKind::approval_granted:
+    case EntryKind::approval_denied:
+    case EntryKind::approval_expired:
+      return true;
+    case EntryKind::genesis:
+    case EntryKind::executed:
+    case EntryKind::rejected:
+    case EntryKind::rolled_back:
+    case EntryKind::sealed:
+    case EntryKind::spec_changed:
+      return false;
+  }
+  return false;
+}
+
+std::string TraceEntry::signed_bytes() const {
+  TraceEntry unsigned_entry = *this;
+  unsigned_entry.signature.clear();
+  std::string out;
+  detail::append_canonical_without_hash(out, unsigned_entry);
+  return out;
+}
 
 std::string TraceEntry::to_json_line() const { return serialize(*this, true); }
 

@@ -28,6 +28,8 @@ struct LlmRequest {
   std::string prompt;           ///< this step's situation: state, offered actions, last outcome
   std::vector<ToolSpec> tools;  ///< the offered actions (the LLM answers with a call to one)
   std::int64_t max_tokens = 1024;
+  /// The sampling temperature, sent as `temperature`; empty: not sent (the API's default).
+  std::optional<double> temperature;
   /// true: the model must call one of `tools` (anthropic tool_choice `any`, openai `required`);
   /// false: it may answer in text instead (`auto`), e.g. to stop.
   bool require_tool_call = false;

@@ -31,6 +31,9 @@ using ParamMap = std::vector<std::pair<std::string, Value>>;
 struct Proposal {
   std::size_t action = 0;
   std::vector<Value> params{};
+  /// Who proposes it (a server's principal), recorded in the trace entries it causes; empty:
+  /// nobody named (the entries have no `principal` member). Never part of the decision.
+  std::string principal{};
 };
 
 /// Where a kernel stands, or a search imagines one to stand: the state and the counters every
@@ -116,6 +119,11 @@ struct KernelOptions {
   /// rollback refunds every level. Ignored when the model names no pool; a model that names
   /// one is run without pool checks when this is null (the CLI refuses that).
   std::shared_ptr<PoolTree> pools{};
+  /// Signs the seal and every `checkpoint` entry as it is appended: given the entry's
+  /// `signed_bytes()` (its canonical JSON without `hash` and `signature`), returns the
+  /// signature (hex) that becomes its `signature` member. Called under the kernel's lock; a
+  /// throw leaves the trace as it was. Empty: entries are not signed. Not called on resume.
+  std::function<std::string(std::string_view)> signer{};
 };
 
 /// What `resolve` checks of the values given: `checked`, what a decision requires (each a
@@ -291,6 +299,15 @@ class SafetyKernel {
   /// @throws InvalidArgument if `entry` is not a well-formed attested entry (naming what is
   /// wrong) or the kernel is sealed; TraceError if the trace file cannot be written.
   TraceEntry record_attested(TraceEntry entry);
+
+  /// Appends `entry`, an entry that changes nothing but the trace (`is_note`: `attested`,
+  /// `checkpoint`, `approval_*`), with the kernel's counters, budget and time. Keeps its
+  /// `action` (empty, or an action of the model), `params`, `reasons`, `principal` and
+  /// `ticket`; a `checkpoint` is signed by `KernelOptions::signer` if there is one. Returns the
+  /// entry as appended.
+  /// @throws InvalidArgument if `entry` is of another kind, names an unknown action, is a
+  /// malformed attestation, or the kernel is sealed; TraceError if the trace cannot be written.
+  TraceEntry record_note(TraceEntry entry);
 
   /// Undoes the most recent committed action (T7): restores the exact pre-action state,
   /// computed both by the algebraic inverse of the declared effects and by the state

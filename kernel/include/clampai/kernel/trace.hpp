@@ -24,8 +24,26 @@ enum class EntryKind : std::uint8_t {
   rolled_back,  // an executed action was undone (T7)
   sealed,       // last entry: final state digest; nothing may follow
   attested,     // an attestation's result (the reference monitor's gates); changes nothing
+  checkpoint,   // a point of the chain signed on the way (`--checkpoint-every`); changes nothing
+  approval_requested,  // an action waits for a principal's approval (a ticket); changes nothing
+  approval_granted,    // the ticket was approved (the commit, if any, is the next entry)
+  approval_denied,     // the ticket was denied; changes nothing
+  approval_expired,    // the ticket's time ran out; changes nothing
+  spec_changed,        // the task's spec was replaced (a reload behind proofs)
 };
+inline constexpr std::size_t kEntryKinds = 12;
 std::string_view to_string(EntryKind kind);
+
+/// Whether an entry of `kind` changes nothing but the trace (no state, budget or counter).
+bool is_note(EntryKind kind);
+
+/// A budget pool's spend after an entry (issue 41's nested budgets): one per level charged.
+struct PoolLevel {
+  std::string name;   // the pool's name in the pools file
+  std::string gross;  // its gross and net spend after the entry (decimal text)
+  std::string net;
+  friend bool operator==(const PoolLevel&, const PoolLevel&) = default;
+};
 
 /// One entry. Every field is covered by `hash`, which is the SHA-256 of the entry's RFC 8785
 /// canonical JSON without the `hash` member; `prev` links it to the entry before (T6).
@@ -48,11 +66,21 @@ struct TraceEntry {
   std::int64_t time_us = 0;  // wall clock, microseconds since epoch
   std::string prev;          // hash of the previous entry (64 hex)
   std::string hash;          // hash of this entry (64 hex)
+  // Optional members: absent from the line when empty (so every trace written without them
+  // reads and hashes as before); each is covered by `hash` like the others.
+  std::string principal{};         // who caused the entry (a server's principal)
+  bool enforced = true;            // false: recorded in shadow mode, the theorems not enforced
+  std::vector<PoolLevel> pools{};  // the pools charged, by name (written sorted by name)
+  std::string ticket{};            // an approval's ticket
+  std::string signature{};         // seal and checkpoint: Ed25519 over `signed_bytes()`, hex
 
   /// The canonical JSON line of this entry, including `hash`.
   [[nodiscard]] std::string to_json_line() const;
   /// The SHA-256 this entry should have, recomputed from its fields.
   [[nodiscard]] std::string compute_hash() const;
+  /// What a signature signs: the canonical JSON of the entry without `hash` and `signature`
+  /// (it names `prev`, so it covers the whole chain before the entry).
+  [[nodiscard]] std::string signed_bytes() const;
 };
 
 /// An attestation's result as the trace records it: an `attested` entry (docs/SPEC.md, 13).
