@@ -135,9 +135,9 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       pool_ = pool;
       return;
     }
-    // TODO(pools, trace): when TraceEntry has its `pools` member (main: "trace: optional
-    // members"), take the per-level figures the last entries recorded instead of charging the
-    // task's net spend afresh, so that a restart never decides a pool check from a partial view.
+    // The entries' `pools` members record each level's figures as they were (every task's
+    // spend), but a restarted process starts its pools from the file and its other tasks
+    // resume one by one: each task charges its own net spend again, which never undercounts.
     std::lock_guard lock(mutex_);
     PoolTree::Chain chain(*options_.pools, *pool, model_->budget.scale);
     if (std::optional<Reason> r = detail::pool_check(*model_, chain, budget_.net()))
@@ -253,6 +253,19 @@ Decision SafetyKernel::evaluate_in(const State& state, const Proposal& proposal)
 }
 
 namespace {
+// A commit's (a rollback's) pool figures as the trace entry's `pools` member records them.
+std::vector<PoolLevel> pool_levels(const std::vector<PoolCharge>& charges) {
+  std::vector<PoolLevel> out;
+  out.reserve(charges.size());
+  for (const PoolCharge& c : charges) {
+    const auto text = [&c](Amount a) {
+      return Decimal{a, static_cast<std::uint8_t>(c.scale)}.to_string();
+    };
+    out.push_back(PoolLevel{c.pool, text(c.gross), text(c.net)});
+  }
+  return out;
+}
+
 std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c, std::size_t n) {
   std::vector<std::uint64_t> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = c[i].load(std::memory_order_relaxed);
@@ -592,21 +605,23 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                  &d.changes,
                                  &proposal.params};
       const Amount cost = d.cost;
-      // Every level's figures after the charge (allocates: before the first mutation).
-      // TODO(pools, trace): record `pool_charges` in the entry's `pools` member when TraceEntry
-      // has it (main: "trace: optional members"; Impl::Executed then carries it to the line).
+      // Every level's figures after the charge (allocates: before the first mutation), for the
+      // entry's `pools` member; on resume, the figures the entry recorded.
       if (chain) pool_charges = chain->plan_charge(cost);
+      std::vector<PoolLevel> levels =
+          chain ? pool_levels(pool_charges)
+                : (resume_pools_ != nullptr ? *resume_pools_ : std::vector<PoolLevel>{});
       // The undo record: the operands, the values before and after, the parameters.
       CLAMPAI_ALWAYS_ASSERT(operands.size() == a.effects.size() &&
                             d.changes.size() == a.effects.size());
       k.push_undo(sequence, proposal.action, a, cost, operands, state_, d.changes, proposal.params);
       try {
-        if (proposal.principal.empty()) {
+        if (proposal.principal.empty() && levels.empty()) {
           k.publish_executed(entry, options_.writer ? &line : nullptr);
           copy_last_line_locked(options_.writer ? &line : nullptr);
         } else {
-          // An entry with a principal is kept as its line (the compact record has no room for
-          // optional members), with the same fields and counters.
+          // An entry with a principal or pools is kept as its line (the compact record has no
+          // room for optional members), with the same fields and counters.
           TraceEntry text;
           text.kind = EntryKind::executed;
           text.action = a.id;
@@ -616,6 +631,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
           text.emergency = a.emergency;
           text.warnings = d.warnings;
           text.principal = proposal.principal;
+          text.pools = std::move(levels);
           append_locked(text,
                         entry.fields.step,
                         entry.fields.emergency_steps,
@@ -830,11 +846,14 @@ Outcome SafetyKernel::rollback(const Receipt& receipt) {
     BudgetController budget_after = budget_;
     budget_after.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
     // The refund returns to every pool level too, with the chain held until it is applied.
-    // TODO(pools, trace): record `refunds` in the entry's `pools` member when TraceEntry has it.
+    // The entry records every level's figures after it (on resume, as recorded).
     std::optional<PoolTree::Chain> chain;
     if (pool_ && u.cost > 0) {
       chain.emplace(*options_.pools, *pool_, model_->budget.scale);
       refunds = chain->plan_refund(u.cost);  // throws with nothing changed
+      entry.pools = pool_levels(refunds);
+    } else if (resume_pools_ != nullptr) {
+      entry.pools = *resume_pools_;
     }
     undone.approved = true;
     undone.action = u.action;
@@ -928,7 +947,9 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
         if (auto* r = std::get_if<Reason>(&resolved)) resume_failed(i, r->message);
         Proposal& p = std::get<Proposal>(resolved);
         p.principal = e.principal;
+        resume_pools_ = &e.pools;  // the pools are not charged on replay: kept as recorded
         const Outcome o = execute(p);
+        resume_pools_ = nullptr;
         if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
         receipts.push_back(*o.receipt);
         if (options_.undo_depth > 0 && receipts.size() > options_.undo_depth) {
@@ -960,8 +981,11 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
       case EntryKind::rolled_back:
         if (receipts.empty()) resume_failed(i, rollback_past(dropped, options_.undo_depth));
         try {
+          resume_pools_ = &e.pools;
           (void)rollback(receipts.back());
+          resume_pools_ = nullptr;
         } catch (const InvalidArgument& err) {
+          resume_pools_ = nullptr;
           resume_failed(i, err.what());
         }
         receipts.pop_back();

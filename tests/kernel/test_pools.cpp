@@ -334,3 +334,44 @@ TEST_CASE("Pools: concurrent charges never overspend a level, refunds return to 
     }
   }
 }
+
+TEST_CASE("Pools: each trace entry records every level's figures, and resumes byte for byte",
+          "[pools][trace]") {
+  const auto tree =
+      load_pools(R"({"pools": {"org": {"total": 100}, "team-a": {"total": 40, "parent": "org"}}})");
+  KernelOptions options;
+  options.pools = tree;
+  const auto model = load_spec(task("team-a", "50", "2.5"));
+  SafetyKernel k(model, options);
+  const Outcome first = k.execute("spend");
+  REQUIRE(k.execute("spend").receipt);
+  (void)k.rollback(*k.execute("spend").receipt);
+  const std::vector<TraceEntry> entries = k.trace();
+  REQUIRE(entries.size() == 5);  // genesis, 3 executed, 1 rollback
+  REQUIRE(entries[1].pools.size() == 2);
+  // Written sorted by name: org, team-a.
+  std::map<std::string, PoolLevel> at;
+  for (const PoolLevel& l : entries[2].pools) at.emplace(l.name, l);
+  REQUIRE(at.at("team-a").net == "5.000");
+  REQUIRE(at.at("org").gross == "5.000");
+  at.clear();
+  for (const PoolLevel& l : entries[4].pools) at.emplace(l.name, l);
+  REQUIRE(entries[4].kind == EntryKind::rolled_back);
+  REQUIRE(at.at("team-a").net == "5.000");
+  REQUIRE(at.at("team-a").gross == "7.500");
+  REQUIRE(first.pools.at(0).pool == "team-a");
+  REQUIRE(k.verify_trace().ok);
+  REQUIRE_FALSE(replay_trace(model, entries).has_value());
+  // Continued: every entry replays to its recorded line (pools kept as recorded), and the
+  // task's net spend is charged to a fresh tree.
+  KernelOptions resumed;
+  resumed.pools =
+      load_pools(R"({"pools": {"org": {"total": 100}, "team-a": {"total": 40, "parent": "org"}}})");
+  resumed.resume = entries;
+  SafetyKernel next(model, resumed);
+  REQUIRE(next.trace_length() == entries.size());
+  REQUIRE(by_name(*resumed.pools)["org"].net == 5000);
+  const Outcome more = next.execute("spend");
+  REQUIRE(more.receipt);
+  REQUIRE(more.pools.at(1).net == 7500);
+}

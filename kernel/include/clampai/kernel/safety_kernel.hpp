@@ -419,10 +419,11 @@ class SafetyKernel {
   // INVARIANT (chain): each line's `prev` is the hash of the line before (T6).
   std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
-  std::uint64_t guard_epoch_ = 0;
+  std::uint64_t guard_epoch_ = 0;  // under the lock: how many times set_guard replaced the guard
   // The pool the kernel is bound to in `options_.pools` (none: no pool checks).
-  std::optional<std::size_t>
-      pool_{};  // under the lock: how many times set_guard replaced the guard
+  std::optional<std::size_t> pool_{};
+  // While `resume` replays an entry: the pool figures it recorded, kept in the entry it makes.
+  const std::vector<PoolLevel>* resume_pools_ = nullptr;
 };
 
 /// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is
