@@ -553,7 +553,13 @@ Response Service::Impl::route(const Request& req) {
     require(who, Right::admin, model->name);
     if (find(model->name) != nullptr)
       throw Refusal{409, "task_exists", "a task named `" + model->name + "` is served already"};
-    Task& task = add(model, req.body, Origin::posted);
+    Task* added = nullptr;
+    try {
+      added = &add(model, req.body, Origin::posted);
+    } catch (const SpecError& e) {  // its budget's pool (unknown, or not at its scale)
+      throw Refusal{400, "invalid_spec", std::string("spec: ") + e.what()};
+    }
+    Task& task = *added;
     JsonOut j;
     j.begin_object().key("task").value(task.model().name);
     j.key("spec_digest").value(task.model().digest).key("actions").begin_array();

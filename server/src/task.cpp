@@ -134,9 +134,9 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
   };
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   if (!model->budget.pool.empty() && !storage.pools)
-    throw InvalidArgument("task `" + model->name + "`: its budget is in pool `" +
-                          model->budget.pool +
-                          "`, and the server has no pools: start it with --pools FILE");
+    throw SpecError("budget.pool",
+                    "task `" + model->name + "`: its budget is in pool `" + model->budget.pool +
+                        "`, and the server has no pools: start it with --pools FILE");
   if (!model->budget.pool.empty() && !storage.ledger.empty())
     throw InvalidArgument("task `" + model->name + "`: its budget is in pool `" +
                           model->budget.pool +

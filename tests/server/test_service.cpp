@@ -1009,6 +1009,12 @@ TEST_CASE("Service: tasks in budget pools, GET /v1/pools and the pools' metrics"
   REQUIRE(pools[1]["tasks"] == 1);
   REQUIRE(pools[2]["net"] == "3.000");
   REQUIRE(call(s, "POST", "/v1/pools").status == 405);
+  // A task added at run time in an unknown pool, or in none while the server has none: 400.
+  r = call(s, "POST", "/v1/tasks", pooled("c", "team-c"));
+  REQUIRE(r.status == 400);
+  REQUIRE(code_of(r) == "invalid_spec");
+  REQUIRE(body_of(r)["error"]["message"].get<std::string>().find("team-c") != std::string::npos);
+  REQUIRE(call(s, "POST", "/v1/tasks", pooled("c", "team-b")).status == 201);
   r = call(s, "GET", "/metrics");
   REQUIRE(r.body.find("clampai_pool_net{pool=\"org\"} 9.000") != std::string::npos);
   REQUIRE(r.body.find("clampai_pool_total{pool=\"team-a\"} 7.000") != std::string::npos);
