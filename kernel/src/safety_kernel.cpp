@@ -292,14 +292,6 @@ Decision SafetyKernel::evaluate_locked(const State& state,
             d,
             operands,
             impl_->flat.data());
-  // 4b. Budget pools: every level from the task's pool up to the root (decide.cpp's table).
-  if (pool_ && d.approved && d.cost > 0) {
-    const PoolTree::Chain chain(*options_.pools, *pool_, model_->budget.scale);
-    if (std::optional<Reason> refused = detail::pool_check(*model_, chain, d.cost)) {
-      d.approved = false;
-      d.reasons.push_back(std::move(*refused));
-    }
-  }
   if (options_.guard && d.approved && !d.emergency) {
     const Situation here{state,
                          budget_,
@@ -309,6 +301,15 @@ Decision SafetyKernel::evaluate_locked(const State& state,
     if (std::optional<Reason> veto = options_.guard(here, p, d)) {
       d.approved = false;
       d.reasons.push_back(std::move(*veto));
+    }
+  }
+  // 4b. Budget pools: every level from the task's pool up to the root (decide.cpp's table),
+  // after the guard as at commit (whose pool chain is not held while a guard searches).
+  if (pool_ && d.approved && d.cost > 0) {
+    const PoolTree::Chain chain(*options_.pools, *pool_, model_->budget.scale);
+    if (std::optional<Reason> refused = detail::pool_check(*model_, chain, d.cost)) {
+      d.approved = false;
+      d.reasons.push_back(std::move(*refused));
     }
   }
   return d;
