@@ -15,6 +15,8 @@ packages=(build-essential cmake ninja-build pkg-config clang-format
           python3-fastapi python3-httpx       # clampai.adapters' middleware and its tests
           ccache                     # the pip install test reuses the Release build's objects
           coq libzarith-ocaml-dev ocaml-findlib  # the machine-checked proofs and their extraction
+          graphviz                   # `clampai report` lays its graphs out with dot
+          chromium                   # `clampai report` tested in a real browser (headless)
           wrk linux-perf)            # load tests and profiles
 
 missing=()

@@ -36,6 +36,8 @@ _clampai() {
     --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
+    --layout) COMPREPLY=($(compgen -W "auto dot builtin" -- "$cur")); return ;;
+    --html) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur")); return ;;
     --cache | --smtlib) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --principals | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -46,7 +48,7 @@ _clampai() {
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair agent serve mcp gateway --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair report agent serve mcp gateway --help --version" -- "$cur"))
     return
   fi
   local opts
@@ -66,6 +68,7 @@ _clampai() {
     compose) opts="--format --cache --cache-key-file --jobs --timeout-ms --timeout --max-obligations --fail-on-unknown --show-proved --graph --quiet --help" ;;
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
+    report) opts="--html --spec --force --layout --help" ;;
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --help" ;;
     mcp) opts="--help" ;;

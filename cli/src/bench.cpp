@@ -10,7 +10,6 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/report/progress.hpp"
+#include "clampai/report/wire.hpp"
 #include "output.hpp"
 
 namespace clampai::cli {
@@ -25,7 +25,6 @@ namespace {
 
 namespace cd = clampai::driver;
 namespace ck = clampai::kernel;
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // At most this many states of the deterministic run are evaluated in (spread along the run).
@@ -270,22 +269,21 @@ std::string human_ns(std::uint64_t ns) {
   return os.str();
 }
 
-json phase_json(const PhaseStats& s) {
+// `{"calls", "approved", "rejected", "seconds", "timed_seconds", "decisions_per_second",
+// "latency_ns": {"p50", "p99", "max", "mean"}, "restarts"?}` (restarts: the execute phase).
+void write_phase(report::JsonWriter& j, const PhaseStats& s, bool restarts) {
   const auto& h = s.latency;
-  return {
-      {"calls", h.count()},
-      {"approved", s.approved},
-      {"rejected", s.rejected},
-      {"seconds", s.wall_seconds},
-      {"timed_seconds", static_cast<double>(h.total_ns()) / 1e9},
-      {"decisions_per_second", s.decisions_per_second()},
-      {"latency_ns",
-       {{"p50", h.percentile(0.50)},
-        {"p99", h.percentile(0.99)},
-        {"max", h.max_ns()},
-        {"mean",
-         h.count() == 0 ? 0.0
-                        : static_cast<double>(h.total_ns()) / static_cast<double>(h.count())}}}};
+  j.begin_object().key("calls").value(h.count()).key("approved").value(s.approved);
+  j.key("rejected").value(s.rejected).key("seconds").value(s.wall_seconds);
+  j.key("timed_seconds").value(static_cast<double>(h.total_ns()) / 1e9);
+  j.key("decisions_per_second").value(s.decisions_per_second());
+  j.key("latency_ns").begin_object().key("p50").value(h.percentile(0.50));
+  j.key("p99").value(h.percentile(0.99)).key("max").value(h.max_ns()).key("mean");
+  j.value(h.count() == 0 ? 0.0
+                         : static_cast<double>(h.total_ns()) / static_cast<double>(h.count()));
+  j.end_object();
+  if (restarts) j.key("restarts").value(s.restarts);
+  j.end_object();
 }
 
 void print_phase_row(const char* name, const PhaseStats& s) {
@@ -316,17 +314,14 @@ int bench(const BenchArgs& args) {
   progress.stop();
 
   if (*args.format == "json") {
-    json j = {{"spec", args.spec},
-              {"name", model->name},
-              {"seconds", args.seconds},
-              {"actions", model->actions.size()},
-              {"states", kernels.size()},
-              {"run_steps", run.size()},
-              {"clock_overhead_ns", clock_ns},
-              {"evaluate", phase_json(evaluate)},
-              {"execute", phase_json(execute)}};
-    j["execute"]["restarts"] = execute.restarts;
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    report::JsonWriter j(report::JsonWriter::Layout::indented);
+    j.begin_object().key("spec").value(args.spec).key("name").value(model->name);
+    j.key("seconds").value(args.seconds).key("actions").value(model->actions.size());
+    j.key("states").value(kernels.size()).key("run_steps").value(run.size());
+    j.key("clock_overhead_ns").value(clock_ns);
+    write_phase(j.key("evaluate"), evaluate, false);
+    write_phase(j.key("execute"), execute, true);
+    std::cout << j.end_object().take() << "\n";
     return 0;
   }
   std::cout << "bench " << args.spec << (model->name.empty() ? "" : " (" + model->name + ")")

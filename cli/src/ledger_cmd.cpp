@@ -99,17 +99,15 @@ int verify_ledger_trace(const std::string& url,
   if (check.ok && model) {
     const auto reader = ck::read_ledger(ledger, read);
     ck::TraceReplay replaying(model, undo_depth);
-    ck::TraceEntry entry;
-    std::optional<std::string> mismatch;
-    while (!mismatch && reader->next(entry)) mismatch = replaying.add(entry);
-    if (mismatch) {
-      const std::size_t at = replaying.entries() - 1;
+    bool mismatched = false;
+    const ck::TraceCheck replayed = ck::replay_stream(*reader, replaying, {}, &mismatched);
+    if (mismatched) {
       check.ok = false;
-      check.first_bad = at;
-      check.message = "entry " + std::to_string(at) + ": replay: " + *mismatch;
+      check.first_bad = replayed.first_bad;
+      check.message = replayed.message;
       replay = "failed";
-    } else if (const ck::TraceCheck again = reader->finish(); !again.ok) {
-      check = again;
+    } else if (!replayed.ok) {
+      check = replayed;
     } else {
       replay = "ok";
     }

@@ -30,6 +30,7 @@
 #include "monitor_setup.hpp"
 #include "output.hpp"
 #include "repair_cmd.hpp"
+#include "report_cmd.hpp"
 #include "serve_cmd.hpp"
 #include "suggestions.hpp"
 
@@ -285,29 +286,30 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     read.allow_unsealed = args.allow_unsealed;
     ck::TraceReader reader(args.file, read);
     ck::TraceReplay replaying(model, args.undo_depth);
-    ck::TraceEntry entry;
-    std::optional<std::string> mismatch;
     // A gateway's spec (with bindings): which forwarded steps have no outcome.
     std::optional<clampai::server::OutcomeTracker> outcomes;
     if (ck::jsonio::parse_json(ck::read_text_file(args.spec), args.spec).find("bindings") !=
         nullptr)
       outcomes.emplace();
-    while (!mismatch && reader.next(entry)) {
-      mismatch = replaying.add(entry);
-      if (outcomes) outcomes->add(entry);
-    }
-    if (outcomes && !mismatch) unresolved = outcomes->pending();
-    if (mismatch) {
-      const std::size_t at = replaying.entries() - 1;
+    bool mismatched = false;
+    const ck::TraceCheck replayed = ck::replay_stream(
+        reader,
+        replaying,
+        [&outcomes](const ck::TraceEntry& entry, const ck::TraceReplay&) {
+          if (outcomes) outcomes->add(entry);
+        },
+        &mismatched);
+    if (mismatched) {
       check.ok = false;
-      check.first_bad = at;
-      check.message = "entry " + std::to_string(at) + ": replay: " + *mismatch;
+      check.first_bad = replayed.first_bad;
+      check.message = replayed.message;
       replay = "failed";
-    } else if (const ck::TraceCheck again = reader.finish(); !again.ok) {
-      check = again;  // the file changed since its chain was checked
+    } else if (!replayed.ok) {
+      check = replayed;  // the file changed since its chain was checked
     } else {
       replay = "ok";
     }
+    if (outcomes && !mismatched) unresolved = outcomes->pending();
   }
   clampai::report::write_trace_check(std::cout,
                                      clampai::cli::format_of(common.format),
@@ -562,6 +564,7 @@ int main(int argc, char** argv) {
   auto* evaluate = clampai::cli::add_evaluate_command(app);
   auto* lookahead = clampai::cli::add_lookahead_command(app);
   auto* repair = clampai::cli::add_repair_command(app);
+  auto* report_cmd = clampai::cli::add_report_command(app);
   auto* agent = clampai::cli::add_agent_command(app);
   auto* serve = clampai::cli::add_serve_command(app);
   auto* mcp = clampai::cli::add_mcp_command(app);
@@ -622,6 +625,7 @@ int main(int argc, char** argv) {
     if (evaluate->parsed()) return clampai::cli::run_evaluate_command();
     if (lookahead->parsed()) return clampai::cli::run_lookahead_command();
     if (repair->parsed()) return clampai::cli::run_repair_command();
+    if (report_cmd->parsed()) return clampai::cli::run_report_command();
     if (agent->parsed()) return clampai::cli::run_agent_command();
     if (serve->parsed()) return clampai::cli::run_serve_command();
     if (mcp->parsed()) return clampai::cli::run_mcp_command();

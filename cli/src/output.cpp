@@ -4,7 +4,6 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "clampai/driver.hpp"

@@ -102,8 +102,11 @@ std::optional<std::string> ProgramAllowlist::refusal(const std::string& program)
 
 SubprocessRunner::SubprocessRunner(ProgramAllowlist allowlist,
                                    SubprocessLimits limits,
-                                   std::vector<std::pair<std::string, std::string>> environment)
-    : allowlist_(std::move(allowlist)), limits_(limits) {
+                                   std::vector<std::pair<std::string, std::string>> environment,
+                                   std::string working_directory)
+    : allowlist_(std::move(allowlist)),
+      limits_(limits),
+      working_directory_(std::move(working_directory)) {
   for (const auto& [name, value] : environment) {
     if (name.empty() || name.find('=') != std::string::npos ||
         name.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
@@ -112,6 +115,15 @@ SubprocessRunner::SubprocessRunner(ProgramAllowlist allowlist,
   }
   if (limits_.max_output_bytes == 0)
     throw InvalidArgument("subprocess limits: `max_output_bytes` must be positive");
+  if (!working_directory_.empty()) {
+    struct stat st {};
+    if (working_directory_.front() != '/' || working_directory_.find('\0') != std::string::npos)
+      throw InvalidArgument("working directory `" + working_directory_ +
+                            "`: an absolute path is needed");
+    if (::stat(working_directory_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw InvalidArgument("working directory `" + working_directory_ +
+                            "`: not an existing directory");
+  }
 }
 
 namespace {
@@ -200,6 +212,8 @@ SubprocessResult SubprocessRunner::run(const std::vector<std::string>& argv) con
   ::posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
   ::posix_spawn_file_actions_adddup2(&actions, program.get(), 3);
   ::posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  if (!working_directory_.empty())
+    ::posix_spawn_file_actions_addchdir_np(&actions, working_directory_.c_str());
   sigset_t none;
   sigset_t all;
   sigemptyset(&none);

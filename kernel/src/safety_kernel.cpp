@@ -1242,4 +1242,25 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
   return std::nullopt;
 }
 
+TraceCheck replay_stream(TraceReader& reader,
+                         TraceReplay& replay,
+                         const std::function<void(const TraceEntry&, const TraceReplay&)>& visit,
+                         bool* mismatched) {
+  TraceEntry entry;
+  while (reader.next(entry)) {
+    if (auto mismatch = replay.add(entry)) {
+      const std::size_t at = replay.entries() - 1;
+      TraceCheck check;
+      check.ok = false;
+      check.entries = at;
+      check.first_bad = at;
+      check.message = "entry " + std::to_string(at) + ": replay: " + *mismatch;
+      if (mismatched != nullptr) *mismatched = true;
+      return check;
+    }
+    if (visit) visit(entry, replay);
+  }
+  return reader.finish();
+}
+
 }  // namespace clampai::kernel

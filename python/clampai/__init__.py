@@ -442,8 +442,14 @@ from ._reasoning import (ActionValue, ActionValueComputer, Belief, BeliefState, 
 from . import hardening, invariants  # noqa: E402
 from .invariants import *  # noqa: E402,F401,F403 (the reference exports its factories at the top)
 # The reference exports its attestors and its monitor at the top too.
-from .hardening import (Attestation, Attestor, MultiDimensionalAttestor,  # noqa: E402
-                        PredicateAttestor, ReferenceMonitor, SubprocessAttestor)
+from .hardening import (Attestation, AttestationGate, AttestationResult,  # noqa: E402
+                        Attestor, DataLabel, DependencyDiscovery, EnvironmentDriftError,
+                        EnvironmentProbe, EnvironmentReconciler, FailurePattern, LabelledData,
+                        MultiDimensionalAttestor, Permission, PredicateAttestor,
+                        QualityDimension, QualityScore, ReadinessProbe, ReconciliationResult,
+                        ReferenceMonitor, ResourceDescriptor, ResourceState, ResourceTracker,
+                        SecurityLevel, SubprocessAttestor, TemporalCausalGraph,
+                        TemporalDependency)
 
 __all__ += ["ActionValue", "ActionValueComputer", "Belief", "BeliefState", "CausalGraph",
             "ClampAI_SYSTEM_PROMPT", "CostAwarePriorFactory", "Dependency", "MockLLMAdapter",
@@ -452,5 +458,10 @@ __all__ += ["ActionValue", "ActionValueComputer", "Belief", "BeliefState", "Caus
 __all__ += invariants.__all__
 __all__ += ["Attestation", "Attestor", "MultiDimensionalAttestor", "PredicateAttestor",
             "ReferenceMonitor", "SubprocessAttestor"]
+__all__ += ["AttestationGate", "AttestationResult", "DataLabel", "DependencyDiscovery",
+            "EnvironmentDriftError", "EnvironmentProbe", "EnvironmentReconciler",
+            "FailurePattern", "LabelledData", "Permission", "QualityDimension", "QualityScore",
+            "ReadinessProbe", "ReconciliationResult", "ResourceDescriptor", "ResourceState",
+            "ResourceTracker", "SecurityLevel", "TemporalCausalGraph", "TemporalDependency"]
 
 del annotations  # the __future__ import's name: not part of the API

@@ -98,18 +98,19 @@ PyAttestor subprocess_attestor(const std::string& name,
                                const std::vector<std::string>& allowed_programs,
                                unsigned timeout_ms,
                                std::size_t max_output_bytes,
-                               py::handle environment) {
+                               py::handle environment,
+                               const std::string& working_dir) {
   hd::ProgramAllowlist allowlist(allowed_programs);
   const hd::SubprocessLimits limits = limits_of(timeout_ms, max_output_bytes);
-  if (environment.is_none())
-    return {std::make_shared<hd::SubprocessAttestor>(
-        name, argv, hd::SubprocessRunner(std::move(allowlist), limits))};
-  std::vector<std::pair<std::string, std::string>> env;
-  for (auto item : py::reinterpret_borrow<py::dict>(environment))
-    env.emplace_back(py::str(item.first).cast<std::string>(),
-                     py::str(item.second).cast<std::string>());
+  std::vector<std::pair<std::string, std::string>> env{{"PATH", "/usr/bin:/bin"}, {"LC_ALL", "C"}};
+  if (!environment.is_none()) {
+    env.clear();
+    for (auto item : py::reinterpret_borrow<py::dict>(environment))
+      env.emplace_back(py::str(item.first).cast<std::string>(),
+                       py::str(item.second).cast<std::string>());
+  }
   return {std::make_shared<hd::SubprocessAttestor>(
-      name, argv, hd::SubprocessRunner(std::move(allowlist), limits, std::move(env)))};
+      name, argv, hd::SubprocessRunner(std::move(allowlist), limits, std::move(env), working_dir))};
 }
 
 PyAttestor multi_attestor(const std::string& name,
@@ -118,6 +119,53 @@ PyAttestor multi_attestor(const std::string& name,
   std::vector<std::shared_ptr<const hd::Attestor>> dims;
   for (const PyAttestor& d : dimensions) dims.push_back(d.impl);
   return {std::make_shared<hd::MultiDimensionalAttestor>(name, std::move(dims), quorum)};
+}
+
+// A reconciliation probe over a Python callable `read() -> value` (the package's
+// EnvironmentProbe); what it raises, or a value of no kernel type, is a failed reading (drift).
+hd::Probe python_probe(const std::string& variable, py::object read, const std::string& tolerance) {
+  std::string why;
+  const auto tol = ck::Decimal::parse(tolerance, &why);
+  if (!tol) throw InvalidArgument("probe of `" + variable + "`: tolerance: " + why);
+  auto held = hold(std::move(read));
+  auto reader = [held, variable](const hd::AttestationContext&) -> ck::Value {
+    py::gil_scoped_acquire gil;
+    try {
+      return to_value((*held)(), "probes." + variable);
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(describe(e));
+    }
+  };
+  return hd::callback_probe(variable, std::move(reader), *tol);
+}
+
+// A readiness probe over a Python callable `check() -> (ready, detail)`.
+hd::ReadinessProbe python_readiness(const std::string& dependency,
+                                    py::object check,
+                                    long long initial_delay_ms,
+                                    double multiplier,
+                                    long long max_delay_ms,
+                                    long long deadline_ms) {
+  auto held = hold(std::move(check));
+  hd::ReadinessProbe r;
+  r.dependency = dependency;
+  r.ready = [held](std::string& detail) -> bool {
+    py::gil_scoped_acquire gil;
+    try {
+      auto t = (*held)().cast<py::tuple>();
+      detail = py::str(t[1]).cast<std::string>();
+      const int truth = PyObject_IsTrue(t[0].ptr());
+      if (truth < 0) throw py::error_already_set();
+      return truth == 1;
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(describe(e));
+    }
+  };
+  r.initial_delay = std::chrono::milliseconds(initial_delay_ms);
+  r.multiplier = multiplier;
+  r.max_delay = std::chrono::milliseconds(max_delay_ms);
+  r.deadline = std::chrono::milliseconds(deadline_ms);
+  return r;
 }
 
 py::dict flow_dict(const ck::TaskModel& m, const ck::InformationFlow& f) {
@@ -139,7 +187,9 @@ class PyMonitor {
             unsigned timeout_ms,
             std::size_t max_output_bytes,
             bool enforce_information_flow,
-            bool record_rejections)
+            bool record_rejections,
+            const py::list& probes,
+            const py::list& readiness)
       : model_(model.model) {
     hd::MonitorOptions options;
     options.kernel.record_rejections = record_rejections;
@@ -147,6 +197,23 @@ class PyMonitor {
     options.allowed_programs = allowed_programs;
     options.limits = limits_of(timeout_ms, max_output_bytes);
     options.enforce_information_flow = enforce_information_flow;
+    // (variable, read, tolerance) and (dependency, check, initial_ms, multiplier, max_ms,
+    // deadline_ms), as the package gives them.
+    for (py::handle p : probes) {
+      auto t = p.cast<py::tuple>();
+      options.probes.push_back(python_probe(t[0].cast<std::string>(),
+                                            py::reinterpret_borrow<py::object>(t[1]),
+                                            t[2].cast<std::string>()));
+    }
+    for (py::handle r : readiness) {
+      auto t = r.cast<py::tuple>();
+      options.readiness.push_back(python_readiness(t[0].cast<std::string>(),
+                                                   py::reinterpret_borrow<py::object>(t[1]),
+                                                   t[2].cast<long long>(),
+                                                   t[3].cast<double>(),
+                                                   t[4].cast<long long>(),
+                                                   t[5].cast<long long>()));
+    }
     py::gil_scoped_release nogil;
     monitor_ = std::make_unique<hd::ReferenceMonitor>(model_, std::move(options));
   }
@@ -161,8 +228,7 @@ class PyMonitor {
       py::gil_scoped_release nogil;
       return monitor_->execute(action, params);
     }();
-    py::list drift;
-    for (const hd::Drift& d : o.drift) drift.append(drift_dict(d));
+    py::list drift = drift_list(o.drift);
     return py::make_tuple(
         PyOutcome{std::move(o.outcome), model_}, attestation_list(o.attestations), drift);
   }
@@ -179,6 +245,16 @@ class PyMonitor {
   }
 
   [[nodiscard]] bool halted() const { return monitor_->halted(); }
+
+  py::list reconcile() {
+    const std::vector<hd::Drift> found = [&] {
+      py::gil_scoped_release nogil;
+      return monitor_->reconcile();
+    }();
+    return drift_list(found);
+  }
+
+  py::list drift() const { return drift_list(monitor_->drift()); }
 
   py::list downward_flows() const {
     py::list out;
@@ -203,11 +279,14 @@ class PyMonitor {
   }
 
  private:
-  py::dict drift_dict(const hd::Drift& d) const {
-    return py::dict("variable"_a = d.variable,
-                    "model"_a = from_value(d.model),
-                    "world"_a = d.world ? from_value(*d.world) : py::object(py::none()),
-                    "detail"_a = d.detail);
+  static py::list drift_list(const std::vector<hd::Drift>& drift) {
+    py::list out;
+    for (const hd::Drift& d : drift)
+      out.append(py::dict("variable"_a = d.variable,
+                          "model"_a = from_value(d.model),
+                          "world"_a = d.world ? from_value(*d.world) : py::object(py::none()),
+                          "detail"_a = d.detail));
+    return out;
   }
 
   std::shared_ptr<const ck::TaskModel> model_;
@@ -260,10 +339,11 @@ void bind_hardening(py::module_& m) {
          const std::vector<std::string>& allowed_programs,
          unsigned timeout_ms,
          std::size_t max_output_bytes,
-         py::handle environment) {
+         py::handle environment,
+         const std::string& working_dir) {
         return translated([&] {
           return subprocess_attestor(
-              name, argv, allowed_programs, timeout_ms, max_output_bytes, environment);
+              name, argv, allowed_programs, timeout_ms, max_output_bytes, environment, working_dir);
         });
       },
       "name"_a,
@@ -271,7 +351,8 @@ void bind_hardening(py::module_& m) {
       "allowed_programs"_a,
       "timeout_ms"_a,
       "max_output_bytes"_a,
-      "environment"_a);
+      "environment"_a,
+      "working_dir"_a = "");
   m.def(
       "_multi_attestor",
       [](const std::string& name, const std::vector<PyAttestor>& dimensions, std::size_t quorum) {
@@ -281,6 +362,23 @@ void bind_hardening(py::module_& m) {
       "dimensions"_a,
       "quorum"_a);
 
+  // Every flow of labelled data in the model's actions (or only the downward ones): the exact
+  // data flow the reference monitor's information-flow gate decides on.
+  m.def(
+      "_information_flows",
+      [](const Model& model, bool downward_only) {
+        std::vector<ck::InformationFlow> flows;
+        {
+          py::gil_scoped_release nogil;
+          flows = ck::information_flows(*model.model, downward_only);
+        }
+        py::list out;
+        for (const ck::InformationFlow& f : flows) out.append(flow_dict(*model.model, f));
+        return out;
+      },
+      "model"_a,
+      "downward_only"_a = false);
+
   py::class_<PyMonitor>(m, "_Monitor")
       .def(py::init([](const Model& model,
                        const std::map<std::string, PyAttestor>& attestors,
@@ -288,7 +386,9 @@ void bind_hardening(py::module_& m) {
                        unsigned timeout_ms,
                        std::size_t max_output_bytes,
                        bool enforce_information_flow,
-                       bool record_rejections) {
+                       bool record_rejections,
+                       const py::list& probes,
+                       const py::list& readiness) {
              return translated([&] {
                return std::make_unique<PyMonitor>(model,
                                                   attestors,
@@ -296,7 +396,9 @@ void bind_hardening(py::module_& m) {
                                                   timeout_ms,
                                                   max_output_bytes,
                                                   enforce_information_flow,
-                                                  record_rejections);
+                                                  record_rejections,
+                                                  probes,
+                                                  readiness);
              });
            }),
            "model"_a,
@@ -305,7 +407,9 @@ void bind_hardening(py::module_& m) {
            "timeout_ms"_a,
            "max_output_bytes"_a,
            "enforce_information_flow"_a,
-           "record_rejections"_a)
+           "record_rejections"_a,
+           "probes"_a = py::list(),
+           "readiness"_a = py::list())
       .def(
           "evaluate",
           [](const PyMonitor& mon, const std::string& action, py::handle params) {
@@ -323,6 +427,8 @@ void bind_hardening(py::module_& m) {
           "params"_a = py::none())
       .def("_check_goal", &PyMonitor::check_goal)
       .def_property_readonly("halted", &PyMonitor::halted)
+      .def("_reconcile", &PyMonitor::reconcile)
+      .def_property_readonly("_drift", &PyMonitor::drift)
       .def_property_readonly("_downward_flows", &PyMonitor::downward_flows)
       .def_property_readonly("state", &PyMonitor::state)
       .def_property_readonly("step_count", &PyMonitor::steps)

@@ -3,11 +3,10 @@
 #include <cstdio>
 
 #include "clampai/kernel/expr.hpp"
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
-
-using detail::json;
 
 std::string agent_step_line(const kernel::TaskModel& model, const AgentStep& s) {
   std::string line = "step " + std::to_string(s.index) + "  " + s.action;
@@ -24,52 +23,47 @@ std::string agent_step_line(const kernel::TaskModel& model, const AgentStep& s) 
 void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   const kernel::TaskModel& model = *r.model;
   if (format == Format::json) {
-    json j;
-    j["spec"] = r.spec;
-    j["llm"] = r.llm;
-    if (!r.llm_model.empty()) j["model"] = r.llm_model;
-    j["goal_reached"] = r.goal_reached;
-    j["termination"] = r.termination;
-    j["message"] = r.message;
-    j["steps"] = r.steps;
-    j["executed"] = r.executed;
-    j["rejected"] = r.rejected;
-    j["step_limit"] = r.step_limit;
-    j["progress"] = r.progress;
-    j["llm_calls"] = r.llm_calls;
-    j["dominant_choices"] = r.dominant;
-    j["fallbacks"] = r.fallbacks;
-    j["failures"] = json::object();
-    for (const auto& [kind, n] : r.failures) j["failures"][kind] = n;
-    j["rejections_by_reason"] = r.rejections_by_reason;
-    j["tokens"] = {{"input", r.input_tokens}, {"output", r.output_tokens}};
-    j["budget"] = {{"total", model.format_amount(r.total)},
-                   {"net", model.format_amount(r.net)},
-                   {"gross", model.format_amount(r.gross)}};
-    j["log"] = json::array();
+    JsonWriter j = detail::report_writer();
+    j.begin_object().key("spec").value(r.spec).key("llm").value(r.llm);
+    if (!r.llm_model.empty()) j.key("model").value(r.llm_model);
+    j.key("goal_reached").value(r.goal_reached).key("termination").value(r.termination);
+    j.key("message").value(r.message).key("steps").value(r.steps);
+    j.key("executed").value(r.executed).key("rejected").value(r.rejected);
+    j.key("step_limit").value(r.step_limit).key("progress").value(r.progress);
+    j.key("llm_calls").value(r.llm_calls).key("dominant_choices").value(r.dominant);
+    j.key("fallbacks").value(r.fallbacks).key("failures").begin_object();
+    for (const auto& [kind, n] : r.failures) j.key(kind).value(n);
+    j.end_object().key("rejections_by_reason").begin_object();
+    for (const auto& [code, n] : r.rejections_by_reason) j.key(code).value(n);
+    j.end_object().key("tokens").begin_object().key("input").value(r.input_tokens);
+    j.key("output").value(r.output_tokens).end_object();
+    j.key("budget").begin_object().key("total").value(model.format_amount(r.total));
+    j.key("net").value(model.format_amount(r.net)).key("gross").value(model.format_amount(r.gross));
+    j.end_object().key("log").begin_array();
     for (const AgentStep& s : r.log) {
-      json e{{"step", s.index},
-             {"source", s.source},
-             {"action", s.action},
-             {"params", s.params},
-             {"approved", s.approved},
-             {"cost", model.format_amount(s.cost)},
-             {"spent", model.format_amount(s.spent)}};
-      if (!s.failure.empty()) e["failure"] = s.failure;
-      if (!s.reasons.empty()) e["reasons"] = detail::reasons(s.reasons);
-      if (!s.repair.empty()) e["repair"] = s.repair;
-      if (s.input_tokens + s.output_tokens > 0)
-        e["tokens"] = {{"input", s.input_tokens}, {"output", s.output_tokens}};
-      j["log"].push_back(std::move(e));
+      j.begin_object().key("step").value(s.index).key("source").value(s.source);
+      j.key("action").value(s.action).key("params").value(s.params);
+      j.key("approved").value(s.approved).key("cost").value(model.format_amount(s.cost));
+      j.key("spent").value(model.format_amount(s.spent));
+      if (!s.failure.empty()) j.key("failure").value(s.failure);
+      if (!s.reasons.empty()) write_reasons(j.key("reasons"), s.reasons);
+      if (!s.repair.empty()) j.key("repair").value(s.repair);
+      if (s.input_tokens + s.output_tokens > 0) {
+        j.key("tokens").begin_object().key("input").value(s.input_tokens);
+        j.key("output").value(s.output_tokens).end_object();
+      }
+      j.end_object();
     }
-    if (r.lookahead) j["lookahead"] = *r.lookahead;
-    j["trace"] = {
-        {"entries", r.trace_entries}, {"head", r.trace_head}, {"verified", r.trace_verified}};
-    if (!r.trace_file.empty()) j["trace"]["file"] = r.trace_file;
-    if (!r.transcript_file.empty()) j["transcript"] = r.transcript_file;
-    if (r.ledger) j["ledger"] = detail::ledger(*r.ledger);
-    if (!r.pools.empty()) j["pools"] = detail::pools(r.pools);
-    out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    j.end_array();
+    if (r.lookahead) j.key("lookahead").value(*r.lookahead);
+    j.key("trace").begin_object().key("entries").value(r.trace_entries);
+    j.key("head").value(r.trace_head).key("verified").value(r.trace_verified);
+    if (!r.trace_file.empty()) j.key("file").value(r.trace_file);
+    j.end_object();
+    if (!r.transcript_file.empty()) j.key("transcript").value(r.transcript_file);
+    if (r.ledger) detail::write_ledger(j.key("ledger"), *r.ledger);
+    if (!r.pools.empty()) write_pools(j.key("pools"), r.pools);
+    out << j.end_object().take() << "\n";
     return;
   }
   out << "goal: "

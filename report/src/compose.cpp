@@ -2,63 +2,55 @@
 
 #include <iomanip>
 
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
 
 namespace cc = clampai::composition;
 namespace cv = clampai::verifier;
-using detail::json;
 
 namespace {
 
-json compose_json(const ComposeReport& in) {
+// A task's finding: `{"id", "kind"?, "verdict", "reason", "location"?, "counterexample"?}`.
+void write_finding(JsonWriter& j, const cc::TaskResult& t, const cv::Obligation& f, bool kind) {
+  j.begin_object().key("id").value(f.id);
+  if (kind) j.key("kind").value(cv::to_string(f.kind));
+  j.key("verdict").value(cv::to_string(f.verdict)).key("reason").value(f.reason);
+  if (f.loc.line > 0) detail::write_location(j.key("location"), t.file, f.loc);
+  if (f.counterexample) detail::write_counterexample(j.key("counterexample"), *f.counterexample);
+  j.end_object();
+}
+
+std::string compose_json(const ComposeReport& in) {
   const cc::ComposeReport& r = *in.report;
-  json tasks = json::array();
+  JsonWriter j = detail::report_writer();
+  j.begin_object().key("manifest").value(in.manifest);
+  j.key("summary").begin_object().key("proved").value(r.proved).key("refuted").value(r.refuted);
+  j.key("unknown").value(r.unknown).key("tasks").value(r.tasks.size());
+  j.key("reused").value(r.reused).key("seconds").value(in.seconds).end_object();
+  j.key("tasks").begin_array();
   for (const auto& t : r.tasks) {
-    json findings = json::array();
-    for (const auto& f : t.findings) {
-      json fj = {{"id", f.id},
-                 {"kind", std::string(cv::to_string(f.kind))},
-                 {"verdict", std::string(cv::to_string(f.verdict))},
-                 {"reason", f.reason}};
-      if (f.loc.line > 0) fj["location"] = detail::location(t.file, f.loc);
-      if (f.counterexample) fj["counterexample"] = detail::counterexample(*f.counterexample);
-      findings.push_back(fj);
-    }
-    json tj = {{"name", t.name},
-               {"spec", t.file},
-               {"digest", t.digest},
-               {"reused", t.reused},
-               {"proved", t.proved},
-               {"refuted", t.refuted},
-               {"unknown", t.unknown},
-               {"warnings", t.warnings},
-               {"findings", findings}};
-    if (!t.cache_note.empty()) tj["cache_note"] = t.cache_note;
-    tasks.push_back(tj);
+    j.begin_object().key("name").value(t.name).key("spec").value(t.file);
+    j.key("digest").value(t.digest).key("reused").value(t.reused);
+    j.key("proved").value(t.proved).key("refuted").value(t.refuted);
+    j.key("unknown").value(t.unknown).key("warnings").value(t.warnings);
+    j.key("findings").begin_array();
+    for (const auto& f : t.findings) write_finding(j, t, f, true);
+    j.end_array();
+    if (!t.cache_note.empty()) j.key("cache_note").value(t.cache_note);
+    j.end_object();
   }
-  json obligations = json::array();
+  j.end_array().key("obligations").begin_array();
   for (const auto& o : r.obligations) {
-    json oj = {{"id", o.id},
-               {"kind", std::string(cc::to_string(o.kind))},
-               {"verdict", std::string(cv::to_string(o.verdict))},
-               {"reason", o.reason},
-               {"tasks", o.tasks},
-               {"location", detail::location(o.file, o.loc)}};
-    if (o.counterexample) oj["counterexample"] = detail::counterexample(*o.counterexample);
-    obligations.push_back(oj);
+    j.begin_object().key("id").value(o.id).key("kind").value(cc::to_string(o.kind));
+    j.key("verdict").value(cv::to_string(o.verdict)).key("reason").value(o.reason);
+    j.key("tasks").array_of(o.tasks);
+    detail::write_location(j.key("location"), o.file, o.loc);
+    if (o.counterexample) detail::write_counterexample(j.key("counterexample"), *o.counterexample);
+    j.end_object();
   }
-  return {{"manifest", in.manifest},
-          {"summary",
-           {{"proved", r.proved},
-            {"refuted", r.refuted},
-            {"unknown", r.unknown},
-            {"tasks", r.tasks.size()},
-            {"reused", r.reused},
-            {"seconds", in.seconds}}},
-          {"tasks", tasks},
-          {"obligations", obligations}};
+  return j.end_array().end_object().take();
 }
 
 void compose_text(std::ostream& out, const ComposeReport& in) {
@@ -98,9 +90,9 @@ void compose_text(std::ostream& out, const ComposeReport& in) {
   out.unsetf(std::ios::floatfield);
 }
 
-json compose_sarif(const ComposeReport& in) {
+std::string compose_sarif(const ComposeReport& in) {
   const cc::ComposeReport& r = *in.report;
-  json results = json::array();
+  std::vector<detail::SarifResult> results;
   auto add = [&](const std::string& rule,
                  cv::VerdictKind verdict,
                  const std::string& text,
@@ -108,9 +100,13 @@ json compose_sarif(const ComposeReport& in) {
                  const kernel::SourceLoc& loc,
                  const std::optional<cv::Counterexample>& cex) {
     const bool refuted = verdict == cv::VerdictKind::refuted;
-    json result = detail::sarif_result(
-        refuted ? rule : "obligation-unknown", refuted ? "error" : "warning", text, file, loc);
-    detail::sarif_attach(result, cex ? &*cex : nullptr, {}, file);
+    detail::SarifResult result;
+    result.rule = refuted ? rule : "obligation-unknown";
+    result.level = refuted ? "error" : "warning";
+    result.text = text;
+    result.file = file;
+    result.loc = loc;
+    result.counterexample = cex ? &*cex : nullptr;
     results.push_back(std::move(result));
   };
   for (const auto& t : r.tasks) {
@@ -141,7 +137,9 @@ json compose_sarif(const ComposeReport& in) {
     const std::string kind(cc::to_string(static_cast<cc::ObligationKind>(k)));
     rules.push_back({"composition-" + kind, "A " + kind + " composition obligation is refuted"});
   }
-  return detail::sarif_log(rules, std::move(results));
+  JsonWriter j = detail::report_writer();
+  detail::write_sarif_log(j, rules, results);
+  return j.take();
 }
 
 std::string where(const std::string& file, const kernel::SourceLoc& loc) {
@@ -178,21 +176,13 @@ void compose_junit(std::ostream& out, const ComposeReport& in) {
     c.type = std::string(cv::to_string(o.verdict));
     c.message = o.reason;
     c.details = where(o.file, o.loc);
-    if (o.counterexample)
-      c.details += detail::counterexample(*o.counterexample)
-                       .dump(2, ' ', false, detail::json::error_handler_t::replace) +
-                   "\n";
+    if (o.counterexample) c.details += detail::counterexample_text(*o.counterexample) + "\n";
     if (t != nullptr) {
-      json findings = json::array();
-      for (const auto& f : t->findings) {
-        if (f.kind == cv::ObligationKind::lint) continue;
-        json fj = {
-            {"id", f.id}, {"verdict", std::string(cv::to_string(f.verdict))}, {"reason", f.reason}};
-        if (f.loc.line > 0) fj["location"] = detail::location(t->file, f.loc);
-        if (f.counterexample) fj["counterexample"] = detail::counterexample(*f.counterexample);
-        findings.push_back(fj);
-      }
-      c.details += findings.dump(2, ' ', false, detail::json::error_handler_t::replace) + "\n";
+      JsonWriter findings = detail::report_writer();
+      findings.begin_array();
+      for (const auto& f : t->findings)
+        if (f.kind != cv::ObligationKind::lint) write_finding(findings, *t, f, false);
+      c.details += findings.end_array().take() + "\n";
     }
     cases.push_back(std::move(c));
   }
@@ -207,10 +197,10 @@ void write_compose(std::ostream& out, Format format, const ComposeReport& r) {
       compose_text(out, r);
       return;
     case Format::json:
-      out << compose_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+      out << compose_json(r) << "\n";
       return;
     case Format::sarif:
-      out << compose_sarif(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+      out << compose_sarif(r) << "\n";
       return;
     case Format::junit:
       compose_junit(out, r);

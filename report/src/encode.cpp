@@ -7,30 +7,23 @@
 #include <variant>
 
 #include "clampai/driver/lookahead.hpp"
-#include "clampai/report/wire.hpp"
 
 namespace clampai::report::detail {
 
-json reasons(const std::vector<kernel::Reason>& rs) { return json::parse(reasons_json(rs)); }
-
-json ledger(const LedgerSection& l) {
+void write_ledger(JsonWriter& j, const LedgerSection& l) {
+  j.begin_object().key("url").value(l.url);
   if (const auto* e = std::get_if<EscrowLedgerStats>(&l.stats)) {
-    return {{"url", l.url},
-            {"mode", "escrow"},
-            {"leases", e->leases},
-            {"flushes", e->flushes},
-            {"commits", e->commits},
-            {"expired", e->expired}};
+    j.key("mode").value("escrow");
+    j.key("leases").value(e->leases).key("flushes").value(e->flushes);
+    j.key("commits").value(e->commits).key("expired").value(e->expired);
+  } else {
+    const auto& s = std::get<kernel::SharedStats>(l.stats);
+    j.key("commits").value(s.commits).key("conflicts").value(s.conflicts);
+    j.key("replayed").value(s.applied).key("reconnects").value(s.reconnects);
   }
-  const auto& s = std::get<kernel::SharedStats>(l.stats);
-  return {{"url", l.url},
-          {"commits", s.commits},
-          {"conflicts", s.conflicts},
-          {"replayed", s.applied},
-          {"reconnects", s.reconnects}};
+  j.end_object();
 }
 
-json pools(const std::vector<kernel::PoolStatus>& pools) { return json::parse(pools_json(pools)); }
 
 void print_pools(std::ostream& out, const std::vector<kernel::PoolStatus>& pools) {
   for (const kernel::PoolStatus& p : pools) {
@@ -52,39 +45,43 @@ void print_ledger(std::ostream& out, const LedgerSection& l) {
       << " conflicts retried, " << s.applied << " entries of other processes replayed\n";
 }
 
-json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values) {
-  json o = json::object();
-  for (const auto& [k, v] : values) o[k] = v.to_string();
-  return o;
+void write_named_values(JsonWriter& j,
+                        const std::vector<std::pair<std::string, kernel::Value>>& values) {
+  j.begin_object();
+  for (const auto& [k, v] : values) j.key(k).value(v.to_string());
+  j.end_object();
 }
 
-json counterexample(const verifier::Counterexample& c, bool all) {
-  json j = {{"pre", named_values(c.pre)}};
-  if (all || !c.params.empty()) j["params"] = named_values(c.params);
-  if (all || !c.post.empty()) j["post"] = named_values(c.post);
-  return j;
+void write_counterexample(JsonWriter& j, const verifier::Counterexample& c, bool all) {
+  j.begin_object().key("pre");
+  write_named_values(j, c.pre);
+  if (all || !c.params.empty()) write_named_values(j.key("params"), c.params);
+  if (all || !c.post.empty()) write_named_values(j.key("post"), c.post);
+  j.end_object();
 }
 
-json plan(const kernel::TaskModel& m, const driver::Plan& p) {
-  json out = json::array();
+std::string counterexample_text(const verifier::Counterexample& c) {
+  JsonWriter j = report_writer();
+  write_counterexample(j, c);
+  return j.take();
+}
+
+void write_plan(JsonWriter& j, const kernel::TaskModel& m, const driver::Plan& p) {
+  j.begin_array();
   for (const auto& s : p) {
-    json params = json::object();
+    const kernel::Action& a = m.actions[s.action];
+    j.begin_object().key("action").value(a.id).key("params").begin_object();
     for (std::size_t i = 0; i < s.params.size(); ++i)
-      params[m.actions[s.action].parameters[i].name] = s.params[i].to_string();
-    out.push_back({{"action", m.actions[s.action].id},
-                   {"params", params},
-                   {"cost", m.format_amount(s.cost)}});
+      j.key(a.parameters[i].name).value(s.params[i].to_string());
+    j.end_object().key("cost").value(m.format_amount(s.cost)).end_object();
   }
-  return out;
+  j.end_array();
 }
 
-json location(const std::string& file, const kernel::SourceLoc& loc) {
-  json j = {{"file", file}};
-  if (loc.line > 0) {
-    j["line"] = loc.line;
-    j["column"] = loc.column;
-  }
-  return j;
+void write_location(JsonWriter& j, const std::string& file, const kernel::SourceLoc& loc) {
+  j.begin_object().key("file").value(file);
+  if (loc.line > 0) j.key("line").value(loc.line).key("column").value(loc.column);
+  j.end_object();
 }
 
 void print_counterexample(std::ostream& out, const verifier::Counterexample& cex) {
@@ -154,82 +151,107 @@ std::string uri(std::string_view path) {
   return out;
 }
 
-json physical(const std::string& file, std::uint32_t line, std::uint32_t column) {
-  json p = {{"artifactLocation", {{"uri", uri(file)}}}};
+void write_physical(JsonWriter& j,
+                    const std::string& file,
+                    std::uint32_t line,
+                    std::uint32_t column) {
+  j.begin_object().key("artifactLocation").begin_object().key("uri").value(uri(file)).end_object();
   if (line > 0) {
-    p["region"] = {{"startLine", line}};
-    if (column > 0) p["region"]["startColumn"] = column;
+    j.key("region").begin_object().key("startLine").value(line);
+    if (column > 0) j.key("startColumn").value(column);
+    j.end_object();
   }
-  return p;
+  j.end_object();
+}
+
+void write_text(JsonWriter& j, std::string_view key, std::string_view text) {
+  j.key(key).begin_object().key("text").value(text).end_object();
+}
+
+void write_sarif_result(JsonWriter& j, const SarifResult& r) {
+  j.begin_object().key("ruleId").value(r.rule).key("level").value(r.level);
+  write_text(j, "message", r.text);
+  if (!r.file.empty()) {
+    j.key("locations").begin_array().begin_object().key("physicalLocation");
+    write_physical(j, r.file, r.loc.line, r.loc.column);
+    j.end_object().end_array();
+  }
+  if (r.counterexample != nullptr || !r.steps.empty() || r.properties) {
+    j.key("properties").begin_object();
+    if (r.counterexample != nullptr)
+      write_counterexample(j.key("counterexample"), *r.counterexample, true);
+    if (!r.steps.empty()) {
+      j.key("replay").begin_array();
+      for (const auto& step : r.steps) j.value(step.first);
+      j.end_array();
+    }
+    if (r.properties) r.properties(j);
+    j.end_object();
+  }
+  if (!r.steps.empty()) {
+    j.key("codeFlows").begin_array().begin_object();
+    write_text(j, "message", "replayed through the kernel from the initial state");
+    j.key("threadFlows").begin_array().begin_object().key("locations").begin_array();
+    for (std::size_t i = 0; i < r.steps.size(); ++i) {
+      const auto& [text, loc] = r.steps[i];
+      j.begin_object().key("location").begin_object();
+      write_text(j, "message", "step " + std::to_string(i + 1) + ": " + text);
+      if (!r.file.empty()) write_physical(j.key("physicalLocation"), r.file, loc.line, loc.column);
+      j.end_object().key("executionOrder").value(i + 1).end_object();
+    }
+    if (!r.file.empty()) {  // the flow ends where the finding is
+      j.begin_object().key("location").begin_object();
+      write_physical(j.key("physicalLocation"), r.file, r.loc.line, r.loc.column);
+      write_text(j, "message", r.text);
+      j.end_object().key("executionOrder").value(r.steps.size() + 1).end_object();
+    }
+    j.end_array().end_object().end_array().end_object().end_array();
+  }
+  j.end_object();
 }
 
 }  // namespace
 
-json sarif_result(const std::string& rule,
-                  const std::string& level,
-                  const std::string& text,
-                  const std::string& file,
-                  const kernel::SourceLoc& loc) {
-  json r = {{"ruleId", rule}, {"level", level}, {"message", {{"text", text}}}};
-  if (!file.empty())
-    r["locations"] = json::array({{{"physicalLocation", physical(file, loc.line, loc.column)}}});
-  return r;
-}
-
-void sarif_attach(json& result,
-                  const verifier::Counterexample* cex,
-                  const std::vector<std::pair<std::string, kernel::SourceLoc>>& steps,
-                  const std::string& file) {
-  if (cex != nullptr) result["properties"]["counterexample"] = counterexample(*cex, true);
-  if (steps.empty()) return;
-  json replay = json::array();
-  json flow = json::array();
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const auto& [text, loc] = steps[i];
-    replay.push_back(text);
-    json where = {{"message", {{"text", "step " + std::to_string(i + 1) + ": " + text}}}};
-    if (!file.empty()) where["physicalLocation"] = physical(file, loc.line, loc.column);
-    flow.push_back({{"location", where}, {"executionOrder", i + 1}});
+void write_sarif_log(JsonWriter& j,
+                     const std::vector<SarifRule>& rules,
+                     const std::vector<SarifResult>& results,
+                     const Failure* failure) {
+  j.begin_object();
+  j.key("$schema").value("https://json.schemastore.org/sarif-2.1.0.json");
+  j.key("version").value("2.1.0");
+  j.key("runs").begin_array().begin_object();
+  j.key("tool").begin_object().key("driver").begin_object();
+  j.key("name").value("clampai").key("version").value(tool_version());
+  j.key("informationUri").value("https://clampai.dev");
+  j.key("rules").begin_array();
+  for (const auto& r : rules) {
+    j.begin_object().key("id").value(r.id);
+    write_text(j, "shortDescription", r.description);
+    j.end_object();
   }
-  if (result.contains("locations")) {  // the flow ends where the finding is
-    json last = result["locations"][0];
-    last["message"] = result["message"];
-    flow.push_back({{"location", last}, {"executionOrder", steps.size() + 1}});
-  }
-  result["properties"]["replay"] = replay;
-  result["codeFlows"] =
-      json::array({{{"message", {{"text", "replayed through the kernel from the initial state"}}},
-                    {"threadFlows", json::array({{{"locations", flow}}})}}});
-}
-
-json sarif_log(const std::vector<SarifRule>& rules, json results, const Failure* failure) {
-  json rule_list = json::array();
-  for (const auto& r : rules)
-    rule_list.push_back({{"id", r.id}, {"shortDescription", {{"text", r.description}}}});
-  json invocation = {{"executionSuccessful", failure == nullptr}};
+  j.end_array().end_object().end_object();
+  j.key("invocations").begin_array().begin_object();
+  j.key("executionSuccessful").value(failure == nullptr);
   if (failure != nullptr) {
-    invocation["exitCode"] = failure->exit_code;
-    json note = {{"level", "error"},
-                 {"message", {{"text", failure->message}}},
-                 {"descriptor", {{"id", failure->internal ? "internal-error" : "bad-input"}}}};
+    j.key("exitCode").value(failure->exit_code);
+    j.key("toolExecutionNotifications").begin_array().begin_object();
+    j.key("level").value("error");
+    write_text(j, "message", failure->message);
+    j.key("descriptor").begin_object();
+    j.key("id").value(failure->internal ? "internal-error" : "bad-input").end_object();
     if (!failure->location.file.empty()) {
-      note["locations"] = json::array(
-          {{{"physicalLocation",
-             physical(failure->location.file, failure->location.line, failure->location.column)}}});
+      j.key("locations").begin_array().begin_object().key("physicalLocation");
+      const Location& at = failure->location;
+      write_physical(j, at.file, at.line, at.column);
+      j.end_object().end_array();
     }
-    invocation["toolExecutionNotifications"] = json::array({note});
+    j.end_object().end_array();
   }
-  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-          {"version", "2.1.0"},
-          {"runs",
-           json::array({{{"tool",
-                          {{"driver",
-                            {{"name", "clampai"},
-                             {"version", std::string(tool_version())},
-                             {"informationUri", "https://clampai.dev"},
-                             {"rules", rule_list}}}}},
-                         {"invocations", json::array({invocation})},
-                         {"results", std::move(results)}}})}};
+  j.end_object().end_array();
+  j.key("results").begin_array();
+  for (const SarifResult& r : results) write_sarif_result(j, r);
+  j.end_array();
+  j.end_object().end_array().end_object();
 }
 
 // ---- XML and JUnit ----

@@ -1,9 +1,10 @@
-// The encoders' private helpers: JSON pieces, the SARIF envelope, XML text and JUnit shape.
+// The encoders' private helpers: JSON pieces (written with the one JsonWriter), the SARIF
+// envelope, XML text and JUnit shape.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -16,31 +17,32 @@
 #include "clampai/kernel/value.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
+#include "clampai/report/wire.hpp"
 #include "clampai/verifier/verify.hpp"
 
 namespace clampai::report::detail {
 
-using nlohmann::json;
+/// The writer every JSON report is built with (`JsonWriter::Layout::indented`).
+inline JsonWriter report_writer() { return JsonWriter(JsonWriter::Layout::indented); }
 
-/// Reasons in their one wire form (report/wire.hpp): `[{"code", "subject", "message"}...]`.
-json reasons(const std::vector<kernel::Reason>& reasons);
 /// `{"name": "value as text", ...}`.
-json named_values(const std::vector<std::pair<std::string, kernel::Value>>& values);
+void write_named_values(JsonWriter& j,
+                        const std::vector<std::pair<std::string, kernel::Value>>& values);
 /// `{"pre", "params"?, "post"?}`; with `all`, `params` and `post` even when empty.
-json counterexample(const verifier::Counterexample& c, bool all = false);
+void write_counterexample(JsonWriter& j, const verifier::Counterexample& c, bool all = false);
+/// The counterexample alone, as an indented JSON text.
+std::string counterexample_text(const verifier::Counterexample& c);
 /// A plan: `[{"action", "params": {name: value}, "cost"}]`.
-json plan(const kernel::TaskModel& m, const driver::Plan& p);
+void write_plan(JsonWriter& j, const kernel::TaskModel& m, const driver::Plan& p);
 /// `{"file", "line"?, "column"?}`.
-json location(const std::string& file, const kernel::SourceLoc& loc);
+void write_location(JsonWriter& j, const std::string& file, const kernel::SourceLoc& loc);
 
 /// A report's `ledger` member: `{"url", "commits", "conflicts", "replayed", "reconnects"}`, or in
 /// escrow mode `{"url", "mode", "leases", "flushes", "commits", "expired"}`.
-json ledger(const LedgerSection& l);
+void write_ledger(JsonWriter& j, const LedgerSection& l);
 /// The line a text report ends with on a shared ledger (`ledger: URL: ...`).
 void print_ledger(std::ostream& out, const LedgerSection& l);
 
-/// A report's `pools` member (report::write_pools's form).
-json pools(const std::vector<kernel::PoolStatus>& pools);
 /// The lines a text report gives the budget pools: `  pool        NAME (in PARENT): NET of
 /// TOTAL (gross GROSS)`.
 void print_pools(std::ostream& out, const std::vector<kernel::PoolStatus>& pools);
@@ -64,24 +66,28 @@ struct SarifRule {
   std::string description;
 };
 
-/// One result: a located message at `level` (`error`, `warning`, `note`).
-json sarif_result(const std::string& rule,
-                  const std::string& level,
-                  const std::string& text,
-                  const std::string& file,
-                  const kernel::SourceLoc& loc);
-
-/// Attaches what a finding's counterexample is: its values under `properties.counterexample`
-/// and, with `steps` (each a message and where in the spec it is), a code flow that replays
-/// them from the initial state, ending at the result's own location.
-void sarif_attach(json& result,
-                  const verifier::Counterexample* cex,
-                  const std::vector<std::pair<std::string, kernel::SourceLoc>>& steps,
-                  const std::string& file);
+/// One result: a located message at `level` (`error`, `warning`, `note`), and what its finding
+/// is: the counterexample's values under `properties.counterexample` and, with `steps` (each a
+/// message and where in the spec it is), a code flow that replays them from the initial state,
+/// ending at the result's own location.
+struct SarifResult {
+  std::string rule{};
+  std::string level{};
+  std::string text{};
+  std::string file{};
+  kernel::SourceLoc loc{};
+  const verifier::Counterexample* counterexample = nullptr;
+  std::vector<std::pair<std::string, kernel::SourceLoc>> steps{};
+  /// Writes further members of `properties` (none if empty).
+  std::function<void(JsonWriter&)> properties{};
+};
 
 /// The whole SARIF log: one run of the clampai driver with its rules, the results and one
 /// invocation (`executionSuccessful`, with an error notification when `failure` is set).
-json sarif_log(const std::vector<SarifRule>& rules, json results, const Failure* failure = nullptr);
+void write_sarif_log(JsonWriter& j,
+                     const std::vector<SarifRule>& rules,
+                     const std::vector<SarifResult>& results,
+                     const Failure* failure = nullptr);
 
 // ---- XML and JUnit ----
 

@@ -2,11 +2,10 @@
 #include <charconv>
 
 #include "clampai/report/format.hpp"
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
-
-using detail::json;
 
 std::string_view to_string(Format f) {
   switch (f) {
@@ -65,28 +64,26 @@ void write_failure(std::ostream& out, Format format, const Failure& failure) {
     case Format::text:
       return;
     case Format::json: {
-      json error = {{"kind", kind}, {"message", failure.message}};
-      if (!failure.input.empty()) error["input"] = failure.input;
+      JsonWriter j = detail::report_writer();
+      j.begin_object().key("command").value(failure.command).key("ok").value(false);
+      j.key("exit_code").value(failure.exit_code).key("error").begin_object();
+      j.key("kind").value(kind).key("message").value(failure.message);
+      if (!failure.input.empty()) j.key("input").value(failure.input);
       if (!failure.location.file.empty()) {
-        json loc = {{"file", failure.location.file}};
-        if (failure.location.line > 0) {
-          loc["line"] = failure.location.line;
-          loc["column"] = failure.location.column;
-        }
-        error["location"] = loc;
+        const Location& at = failure.location;
+        j.key("location").begin_object().key("file").value(at.file);
+        if (at.line > 0) j.key("line").value(at.line).key("column").value(at.column);
+        j.end_object();
       }
-      const json j = {{"command", failure.command},
-                      {"ok", false},
-                      {"exit_code", failure.exit_code},
-                      {"error", error}};
-      out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+      out << j.end_object().end_object().take() << "\n";
       return;
     }
-    case Format::sarif:
-      out << detail::sarif_log({}, json::array(), &failure)
-                 .dump(2, ' ', false, detail::json::error_handler_t::replace)
-          << "\n";
+    case Format::sarif: {
+      JsonWriter j = detail::report_writer();
+      detail::write_sarif_log(j, {}, {}, &failure);
+      out << j.take() << "\n";
       return;
+    }
     case Format::junit: {
       detail::JUnitCase c;
       c.classname = "clampai." + failure.command;

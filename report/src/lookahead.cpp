@@ -1,38 +1,38 @@
 #include "clampai/report/lookahead.hpp"
 
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
 
-using detail::json;
-
 namespace {
 
-json lookahead_json(const LookaheadReport& in) {
+std::string lookahead_json(const LookaheadReport& in) {
   const driver::LookaheadResult& r = *in.result;
   const kernel::TaskModel& m = *in.model;
-  const json reasons = detail::reasons(r.decision.reasons);
-  json j = {{"spec", in.spec},
-            {"action", in.action},
-            {"depth", in.depth},
-            {"engine", in.engine},
-            {"approved", r.decision.approved},
-            {"reasons", reasons},
-            {"trap", r.trap()},
-            {"entered", r.entered},
-            {"complete", r.complete},
-            {"situations", r.situations}};
-  if (!r.complete) j["incomplete_reason"] = r.incomplete_reason;
-  j["reachable_basin"] = r.reachable_basin ? json(*r.reachable_basin) : json(nullptr);
-  j["basin_witness"] = detail::plan(m, r.basin_witness);
-  j["dead_end"] = r.dead_end;
-  j["dead_end_witness"] = detail::plan(m, r.dead_end_witness);
-  j["goal_reachable"] = r.goal_reachable;
-  if (r.goal_reachable) {
-    j["cheapest_plan"] = detail::plan(m, r.cheapest_plan);
-    j["cheapest_cost"] = m.format_amount(r.cheapest_cost);
+  JsonWriter j = detail::report_writer();
+  j.begin_object().key("spec").value(in.spec).key("action").value(in.action);
+  j.key("depth").value(in.depth).key("engine").value(in.engine);
+  j.key("approved").value(r.decision.approved).key("reasons");
+  write_reasons(j, r.decision.reasons);
+  j.key("trap").value(r.trap()).key("entered").array_of(r.entered);
+  j.key("complete").value(r.complete).key("situations").value(r.situations);
+  if (!r.complete) j.key("incomplete_reason").value(r.incomplete_reason);
+  j.key("reachable_basin");
+  if (r.reachable_basin) {
+    j.value(*r.reachable_basin);
+  } else {
+    j.null();
   }
-  return j;
+  detail::write_plan(j.key("basin_witness"), m, r.basin_witness);
+  j.key("dead_end").value(r.dead_end);
+  detail::write_plan(j.key("dead_end_witness"), m, r.dead_end_witness);
+  j.key("goal_reachable").value(r.goal_reachable);
+  if (r.goal_reachable) {
+    detail::write_plan(j.key("cheapest_plan"), m, r.cheapest_plan);
+    j.key("cheapest_cost").value(m.format_amount(r.cheapest_cost));
+  }
+  return j.end_object().take();
 }
 
 void lookahead_text(std::ostream& out, const LookaheadReport& in) {
@@ -78,7 +78,7 @@ void lookahead_text(std::ostream& out, const LookaheadReport& in) {
 
 void write_lookahead(std::ostream& out, Format format, const LookaheadReport& r) {
   if (format == Format::json) {
-    out << lookahead_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+    out << lookahead_json(r) << "\n";
   } else {
     lookahead_text(out, r);
   }

@@ -1,11 +1,11 @@
 #include "clampai/report/repair.hpp"
 
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
 
 namespace cv = clampai::verifier;
-using detail::json;
 
 namespace {
 
@@ -16,42 +16,38 @@ std::string values_text(const kernel::Action& a, const kernel::Proposal& p) {
   return out.empty() ? "(no parameters)" : out;
 }
 
-json params_json(const kernel::Action& a, const kernel::Proposal& p) {
-  json j = json::object();
+void write_params(JsonWriter& j, const kernel::Action& a, const kernel::Proposal& p) {
+  j.begin_object();
   for (std::size_t i = 0; i < p.params.size(); ++i)
-    j[a.parameters[i].name] = p.params[i].to_string();
-  return j;
+    j.key(a.parameters[i].name).value(p.params[i].to_string());
+  j.end_object();
 }
 
-json repair_json(const RepairReport& in) {
+std::string repair_json(const RepairReport& in) {
   const kernel::TaskModel& m = *in.model;
   const cv::RepairResult& r = *in.result;
   const kernel::Action& a = m.actions[in.proposal->action];
   const auto& c = r.certificate;
-  json j = {{"spec", in.spec},
-            {"action", a.id},
-            {"status", std::string(cv::to_string(r.status))},
-            {"norm", std::string(cv::to_string(r.norm))},
-            {"proposed", params_json(a, *in.proposal)},
-            {"rejected_because", detail::reasons(r.original.reasons)}};
+  JsonWriter j = detail::report_writer();
+  j.begin_object().key("spec").value(in.spec).key("action").value(a.id);
+  j.key("status").value(cv::to_string(r.status)).key("norm").value(cv::to_string(r.norm));
+  write_params(j.key("proposed"), a, *in.proposal);
+  write_reasons(j.key("rejected_because"), r.original.reasons);
   if (r.status == cv::RepairStatus::approved || r.status == cv::RepairStatus::repaired) {
-    j["repaired"] = params_json(a, r.repaired);
-    j["cost"] = m.format_amount(r.decision.cost);
-    json multipliers = json::array();
+    write_params(j.key("repaired"), a, r.repaired);
+    j.key("cost").value(m.format_amount(r.decision.cost));
+    j.key("certificate").begin_object().key("method").value(c.method);
+    j.key("kernel_approved").value(c.kernel_approved).key("feasible").value(c.feasible);
+    j.key("optimal").value(c.optimal).key("distance").value(c.distance);
+    j.key("lower_bound").value(c.lower_bound).key("binding").array_of(c.binding);
+    j.key("multipliers").begin_array();
     for (const auto& [name, value] : c.multipliers)
-      multipliers.push_back({{"constraint", name}, {"multiplier", value}});
-    j["certificate"] = {{"method", c.method},
-                        {"kernel_approved", c.kernel_approved},
-                        {"feasible", c.feasible},
-                        {"optimal", c.optimal},
-                        {"distance", c.distance},
-                        {"lower_bound", c.lower_bound},
-                        {"binding", c.binding},
-                        {"multipliers", multipliers}};
+      j.begin_object().key("constraint").value(name).key("multiplier").value(value).end_object();
+    j.end_array().end_object();
   }
-  if (!r.conflict.empty()) j["conflict"] = r.conflict;
-  if (!r.reason.empty()) j["reason"] = r.reason;
-  return j;
+  if (!r.conflict.empty()) j.key("conflict").array_of(r.conflict);
+  if (!r.reason.empty()) j.key("reason").value(r.reason);
+  return j.end_object().take();
 }
 
 void repair_text(std::ostream& out, const RepairReport& in) {
@@ -101,7 +97,7 @@ void repair_text(std::ostream& out, const RepairReport& in) {
 
 void write_repair(std::ostream& out, Format format, const RepairReport& r) {
   if (format == Format::json) {
-    out << repair_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+    out << repair_json(r) << "\n";
   } else {
     repair_text(out, r);
   }

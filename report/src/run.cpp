@@ -1,11 +1,10 @@
 #include "clampai/report/run.hpp"
 
 #include "clampai/kernel/expr.hpp"
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
-
-using detail::json;
 
 namespace {
 
@@ -27,27 +26,26 @@ void write_check(std::ostream& out,
   for (const auto& inv : model.invariants)
     blocking += inv.enforcement == kernel::Enforcement::blocking;
   if (format == Format::json) {
-    json j;
-    j["spec"] = spec;
-    j["name"] = model.name;
-    j["digest"] = model.digest;
-    j["variables"] = json::array();
+    JsonWriter j = detail::report_writer();
+    j.begin_object().key("spec").value(spec).key("name").value(model.name);
+    j.key("digest").value(model.digest).key("variables").begin_array();
     for (const auto& v : model.variables)
-      j["variables"].push_back({{"name", v.name}, {"type", type_of(v)}});
-    j["actions"] = json::array();
+      j.begin_object().key("name").value(v.name).key("type").value(type_of(v)).end_object();
+    j.end_array().key("actions").begin_array();
     for (const auto& a : model.actions) {
-      j["actions"].push_back({{"id", a.id},
-                              {"cost", cost_of(model, a)},
-                              {"parameters", a.parameters.size()},
-                              {"emergency", a.emergency}});
+      j.begin_object().key("id").value(a.id).key("cost").value(cost_of(model, a));
+      j.key("parameters").value(a.parameters.size()).key("emergency").value(a.emergency);
+      j.end_object();
     }
-    j["invariants"] = {{"blocking", blocking}, {"monitoring", model.invariants.size() - blocking}};
-    j["budget"] = {{"total", model.format_amount(model.budget.total)},
-                   {"min_action_cost", model.format_amount(model.budget.min_action_cost)},
-                   {"step_limit", model.budget.step_limit}};
-    if (!model.budget.pool.empty()) j["budget"]["pool"] = model.budget.pool;
-    j["ok"] = true;
-    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+    j.end_array().key("invariants").begin_object().key("blocking").value(blocking);
+    j.key("monitoring").value(model.invariants.size() - blocking).end_object();
+    j.key("budget").begin_object().key("total").value(model.format_amount(model.budget.total));
+    j.key("min_action_cost").value(model.format_amount(model.budget.min_action_cost));
+    j.key("step_limit").value(model.budget.step_limit);
+    if (!model.budget.pool.empty()) j.key("pool").value(model.budget.pool);
+    j.end_object();
+    j.key("ok").value(true).end_object();
+    out << j.take() << "\n";
     return;
   }
   out << "spec " << spec << (model.name.empty() ? "" : " (" + model.name + ")") << "\n";
@@ -72,34 +70,34 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
   const kernel::TaskModel& model = *in.model;
   const driver::RunResult& r = *in.result;
   if (format == Format::json) {
-    json j;
-    j["spec"] = in.spec;
-    j["goal_reached"] = r.goal_reached;
-    j["termination"] = std::string(driver::to_string(r.termination));
-    j["steps"] = in.steps;
-    j["emergency_steps"] = in.emergency_steps;
-    j["step_limit"] = in.step_limit;
-    j["budget"] = {{"total", model.format_amount(in.total)},
-                   {"net", model.format_amount(in.net)},
-                   {"gross", model.format_amount(in.gross)}};
-    j["attempted"] = r.attempted;
-    j["rejected"] = r.rejected;
-    j["rejections_by_reason"] = r.rejections_by_reason;
-    j["actions"] = r.actions;
-    j["last_reasons"] = detail::reasons(r.last_reasons);
-    if (in.lookahead) j["lookahead"] = *in.lookahead;
+    JsonWriter j = detail::report_writer();
+    j.begin_object().key("spec").value(in.spec).key("goal_reached").value(r.goal_reached);
+    j.key("termination").value(driver::to_string(r.termination));
+    j.key("steps").value(in.steps).key("emergency_steps").value(in.emergency_steps);
+    j.key("step_limit").value(in.step_limit);
+    j.key("budget").begin_object().key("total").value(model.format_amount(in.total));
+    j.key("net")
+        .value(model.format_amount(in.net))
+        .key("gross")
+        .value(model.format_amount(in.gross));
+    j.end_object().key("attempted").value(r.attempted).key("rejected").value(r.rejected);
+    j.key("rejections_by_reason").begin_object();
+    for (const auto& [code, n] : r.rejections_by_reason) j.key(code).value(n);
+    j.end_object().key("actions").array_of(r.actions).key("last_reasons");
+    write_reasons(j, r.last_reasons);
+    if (in.lookahead) j.key("lookahead").value(*in.lookahead);
     if (in.recover) {
-      j["rollbacks"] = r.rollbacks;
-      j["emergencies"] = r.emergencies;
-      j["recovery"] = r.recovery;
+      j.key("rollbacks").value(r.rollbacks).key("emergencies").value(r.emergencies);
+      j.key("recovery").array_of(r.recovery);
     }
-    j["trace"] = {
-        {"entries", in.trace_entries}, {"head", in.trace_head}, {"verified", in.trace_verified}};
-    if (!in.trace_file.empty()) j["trace"]["file"] = in.trace_file;
-    if (in.trace_appended) j["trace"]["appended"] = true;
-    if (in.ledger) j["ledger"] = detail::ledger(*in.ledger);
-    if (!in.pools.empty()) j["pools"] = detail::pools(in.pools);
-    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+    j.key("trace").begin_object().key("entries").value(in.trace_entries);
+    j.key("head").value(in.trace_head).key("verified").value(in.trace_verified);
+    if (!in.trace_file.empty()) j.key("file").value(in.trace_file);
+    if (in.trace_appended) j.key("appended").value(true);
+    j.end_object();
+    if (in.ledger) detail::write_ledger(j.key("ledger"), *in.ledger);
+    if (!in.pools.empty()) write_pools(j.key("pools"), in.pools);
+    out << j.end_object().take() << "\n";
     return;
   }
   out << "goal: "
@@ -141,17 +139,19 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
 void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {
   const kernel::TraceCheck& check = r.check;
   if (format == Format::json) {
-    json j{{"file", r.file},
-           {"ok", check.ok},
-           {"entries", check.entries},
-           {"sealed", check.sealed},
-           {"message", check.message},
-           {"replay", r.replay},
-           {"truncated_tail", check.truncated_tail}};
-    j["first_bad_entry"] = check.first_bad ? json(*check.first_bad) : json(nullptr);
-    if (check.truncated_tail) j["verified_bytes"] = check.verified_bytes;
-    if (r.unresolved) j["steps_without_outcome"] = *r.unresolved;
-    out << j.dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+    JsonWriter j = detail::report_writer();
+    j.begin_object().key("file").value(r.file).key("ok").value(check.ok);
+    j.key("entries").value(check.entries).key("sealed").value(check.sealed);
+    j.key("message").value(check.message).key("replay").value(r.replay);
+    j.key("truncated_tail").value(check.truncated_tail).key("first_bad_entry");
+    if (check.first_bad) {
+      j.value(*check.first_bad);
+    } else {
+      j.null();
+    }
+    if (check.truncated_tail) j.key("verified_bytes").value(check.verified_bytes);
+    if (r.unresolved) j.key("steps_without_outcome").array_of(*r.unresolved);
+    out << j.end_object().take() << "\n";
     return;
   }
   out << (check.ok               ? "ok: "

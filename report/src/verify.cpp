@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <iomanip>
 
+#include "clampai/report/wire.hpp"
 #include "encode.hpp"
 
 namespace clampai::report {
 
 namespace cv = clampai::verifier;
-using detail::json;
 
 namespace {
 
@@ -101,97 +101,110 @@ std::string flow_text(const kernel::TaskModel& model, const kernel::InformationF
          (f.expression.empty() ? "" : ": " + f.expression);
 }
 
-json verify_sarif(const VerifyReport& r) {
+std::string verify_sarif(const VerifyReport& r) {
   const kernel::TaskModel& model = *r.model;
-  json results = json::array();
+  std::vector<detail::SarifResult> results;
   for (const auto& o : r.report->obligations) {
     if (o.verdict == cv::VerdictKind::proved) continue;
-    const std::string level =
-        o.verdict == cv::VerdictKind::refuted && o.kind != cv::ObligationKind::lint ? "error"
-                                                                                    : "warning";
-    json result = detail::sarif_result(
-        rule_of(model, o), level, o.id + ": " + o.reason, r.spec, finding_loc(model, o));
-    const auto steps = replay_steps(model, o);
-    detail::sarif_attach(result, o.counterexample ? &*o.counterexample : nullptr, steps, r.spec);
+    detail::SarifResult result;
+    result.rule = rule_of(model, o);
+    result.level = o.verdict == cv::VerdictKind::refuted && o.kind != cv::ObligationKind::lint
+                       ? "error"
+                       : "warning";
+    result.text = o.id + ": " + o.reason;
+    result.file = r.spec;
+    result.loc = finding_loc(model, o);
+    result.counterexample = o.counterexample ? &*o.counterexample : nullptr;
+    result.steps = replay_steps(model, o);
     results.push_back(std::move(result));
   }
   if (r.goal && r.goal->infeasible) {
-    json result =
-        detail::sarif_result("goal-infeasible", "error", "goal: " + r.goal->message, r.spec, {});
-    result["properties"]["plan"] = detail::plan(model, r.goal->plan);
+    detail::SarifResult result;
+    result.rule = "goal-infeasible";
+    result.level = "error";
+    result.text = "goal: " + r.goal->message;
+    result.file = r.spec;
+    result.properties = [&](JsonWriter& j) {
+      detail::write_plan(j.key("plan"), model, r.goal->plan);
+    };
     results.push_back(std::move(result));
   }
   for (const kernel::InformationFlow& f : r.downward_flows) {
-    json result = detail::sarif_result("information-flow-downward",
-                                       "error",
-                                       "information flow: " + flow_text(model, f),
-                                       r.spec,
-                                       model.actions[f.action].loc);
-    result["properties"]["path"] = f.path;
-    result["properties"]["source"] = f.source;
-    result["properties"]["target"] = f.target;
+    detail::SarifResult result;
+    result.rule = "information-flow-downward";
+    result.level = "error";
+    result.text = "information flow: " + flow_text(model, f);
+    result.file = r.spec;
+    result.loc = model.actions[f.action].loc;
+    result.properties = [&f](JsonWriter& j) {
+      j.key("path").value(f.path).key("source").value(f.source).key("target").value(f.target);
+    };
     results.push_back(std::move(result));
   }
-  return detail::sarif_log(verify_rules(), std::move(results));
+  JsonWriter j = detail::report_writer();
+  detail::write_sarif_log(j, verify_rules(), results);
+  return j.take();
 }
 
-json verify_json(const VerifyReport& r) {
+std::string verify_json(const VerifyReport& r) {
   const kernel::TaskModel& model = *r.model;
   const cv::Report& report = *r.report;
-  json obligations = json::array();
+  JsonWriter j = detail::report_writer();
+  j.begin_object().key("spec").value(r.spec);
+  j.key("summary").begin_object().key("proved").value(report.proved);
+  j.key("refuted").value(report.refuted).key("unknown").value(report.unknown);
+  j.key("warnings").value(report.warnings).key("seconds").value(r.seconds).end_object();
+  j.key("facts").begin_array();
+  for (const auto& f : report.facts)
+    j.begin_object().key("id").value(f.id).key("statement").value(f.statement).end_object();
+  j.end_array().key("obligations").begin_array();
   for (const auto& o : report.obligations) {
-    json j = {{"id", o.id},
-              {"kind", std::string(cv::to_string(o.kind))},
-              {"verdict", std::string(cv::to_string(o.verdict))},
-              {"reason", o.reason}};
-    if (!o.action.empty()) j["action"] = o.action;
-    if (!o.invariant.empty()) j["invariant"] = o.invariant;
-    if (o.loc.line > 0) j["location"] = {{"line", o.loc.line}, {"column", o.loc.column}};
-    if (o.reachability.status != cv::Reachability::Status::not_checked) {
-      json witness = json::array();
-      for (const auto& [action, params] : o.reachability.witness)
-        witness.push_back({{"action", action}, {"params", detail::named_values(params)}});
-      j["reachability"] = {{"status", kReachability[static_cast<int>(o.reachability.status)]},
-                           {"depth", o.reachability.depth},
-                           {"reason", o.reachability.reason},
-                           {"witness", witness}};
+    j.begin_object().key("id").value(o.id).key("kind").value(cv::to_string(o.kind));
+    j.key("verdict").value(cv::to_string(o.verdict)).key("reason").value(o.reason);
+    if (!o.action.empty()) j.key("action").value(o.action);
+    if (!o.invariant.empty()) j.key("invariant").value(o.invariant);
+    if (o.loc.line > 0) {
+      j.key("location").begin_object().key("line").value(o.loc.line);
+      j.key("column").value(o.loc.column).end_object();
     }
-    if (o.counterexample) j["counterexample"] = detail::counterexample(*o.counterexample, true);
-    obligations.push_back(j);
+    if (o.reachability.status != cv::Reachability::Status::not_checked) {
+      j.key("reachability").begin_object();
+      j.key("status").value(kReachability[static_cast<int>(o.reachability.status)]);
+      j.key("depth").value(o.reachability.depth).key("reason").value(o.reachability.reason);
+      j.key("witness").begin_array();
+      for (const auto& [action, params] : o.reachability.witness) {
+        j.begin_object().key("action").value(action);
+        detail::write_named_values(j.key("params"), params);
+        j.end_object();
+      }
+      j.end_array().end_object();
+    }
+    if (o.counterexample)
+      detail::write_counterexample(j.key("counterexample"), *o.counterexample, true);
+    j.end_object();
   }
-  json facts = json::array();
-  for (const auto& f : report.facts) facts.push_back({{"id", f.id}, {"statement", f.statement}});
-  json j = {{"spec", r.spec},
-            {"summary",
-             {{"proved", report.proved},
-              {"refuted", report.refuted},
-              {"unknown", report.unknown},
-              {"warnings", report.warnings},
-              {"seconds", r.seconds}}},
-            {"facts", facts},
-            {"obligations", obligations}};
+  j.end_array();
   if (r.goal) {
-    j["goal"] = {{"depth", r.goal->depth},
-                 {"reachable", r.goal->reachable},
-                 {"infeasible", r.goal->infeasible},
-                 {"complete", r.goal->complete},
-                 {"message", r.goal->message},
-                 {"plan", detail::plan(model, r.goal->plan)},
-                 {"cost", model.format_amount(r.goal->cost)}};
+    j.key("goal").begin_object().key("depth").value(r.goal->depth);
+    j.key("reachable").value(r.goal->reachable).key("infeasible").value(r.goal->infeasible);
+    j.key("complete").value(r.goal->complete).key("message").value(r.goal->message);
+    detail::write_plan(j.key("plan"), model, r.goal->plan);
+    j.key("cost").value(model.format_amount(r.goal->cost)).end_object();
   }
   if (r.labelled) {
-    json flows = json::array();
-    for (const kernel::InformationFlow& f : r.downward_flows)
-      flows.push_back({{"action", model.actions[f.action].id},
-                       {"source", f.source},
-                       {"source_label", std::string(kernel::to_string(f.source_label))},
-                       {"target", f.target},
-                       {"target_label", std::string(kernel::to_string(f.target_label))},
-                       {"path", f.path},
-                       {"expression", f.expression}});
-    j["information_flow"] = {{"checked", r.flows_checked}, {"downward", flows}};
+    j.key("information_flow").begin_object().key("checked").value(r.flows_checked);
+    j.key("downward").begin_array();
+    for (const kernel::InformationFlow& f : r.downward_flows) {
+      j.begin_object().key("action").value(model.actions[f.action].id);
+      j.key("source").value(f.source);
+      j.key("source_label").value(kernel::to_string(f.source_label));
+      j.key("target").value(f.target);
+      j.key("target_label").value(kernel::to_string(f.target_label));
+      j.key("path").value(f.path).key("expression").value(f.expression).end_object();
+    }
+    j.end_array().end_object();
   }
-  return j;
+  return j.end_object().take();
 }
 
 void verify_junit(std::ostream& out, const VerifyReport& r) {
@@ -218,10 +231,7 @@ void verify_junit(std::ostream& out, const VerifyReport& r) {
     c.message = o.reason;
     c.details = where + "\n";
     if (o.counterexample)
-      c.details += "counterexample: " +
-                   detail::counterexample(*o.counterexample)
-                       .dump(2, ' ', false, detail::json::error_handler_t::replace) +
-                   "\n";
+      c.details += "counterexample: " + detail::counterexample_text(*o.counterexample) + "\n";
     const auto steps = replay_steps(model, o);
     if (!steps.empty()) {
       c.details += o.reachability.reason + ":";
@@ -315,10 +325,10 @@ void write_verify(std::ostream& out, Format format, const VerifyReport& r) {
       verify_text(out, r);
       return;
     case Format::json:
-      out << verify_json(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+      out << verify_json(r) << "\n";
       return;
     case Format::sarif:
-      out << verify_sarif(r).dump(2, ' ', false, detail::json::error_handler_t::replace) << "\n";
+      out << verify_sarif(r) << "\n";
       return;
     case Format::junit:
       verify_junit(out, r);

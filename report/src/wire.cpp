@@ -1,5 +1,10 @@
-// The wire form of the kernel's types (wire.hpp): plain string building.
+// The wire form of the kernel's types (wire.hpp): plain string building, compact or indented.
 #include "clampai/report/wire.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <nlohmann/detail/conversions/to_chars.hpp>
 
 #include "clampai/kernel/json.hpp"
 
@@ -13,42 +18,84 @@ void JsonWriter::separate() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back()) out_.push_back(',');
-    first_.back() = false;
+  if (open_.empty()) return;
+  Frame& f = open_.back();
+  if (!f.first) out_.push_back(',');
+  f.first = false;
+  if (layout_ == Layout::indented) {
+    out_.push_back('\n');
+    out_.append(2 * open_.size(), ' ');
   }
+}
+
+// The members of the indented object `f` (just written, each `"key": value` after a separator of
+// the same length) put in the order of their keys' bytes. Reordering keeps the object's length,
+// so the offsets the enclosing objects hold stay true.
+void JsonWriter::sort_members(const Frame& f) {
+  const auto less = [](const Member* a, const Member* b) { return a->key < b->key; };
+  std::vector<const Member*> order;
+  order.reserve(f.members.size());
+  for (const Member& m : f.members) order.push_back(&m);
+  if (std::is_sorted(order.begin(), order.end(), less)) return;
+  std::stable_sort(order.begin(), order.end(), less);
+  std::string separator = ",\n";
+  separator.append(2 * open_.size(), ' ');
+  const std::size_t begin = f.members.front().begin;
+  const auto end_of = [&](const Member* m) {
+    const auto next = static_cast<std::size_t>(m - f.members.data()) + 1;
+    return next < f.members.size() ? f.members[next].begin - separator.size() : out_.size();
+  };
+  std::string sorted;
+  sorted.reserve(out_.size() - begin);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i > 0) sorted += separator;
+    sorted.append(out_, order[i]->begin, end_of(order[i]) - order[i]->begin);
+  }
+  out_.replace(begin, std::string::npos, sorted);
+}
+
+void JsonWriter::close(char bracket) {
+  if (layout_ == Layout::indented) {
+    const Frame& f = open_.back();
+    if (f.members.size() > 1) sort_members(f);
+    if (!f.first) {
+      out_.push_back('\n');
+      out_.append(2 * (open_.size() - 1), ' ');
+    }
+  }
+  out_.push_back(bracket);
+  open_.pop_back();
 }
 
 JsonWriter& JsonWriter::begin_object() {
   separate();
   out_.push_back('{');
-  first_.push_back(true);
+  open_.emplace_back();
   return *this;
 }
 
 JsonWriter& JsonWriter::end_object() {
-  out_.push_back('}');
-  first_.pop_back();
+  close('}');
   return *this;
 }
 
 JsonWriter& JsonWriter::begin_array() {
   separate();
   out_.push_back('[');
-  first_.push_back(true);
+  open_.emplace_back();
   return *this;
 }
 
 JsonWriter& JsonWriter::end_array() {
-  out_.push_back(']');
-  first_.pop_back();
+  close(']');
   return *this;
 }
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   separate();
+  if (layout_ == Layout::indented) open_.back().members.push_back({std::string(k), out_.size()});
   jsonio::append_json_string(out_, k, jsonio::InvalidUtf8::replace);
-  out_.push_back(':');
+  out_ += layout_ == Layout::indented ? ": " : ":";
   after_key_ = true;
   return *this;
 }
@@ -65,15 +112,29 @@ JsonWriter& JsonWriter::value(bool b) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value(std::int64_t i) {
+JsonWriter& JsonWriter::integer(std::int64_t i) {
   separate();
   out_ += std::to_string(i);
   return *this;
 }
 
-JsonWriter& JsonWriter::value(std::uint64_t u) {
+JsonWriter& JsonWriter::unsigned_integer(std::uint64_t u) {
   separate();
   out_ += std::to_string(u);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(double d) {
+  separate();
+  if (!std::isfinite(d)) {
+    out_ += "null";
+    return *this;
+  }
+  // The digits nlohmann's dump has always given the reports (Grisu2, laid out like `%g` with
+  // `.0` on a whole number): the same text as before this writer, not only the same double.
+  std::array<char, 64> buf{};
+  const char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), d);
+  out_.append(buf.data(), static_cast<std::size_t>(end - buf.data()));
   return *this;
 }
 
@@ -89,7 +150,42 @@ JsonWriter& JsonWriter::raw(std::string_view json) {
   return *this;
 }
 
+void JsonWriter::write_node(const jsonio::JsonNode& n) {
+  using Kind = jsonio::JsonNode::Kind;
+  switch (n.kind) {
+    case Kind::null:
+      null();
+      return;
+    case Kind::boolean:
+      value(n.boolean);
+      return;
+    case Kind::number:
+      raw(n.text);
+      return;
+    case Kind::string:
+      value(n.text);
+      return;
+    case Kind::array:
+      begin_array();
+      for (const jsonio::JsonNode& item : n.items) write_node(item);
+      end_array();
+      return;
+    case Kind::object:
+      begin_object();
+      for (const auto& [k, v] : n.members) {
+        key(k);
+        write_node(v);
+      }
+      end_object();
+      return;
+  }
+}
+
 JsonWriter& JsonWriter::value(const ck::Value& v) {
+  if (layout_ == Layout::indented) {
+    write_node(jsonio::value_to_json(v));
+    return *this;
+  }
   separate();
   // value_to_json gives integers within 2^53 and decimal strings: always canonical.
   if (!jsonio::append_canonical(out_, jsonio::value_to_json(v))) out_ += "null";
@@ -206,12 +302,6 @@ void write_pool_charges(JsonWriter& j, const std::vector<ck::PoolCharge>& charge
 std::string pools_json(const std::vector<ck::PoolStatus>& pools) {
   JsonWriter j;
   write_pools(j, pools);
-  return j.take();
-}
-
-std::string reasons_json(const std::vector<ck::Reason>& reasons) {
-  JsonWriter j;
-  write_reasons(j, reasons);
   return j.take();
 }
 

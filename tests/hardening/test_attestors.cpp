@@ -155,6 +155,21 @@ TEST_CASE("Subprocess: the environment is scrubbed", "[hardening][subprocess]") 
                       Contains("invalid variable name `A=B`"));
 }
 
+TEST_CASE("Subprocess: the working directory is the one given", "[hardening][subprocess]") {
+  const fs::path d = scratch("cwd");
+  const std::string dir = fs::canonical(d).string();
+  const std::string pwd = real("/bin/pwd");
+  const auto r = SubprocessRunner(ProgramAllowlist({pwd}), {}, {{"PATH", "/usr/bin:/bin"}}, dir)
+                     .run({pwd, "-P"});
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.output == dir + "\n");
+  REQUIRE_THROWS_WITH(SubprocessRunner(ProgramAllowlist{}, {}, {}, "relative/dir"),
+                      Contains("an absolute path is needed"));
+  REQUIRE_THROWS_WITH(SubprocessRunner(ProgramAllowlist{}, {}, {}, dir + "/missing"),
+                      Contains("not an existing directory"));
+  fs::remove_all(d);
+}
+
 TEST_CASE("Subprocess: a child that forks and ignores SIGTERM is killed with its group",
           "[hardening][subprocess]") {
   SubprocessLimits limits;

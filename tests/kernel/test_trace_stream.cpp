@@ -246,6 +246,52 @@ TEST_CASE("Trace stream: a replay keeps its state and its undo depth, not the tr
   std::remove(path.c_str());
 }
 
+TEST_CASE("Trace stream: replay_stream visits each replayed entry and names the first mismatch",
+          "[kernel][trace][stream]") {
+  const auto model = load_spec(kCounter);
+  const std::string path = clampai::test::temp_file("replay_stream.jsonl");
+  write_trace(path, 300);
+  {
+    TraceReader reader(path, small_blocks(8 << 10));
+    TraceReplay replay(model, /*undo_depth=*/8);
+    std::uint64_t visited = 0;
+    std::string last_n;
+    bool mismatched = false;
+    const TraceCheck check = replay_stream(
+        reader,
+        replay,
+        [&](const TraceEntry& e, const TraceReplay& r) {
+          REQUIRE(e.sequence == visited++);
+          REQUIRE(r.entries() == visited);  // the state after the entry
+          last_n = r.state().get(*model->schema->find("n")).to_string();
+        },
+        &mismatched);
+    REQUIRE(check.ok);
+    REQUIRE_FALSE(mismatched);
+    REQUIRE(visited == lines_of(path).size());
+    REQUIRE(last_n == std::to_string(300 - 300 / 97));
+  }
+  // Another spec (its actions cost more): the genesis entry already names another digest.
+  {
+    const auto other = load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+        "actions": [{"id": "add", "cost": 2, "reversible": true,
+                     "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+        "budget": {"total": 1000000, "min_action_cost": 1}})J");
+    TraceReader reader(path);
+    TraceReplay replay(other);
+    std::uint64_t visited = 0;
+    bool mismatched = false;
+    const TraceCheck check = replay_stream(
+        reader, replay, [&](const TraceEntry&, const TraceReplay&) { ++visited; }, &mismatched);
+    REQUIRE_FALSE(check.ok);
+    REQUIRE(mismatched);
+    REQUIRE(check.first_bad == std::optional<std::size_t>(0));
+    REQUIRE_THAT(check.message, Contains("entry 0: replay: "));
+    REQUIRE(visited == 0);
+  }
+  std::remove(path.c_str());
+}
+
 TEST_CASE(
     "Trace stream: a kernel continues a trace larger than the input limit, read as it streams",
     "[kernel][trace][stream]") {

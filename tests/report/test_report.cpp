@@ -1,15 +1,23 @@
-// The report library: the progress reporter, failure reports and the encoders' edge cases.
+// The report library: the progress reporter, failure reports, the encoders' edge cases and the
+// one JSON writer against nlohmann's dump.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/report.hpp"
+#include "clampai/report/wire.hpp"
 
 namespace cr = clampai::report;
 
@@ -256,4 +264,275 @@ TEST_CASE("run and agent reports on a ledger: the bytes of the re-parsed report"
   std::ostringstream out;
   REQUIRE_NOTHROW(cr::write_run(out, cr::Format::json, run));
   CHECK(out.str().find("\"url\": \"file:q\xef\xbf\xbd.jsonl\"") != std::string::npos);
+}
+
+// ---- the one JSON writer against nlohmann's dump, on documents a seeded generator builds ----
+
+namespace {
+
+// Builds one random document three ways at once: through the indented and the compact
+// JsonWriter, and as nlohmann documents (`json` sorts an object's members, `ordered_json` keeps
+// them as written), so each writer can be compared with the dump it must equal.
+struct DocumentGenerator {
+  std::mt19937_64 rng;
+  cr::JsonWriter indented{cr::JsonWriter::Layout::indented};
+  cr::JsonWriter compact{};
+
+  std::uint64_t below(std::uint64_t n) { return rng() % n; }
+
+  // Text with what escaping has to get right: quotes, backslashes, every control character,
+  // DEL, valid UTF-8 of each length, and invalid sequences (lone continuation bytes, overlong
+  // forms, surrogates, code points beyond U+10FFFF, sequences cut short, at the end too).
+  std::string text() {
+    static const std::vector<std::string> pieces = {"a",
+                                                    "Z",
+                                                    " ",
+                                                    "\"",
+                                                    "\\",
+                                                    "/",
+                                                    "\x7f",
+                                                    "\xc3\xa9",
+                                                    "\xe2\x82\xac",
+                                                    "\xf0\x9f\x98\x80",
+                                                    "\xe2\x80\xa8",
+                                                    "\xef\xbf\xbd",
+                                                    "\xef\xbb\xbf",
+                                                    "\x80",
+                                                    "\xbf",
+                                                    "\xff",
+                                                    "\xfe",
+                                                    "\xc0\x80",
+                                                    "\xc1\xbf",
+                                                    "\xe0\x80\x80",
+                                                    "\xed\xa0\x80",
+                                                    "\xf4\x90\x80\x80",
+                                                    "\xf5\x80",
+                                                    "\xe2\x82",
+                                                    "\xf0\x9f\x98",
+                                                    "\xf0\x9f",
+                                                    "\xc3",
+                                                    "\xe2",
+                                                    "12.50",
+                                                    "-0",
+                                                    "1e400",
+                                                    "null",
+                                                    "true"};
+    std::string s;
+    const std::uint64_t n = below(6);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (below(4) == 0) {
+        s += static_cast<char>(below(0x20));  // a control character, NUL included
+      } else {
+        s += pieces[below(pieces.size())];
+      }
+    }
+    return s;
+  }
+
+  void scalar(nlohmann::json& sorted, nlohmann::ordered_json& ordered) {
+    static const std::vector<std::int64_t> ints = {0,
+                                                   -1,
+                                                   1,
+                                                   -9007199254740993,
+                                                   9007199254740993,
+                                                   std::numeric_limits<std::int64_t>::min(),
+                                                   std::numeric_limits<std::int64_t>::max()};
+    static const std::vector<std::uint64_t> unsigneds = {
+        0, 1ULL << 63, std::numeric_limits<std::uint64_t>::max(), 18446744073709551614ULL};
+    static const std::vector<double> doubles = {0.0,
+                                                -0.0,
+                                                1.0,
+                                                0.1 + 0.2,
+                                                1e-5,
+                                                1e15,
+                                                1e16,
+                                                -1.5e300,
+                                                5e-324,
+                                                123456789.125,
+                                                std::numeric_limits<double>::quiet_NaN(),
+                                                std::numeric_limits<double>::infinity()};
+    const auto both = [&](auto v) {
+      indented.value(v);
+      compact.value(v);
+      sorted = v;
+      ordered = v;
+    };
+    switch (below(9)) {
+      case 0:
+        indented.null();
+        compact.null();
+        sorted = nullptr;
+        ordered = nullptr;
+        return;
+      case 1:
+        return both(below(2) == 0);
+      case 2:
+        return both(ints[below(ints.size())]);
+      case 3:
+        return both(static_cast<std::int64_t>(rng()));  // negative half the time
+      case 4:
+        return both(unsigneds[below(unsigneds.size())]);
+      case 5:
+        return both(doubles[below(doubles.size())]);
+      case 6: {
+        double d = 0;
+        const std::uint64_t bits = rng();
+        std::memcpy(&d, &bits, sizeof d);
+        return both(d);
+      }
+      case 7:  // a decimal as the reports write one: text
+        return both(std::to_string(static_cast<std::int64_t>(rng() % 100000) - 50000) + "." +
+                    std::to_string(below(100)));
+      default:
+        return both(text());
+    }
+  }
+
+  void node(int depth, nlohmann::json& sorted, nlohmann::ordered_json& ordered) {
+    const std::uint64_t kind = depth >= 5 ? 0 : below(4);
+    if (kind < 2) return scalar(sorted, ordered);
+    const std::uint64_t n = below(4) == 0 ? 0 : below(5);  // empty containers often
+    if (kind == 2) {
+      indented.begin_array();
+      compact.begin_array();
+      sorted = nlohmann::json::array();
+      ordered = nlohmann::ordered_json::array();
+      for (std::uint64_t i = 0; i < n; ++i) {
+        nlohmann::json s;
+        nlohmann::ordered_json o;
+        node(depth + 1, s, o);
+        sorted.push_back(std::move(s));
+        ordered.push_back(std::move(o));
+      }
+      indented.end_array();
+      compact.end_array();
+      return;
+    }
+    indented.begin_object();
+    compact.begin_object();
+    sorted = nlohmann::json::object();
+    ordered = nlohmann::ordered_json::object();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::string key = text();
+      if (sorted.contains(key)) continue;  // an object's keys are unique
+      indented.key(key);
+      compact.key(key);
+      node(depth + 1, sorted[key], ordered[key]);
+    }
+    indented.end_object();
+    compact.end_object();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the indented JsonWriter writes what nlohmann's dump(2) writes, byte for byte") {
+  constexpr auto replace = nlohmann::json::error_handler_t::replace;
+  for (std::uint64_t seed = 1; seed <= 3000; ++seed) {
+    DocumentGenerator g{std::mt19937_64(seed)};
+    nlohmann::json sorted;
+    nlohmann::ordered_json ordered;
+    g.node(0, sorted, ordered);
+    INFO("seed " << seed);
+    REQUIRE(g.indented.take() == sorted.dump(2, ' ', false, replace));
+    REQUIRE(g.compact.take() == ordered.dump(-1, ' ', false, replace));
+  }
+}
+
+TEST_CASE("the indented JsonWriter: the shapes a report has, written out") {
+  cr::JsonWriter j(cr::JsonWriter::Layout::indented);
+  j.begin_object().key("z").begin_array().end_array().key("b").begin_object().end_object();
+  j.key("a").begin_array().value(-1).begin_object().key("y").value("\xe2\x82 \x01").key("x");
+  j.value(0.5).end_object().end_array().key("c").value(std::uint64_t{18446744073709551615ULL});
+  CHECK(j.end_object().take() ==
+        "{\n"
+        "  \"a\": [\n"
+        "    -1,\n"
+        "    {\n"
+        "      \"x\": 0.5,\n"
+        "      \"y\": \"\xef\xbf\xbd \\u0001\"\n"  // one U+FFFD for the sequence cut short
+        "    }\n"
+        "  ],\n"
+        "  \"b\": {},\n"
+        "  \"c\": 18446744073709551615,\n"
+        "  \"z\": []\n"
+        "}");
+}
+
+TEST_CASE("a JSON report is its own nlohmann parse and dump(2): reasons with any bytes") {
+  const auto model =
+      clampai::kernel::load_spec(R"({"variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "a", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "goal": "n >= 1", "budget": {"total": 10, "min_action_cost": 1}})");
+  clampai::driver::RunResult result;
+  result.termination = clampai::driver::Termination::no_approvable_action;
+  result.rejections_by_reason = {{"budget_exceeded", 2}, {"a\xe2\x82", 1}};
+  result.last_reasons = {{clampai::kernel::ReasonCode::budget_exceeded, "n", "budget \x01\xf0\x9f"},
+                         {clampai::kernel::ReasonCode::invariant_violated, "\xed\xa0\x80", ""}};
+  cr::RunReport run;
+  run.spec = "s\"\\.json";
+  run.model = model.get();
+  run.result = &result;
+  run.lookahead = 3;
+  run.recover = true;
+  std::ostringstream out;
+  cr::write_run(out, cr::Format::json, run);
+  const nlohmann::json parsed = nlohmann::json::parse(out.str());
+  CHECK(out.str() == parsed.dump(2) + "\n");
+  // The reasons in their one wire form: code, subject and message, whatever the bytes.
+  CHECK(parsed["last_reasons"][0] == nlohmann::json{{"code", "budget_exceeded"},
+                                                    {"message", "budget \x01\xef\xbf\xbd"},
+                                                    {"subject", "n"}});
+  CHECK(parsed["last_reasons"][1]["subject"] == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(parsed["rejections_by_reason"].contains("a\xef\xbf\xbd"));
+}
+
+TEST_CASE("html: a long trace is drawn in at most `buckets` buckets that keep its exact figures") {
+  namespace ck = clampai::kernel;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("clampai-test-html-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  const std::string trace = (dir / "run.jsonl").string();
+  const std::string spec = (dir / "spec.json").string();
+  const char* const text = R"J({"variables": {"n": {"type": "int", "initial": 0}},
+      "actions": [{"id": "add", "cost": 1,
+                   "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+      "invariants": [{"name": "cap", "check": "n <= 5000"}],
+      "budget": {"total": 1000000, "min_action_cost": 1}})J";
+  std::ofstream(spec) << text;
+  {
+    ck::KernelOptions options;
+    options.writer = std::make_shared<ck::TraceWriter>(trace, ck::FlushPolicy::buffered);
+    ck::SafetyKernel kernel(ck::load_spec(text), options);
+    for (int i = 0; i < 1000; ++i) REQUIRE(kernel.execute("add", {}).receipt);
+    kernel.seal();
+  }
+  for (const std::size_t buckets : {std::size_t{16}, std::size_t{5}}) {
+    std::ostringstream out;
+    cr::HtmlOptions options;
+    options.buckets = buckets;
+    options.spec = spec;
+    const cr::HtmlResult r = cr::write_html(out, {trace}, options);
+    CHECK_FALSE(r.findings);
+    REQUIRE(r.kinds == std::vector<cr::HtmlInput>{cr::HtmlInput::trace});
+    const std::string page = out.str();
+    // The rows of the exact figures: consecutive buckets from entry 0 to the seal (1001).
+    std::size_t rows = 0;
+    std::uint64_t next = 0;
+    for (auto at = page.find("<tr data-first=\""); at != std::string::npos;
+         at = page.find("<tr data-first=\"", at + 1)) {
+      ++rows;
+      const std::uint64_t first = std::stoull(page.substr(at + 16));
+      const auto last_at = page.find("data-last=\"", at) + 11;
+      CHECK(first == next);
+      next = std::stoull(page.substr(last_at)) + 1;
+    }
+    CHECK(next == 1002);
+    CHECK(rows <= buckets);
+    CHECK(rows >= buckets / 2);
+    CHECK(page.find("data-figure=\"net\">1000.000<") != std::string::npos);
+    // The least margin of `n <= 5000` is 4000, after the last step.
+    CHECK(page.find("data-least=\"4000\"") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }

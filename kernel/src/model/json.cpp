@@ -440,6 +440,34 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return 0;
 }
 
+// The length of the invalid sequence at `s[i]` (a byte >= 0x80 where `utf8_sequence` finds
+// none): its maximal subpart, the longest start of a well-formed sequence there (at least the
+// byte itself), which Unicode (chapter 3, "U+FFFD substitution of maximal subparts") replaces
+// by one U+FFFD. `\xE2\x82` before an ASCII byte is one replacement, `\xC0\x80` two.
+std::size_t utf8_invalid_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong below
+    if (c == 0xED) hi = 0x9F;  // surrogates above
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong below
+    if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF above
+  } else {
+    return 1;
+  }
+  if (i + 1 >= s.size() || b(1) < lo || b(1) > hi) return 1;
+  std::size_t k = 2;
+  while (k < n && i + k < s.size() && (b(k) & 0xC0) == 0x80) ++k;
+  return k;
+}
+
 }  // namespace
 
 namespace {
@@ -547,6 +575,7 @@ void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invali
         continue;
       }
       out.append(s.data() + run, i - run);
+      i += utf8_invalid_length(s, i) - 1;
       run = i + 1;
       out += "\xEF\xBF\xBD";  // U+FFFD
       continue;

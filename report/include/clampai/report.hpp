@@ -4,6 +4,7 @@
 #include "clampai/report/agent.hpp"
 #include "clampai/report/compose.hpp"
 #include "clampai/report/format.hpp"
+#include "clampai/report/html.hpp"
 #include "clampai/report/ledger.hpp"
 #include "clampai/report/lookahead.hpp"
 #include "clampai/report/progress.hpp"

@@ -77,12 +77,15 @@ struct SubprocessResult {
 class SubprocessRunner {
  public:
   /// `environment` is the complete environment of the child (nothing is inherited); the
-  /// default is `PATH=/usr/bin:/bin` and `LC_ALL=C`.
-  /// @throws clampai::InvalidArgument if a variable name is empty or holds `=` or a NUL.
+  /// default is `PATH=/usr/bin:/bin` and `LC_ALL=C`. `working_directory`, if not empty, is the
+  /// child's current directory (default: the caller's).
+  /// @throws clampai::InvalidArgument if a variable name is empty or holds `=` or a NUL, or
+  /// the working directory is not an absolute path to an existing directory.
   explicit SubprocessRunner(ProgramAllowlist allowlist,
                             SubprocessLimits limits = {},
-                            std::vector<std::pair<std::string, std::string>> environment = {
-                                {"PATH", "/usr/bin:/bin"}, {"LC_ALL", "C"}});
+                            std::vector<std::pair<std::string, std::string>> environment =
+                                {{"PATH", "/usr/bin:/bin"}, {"LC_ALL", "C"}},
+                            std::string working_directory = {});
   /// Runs `argv` (argv[0] the program's absolute path) with stdin from /dev/null, in a new
   /// process group, and waits for it. Never throws for what the program does; a refused
   /// program or an empty argv is a result with `started == false` and the reason. The process
@@ -96,6 +99,7 @@ class SubprocessRunner {
   ProgramAllowlist allowlist_;
   SubprocessLimits limits_;
   std::vector<std::string> environment_;  // NAME=value
+  std::string working_directory_;         // empty: the caller's
 };
 
 /// An attestor that runs a program: passes iff it exits with status 0 within the limits.

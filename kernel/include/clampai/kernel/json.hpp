@@ -82,8 +82,10 @@ std::string describe(const JsonNode& n);
 
 /// What the escaper does with bytes that are not valid UTF-8.
 enum class InvalidUtf8 : std::uint8_t {
-  keep,     ///< copied as they are (canonical trace lines: their strings were read as UTF-8)
-  replace,  ///< each invalid sequence becomes U+FFFD (text echoed from a client stays JSON)
+  keep,  ///< copied as they are (canonical trace lines: their strings were read as UTF-8)
+  /// each invalid sequence (its maximal subpart, as Unicode recommends: `\xE2\x82` before
+  /// an ASCII byte is one) becomes U+FFFD (text echoed from a client stays JSON)
+  replace,
 };
 /// Appends `s` as a JSON string literal, escaped as RFC 8785 requires: the project's one
 /// escaper (the trace's canonical lines, and every JSON the front ends write).

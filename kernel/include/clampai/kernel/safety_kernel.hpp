@@ -21,6 +21,7 @@
 #include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/trace.hpp"
+#include "clampai/kernel/trace_reader.hpp"
 
 namespace clampai::kernel {
 
@@ -464,6 +465,19 @@ class TraceReplay {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Replays what `reader` hands out, entry by entry, through `replay` (as `clampai trace verify
+/// --spec` does, for a file or a ledger): the one loop over a streamed trace and its replay.
+/// After each entry replays, `visit` (if any) sees it with the replay (whose state is then the
+/// state after it). Stops at the first mismatch: the verdict is then not ok, `first_bad` the
+/// entry and the message `entry N: replay: WHY`, and `*mismatched` (if given) is set; else the
+/// verdict is the reader's (`finish`: the chain, read to its end).
+/// @throws TraceError if the trace cannot be read (as `TraceReader` does).
+TraceCheck replay_stream(
+    TraceReader& reader,
+    TraceReplay& replay,
+    const std::function<void(const TraceEntry&, const TraceReplay&)>& visit = {},
+    bool* mismatched = nullptr);
 
 /// The SHA-256 (hex) of a state's canonical JSON: an object from variable name to value.
 std::string state_digest(const State& state);

@@ -5,9 +5,11 @@
 // escaper (`kernel::jsonio::append_json_string`); no third-party type appears here.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "clampai/kernel/budget.hpp"
@@ -17,13 +19,31 @@
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/value.hpp"
 
+namespace clampai::kernel::jsonio {
+struct JsonNode;
+}  // namespace clampai::kernel::jsonio
+
 namespace clampai::report {
 
-/// Writes one JSON document as plain text (the hot path of the server builds responses with
-/// it); commas between members and items are placed for the caller. Strings are escaped as
-/// RFC 8259 requires, an invalid UTF-8 sequence (text echoed from a client) as U+FFFD.
+/// Writes one JSON document as plain text, in one of two layouts; commas between members and
+/// items are placed for the caller. Strings are escaped by the kernel's one escaper as RFC 8259
+/// requires, each invalid UTF-8 sequence (text echoed from a client, a file name) as one U+FFFD.
 class JsonWriter {
  public:
+  enum class Layout : std::uint8_t {
+    /// The wire form (the server's responses, Python's `to_json()`): no whitespace, members in
+    /// the order written.
+    compact,
+    /// The reports' form (`--format json` of every command): two spaces of indent per level,
+    /// `"key": value`, `[]` and `{}` when empty, and each object's members sorted by the bytes
+    /// of their keys whatever order they are written in (an object's keys must be unique).
+    /// Byte for byte what nlohmann's `dump(2)` writes of the same document (tests/report).
+    indented,
+  };
+
+  JsonWriter() = default;
+  explicit JsonWriter(Layout layout) : layout_(layout) {}
+
   JsonWriter& begin_object();
   JsonWriter& end_object();
   JsonWriter& begin_array();
@@ -34,21 +54,52 @@ class JsonWriter {
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
   JsonWriter& value(bool b);
-  JsonWriter& value(std::int64_t i);
-  JsonWriter& value(std::uint64_t u);
+  template <std::integral T>
+  requires(!std::same_as<T, bool> && !std::same_as<T, char>) JsonWriter& value(T i) {
+    if constexpr (std::is_signed_v<T>) {
+      return integer(static_cast<std::int64_t>(i));
+    } else {
+      return unsigned_integer(static_cast<std::uint64_t>(i));
+    }
+  }
+  /// As the reports have always written a double: Grisu2's digits (they read back as `d`; the
+  /// shortest in almost every case), laid out like `%g` with `.0` on a whole number (`0.5`,
+  /// `1.0`, `1e-05`); NaN and infinities as null.
+  JsonWriter& value(double d);
   JsonWriter& null();
-  /// Inserts `json`, which must be one complete JSON value.
+  /// Inserts `json`, which must be one complete JSON value (as it is, not indented).
   JsonWriter& raw(std::string_view json);
   /// A kernel value: numbers as JSON integers (scale 0, within +-2^53) or exact decimal
   /// strings ("12.50"), undefined as null.
   JsonWriter& value(const kernel::Value& v);
+  /// An array of `items`, each written by `value`.
+  template <typename Range>
+  JsonWriter& array_of(const Range& items) {
+    begin_array();
+    for (const auto& item : items) value(item);
+    return end_array();
+  }
   [[nodiscard]] std::string take() { return std::move(out_); }
 
  private:
+  struct Member {
+    std::string key;
+    std::size_t begin;  // where its `"key": ` starts in out_
+  };
+  struct Frame {
+    bool first = true;              // no member or item written yet
+    std::vector<Member> members{};  // an indented object's, to sort at its end
+  };
+  JsonWriter& integer(std::int64_t i);
+  JsonWriter& unsigned_integer(std::uint64_t u);
   void separate();
+  void close(char bracket);
+  void sort_members(const Frame& f);
+  void write_node(const kernel::jsonio::JsonNode& n);
   std::string out_;
-  std::vector<bool> first_;  // one per open container: no member written yet
+  std::vector<Frame> open_;  // one per open container
   bool after_key_ = false;
+  Layout layout_ = Layout::compact;
 };
 
 /// `{"code", "subject", "message"}`.
@@ -76,9 +127,7 @@ void write_pools(JsonWriter& j, const std::vector<kernel::PoolStatus>& pools);
 /// first: `[{"pool", "amount", "net", "gross", "total", "refund"}...]`.
 void write_pool_charges(JsonWriter& j, const std::vector<kernel::PoolCharge>& charges);
 
-/// The same forms as one JSON text each (for callers that embed them in a document of their
-/// own, such as the reports written with another JSON library, and Python's `to_json()`).
-std::string reasons_json(const std::vector<kernel::Reason>& reasons);
+/// The decision as one compact JSON text (Python's `to_json()`).
 std::string decision_json(const kernel::TaskModel& model, const kernel::Decision& d);
 std::string pools_json(const std::vector<kernel::PoolStatus>& pools);
 
