@@ -24,7 +24,6 @@ void write_ledger(JsonWriter& j, const LedgerSection& l) {
   j.end_object();
 }
 
-
 void print_pools(std::ostream& out, const std::vector<kernel::PoolStatus>& pools) {
   for (const kernel::PoolStatus& p : pools) {
     out << "  pool        " << p.name << (p.parent.empty() ? "" : " (in " + p.parent + ")") << ": "
