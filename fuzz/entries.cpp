@@ -13,6 +13,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/expr.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/trace.hpp"
@@ -344,6 +345,31 @@ void principals(std::string_view input) {
   }
 }
 
+// A pools file: refused with an error, or a tree whose parents come first, nothing spent, and
+// whose levels charges never overspend.
+void pools(std::string_view input) {
+  const auto tree = kernel::load_pools(input);
+  const std::vector<kernel::PoolStatus> before = tree->status();
+  std::vector<std::string> seen;
+  for (const auto& p : before) {
+    must(p.parent.empty() || std::find(seen.begin(), seen.end(), p.parent) != seen.end(),
+         "a pool listed before its parent");
+    must(p.net == 0 && p.gross == 0 && p.total >= 0, "a fresh pool with spend or a negative total");
+    seen.push_back(p.name);
+  }
+  if (before.empty()) return;
+  try {
+    const std::size_t leaf = tree->bind(before.back().name, 3);
+    kernel::PoolTree::Chain chain(*tree, leaf, 3);
+    for (const kernel::Amount c :
+         {kernel::Amount{1}, kernel::Amount{1000}, kernel::Amount{1} << 40})
+      if (!chain.refusing(c)) (void)chain.charge(c);
+  } catch (const SpecError&) {  // a total not exact at scale 3
+  }
+  for (const auto& p : tree->status())
+    must(p.net >= 0 && p.net <= p.total, "a pool level overspent");
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"expression", &expression},
                                           {"spec", &spec},
@@ -353,7 +379,8 @@ const std::vector<Target>& targets() {
                                           {"service", &service},
                                           {"mcp", &mcp},
                                           {"bindings", &bindings},
-                                          {"principals", &principals}};
+                                          {"principals", &principals},
+                                          {"pools", &pools}};
   return all;
 }
 

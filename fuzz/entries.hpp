@@ -54,6 +54,10 @@ void bindings(std::string_view input);
 /// `serve --principals`'s file (server::parse_principals): refused with an error naming where,
 /// or read into principals whose tokens are SHA-256 digests and whose rights are known names.
 void principals(std::string_view input);
+/// A pools file (kernel::load_pools): refused with an error naming where, or read into a tree
+/// that lists every parent before its children with nothing spent; charges through the last
+/// pool's chain then never overspend a level.
+void pools(std::string_view input);
 
 struct Target {
   const char* name;

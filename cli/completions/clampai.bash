@@ -55,7 +55,7 @@ _clampai() {
   case $cmd in
     check) opts="--format --quiet --help" ;;
     evaluate) opts="--action --params --state --format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --signing-key --checkpoint-every --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --pools --signing-key --checkpoint-every --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
@@ -69,8 +69,8 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
-    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --help" ;;
+    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --format --quiet --help" ;;
+    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --help" ;;
     keygen) opts="--help" ;;
     mcp) opts="--help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;

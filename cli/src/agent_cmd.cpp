@@ -24,7 +24,7 @@ namespace ck = clampai::kernel;
 namespace {
 
 struct Args {
-  std::string spec, llm, model, base_url, trace, transcript, ledger, format = "text";
+  std::string spec, llm, model, base_url, trace, transcript, ledger, pools, format = "text";
   std::optional<std::uint64_t> max_steps;
   std::optional<unsigned> lookahead;
   std::optional<std::uint32_t> llm_timeout_ms;
@@ -86,8 +86,10 @@ int agent_command() {
   ck::SafetyKernel* own = nullptr;
   std::shared_ptr<ck::Ledger> ledger;
   std::unique_ptr<ck::SharedKernel> shared;
+  std::shared_ptr<ck::PoolTree> pools;
   if (args.ledger.empty()) {
     ck::KernelOptions options;
+    options.pools = pools = load_pools_option(args.pools, model.get());
     options.record_rejections = true;
     if (!args.trace.empty())
       options.writer = std::make_shared<ck::TraceWriter>(
@@ -184,6 +186,7 @@ int agent_command() {
   out.transcript_file = args.transcript;
   out.lookahead = args.lookahead;
   if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
+  if (pools) out.pools = pools->status();
   report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }
@@ -242,6 +245,12 @@ CLI::App* add_agent_command(CLI::App& app) {
                   "file:PATH or memory:; the trace, with every process's rejections, is the "
                   "ledger's")
       ->excludes(trace);
+  cmd->add_option("--pools",
+                  args.pools,
+                  "A pools file (JSON): the budget pools the spec's budget.pool names; a charge "
+                  "commits only if it fits every level (docs/POOLS.md)")
+      ->option_text("FILE")
+      ->excludes("--ledger");
   add_allow_program_option(cmd, args.allow_programs);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))

@@ -85,6 +85,7 @@ struct RunArgs {
   std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
   std::string ledger;
+  std::string pools;  // --pools FILE
   std::vector<std::string> allow_programs;
   std::string signing_key;
   std::uint64_t checkpoint_every = 0;
@@ -194,6 +195,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
+  options.pools = clampai::cli::load_pools_option(args.pools, model.get());
   options.record_rejections = args.record_rejections;
   // Bounded memory on long runs: the trace goes to its file as it grows (when there is one);
   // the kernel keeps the last entries and the undo records that --recover can use.
@@ -258,6 +260,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
   report.trace_appended = args.append;
   report.lookahead = args.lookahead;
   report.recover = args.recover;
+  if (options.pools) report.pools = options.pools->status();
   clampai::report::write_run(std::cout, clampai::cli::format_of(common.format), report);
   return r.goal_reached ? kOk : kFinding;
 }
@@ -273,8 +276,8 @@ struct TraceArgs {
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
-  if (!args.public_key.empty() && (clampai::cli::names_ledger(args.file) ||
-                                   clampai::cli::ledger_file(args.file).has_value()))
+  if (!args.public_key.empty() &&
+      (clampai::cli::names_ledger(args.file) || clampai::cli::ledger_file(args.file).has_value()))
     throw clampai::InvalidArgument(
         "--public-key checks the signatures of a trace file; a ledger's entries are written by "
         "every process on it and are not signed");
@@ -515,6 +518,11 @@ int main(int argc, char** argv) {
                       "ledger: postgresql://...[#TASK] (a libpq URI; the task defaults to the "
                       "spec's name), file:PATH or memory:; `actions` lists what this process "
                       "committed");
+  run->add_option("--pools",
+                  run_args.pools,
+                  "A pools file (JSON): the budget pools the spec's budget.pool names; a charge "
+                  "commits only if it fits every level (docs/POOLS.md)")
+      ->option_text("FILE");
   clampai::cli::add_allow_program_option(run, run_args.allow_programs);
   run->add_option("--signing-key",
                   run_args.signing_key,
@@ -532,7 +540,8 @@ int main(int argc, char** argv) {
                             "--flush",
                             "--allow-program",
                             "--signing-key",
-                            "--checkpoint-every"})
+                            "--checkpoint-every",
+                            "--pools"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 

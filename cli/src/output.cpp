@@ -140,6 +140,35 @@ std::string describe(const std::string& input, const clampai::Error& e) {
   return out;
 }
 
+std::shared_ptr<kernel::PoolTree> load_pools_option(const std::string& file,
+                                                    const kernel::TaskModel* model,
+                                                    const std::string& option) {
+  std::vector<std::shared_ptr<const kernel::TaskModel>> models;
+  if (model != nullptr)
+    models.push_back(std::shared_ptr<const kernel::TaskModel>(model, [](const auto*) {}));
+  return load_pools_option(file, models, option);
+}
+
+std::shared_ptr<kernel::PoolTree> load_pools_option(
+    const std::string& file,
+    const std::vector<std::shared_ptr<const kernel::TaskModel>>& models,
+    const std::string& option) {
+  if (file.empty()) {
+    for (const auto& m : models) {
+      if (!m->budget.pool.empty())
+        throw SpecError("budget.pool",
+                        "the budget is in pool `" + m->budget.pool + "`: give " + option +
+                            " FILE, the pools file that declares it (docs/POOLS.md)");
+    }
+    return nullptr;
+  }
+  try {
+    return kernel::load_pools_file(file);
+  } catch (const SpecError& e) {
+    throw SpecError(option, describe(file, e));
+  }
+}
+
 int fail(const std::string& format,
          const std::string& command,
          const std::string& input,

@@ -70,6 +70,20 @@ report::Format format_of(const std::string& name);
 /// `INPUT: message`.
 std::string describe(const std::string& input, const clampai::Error& e);
 
+/// The pools file of `--pools FILE` for a task of `model` (docs/POOLS.md), or null when `file`
+/// is empty. `option` names the flag in errors.
+/// @throws SpecError at `budget.pool` if the spec names a pool and no file is given; SpecError
+/// at `--pools` naming the file, line and column if the file is bad; FileError if it cannot be
+/// read.
+std::shared_ptr<kernel::PoolTree> load_pools_option(const std::string& file,
+                                                    const kernel::TaskModel* model,
+                                                    const std::string& option = "--pools");
+/// The same for several tasks (serve): every spec naming a pool needs the file.
+std::shared_ptr<kernel::PoolTree> load_pools_option(
+    const std::string& file,
+    const std::vector<std::shared_ptr<const kernel::TaskModel>>& models,
+    const std::string& option = "--pools");
+
 /// Reports a command that could not do its work: `clampai: error: MESSAGE` on stderr (each line
 /// of a message of several lines so prefixed) and, with
 /// `format` json, sarif or junit, a report carrying the error on stdout (so CI shows it rather

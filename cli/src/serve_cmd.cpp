@@ -20,7 +20,8 @@ namespace {
 
 struct Args {
   std::vector<std::string> specs;
-  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key;
+  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key,
+              pools;
   std::string signing_key, decision_log;
   std::uint64_t checkpoint_every = 0;
   unsigned port = 8765;
@@ -94,6 +95,13 @@ int serve_command() {
     std::lock_guard lock(log_mutex);
     std::cerr << "clampai serve: " << line << std::endl;
   };
+  if (!args.pools.empty()) {
+    if (!args.ledger.empty())
+      throw InvalidArgument(
+          "--pools: budget pools are not kept on a ledger yet: give --pools or "
+          "--ledger");
+    options.pools = load_pools_option(args.pools, nullptr);
+  }
   cs::Service service(options);
   for (const std::string& spec : args.specs) {
     try {
@@ -180,11 +188,16 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "Share each task's budget, state and trace with other processes through this "
                   "ledger: postgresql://... (a libpq URI; each task's ledger is named by its "
                   "spec's name); not with --data-dir");
-  cmd->add_option("--signing-key",
-                  args.signing_key,
-                  "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
-                  "PKCS#8: `clampai keygen`); not with --ledger")
-      ->option_text("FILE");
+  cmd->add_option("--pools",
+                  args.pools,
+                  "A pools file (JSON): the budget pools tasks' budget.pool names, shared by "
+                  "every task served; a charge commits only if it fits every level "
+                  "(docs/POOLS.md); GET /v1/pools shows them")
+      cmd->add_option("--signing-key",
+                      args.signing_key,
+                      "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
+                      "PKCS#8: `clampai keygen`); not with --ledger")
+          ->option_text("FILE");
   cmd->add_option("--checkpoint-every",
                   args.checkpoint_every,
                   "Append a checkpoint entry (signed with --signing-key) to a task's trace every "

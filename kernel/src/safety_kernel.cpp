@@ -125,6 +125,27 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     }
   }
 
+  // Budget pools: bound now (a pool that cannot take this task's scale refuses it here); a
+  // resumed trace is replayed without them and its net spend then charged to every level.
+  std::optional<std::size_t> pool;
+  if (options_.pools && !model_->budget.pool.empty())
+    pool = options_.pools->bind(model_->budget.pool, model_->budget.scale);
+  const auto join_pool_after_resume = [&] {
+    if (!pool || budget_.net() == 0) {
+      pool_ = pool;
+      return;
+    }
+    // The entries' `pools` members record each level's figures as they were (every task's
+    // spend), but a restarted process starts its pools from the file and its other tasks
+    // resume one by one: each task charges its own net spend again, which never undercounts.
+    std::lock_guard lock(mutex_);
+    PoolTree::Chain chain(*options_.pools, *pool, model_->budget.scale);
+    if (std::optional<Reason> r = detail::pool_check(*model_, chain, budget_.net()))
+      throw InvalidArgument("cannot continue the trace in pool `" + model_->budget.pool +
+                            "`: its net spend does not fit: " + r->message);
+    (void)chain.charge(budget_.net());
+    pool_ = pool;
+  };
   if (!options_.resume.empty()) {
     const std::vector<TraceEntry> entries = std::move(options_.resume);
     options_.resume.clear();
@@ -134,14 +155,17 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
       e = entries[i++];
       return true;
     });
+    join_pool_after_resume();
     return;
   }
   if (options_.resume_from) {
     const auto next = std::move(options_.resume_from);
     options_.resume_from = nullptr;
     resume(next);
+    join_pool_after_resume();
     return;
   }
+  pool_ = pool;
   TraceEntry genesis;
   genesis.kind = EntryKind::genesis;
   genesis.cost = model_->format_amount(0);
@@ -229,6 +253,19 @@ Decision SafetyKernel::evaluate_in(const State& state, const Proposal& proposal)
 }
 
 namespace {
+// A commit's (a rollback's) pool figures as the trace entry's `pools` member records them.
+std::vector<PoolLevel> pool_levels(const std::vector<PoolCharge>& charges) {
+  std::vector<PoolLevel> out;
+  out.reserve(charges.size());
+  for (const PoolCharge& c : charges) {
+    const auto text = [&c](Amount a) {
+      return Decimal{a, static_cast<std::uint8_t>(c.scale)}.to_string();
+    };
+    out.push_back(PoolLevel{c.pool, text(c.gross), text(c.net)});
+  }
+  return out;
+}
+
 std::vector<std::uint64_t> copy_completions(const std::atomic<std::uint64_t>* c, std::size_t n) {
   std::vector<std::uint64_t> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = c[i].load(std::memory_order_relaxed);
@@ -264,6 +301,15 @@ Decision SafetyKernel::evaluate_locked(const State& state,
     if (std::optional<Reason> veto = options_.guard(here, p, d)) {
       d.approved = false;
       d.reasons.push_back(std::move(*veto));
+    }
+  }
+  // 4b. Budget pools: every level from the task's pool up to the root (decide.cpp's table),
+  // after the guard as at commit (whose pool chain is not held while a guard searches).
+  if (pool_ && d.approved && d.cost > 0) {
+    const PoolTree::Chain chain(*options_.pools, *pool_, model_->budget.scale);
+    if (std::optional<Reason> refused = detail::pool_check(*model_, chain, d.cost)) {
+      d.approved = false;
+      d.reasons.push_back(std::move(*refused));
     }
   }
   return d;
@@ -454,6 +500,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   // The outcome's parts (an optional<Outcome> was zeroed whole, 288 bytes, on every call).
   std::optional<Receipt> receipt;
   std::optional<State> after;
+  std::vector<PoolCharge> pool_charges;  // what the commit charged at each pool level
   bool traced = false;
   bool wake = false;  // the background hasher may have to be woken (or started)
   // The next state, built on the snapshot before the lock (so that the critical section is
@@ -489,6 +536,17 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       if (std::optional<Reason> veto = options_.guard(here, proposal, d)) {
         d.approved = false;
         d.reasons.push_back(std::move(*veto));
+      }
+    }
+    // 4b. Budget pools, with the chain held (root first) until the charge is applied below:
+    // the check and the charge are one atomic step at every level.
+    std::optional<PoolTree::Chain> chain;
+    if (pool_ && d.approved && d.cost > 0) {
+      chain.emplace(*options_.pools, *pool_, model_->budget.scale);
+      if (std::optional<Reason> refused = detail::pool_check(*model_, *chain, d.cost)) {
+        d.approved = false;
+        d.reasons.push_back(std::move(*refused));
+        chain.reset();
       }
     }
     if (options_.commit_gate && d.approved && !d.emergency) {
@@ -548,17 +606,23 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
                                  &d.changes,
                                  &proposal.params};
       const Amount cost = d.cost;
+      // Every level's figures after the charge (allocates: before the first mutation), for the
+      // entry's `pools` member; on resume, the figures the entry recorded.
+      if (chain) pool_charges = chain->plan_charge(cost);
+      std::vector<PoolLevel> levels =
+          chain ? pool_levels(pool_charges)
+                : (resume_pools_ != nullptr ? *resume_pools_ : std::vector<PoolLevel>{});
       // The undo record: the operands, the values before and after, the parameters.
       CLAMPAI_ALWAYS_ASSERT(operands.size() == a.effects.size() &&
                             d.changes.size() == a.effects.size());
       k.push_undo(sequence, proposal.action, a, cost, operands, state_, d.changes, proposal.params);
       try {
-        if (proposal.principal.empty()) {
+        if (proposal.principal.empty() && levels.empty()) {
           k.publish_executed(entry, options_.writer ? &line : nullptr);
           copy_last_line_locked(options_.writer ? &line : nullptr);
         } else {
-          // An entry with a principal is kept as its line (the compact record has no room for
-          // optional members), with the same fields and counters.
+          // An entry with a principal or pools is kept as its line (the compact record has no
+          // room for optional members), with the same fields and counters.
           TraceEntry text;
           text.kind = EntryKind::executed;
           text.action = a.id;
@@ -568,6 +632,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
           text.emergency = a.emergency;
           text.warnings = d.warnings;
           text.principal = proposal.principal;
+          text.pools = std::move(levels);
           append_locked(text,
                         entry.fields.step,
                         entry.fields.emergency_steps,
@@ -580,7 +645,8 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       }
 
       // Commit: nothing below throws. INVARIANT (budget-safe), (step-bound), (state-valid),
-      // (chain).
+      // (chain); budget-safe at every pool level.
+      if (chain) chain->apply(pool_charges);
       budget_ = budget_after;
       if (a.emergency) {
         ++emergency_steps_;
@@ -600,7 +666,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   }
   if (options_.writer)
     for (auto& [seq, text] : attested) write_line(seq, std::move(text));
-  if (!traced) return Outcome{std::move(decision), receipt, std::move(*after)};
+  if (!traced) return Outcome{std::move(decision), receipt, std::move(*after), {}};
   if (options_.writer) {
     write_line(sequence, std::move(line));
   } else if (impl_->defer) {
@@ -608,7 +674,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
   } else {
     impl_->help_hash();
   }
-  return Outcome{std::move(decision), receipt, std::move(*after)};
+  return Outcome{std::move(decision), receipt, std::move(*after), std::move(pool_charges)};
 }
 
 Decision SafetyKernel::record_rejection(const Proposal& proposal) {
@@ -699,6 +765,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
   std::uint64_t sequence = 0;
   Decision undone;
   std::optional<State> after;
+  std::vector<PoolCharge> refunds;  // what the rollback returned to each pool level
   {
     std::lock_guard lock(mutex_);
     if (sealed_)
@@ -780,6 +847,16 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
     entry.emergency = a.emergency;
     BudgetController budget_after = budget_;
     budget_after.refund(u.cost);  // exactly that action's cost, once: its undo record is consumed
+    // The refund returns to every pool level too, with the chain held until it is applied.
+    // The entry records every level's figures after it (on resume, as recorded).
+    std::optional<PoolTree::Chain> chain;
+    if (pool_ && u.cost > 0) {
+      chain.emplace(*options_.pools, *pool_, model_->budget.scale);
+      refunds = chain->plan_refund(u.cost);  // throws with nothing changed
+      entry.pools = pool_levels(refunds);
+    } else if (resume_pools_ != nullptr) {
+      entry.pools = *resume_pools_;
+    }
     undone.approved = true;
     undone.action = u.action;
     undone.cost = u.cost;
@@ -790,6 +867,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
     sequence = entry.sequence;
 
     // Commit: nothing below throws.
+    if (chain) chain->apply(refunds);
     budget_ = budget_after;
     completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
                                  std::memory_order_release);  // after the entry
@@ -799,7 +877,7 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
     after = state_;
   }
   if (options_.writer) write_line(sequence, std::move(line));
-  return Outcome{std::move(undone), std::nullopt, std::move(*after)};
+  return Outcome{std::move(undone), std::nullopt, std::move(*after), std::move(refunds)};
 }
 
 namespace {
@@ -871,7 +949,9 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
         if (auto* r = std::get_if<Reason>(&resolved)) resume_failed(i, r->message);
         Proposal& p = std::get<Proposal>(resolved);
         p.principal = e.principal;
+        resume_pools_ = &e.pools;  // the pools are not charged on replay: kept as recorded
         const Outcome o = execute(p);
+        resume_pools_ = nullptr;
         if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
         receipts.push_back(*o.receipt);
         if (options_.undo_depth > 0 && receipts.size() > options_.undo_depth) {
@@ -903,8 +983,11 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
       case EntryKind::rolled_back:
         if (receipts.empty()) resume_failed(i, rollback_past(dropped, options_.undo_depth));
         try {
+          resume_pools_ = &e.pools;
           (void)rollback(receipts.back(), e.principal);
+          resume_pools_ = nullptr;
         } catch (const InvalidArgument& err) {
+          resume_pools_ = nullptr;
           resume_failed(i, err.what());
         }
         receipts.pop_back();
@@ -1090,10 +1173,12 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
     }
     case EntryKind::rejected: {
       // A guard's veto (the lookahead) is not the model's verdict: a replaying kernel has no
-      // guard, and a rejection changes nothing, so it is accepted as recorded.
+      // guard, and a rejection changes nothing, so it is accepted as recorded. A budget pool's
+      // refusal likewise: the pool is shared with other tasks whose charges the trace does not
+      // hold, so a replay never decides a pool check from that partial view.
       if (!e.reasons.empty() &&
           std::all_of(e.reasons.begin(), e.reasons.end(), [](const Reason& r) {
-            return is_guard_reason(r.code);
+            return is_guard_reason(r.code) || r.subject.rfind("pool:", 0) == 0;
           }))
         break;
       const Decision d = kernel.evaluate(e.action, params);

@@ -62,6 +62,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
     j.end_object();
     if (!r.transcript_file.empty()) j.key("transcript").value(r.transcript_file);
     if (r.ledger) detail::write_ledger(j.key("ledger"), *r.ledger);
+    if (!r.pools.empty()) write_pools(j.key("pools"), r.pools);
     out << j.end_object().take() << "\n";
     return;
   }
@@ -115,6 +116,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   out << "\n";
   if (!r.transcript_file.empty()) out << "  transcript  " << r.transcript_file << "\n";
   if (r.ledger) detail::print_ledger(out, *r.ledger);
+  detail::print_pools(out, r.pools);
 }
 
 }  // namespace clampai::report

@@ -24,6 +24,14 @@ void write_ledger(JsonWriter& j, const LedgerSection& l) {
   j.end_object();
 }
 
+void print_pools(std::ostream& out, const std::vector<kernel::PoolStatus>& pools) {
+  for (const kernel::PoolStatus& p : pools) {
+    out << "  pool        " << p.name << (p.parent.empty() ? "" : " (in " + p.parent + ")") << ": "
+        << p.format(p.net) << " of " << p.format(p.total) << " (gross " << p.format(p.gross)
+        << ")\n";
+  }
+}
+
 void print_ledger(std::ostream& out, const LedgerSection& l) {
   if (const auto* e = std::get_if<EscrowLedgerStats>(&l.stats)) {
     out << "ledger: " << l.url << ": " << e->commits << " commits by this process in " << e->leases

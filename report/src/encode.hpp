@@ -13,6 +13,7 @@
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/value.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
@@ -41,6 +42,10 @@ void write_location(JsonWriter& j, const std::string& file, const kernel::Source
 void write_ledger(JsonWriter& j, const LedgerSection& l);
 /// The line a text report ends with on a shared ledger (`ledger: URL: ...`).
 void print_ledger(std::ostream& out, const LedgerSection& l);
+
+/// The lines a text report gives the budget pools: `  pool        NAME (in PARENT): NET of
+/// TOTAL (gross GROSS)`.
+void print_pools(std::ostream& out, const std::vector<kernel::PoolStatus>& pools);
 
 /// The counterexample as a table of variables, before and (for a transition) after, indented
 /// by four spaces.

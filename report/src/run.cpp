@@ -41,7 +41,9 @@ void write_check(std::ostream& out,
     j.key("monitoring").value(model.invariants.size() - blocking).end_object();
     j.key("budget").begin_object().key("total").value(model.format_amount(model.budget.total));
     j.key("min_action_cost").value(model.format_amount(model.budget.min_action_cost));
-    j.key("step_limit").value(model.budget.step_limit).end_object();
+    j.key("step_limit").value(model.budget.step_limit);
+    if (!model.budget.pool.empty()) j.key("pool").value(model.budget.pool);
+    j.end_object();
     j.key("ok").value(true).end_object();
     out << j.take() << "\n";
     return;
@@ -58,6 +60,9 @@ void write_check(std::ostream& out,
   out << "  budget      " << model.format_amount(model.budget.total) << ", min action cost "
       << model.format_amount(model.budget.min_action_cost) << ", step bound (T2) "
       << model.budget.step_limit << "\n";
+  if (!model.budget.pool.empty())
+    out << "  pool        " << model.budget.pool
+        << " (not checked here: run, serve and agent check every level with --pools FILE)\n";
   out << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
 }
 
@@ -91,6 +96,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     if (in.trace_appended) j.key("appended").value(true);
     j.end_object();
     if (in.ledger) detail::write_ledger(j.key("ledger"), *in.ledger);
+    if (!in.pools.empty()) write_pools(j.key("pools"), in.pools);
     out << j.end_object().take() << "\n";
     return;
   }
@@ -127,6 +133,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     out << (in.trace_appended ? ", appended to " : ", written to ") << in.trace_file;
   out << "\n";
   if (in.ledger) detail::print_ledger(out, *in.ledger);
+  detail::print_pools(out, in.pools);
 }
 
 void write_trace_check(std::ostream& out, Format format, const TraceReport& r) {

@@ -251,6 +251,60 @@ void write_budget(JsonWriter& j, const ck::TaskModel& model, const ck::BudgetCon
       .end_object();
 }
 
+void write_pools(JsonWriter& j, const std::vector<ck::PoolStatus>& pools) {
+  j.begin_array();
+  for (const ck::PoolStatus& p : pools) {
+    j.begin_object().key("name").value(p.name).key("parent");
+    if (p.parent.empty()) {
+      j.null();
+    } else {
+      j.value(p.parent);
+    }
+    j.key("total")
+        .value(p.format(p.total))
+        .key("net")
+        .value(p.format(p.net))
+        .key("gross")
+        .value(p.format(p.gross))
+        .key("remaining")
+        .value(p.format(p.total - p.net))
+        .key("tasks")
+        .value(static_cast<std::uint64_t>(p.tasks))
+        .end_object();
+  }
+  j.end_array();
+}
+
+void write_pool_charges(JsonWriter& j, const std::vector<ck::PoolCharge>& charges) {
+  j.begin_array();
+  for (const ck::PoolCharge& c : charges) {
+    const auto text = [&c](ck::Amount a) {
+      return ck::Decimal{a, static_cast<std::uint8_t>(c.scale)}.to_string();
+    };
+    j.begin_object()
+        .key("pool")
+        .value(c.pool)
+        .key("amount")
+        .value(text(c.amount))
+        .key("net")
+        .value(text(c.net))
+        .key("gross")
+        .value(text(c.gross))
+        .key("total")
+        .value(text(c.total))
+        .key("refund")
+        .value(c.refund)
+        .end_object();
+  }
+  j.end_array();
+}
+
+std::string pools_json(const std::vector<ck::PoolStatus>& pools) {
+  JsonWriter j;
+  write_pools(j, pools);
+  return j.take();
+}
+
 std::string decision_json(const ck::TaskModel& model, const ck::Decision& d) {
   JsonWriter j;
   write_decision(j, model, d);

@@ -110,4 +110,22 @@ std::string Metrics::render(
   return out;
 }
 
+std::string render_pools(const std::vector<ck::PoolStatus>& pools) {
+  std::string out;
+  const std::pair<const char*, const char*> gauges[] = {
+      {"total", "The total budget of each pool."},
+      {"net", "Net spend in each pool, every task under it (T1: never above its total)."},
+      {"gross", "Gross spend in each pool (T4: never decreases)."}};
+  for (const auto& [what, help] : gauges) {
+    out += std::string("# HELP clampai_pool_") + what + " " + help + "\n# TYPE clampai_pool_" +
+           what + " gauge\n";
+    for (const ck::PoolStatus& p : pools) {
+      const ck::Amount a = what[0] == 't' ? p.total : what[0] == 'n' ? p.net : p.gross;
+      out +=
+          std::string("clampai_pool_") + what + "{pool=\"" + p.name + "\"} " + p.format(a) + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace clampai::server

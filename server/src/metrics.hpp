@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "clampai/kernel/pools.hpp"
 #include "task.hpp"
 
 namespace clampai::server {
@@ -44,5 +45,9 @@ class Metrics {
   std::atomic<std::uint64_t> malformed_{0};
   std::atomic<std::uint64_t> accept_errors_{0};
 };
+
+/// The budget pools' gauges for /metrics: `clampai_pool_total`, `clampai_pool_net` and
+/// `clampai_pool_gross` by pool (decimal amounts at each pool's scale).
+[[nodiscard]] std::string render_pools(const std::vector<kernel::PoolStatus>& pools);
 
 }  // namespace clampai::server

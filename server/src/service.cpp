@@ -199,7 +199,8 @@ void write_execute_members(JsonOut& j,
                            const ck::Decision& d,
                            const std::optional<ck::Receipt>& receipt,
                            const ck::State& state,
-                           Task& task) {
+                           Task& task,
+                           const std::vector<ck::PoolCharge>& pools = {}) {
   write_decision_members(j, m, id, d);
   j.key("executed").value(receipt.has_value()).key("sequence");
   if (receipt) {
@@ -211,6 +212,10 @@ void write_execute_members(JsonOut& j,
   write_state(j, state);
   j.key("budget");
   write_budget(j, m, task.kernel().budget());
+  if (!pools.empty()) {  // what the commit charged at each pool level (--pools)
+    j.key("pools");
+    report::write_pool_charges(j, pools);
+  }
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
@@ -252,6 +257,10 @@ void write_pending(
   write_state(j, state);
   j.key("budget");
   write_budget(j, m, task.kernel().budget());
+  if (!pools.empty()) {  // what the commit charged at each pool level (--pools)
+    j.key("pools");
+    report::write_pool_charges(j, pools);
+  }
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
@@ -384,8 +393,12 @@ struct Service::Impl {
                     "task_exists",
                     "a task named `" + model->name + "` is served already, with another spec"};
     }
-    const TaskStorage storage{
-        options.data_dir, options.ledger, options.clock, options.signer, options.checkpoint_every};
+    const TaskStorage storage{options.data_dir,
+                              options.ledger,
+                              options.clock,
+                              options.signer,
+                              options.checkpoint_every,
+                              options.pools};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
       Task& ref = *task;
@@ -628,7 +641,18 @@ Response Service::Impl::route(const Request& req) {
       std::shared_lock lock(mutex);
       for (const auto& [name, task] : tasks) counters.emplace_back(name, &task->counters);
     }
-    return {200, "text/plain; version=0.0.4", metrics.render(counters), {}};
+    std::string text = metrics.render(counters);
+    if (options.pools) text += render_pools(options.pools->status());
+    return {200, "text/plain; version=0.0.4", std::move(text), {}};
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "pools") {
+    if (req.method != "GET") throw method_not_allowed("GET");
+    require(who, Right::read, "");  // on `*`: the pools cover every task, as /metrics does
+    JsonOut j;
+    j.begin_object().key("pools");
+    report::write_pools(j, options.pools ? options.pools->status() : std::vector<ck::PoolStatus>{});
+    j.end_object();
+    return {200, "application/json", j.take(), {}};
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "tasks") {
     if (req.method == "GET") {
@@ -658,7 +682,13 @@ Response Service::Impl::route(const Request& req) {
     require(who, Right::admin, model->name);
     if (find(model->name) != nullptr)
       throw Refusal{409, "task_exists", "a task named `" + model->name + "` is served already"};
-    Task& task = add(model, req.body, Origin::posted);
+    Task* added = nullptr;
+    try {
+      added = &add(model, req.body, Origin::posted);
+    } catch (const SpecError& e) {  // its budget's pool (unknown, or not at its scale)
+      throw Refusal{400, "invalid_spec", std::string("spec: ") + e.what()};
+    }
+    Task& task = *added;
     JsonOut j;
     j.begin_object().key("task").value(task.model().name);
     j.key("spec_digest").value(task.model().digest).key("actions").begin_array();
@@ -781,7 +811,7 @@ Response Service::Impl::task_route(Task& task,
       }
       ck::Outcome& out = *executed;
       d = std::move(out.decision);
-      write_execute_members(j, m, id, d, out.receipt, out.state, task);
+      write_execute_members(j, m, id, d, out.receipt, out.state, task, out.pools);
       if (decisions) position = out.receipt ? out.receipt->sequence : task.trace_length();
     }
     j.end_object();

@@ -49,6 +49,8 @@ struct TaskStorage {
   std::function<std::string(std::string_view)> signer{};
   /// A checkpoint entry every this many entries (`--checkpoint-every`); 0: none.
   std::uint64_t checkpoint_every = 0;
+  /// The budget pools (ServiceOptions::pools); may be null.
+  std::shared_ptr<kernel::PoolTree> pools{};
 };
 
 /// The counters of one task, for /metrics.

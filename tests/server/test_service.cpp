@@ -218,6 +218,7 @@ struct RouteCase {
 const std::vector<RouteCase>& route_table() {
   static const std::vector<RouteCase> table{
       {"GET", "/metrics", "", cs::Right::read, false},
+      {"GET", "/v1/pools", "", cs::Right::read, false},
       {"GET", "/v1/tasks", "", cs::Right::read, true},
       {"POST", "/v1/tasks", "", cs::Right::admin, false},  // the body: quickstart's spec
       {"GET", "/v1/tasks/autoscale/state", "", cs::Right::read, false},
@@ -948,4 +949,78 @@ TEST_CASE("serve_mcp: an over-long line is discarded as it is read, and the sess
   CHECK_THAT(more[1]["error"]["message"].get<std::string>(),
              Catch::Matchers::Contains("longer than 1048576 bytes"));
   CHECK(more[2]["id"] == 2);
+}
+
+// Budget pools (issue 41): tasks served in one pool tree; a charge that one level cannot take
+// is refused naming it, and GET /v1/pools and /metrics show the spend at every level.
+TEST_CASE("Service: tasks in budget pools, GET /v1/pools and the pools' metrics",
+          "[server][service][pools]") {
+  const auto pooled = [](const std::string& name, const std::string& pool) {
+    return R"({"name": ")" + name + R"(", "variables": {"n": {"type": "int", "initial": 0}},
+      "actions": [{"id": "spend", "cost": 3, "effects": [{"variable": "n", "mode": "increment",
+        "value": 1}]}],
+      "budget": {"total": 20, "min_action_cost": 1, "pool": ")" +
+           pool + R"("}})";
+  };
+  {
+    cs::Service bare({});
+    REQUIRE_THROWS_WITH(bare.add_task(pooled("a", "team-a"), "a.json"), Catch::Contains("--pools"));
+    const auto r = call(bare, "GET", "/v1/pools");
+    REQUIRE(r.status == 200);
+    REQUIRE(body_of(r)["pools"].empty());
+  }
+  cs::ServiceOptions o;
+  o.pools = ck::load_pools(R"({"pools": {"org": {"total": 10},
+      "team-a": {"total": 7, "parent": "org"}, "team-b": {"total": 20, "parent": "org"}}})");
+  cs::Service s(o);
+  s.add_task(pooled("a", "team-a"), "a.json");
+  s.add_task(pooled("b", "team-b"), "b.json");
+  REQUIRE(body_of(call(s, "POST", "/v1/tasks/a/execute", R"({"action":"spend"})"))["executed"] ==
+          true);
+  auto r = call(s, "POST", "/v1/tasks/a/execute", R"({"action":"spend"})");
+  REQUIRE(body_of(r)["executed"] == true);
+  // The charge at every level, the task's own pool first.
+  REQUIRE(body_of(r)["pools"].size() == 2);
+  REQUIRE(body_of(r)["pools"][0]["pool"] == "team-a");
+  REQUIRE(body_of(r)["pools"][0]["amount"] == "3.000");
+  REQUIRE(body_of(r)["pools"][0]["net"] == "6.000");
+  REQUIRE(body_of(r)["pools"][1]["pool"] == "org");
+  // team-a has 1 left.
+  r = call(s, "POST", "/v1/tasks/a/execute", R"({"action":"spend"})");
+  REQUIRE(r.status == 200);
+  REQUIRE(body_of(r)["executed"] == false);
+  REQUIRE(body_of(r)["reasons"][0]["code"] == "budget_exceeded");
+  REQUIRE(body_of(r)["reasons"][0]["subject"] == "pool:team-a");
+  // org has 4 left: b's first charge fits, its second is refused by org.
+  REQUIRE(body_of(call(s, "POST", "/v1/tasks/b/execute", R"({"action":"spend"})"))["executed"] ==
+          true);
+  r = call(s, "POST", "/v1/tasks/b/evaluate", R"({"action":"spend"})");
+  REQUIRE(body_of(r)["approved"] == false);
+  REQUIRE(body_of(r)["reasons"][0]["subject"] == "pool:org");
+  r = call(s, "GET", "/v1/pools");
+  REQUIRE(r.status == 200);
+  const json pools = body_of(r)["pools"];
+  REQUIRE(pools.size() == 3);
+  REQUIRE(pools[0]["name"] == "org");
+  REQUIRE(pools[0]["parent"].is_null());
+  REQUIRE(pools[0]["net"] == "9.000");
+  REQUIRE(pools[0]["remaining"] == "1.000");
+  REQUIRE(pools[1]["name"] == "team-a");
+  REQUIRE(pools[1]["net"] == "6.000");
+  REQUIRE(pools[1]["tasks"] == 1);
+  REQUIRE(pools[2]["net"] == "3.000");
+  REQUIRE(call(s, "POST", "/v1/pools").status == 405);
+  // A task added at run time in an unknown pool, or in none while the server has none: 400.
+  r = call(s, "POST", "/v1/tasks", pooled("c", "team-c"));
+  REQUIRE(r.status == 400);
+  REQUIRE(code_of(r) == "invalid_spec");
+  REQUIRE(body_of(r)["error"]["message"].get<std::string>().find("team-c") != std::string::npos);
+  REQUIRE(call(s, "POST", "/v1/tasks", pooled("c", "team-b")).status == 201);
+  r = call(s, "GET", "/metrics");
+  REQUIRE(r.body.find("clampai_pool_net{pool=\"org\"} 9.000") != std::string::npos);
+  REQUIRE(r.body.find("clampai_pool_total{pool=\"team-a\"} 7.000") != std::string::npos);
+  // A rollback returns to every level.
+  REQUIRE(call(s, "POST", "/v1/tasks/b/rollback").status == 200);
+  REQUIRE(body_of(call(s, "GET", "/v1/pools"))["pools"][0]["net"] == "6.000");
+  REQUIRE(body_of(call(s, "GET", "/v1/pools"))["pools"][0]["gross"] == "9.000");
 }

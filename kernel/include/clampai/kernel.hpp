@@ -10,6 +10,7 @@
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/number.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/security.hpp"
 #include "clampai/kernel/sign.hpp"

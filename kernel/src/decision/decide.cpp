@@ -275,7 +275,12 @@ namespace {
 // scale, so 1 is their range and bounds only; a constant cost cannot fail 2; a failed effect
 // is labelled `overflow` whatever its cause (the kernel says `undefined_value` for a read of a
 // deleted variable); a native (C++) invariant is opaque to it (`unsupported`), where the
-// kernel evaluates it and says `invariant_error` if it throws. The guard's veto
+// kernel evaluates it and says `invariant_error` if it throws. Budget pools (4b: every level
+// of the task's pool tree, `budget_exceeded` with subject `pool:NAME`) are not decide_at's
+// either: a pool is shared with other kernels, so SafetyKernel checks it (`pool_check`,
+// decision/pools.cpp) on an approved decision with the pool chain locked, and again at commit
+// with the chain held until the charge; the twin treats a pool as a budget that may refuse any
+// charge (it has no pool), so every preservation proof holds whatever the pools. The guard's veto
 // (KernelOptions::guard, the lookahead) and the commit gate are not decide_at's: SafetyKernel
 // adds them after it, and the twin has none. decide_at only fills `d`: a rejection changes
 // nothing (T5); advance() below is the twin's `next`.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "numeric_program.hpp"
 
@@ -49,5 +50,12 @@ void decide_at(const TaskModel& model,
                Decision& d,
                std::vector<Value>* operands = nullptr,
                const detail::FlatComparison* flat = nullptr);
+
+// Check 4b, pools (decision/pools.cpp): with the task's pool chain held, the rejection naming
+// the first level, from the task's own pool up to the root, that cannot take `cost`
+// (`budget_exceeded`, subject `pool:NAME`); nullopt if every level can. The kernel asks it of
+// every approved decision that costs something, and again at commit with the chain held until
+// the charge is applied, so the check and the charge are one atomic step at every level.
+std::optional<Reason> pool_check(const TaskModel& model, const PoolTree::Chain& chain, Amount cost);
 
 }  // namespace clampai::kernel::detail

@@ -9,6 +9,7 @@
 #include "clampai/kernel/assert.hpp"
 #include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 #include "security_build.hpp"
@@ -225,6 +226,9 @@ detail::JsonNode canonical_form(const TaskModel& m) {
   b.add("total", JsonNode::make_string(m.format_amount(m.budget.total)));
   b.add("min_action_cost", JsonNode::make_string(m.format_amount(m.budget.min_action_cost)));
   b.add("step_limit", JsonNode::make_string(std::to_string(m.budget.step_limit)));
+  // Only when set, so that the digest of a spec without a pool is what it always was; a pool
+  // changes decisions (a charge must fit every level), so it changes the digest.
+  if (!m.budget.pool.empty()) b.add("pool", JsonNode::make_string(m.budget.pool));
   if (!m.basins.empty()) {
     JsonNode& bs = root.add("capture_basins", JsonNode::make_array());
     for (const auto& basin : m.basins) {
@@ -460,6 +464,11 @@ void build_budget(const std::shared_ptr<TaskModel>& m, const TaskDecl& decl) {
     m->budget.declared_max_steps = decl.budget.max_steps;
   }
   // T2: min(floor(B / epsilon), max_steps), exact in integers.
+  if (!decl.budget.pool.empty()) {
+    if (!is_pool_name(decl.budget.pool))
+      throw SpecError("budget.pool", pool_name_rule(decl.budget.pool));
+    m->budget.pool = decl.budget.pool;
+  }
   m->budget.step_limit =
       step_bound(m->budget.total, m->budget.min_action_cost, m->budget.declared_max_steps);
 }

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <map>
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/file.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/suggest.hpp"
 #include "json.hpp"
 #include "spec_security.hpp"
@@ -523,7 +525,7 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
   problems.attempt([&] {
     const JsonNode& budget = required(root, "", "budget");
     expect_kind(budget, Kind::object, "budget");
-    allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps"});
+    allow_keys(budget, "budget", {"total", "min_action_cost", "scale", "max_steps", "pool"});
     t.budget.total = get_decimal(required(budget, "budget", "total"), "budget.total");
     t.budget.min_action_cost =
         get_decimal(required(budget, "budget", "min_action_cost"), "budget.min_action_cost");
@@ -535,6 +537,10 @@ TaskDecl parse_spec_tree(const JsonNode& root) {
     }
     if (const JsonNode* m = budget.find("max_steps"))
       t.budget.max_steps = get_count(*m, "budget.max_steps");
+    if (budget.find("pool") != nullptr) {
+      t.budget.pool = get_string(budget, "budget", "pool");
+      if (t.budget.pool.empty()) throw SpecError("budget.pool", "empty pool name");
+    }
   });
   problems.attempt([&] {
     if (const JsonNode* em = root.find("emergency_actions"))
@@ -639,6 +645,79 @@ std::vector<std::pair<std::string, Value>> parse_named_numbers(std::string_view 
     out.emplace_back(name, Value::number(get_decimal(node, path)));
   }
   return out;
+}
+
+bool is_pool_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string pool_name_rule(std::string_view name) {
+  return "`" + std::string(name.substr(0, 80)) + (name.size() > 80 ? "...`" : "`") +
+         " is not a pool name (1 to 64 characters among A-Z a-z 0-9 _ -)";
+}
+
+void check_pools(const std::vector<PoolDecl>& decls) {
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t i = 0; i < decls.size(); ++i) {
+    const PoolDecl& d = decls[i];
+    if (!is_pool_name(d.name)) throw SpecError("pools", pool_name_rule(d.name));
+    if (!index.emplace(d.name, i).second)
+      throw SpecError("pools." + d.name, "pool `" + d.name + "` is declared twice");
+    if (d.total < Decimal{})
+      throw SpecError("pools." + d.name + ".total",
+                      "a pool's total must not be negative, got " + d.total.to_string());
+  }
+  std::vector<std::string> names;
+  names.reserve(decls.size());
+  for (const PoolDecl& d : decls) names.push_back(d.name);
+  for (const PoolDecl& d : decls) {
+    if (d.parent.empty()) continue;
+    const std::string path = "pools." + d.name + ".parent";
+    if (index.find(d.parent) == index.end())
+      throw SpecError(path,
+                      "unknown parent pool `" + d.parent + "`" + did_you_mean(d.parent, names));
+    // A cycle: following parents from `d` comes back to it (at most one step per pool).
+    std::string at = d.parent;
+    for (std::size_t steps = 0; !at.empty() && steps <= decls.size(); ++steps) {
+      if (at == d.name)
+        throw SpecError(path,
+                        "pool `" + d.name + "` is its own ancestor (the parents form a cycle)");
+      at = decls[index.find(at)->second].parent;
+    }
+  }
+}
+
+std::vector<PoolDecl> parse_pools(std::string_view json_text) {
+  const JsonNode root =
+      detail::parse_json(json_text, "pools", detail::JsonLimits{max_input_bytes(), 8, 64 * 1024});
+  try {
+    expect_kind(root, Kind::object, "");
+    allow_keys(root, "", {"$schema", "pools"});
+    const JsonNode& pools = required(root, "", "pools");
+    expect_kind(pools, Kind::object, "pools");
+    std::vector<PoolDecl> out;
+    for (const auto& [name, node] : pools.members) {
+      if (!is_pool_name(name)) throw SpecError("pools", pool_name_rule(name));
+      const std::string path = join("pools", name);
+      expect_kind(node, Kind::object, path);
+      allow_keys(node, path, {"total", "parent"});
+      PoolDecl d;
+      d.name = name;
+      d.total = get_decimal(required(node, path, "total"), join(path, "total"));
+      d.parent = get_string(node, path, "parent");
+      if (node.find("parent") != nullptr && d.parent.empty())
+        throw SpecError(join(path, "parent"), "empty parent name (omit `parent` for a root)");
+      out.push_back(std::move(d));
+    }
+    check_pools(out);
+    return out;
+  } catch (const SpecError& e) {
+    rethrow_located(e, root);
+  }
 }
 
 State parse_state(const TaskModel& model, std::string_view json_text) {

@@ -137,6 +137,8 @@ struct BudgetDecl {
   Decimal min_action_cost{};
   int scale = 3;
   std::optional<std::int64_t> max_steps{};
+  /// The budget pool the task's budget sits in (`budget.pool`, docs/POOLS.md); empty: none.
+  std::string pool{};
 };
 
 /// What a task promises the tasks composed with it (docs/COMPOSE.md). `reads` and `writes`
@@ -281,6 +283,9 @@ struct Budget {
   Amount min_action_cost = 0;
   int scale = 3;
   std::optional<std::int64_t> declared_max_steps{};
+  /// The pool the budget sits in (a name of a pools file, clampai/kernel/pools.hpp); empty:
+  /// none. A charge then commits only if it fits every level of the pool tree as well.
+  std::string pool{};
   /// The T2 bound: min(floor(total / min_action_cost), declared_max_steps), exact
   /// (`step_bound`).
   std::int64_t step_limit = 0;

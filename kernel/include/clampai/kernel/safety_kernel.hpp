@@ -18,6 +18,7 @@
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/mutex.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/kernel/trace_reader.hpp"
@@ -112,6 +113,13 @@ struct KernelOptions {
   std::function<std::optional<Reason>(
       const Situation&, const Proposal&, const Decision&, std::vector<AttestationRecord>& records)>
       commit_gate;
+  /// The pools of this process (clampai/kernel/pools.hpp), shared by every kernel whose model's
+  /// budget names one of them (`Budget::pool`): such a kernel binds itself to its pool when it
+  /// is made, and then commits a charge only if it fits its own budget and every level from its
+  /// pool up to the root (rejected otherwise: `budget_exceeded` with subject `pool:NAME`); a
+  /// rollback refunds every level. Ignored when the model names no pool; a model that names
+  /// one is run without pool checks when this is null (the CLI refuses that).
+  std::shared_ptr<PoolTree> pools{};
   /// Signs the seal and every `checkpoint` entry as it is appended: given the entry's
   /// `signed_bytes()` (its canonical JSON without `hash` and `signature`), returns the
   /// signature (hex) that becomes its `signature` member. Called under the kernel's lock; a
@@ -185,6 +193,9 @@ struct Outcome {
   Decision decision{};               // for rollback: approved, with the restored variables
   std::optional<Receipt> receipt{};  // set iff something was committed by `execute`
   State state;                       // the kernel's state afterwards
+  /// What the commit (the rollback) charged (refunded) at each level of the task's pool, from
+  /// its own pool up to the root; empty without pools or for a cost of 0.
+  std::vector<PoolCharge> pools{};
 };
 
 class SafetyKernel;
@@ -411,6 +422,10 @@ class SafetyKernel {
   std::unique_ptr<Impl> impl_;
   bool sealed_ = false;
   std::uint64_t guard_epoch_ = 0;  // under the lock: how many times set_guard replaced the guard
+  // The pool the kernel is bound to in `options_.pools` (none: no pool checks).
+  std::optional<std::size_t> pool_{};
+  // While `resume` replays an entry: the pool figures it recorded, kept in the entry it makes.
+  const std::vector<PoolLevel>* resume_pools_ = nullptr;
 };
 
 /// Checks that `entries` replay through a fresh kernel for `model`: every executed entry is

@@ -12,6 +12,7 @@
 
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
 
@@ -54,7 +55,8 @@ struct AgentReport {
   std::string trace_file{};
   std::string transcript_file{};
   std::optional<unsigned> lookahead{};
-  std::optional<LedgerSection> ledger{};  // a run on a shared ledger
+  std::optional<LedgerSection> ledger{};    // a run on a shared ledger
+  std::vector<kernel::PoolStatus> pools{};  // the budget pools at the end (--pools)
 };
 
 /// `agent`. Requires `model`.

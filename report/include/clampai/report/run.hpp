@@ -9,6 +9,7 @@
 
 #include "clampai/driver/driver.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/sign.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/report/format.hpp"
@@ -37,6 +38,8 @@ struct RunReport {
   std::optional<unsigned> lookahead{};
   bool recover = false;
   std::optional<LedgerSection> ledger{};  // a run on a shared ledger
+  /// The budget pools at the end (`run --pools`), parents first; empty: none.
+  std::vector<kernel::PoolStatus> pools{};
 };
 
 /// `run`. Requires the pointers set.

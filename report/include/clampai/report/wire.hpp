@@ -15,6 +15,7 @@
 #include "clampai/kernel/budget.hpp"
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
+#include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/value.hpp"
 
@@ -118,8 +119,16 @@ void write_decision(JsonWriter& j, const kernel::TaskModel& model, const kernel:
 void write_state(JsonWriter& j, const kernel::State& s);
 /// `{"total", "net", "gross", "remaining"}` as decimal text at the budget's scale.
 void write_budget(JsonWriter& j, const kernel::TaskModel& model, const kernel::BudgetController& b);
+/// Budget pools (`PoolTree::status`): `[{"name", "parent" (null for a root), "total", "net",
+/// "gross", "remaining", "tasks"}...]`, amounts as decimal text at each pool's scale, parents
+/// before their children.
+void write_pools(JsonWriter& j, const std::vector<kernel::PoolStatus>& pools);
+/// What one commit (rollback) charged (refunded) at each level of a task's pool, its own pool
+/// first: `[{"pool", "amount", "net", "gross", "total", "refund"}...]`.
+void write_pool_charges(JsonWriter& j, const std::vector<kernel::PoolCharge>& charges);
 
 /// The decision as one compact JSON text (Python's `to_json()`).
 std::string decision_json(const kernel::TaskModel& model, const kernel::Decision& d);
+std::string pools_json(const std::vector<kernel::PoolStatus>& pools);
 
 }  // namespace clampai::report

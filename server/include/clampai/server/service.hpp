@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clampai/kernel/pools.hpp"
 #include "clampai/server/principals.hpp"
 
 namespace clampai::server {
@@ -49,6 +50,10 @@ struct ServiceOptions {
   /// Where to append one JSON line per decision (`--decision-log`,
   /// schema/decision-log.schema.json); empty: none.
   std::string decision_log{};
+  /// The budget pools of the process (`--pools`, clampai/kernel/pools.hpp): a task whose budget
+  /// names a pool charges every level of it (`GET /v1/pools` shows them); null: none, and a
+  /// task whose budget names a pool is refused.
+  std::shared_ptr<kernel::PoolTree> pools{};
   /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
   std::function<void(const std::string&)> log{};
   /// The clock of the tasks' trace entries and approvals' deadlines, in microseconds since the
