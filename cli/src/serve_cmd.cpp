@@ -193,11 +193,12 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "A pools file (JSON): the budget pools tasks' budget.pool names, shared by "
                   "every task served; a charge commits only if it fits every level "
                   "(docs/POOLS.md); GET /v1/pools shows them")
-      cmd->add_option("--signing-key",
-                      args.signing_key,
-                      "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
-                      "PKCS#8: `clampai keygen`); not with --ledger")
-          ->option_text("FILE");
+      ->option_text("FILE");
+  cmd->add_option("--signing-key",
+                  args.signing_key,
+                  "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
+                  "PKCS#8: `clampai keygen`); not with --ledger")
+      ->option_text("FILE");
   cmd->add_option("--checkpoint-every",
                   args.checkpoint_every,
                   "Append a checkpoint entry (signed with --signing-key) to a task's trace every "

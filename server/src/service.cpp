@@ -192,7 +192,8 @@ std::function<bool(std::string&)> stream_entries(std::vector<ck::TraceEntry> ent
 }
 
 // An execute's answer after the decision's members: `executed`, `sequence` (the commit's
-// entry, or null), `state`, `budget`, `goal_reached`.
+// entry, or null), `state`, `budget`, `pools` (with `--pools`: the commit's charge at each
+// level), `goal_reached`.
 void write_execute_members(JsonOut& j,
                            const ck::TaskModel& m,
                            std::string_view id,
@@ -257,10 +258,6 @@ void write_pending(
   write_state(j, state);
   j.key("budget");
   write_budget(j, m, task.kernel().budget());
-  if (!pools.empty()) {  // what the commit charged at each pool level (--pools)
-    j.key("pools");
-    report::write_pool_charges(j, pools);
-  }
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
