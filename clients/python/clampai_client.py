@@ -85,6 +85,11 @@ class Client:
     def state(self, task):
         return self._json("GET", self._task(task, "state"))
 
+    def pools(self):
+        """The budget pools (`serve --pools`): each with its `total`, `net`, `gross`,
+        `remaining` and `tasks`; the server needs right `read` on every task."""
+        return self._json("GET", "/v1/pools")["pools"]
+
     def approvals(self, task):
         """The tickets waiting for an approval on `task`, oldest first (those whose time ran
         out expire first). An `execute` of an action whose spec asks for an approval answers

@@ -29,8 +29,7 @@ SUBMODULES = {"hardening", "invariants", "formal", "testing", "api", "reference_
               "adapters"}  # imported on first use (clampai.adapters)
 
 # The reference's names not implemented yet: none left (issue 38), and none may come back.
-PENDING: set = {
-}
+PENDING: set = set()
 
 
 def test_the_reference_list_is_the_reference_all():

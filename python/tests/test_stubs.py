@@ -184,7 +184,9 @@ def test_the_python_modules_stubs_match_the_modules():
                                              "_inverse.pyi", "_composition.pyi",
                                              "_barriers.pyi"}
     for path in PYTHON_STUBS:
-        dotted = ".".join(path.relative_to(STUB.parent).with_suffix("").parts)
+        parts = path.relative_to(STUB.parent).with_suffix("").parts
+        package = parts[:-1]  # where `from .x import` looks (the stub's own package)
+        dotted = ".".join(package if parts[-1] == "__init__" else parts)
         module = importlib.import_module(f"clampai.{dotted}")
         tree = ast.parse(path.read_text())
         named = set()
@@ -198,10 +200,23 @@ def test_the_python_modules_stubs_match_the_modules():
             elif isinstance(node, ast.AnnAssign):
                 named.add(node.target.id)
                 assert hasattr(module, node.target.id), f"{path.stem}.{node.target.id}"
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+                # `__all__ = [...]`: the module's own list, name for name.
+                (target,) = node.targets
+                assert target.id == "__all__", f"{path.stem}.{target.id}"
+                assert sorted(ast.literal_eval(node.value)) == sorted(module.__all__), path.name
             elif isinstance(node, ast.Assign):
                 (target,) = node.targets
                 named.add(target.id)
                 assert getattr(module, target.id) is getattr(module, node.value.id)
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:
+                # A re-export (`from .sub import Name as Name`): the same object at both places.
+                source = importlib.import_module(".".join(("clampai", *package, node.module)))
+                for alias in node.names:
+                    if alias.asname == alias.name:
+                        named.add(alias.name)
+                        assert getattr(module, alias.name) is getattr(source, alias.name), \
+                            f"{path.stem}.{alias.name}"
         public = set(getattr(module, "__all__", ())) - {"__all__"}
         assert public <= named, f"{path.name} lacks {sorted(public - named)}"
 

@@ -229,6 +229,7 @@ class ServeTest(unittest.TestCase):
             with srv.client(token=tokens["nobody"]) as nobody:
                 # Every route but health needs a right `approve` is not (the 403 table).
                 calls = [lambda: nobody.metrics(), lambda: nobody.tasks(),
+                         lambda: nobody.pools(),
                          lambda: nobody.create_task(spec("autoscale.json"))]
                 calls += [lambda op=op: nobody._json(
                     "GET" if op in ("state", "trace") else "POST", f"/v1/tasks/quickstart/{op}",
@@ -365,6 +366,35 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(kinds.count("approval_expired"), 1)
             self.assertEqual(srv.stop(), 0)
             self.assertIn("1024 approval ticket(s) still pending", srv.stderr)
+
+    def test_pools_are_charged_at_every_level_and_shown(self):
+        pools = os.path.join(self.dir, "pools.json")
+        with open(pools, "w") as f:
+            json.dump({"pools": {"org": {"total": 3}, "team": {"total": 2, "parent": "org"}}}, f)
+        task = spec("autoscale.json")
+        task["budget"]["pool"] = "team"
+        path, token = self.token_file()
+        with Server("--token-file", path, "--pools", pools) as srv, \
+                srv.client(token=token) as c, srv.client() as stranger:
+            with self.assertRaises(ClampaiError) as e:
+                stranger.pools()
+            self.assertEqual(e.exception.status, 401)
+            c.create_task(task)
+            d = c.execute("autoscale", "scale_up", {"n": 1})
+            self.assertTrue(d["executed"])
+            self.assertEqual([p["pool"] for p in d["pools"]], ["team", "org"])
+            by_name = {p["name"]: p for p in c.pools()}
+            self.assertEqual(set(by_name), {"org", "team"})
+            self.assertEqual(by_name["team"]["net"], by_name["org"]["net"])
+            self.assertEqual(by_name["team"]["parent"], "org")
+            self.assertIsNone(by_name["org"]["parent"])
+            # The team's pool refuses what the task's own budget (20) would allow.
+            while True:
+                d = c.execute("autoscale", "scale_up", {"n": 1})
+                if not d["executed"]:
+                    break
+            subjects = [r["subject"] for r in d["reasons"] if r["code"] == "budget_exceeded"]
+            self.assertIn("pool:team", subjects)
 
     def test_a_bad_principals_file_is_refused_at_start(self):
         path, _ = self.principals_file({"ci": {"deploy": ["exec"]}})
