@@ -127,6 +127,59 @@ def main() -> None:
 
     rows["execute: reference form, Python invariant"] = per_call_ns(form_exec, max(n // 10, 100), r)
 
+    # The async kernel (the reference's AsyncSafetyKernel form): `await` of sequential calls in
+    # one coroutine, timed in CPU time of the whole process (the executor's thread counts).
+    # Its overhead per call is the difference from the synchronous reference form above.
+    import asyncio
+
+    def per_call_async(make_call, iterations: int) -> float:
+        async def loop(i):
+            call = make_call()
+            for _ in range(i):
+                await call()
+
+        runs = []
+        for _ in range(r):
+            start = time.process_time_ns()
+            asyncio.run(loop(iterations))
+            runs.append((time.process_time_ns() - start) / iterations)
+        return statistics.median(runs)
+
+    for label, invariant in (("expression invariant", Invariant("max_errors", "errors <= 3")),
+                             ("Python invariant", inv)):
+        def async_eval(invariant=invariant):
+            ak = clampai.AsyncSafetyKernel(BUDGET, [invariant], min_action_cost=1)
+            return lambda: ak.evaluate(form_state, form_action)
+
+        def async_exec(invariant=invariant):
+            ak = clampai.AsyncSafetyKernel(BUDGET, [invariant], min_action_cost=1)
+            held = [form_state]
+
+            async def call():
+                held[0], _ = await ak.execute_atomic(held[0], form_action)
+            return call
+
+        def sync_eval(invariant=invariant):
+            sk = SafetyKernel(BUDGET, [invariant], min_action_cost=1)
+
+            async def call():
+                sk.evaluate(form_state, form_action)
+            return call
+
+        def sync_exec(invariant=invariant):
+            sk = SafetyKernel(BUDGET, [invariant], min_action_cost=1)
+            held = [form_state]
+
+            async def call():
+                held[0], _ = sk.execute(held[0], form_action)
+            return call
+
+        m = max(n // 10, 100)
+        rows[f"evaluate: reference form, sync, {label}"] = per_call_async(sync_eval, m)
+        rows[f"evaluate: reference form, async, {label}"] = per_call_async(async_eval, m)
+        rows[f"execute: reference form, sync, {label}"] = per_call_async(sync_exec, m)
+        rows[f"execute: reference form, async, {label}"] = per_call_async(async_exec, m)
+
     # The reference, same task, same process (skipped, with a note, where it is not installed).
     if not (args.reference / "clampai" / "formal.py").is_file():
         print(f"bench_python: no reference at {args.reference}: its rows are skipped",
@@ -155,6 +208,24 @@ def main() -> None:
 
     rows["execute: reference (pure Python)"] = per_call_ns(ref_exec, max(n // 10, 100), r)
 
+    # The reference's AsyncSafetyKernel (it decides on the event loop, whatever the invariant).
+    def ref_async_eval():
+        ak = ref.AsyncSafetyKernel(float(BUDGET), [ref_inv], min_action_cost=1.0)
+        return lambda: ak.evaluate(ref_state, ref_action)
+
+    def ref_async_exec():
+        ak = ref.AsyncSafetyKernel(float(BUDGET), [ref_inv], min_action_cost=1.0)
+        held = [ref_state]
+
+        async def call():
+            held[0], _ = await ak.execute_atomic(held[0], ref_action)
+        return call
+
+    rows["evaluate: reference async (pure Python)"] = per_call_async(ref_async_eval,
+                                                                     max(n // 10, 100))
+    rows["execute: reference async (pure Python)"] = per_call_async(ref_async_exec,
+                                                                    max(n // 10, 100))
+
     ratios = {}
     for op in ("evaluate", "execute"):
         cpp = rows[f"{op}: C++ call"]
@@ -165,6 +236,10 @@ def main() -> None:
             ratios[f"{op}, {label}: reference / bindings"] = ref_ns / b
         ratios[f"{op}, reference form: reference / bindings"] = (
             ref_ns / rows[f"{op}: reference form, Python invariant"])
+        for label in ("expression invariant", "Python invariant"):
+            ratios[f"{op}, async, {label}: overhead ns/call"] = (
+                rows[f"{op}: reference form, async, {label}"]
+                - rows[f"{op}: reference form, sync, {label}"])
     if args.json:
         print(json.dumps({"ns_per_call": rows, "ratios": ratios,
                           "python": platform.python_version()}, indent=2))
@@ -175,7 +250,8 @@ def main() -> None:
     for name, ns in rows.items():
         print(f"{name:48} {ns:12.0f}")
     for name, ratio in ratios.items():
-        print(f"{name:48} {ratio:11.1f}x")
+        unit = "" if name.endswith("ns/call") else "x"
+        print(f"{name:48} {ratio:11.1f}{unit}")
 
 
 if __name__ == "__main__":

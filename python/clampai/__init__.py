@@ -188,7 +188,10 @@ class TraceEntry(Result):
 
     def compute_hash(self) -> str:
         """The SHA-256 (hex) of the entry's canonical JSON, `prev_hash` included (T6)."""
-        return _hashlib.sha256(_CANONICAL.encode(self._data).encode()).hexdigest()
+        digest = _clampai._canonical_sha256(self._data)  # the same bytes, written in C++
+        if digest is None:  # a value only Python's encoder writes (default=str)
+            digest = _hashlib.sha256(_CANONICAL.encode(self._data).encode()).hexdigest()
+        return digest
 
 
 _CANONICAL = _json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)

@@ -198,11 +198,38 @@ class SafetyVerdict:
     def rejection_reasons(self) -> Tuple[str, ...]:
         return tuple(detail for _, result, detail in self.checks if result != CheckResult.PASS)
 
+    def __getattr__(self, name: str) -> Any:
+        # A verdict whose every check passed (`_passed_verdict`) writes its checks out when
+        # they are first read: most approvals are never looked at beyond `approved`.
+        pending = self.__dict__.get("_pending")
+        if name != "checks" or pending is None:
+            raise AttributeError(f"'SafetyVerdict' object has no attribute '{name}'")
+        cost, remaining, scale, step, max_steps, invariants = pending
+        checks = [("Budget", CheckResult.PASS,
+                   f"{cost:f} <= {decimal.Decimal(remaining).scaleb(-scale)} remaining"),
+                  ("Termination", CheckResult.PASS, f"Step {step + 1}/{max_steps}")]
+        checks += [(f"Invariant:{inv.name}", CheckResult.PASS, "holds") for inv in invariants]
+        self.checks = checks
+        del self.__dict__["_pending"]
+        return checks
+
     def summary(self) -> str:
         lines = [f"Safety Verdict: {'APPROVED' if self.approved else 'REJECTED'}"]
         for name, result, detail in self.checks:
             lines.append(f"  [{'ok' if result == CheckResult.PASS else '--'}] {name}: {detail}")
         return "\n".join(lines)
+
+
+def _passed_verdict(cost: decimal.Decimal, next_state: Optional[State], decision: Any,
+                    remaining: int, scale: int, step: int, max_steps: int,
+                    invariants: Tuple[Invariant, ...]) -> SafetyVerdict:
+    """An approved SafetyVerdict, every check passed, its checks written out when first read
+    (the same checks `FormalKernel._verdict` writes)."""
+    verdict = SafetyVerdict.__new__(SafetyVerdict)
+    verdict.__dict__.update(approved=True, simulated_next_state=next_state, cost=float(cost),
+                            decision=decision,
+                            _pending=(cost, remaining, scale, step, max_steps, invariants))
+    return verdict
 
 
 class RejectionFormatter:
@@ -433,10 +460,14 @@ class ExecutionTrace:
         entry_type = _trace_entry_type()
         if not isinstance(entry, entry_type):
             raise TypeError(f"a trace entry is a TraceEntry, not {type(entry).__name__}")
+        return self._link(dict(entry._data))
+
+    def _link(self, fields: Dict[str, Any]) -> Tuple[Any, str]:
+        """Appends the entry of these (checked) fields, its `prev_hash` set to the head:
+        (the entry, its hash)."""
         with self._lock:
-            fields = dict(entry._data)
             fields["prev_hash"] = self._head
-            linked = entry_type(fields)  # the fields of an entry already checked
+            linked = _trace_entry_type()(fields)
             digest = linked.compute_hash()
             self._entries.append(linked)
             self._head = digest
@@ -561,6 +592,11 @@ class FormalKernel:
         self._reconcile_fn = reconcile_fn
         self._preconditions: List[Callable[[State, ActionSpec], Any]] = []
         self._models: "OrderedDict[Any, Any]" = OrderedDict()
+        # By identity (both are immutable; the entry holds the object, so its id stays its):
+        # an action's checked cost and the ledger scale it was fitted at, and a state's
+        # variables with the shape part of the model key. Cleared when full.
+        self._actions: Dict[int, Tuple[Any, decimal.Decimal, int, Any]] = {}
+        self._states: Dict[int, Tuple[Any, Dict[str, Any], List[str], Any]] = {}
         self._committed: List[Tuple[str, str, str, decimal.Decimal]] = []
         # The budget's own lock: a direct `budget.charge` and a decision never interleave (a
         # predicate may release the GIL in the middle of a decision).
@@ -609,18 +645,18 @@ class FormalKernel:
                 raise SafetyViolation(
                     f"SAFETY VIOLATION: {action.id} rejected. Reasons: "
                     f"{verdict.rejection_reasons}", verdict)
-            cost = _exact(action.cost, "cost")
-            entry = _trace_entry_type()({
+            cost = self._checked_cost(action)
+            before, after = state.fingerprint, new_state.fingerprint
+            entry = self.trace._link({
                 "step": self.step_count, "action_id": action.id, "action_name": action.name,
-                "state_before_fp": state.fingerprint, "state_after_fp": new_state.fingerprint,
-                "cost": float(cost), "timestamp": time.time(), "approved": True,
-                "rejection_reasons": (), "reasoning_summary": str(reasoning_summary),
-                "prev_hash": ""})
-            entry = self.trace._append(entry)[0]
-            self._committed.append((action.id, state.fingerprint, new_state.fingerprint, cost))
-        self._emit("gauge", "clampai_budget_utilization_ratio", self.budget.utilization())
-        self._emit("gauge", "clampai_budget_remaining", self.budget.remaining)
-        self._emit("gauge", "clampai_step_count", float(self.step_count))
+                "state_before_fp": before, "state_after_fp": after, "cost": float(cost),
+                "timestamp": time.time(), "approved": True, "rejection_reasons": (),
+                "reasoning_summary": str(reasoning_summary)})[0]
+            self._committed.append((action.id, before, after, cost))
+        if self._metrics is not None:
+            self._emit("gauge", "clampai_budget_utilization_ratio", self.budget.utilization())
+            self._emit("gauge", "clampai_budget_remaining", self.budget.remaining)
+            self._emit("gauge", "clampai_step_count", float(self.step_count))
         if self._reconcile_fn is not None:
             try:
                 reconciled = self._reconcile_fn(new_state, action, entry)
@@ -673,15 +709,19 @@ class FormalKernel:
         except Exception:  # noqa: BLE001 - metrics never affect a decision
             pass
 
-    def _model(self, variables: Dict[str, Any], action: ActionSpec) -> Any:
+    def _model(self, variables: Dict[str, Any], shapes: Any, action: ActionSpec) -> Any:
         """The one-action model for a state of this shape and this action (cached)."""
         emergency = action.id in self.emergency_actions
         scale = self.budget._ledger.scale
-        key = (tuple((k, _shape(v)) for k, v in variables.items()),
-               _key((action.cost, action.effects, action.reversible,
-                     getattr(action, "requires", ""),
-                     repr(getattr(action, "parameters", None)))), emergency, scale,
-               tuple(map(id, self.invariants)))
+        known = self._actions.get(id(action))
+        # The action's part of the key, remembered with its cost, except its parameters (a
+        # mapping, which may change inside the frozen action).
+        facts = (known[3] if known is not None and known[0] is action
+                 else _key((action.cost, action.effects, action.reversible,
+                            getattr(action, "requires", ""))))
+        parameters = getattr(action, "parameters", None)
+        key = (shapes, facts, None if parameters is None else _key(repr(parameters)), emergency,
+               scale, tuple(map(id, self.invariants)))
         model = self._models.get(key)
         if model is not None:
             self._models.move_to_end(key)
@@ -740,28 +780,15 @@ class FormalKernel:
 
     def _decide(self, state: State, action: ActionSpec,
                 commit: bool) -> Tuple[SafetyVerdict, Optional[State]]:
-        started = time.monotonic()
+        started = time.monotonic() if self._metrics is not None else 0.0
         if not isinstance(state, State):
             raise TypeError(f"a state is a State, not {type(state).__name__}")
-        if not hasattr(action, "effects") or not hasattr(action, "cost"):
-            raise TypeError(f"an action is an ActionSpec, not {type(action).__name__}")
-        if getattr(action, "attestations", ()) or getattr(action, "emits", ()):
-            raise InvalidArgument(
-                f"`{action.id}` has attestations or emits to sinks: those gates are the "
-                "reference monitor's (clampai.hardening.ReferenceMonitor, a task-bound kernel)")
-        cost = _exact(action.cost, f"the cost of `{action.id}`")
+        cost = self._checked_cost(action)
         if action.id in self.emergency_actions and cost != 0:
             raise InvalidArgument(f"emergency action `{action.id}` must cost 0, not "
                                   f"{_number_text(cost)} (T8)")
-        if cost >= 0:
-            self.budget._fit(cost)
-        variables = state.to_dict()
-        # A None (an undefined value) is a key the model does not have: the reference's
-        # `state.get(key, default)` finds no value there either.
-        absent = [k for k, v in variables.items() if v is None]
-        for k in absent:
-            del variables[k]
-        model, padded, unread, _ = self._model(variables, action)
+        variables, absent, shapes = self._variables(state)
+        model, padded, unread, _ = self._model(variables, shapes, action)
         state_in = State(dict(variables, **padded)) if padded or absent else state
         failed: List[Tuple[str, str]] = []
         for fn in self._preconditions:
@@ -780,12 +807,60 @@ class FormalKernel:
             # A deleted variable is a key no more; the state's None values stay.
             d = {k: v for k, v in next_state.to_dict().items() if v is not None}
             next_state = State(dict({k: None for k in absent if k not in d}, **d))
-        verdict = self._verdict(decision, action, cost, failed, next_state, unread)
-        self._emit("increment", "clampai_actions_total",
-                   status="approved" if verdict.approved else "rejected")
-        self._emit("observe", "clampai_kernel_latency_seconds", time.monotonic() - started,
-                   operation="execute" if commit else "evaluate")
+        if decision.approved and not failed and not unread and not decision.warnings:
+            # Every check passed: the verdict's checks are written out when first read.
+            ledger = self.budget._ledger
+            verdict = _passed_verdict(cost, next_state, decision, ledger.remaining, ledger.scale,
+                                      self.step_count, self.max_steps, tuple(self.invariants))
+        else:
+            verdict = self._verdict(decision, action, cost, failed, next_state, unread)
+        if self._metrics is not None:
+            self._emit("increment", "clampai_actions_total",
+                       status="approved" if verdict.approved else "rejected")
+            self._emit("observe", "clampai_kernel_latency_seconds", time.monotonic() - started,
+                       operation="execute" if commit else "evaluate")
         return verdict, (next_state if verdict.approved else None)
+
+    def _checked_cost(self, action: ActionSpec) -> decimal.Decimal:
+        """`action`'s cost, exact and fitted to the ledger's scale (remembered per action
+        object and scale: an ActionSpec is immutable)."""
+        known = self._actions.get(id(action))
+        scale = self.budget._ledger.scale
+        if known is not None and known[0] is action and known[2] == scale:
+            return known[1]
+        if not hasattr(action, "effects") or not hasattr(action, "cost"):
+            raise TypeError(f"an action is an ActionSpec, not {type(action).__name__}")
+        if getattr(action, "attestations", ()) or getattr(action, "emits", ()):
+            raise InvalidArgument(
+                f"`{action.id}` has attestations or emits to sinks: those gates are the "
+                "reference monitor's (clampai.hardening.ReferenceMonitor, a task-bound kernel)")
+        cost = _exact(action.cost, f"the cost of `{action.id}`")
+        if cost >= 0:
+            self.budget._fit(cost)
+        if isinstance(action, ActionSpec):  # a duck-typed action may change: never remembered
+            if len(self._actions) >= self._CACHE_SIZE:
+                self._actions.clear()
+            self._actions[id(action)] = (action, cost, self.budget._ledger.scale, _key((
+                action.cost, action.effects, action.reversible, action.requires)))
+        return cost
+
+    def _variables(self, state: State) -> Tuple[Dict[str, Any], List[str], Any]:
+        """The state's defined variables, its undefined ones, and their shapes (the model
+        key's part), remembered per state object (a State is immutable)."""
+        known = self._states.get(id(state))
+        if known is not None and known[0] is state:
+            return known[1], known[2], known[3]
+        variables = state.to_dict()
+        # A None (an undefined value) is a key the model does not have: the reference's
+        # `state.get(key, default)` finds no value there either.
+        absent = [k for k, v in variables.items() if v is None]
+        for k in absent:
+            del variables[k]
+        shapes = tuple((k, _shape(v)) for k, v in variables.items())
+        if len(self._states) >= self._CACHE_SIZE:
+            self._states.clear()
+        self._states[id(state)] = (state, variables, absent, shapes)
+        return variables, absent, shapes
 
     def _verdict(self, decision: Any, action: ActionSpec, cost: decimal.Decimal,
                  failed: List[Tuple[str, str]], next_state: Optional[State],
@@ -912,14 +987,19 @@ class AsyncSafetyKernel:
     `execute_atomic` calls queue on an asyncio.Lock, never blocking the loop. Cancellation: a
     call cancelled before its commit has started changes nothing; one cancelled after lets the
     commit finish (the caller still gets CancelledError), so the kernel never holds half a
-    commit and the next caller sees it. T1-T8 hold as for SafetyKernel."""
+    commit and the next caller sees it. T1-T8 hold as for SafetyKernel.
+
+    A trip to the executor costs tens of microseconds of CPU per call (BENCHMARKS.md):
+    `offload=False` decides every call on the loop, as the Python ClampAI does, for
+    predicates known never to block."""
 
     def __init__(self, budget: float, invariants: Sequence[Invariant] = (), *,
                  min_action_cost: float = 0.001, emergency_actions: Optional[Set[str]] = None,
-                 metrics: Any = None, executor: Any = None) -> None:
+                 metrics: Any = None, executor: Any = None, offload: bool = True) -> None:
         self._kernel = FormalKernel(budget, invariants, min_action_cost=min_action_cost,
                                     emergency_actions=emergency_actions, metrics=metrics)
         self._executor = executor
+        self._offload = bool(offload)
         self._alock: Any = None
 
     @property
@@ -948,8 +1028,8 @@ class AsyncSafetyKernel:
         return self._kernel.trace
 
     def _blocking(self) -> bool:
-        return bool(self._kernel._preconditions) or any(
-            callable(inv.predicate) for inv in self._kernel.invariants)
+        return self._offload and (bool(self._kernel._preconditions) or any(
+            callable(inv.predicate) for inv in self._kernel.invariants))
 
     def _lock(self) -> Any:
         import asyncio

@@ -88,6 +88,9 @@ PyObject* repr(PyObject* self) {
 
 int as_bool(PyObject* self) { return get(self).decision.approved ? 1 : 0; }
 
+// Immutable: a copy, deep or not, is the decision itself.
+PyObject* copy_self(PyObject* self, PyObject*) { return Py_NewRef(self); }
+
 // Docstrings in pybind11's form, which tests/test_stubs.py reads.
 PyGetSetDef getset[] = {
     {"approved", get_approved, nullptr, "True iff the action may execute", nullptr},
@@ -103,6 +106,11 @@ PyGetSetDef getset[] = {
 PyMethodDef methods[] = {
     {"to_dict", to_dict, METH_NOARGS, "to_dict(self: clampai._clampai.Decision) -> dict"},
     {"to_json", to_json, METH_NOARGS, "to_json(self: clampai._clampai.Decision) -> str"},
+    {"__copy__", copy_self, METH_NOARGS, "__copy__(self: clampai._clampai.Decision) -> Decision"},
+    {"__deepcopy__",
+     copy_self,
+     METH_O,
+     "__deepcopy__(self: clampai._clampai.Decision, memo: Any) -> Decision"},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

@@ -2,14 +2,17 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "clampai/kernel/budget.hpp"
+#include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "types.hpp"
@@ -97,9 +100,172 @@ class Ledger {
   std::uint64_t emergency_steps_ = 0;
 };
 
+// The text `json.dumps(value, sort_keys=True, separators=(",", ":"))` writes (ASCII only,
+// its default), for the values a reference-form trace entry holds: exact str, int, float,
+// bool, None, list, tuple and dict with str keys. False (and `out` unusable) for anything
+// else, which the caller then encodes with Python's own encoder.
+bool write_json_ascii(PyObject* o, std::string& out, int depth);
+
+bool write_json_string(PyObject* o, std::string& out) {
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(o, &size);
+  if (utf8 == nullptr) {  // a lone surrogate: Python's encoder says what it makes of it
+    PyErr_Clear();
+    return false;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto unit = [&out](unsigned u) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u >> shift) & 0xf];
+  };
+  out += '"';
+  const auto* p = reinterpret_cast<const unsigned char*>(utf8);
+  const auto* end = p + size;
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f)
+            unit(c);
+          else
+            out += static_cast<char>(c);
+      }
+      continue;
+    }
+    // Python's UTF-8 is well formed: a lead byte and its continuation bytes.
+    const int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+    unsigned cp = c & (0x3fu >> extra);
+    for (int i = 1; i <= extra; ++i) cp = (cp << 6) | (p[i] & 0x3fu);
+    p += extra + 1;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      unit(0xd800 | (cp >> 10));
+      unit(0xdc00 | (cp & 0x3ff));
+    } else {
+      unit(cp);
+    }
+  }
+  out += '"';
+  return true;
+}
+
+bool write_json_ascii(PyObject* o, std::string& out, int depth) {
+  if (depth > 64) return false;
+  if (o == Py_None) {
+    out += "null";
+  } else if (o == Py_True) {
+    out += "true";
+  } else if (o == Py_False) {
+    out += "false";
+  } else if (PyUnicode_CheckExact(o)) {
+    return write_json_string(o, out);
+  } else if (PyLong_CheckExact(o) || PyFloat_CheckExact(o)) {
+    if (PyFloat_CheckExact(o)) {
+      const double v = PyFloat_AS_DOUBLE(o);
+      if (v != v) return out += "NaN", true;
+      if (v == std::numeric_limits<double>::infinity()) return out += "Infinity", true;
+      if (v == -std::numeric_limits<double>::infinity()) return out += "-Infinity", true;
+    }
+    PyObject* text = PyObject_Repr(o);  // float.__repr__ / int.__repr__, as json writes them
+    if (text == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    Py_ssize_t size = 0;
+    const char* chars = PyUnicode_AsUTF8AndSize(text, &size);
+    if (chars != nullptr) out.append(chars, static_cast<std::size_t>(size));
+    Py_DECREF(text);
+    if (chars == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+  } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    PyObject* items = PySequence_Fast(o, "");
+    if (items == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    bool ok = true;
+    out += '[';
+    for (Py_ssize_t i = 0; ok && i < n; ++i) {
+      if (i > 0) out += ',';
+      ok = write_json_ascii(PySequence_Fast_GET_ITEM(items, i), out, depth + 1);
+    }
+    out += ']';
+    Py_DECREF(items);
+    return ok;
+  } else if (PyDict_CheckExact(o)) {
+    std::vector<std::pair<std::string_view, PyObject*>> items;
+    items.reserve(static_cast<std::size_t>(PyDict_Size(o)));
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &key, &value)) {
+      if (!PyUnicode_CheckExact(key)) return false;
+      Py_ssize_t size = 0;
+      const char* chars = PyUnicode_AsUTF8AndSize(key, &size);
+      if (chars == nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+      items.emplace_back(std::string_view(chars, static_cast<std::size_t>(size)), key);
+    }
+    // UTF-8's byte order is the code points' order: Python's order of str.
+    std::sort(
+        items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    out += '{';
+    bool first = true;
+    for (const auto& [name, k] : items) {
+      if (!first) out += ',';
+      first = false;
+      if (!write_json_string(k, out)) return false;
+      out += ':';
+      if (!write_json_ascii(PyDict_GetItem(o, k), out, depth + 1)) return false;
+    }
+    out += '}';
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void bind_formal(py::module_& m) {
+  m.def(
+      "_canonical_sha256",
+      [](py::handle value) -> py::object {
+        std::string text;
+        if (!write_json_ascii(value.ptr(), text, 0)) return py::none();
+        return py::str(ck::sha256_hex(text));
+      },
+      "value"_a,
+      "The SHA-256 (hex) of json.dumps(value, sort_keys=True, separators=(',', ':')), or None "
+      "when value holds a type this encoder leaves to Python's.");
   py::class_<Ledger>(m, "_Ledger")
       .def(py::init<ck::Amount, int>(), "total"_a, "scale"_a)
       .def("rescale", &Ledger::rescale, "digits"_a)

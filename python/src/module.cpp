@@ -729,6 +729,12 @@ void bind_all(py::module_& m) {
       .def("__len__", &ck::State::size)
       .def("__iter__", [](const ck::State& s) { return py::iter(py::cast(s.schema().names())); })
       .def("to_dict", &state_dict)
+      // Immutable: a copy is the state itself; a pickle is its variables.
+      .def("__copy__", [](py::object self) { return self; })
+      .def(
+          "__deepcopy__", [](py::object self, py::handle) { return self; }, "memo"_a)
+      .def(py::pickle([](const ck::State& s) { return state_dict(s); },
+                      [](const py::dict& d) { return state_from_mapping(d); }))
       .def("with_updates", &with_updates, "updates"_a)
       .def(
           "without_keys",

@@ -71,6 +71,28 @@ def test_a_blocking_predicate_runs_off_the_event_loop():
     assert fast.step_count == 1
 
 
+def test_offload_false_decides_a_python_predicate_on_the_loop():
+    loop_threads, predicate_threads = [], []
+
+    def predicate(s):
+        predicate_threads.append(threading.get_ident())
+        return s.get("n", 0) <= 1
+
+    async def main():
+        loop_threads.append(threading.get_ident())
+        kernel = AsyncSafetyKernel(10.0, [Invariant("p", predicate)], offload=False)
+        state, action = make_state(n=0), make_action("a", cost=1.0, n=1)
+        assert (await kernel.evaluate(state, action)).approved
+        state, _ = await kernel.execute_atomic(state, action)
+        with pytest.raises(SafetyViolation):
+            await kernel.execute_atomic(state, make_action("b", cost=1.0, n=5))
+        return kernel
+
+    kernel = run(main())
+    assert set(predicate_threads) == {loop_threads[0]}
+    assert kernel.step_count == 1
+
+
 def test_cancelled_before_the_commit_starts_changes_nothing():
     blocker = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as pool:

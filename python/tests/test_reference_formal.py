@@ -758,3 +758,113 @@ def test_difference_a_failing_state_fn_fails_the_call():
     with pytest.raises(ConnectionError):
         call()  # the reference swallows the error and runs the call
     assert ran == [] and call.kernel.step_count == 0
+
+
+# --- The reference form's caches (a verdict's checks written out when read, models and
+# actions remembered by identity): the same answers as computed afresh -----------------------
+
+def test_a_passed_verdict_reads_as_written_at_its_decision():
+    import copy
+    import dataclasses
+
+    inv = Invariant("cap", lambda s: s.get("n", 0) <= 100)
+    kernel = SafetyKernel(10.0, [inv], min_action_cost=0.5)
+    action = ActionSpec(id="inc", name="Inc", effects=(Effect("n", "increment", 1),), cost=2.5)
+    state = State({"n": 0})
+    verdict = kernel.evaluate(state, action)
+    state, _ = kernel.execute(state, action)   # the kernel moves on before the checks are read
+    expected = [("Budget", CheckResult.PASS, "2.5 <= 10.000 remaining"),
+                ("Termination", CheckResult.PASS, "Step 1/20"),
+                ("Invariant:cap", CheckResult.PASS, "holds")]
+    assert verdict.approved and verdict.checks == expected
+    assert verdict.rejection_reasons == () and "[ok] Invariant:cap: holds" in verdict.summary()
+    again = kernel.evaluate(state, action)
+    assert type(again) is SafetyVerdict
+    assert again.checks[:2] == [("Budget", CheckResult.PASS, "2.5 <= 7.500 remaining"),
+                                ("Termination", CheckResult.PASS, "Step 2/20")]
+    fresh = kernel.evaluate(state, action)
+    assert dataclasses.replace(fresh).checks == again.checks
+    assert dataclasses.asdict(kernel.evaluate(state, action))["checks"] == again.checks
+    assert copy.copy(kernel.evaluate(state, action)).checks == again.checks
+    assert copy.deepcopy(kernel.evaluate(state, action)).checks == again.checks
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        fresh.nothing
+
+
+def test_a_new_action_of_the_same_id_is_decided_by_its_own_cost():
+    # The action cache is by object: equal ids with other costs or effects are other models.
+    kernel = SafetyKernel(10.0, [Invariant("cap", "n <= 3")], min_action_cost=1)
+    state = State({"n": 0})
+    cheap = ActionSpec(id="a", effects=(Effect("n", "increment", 1),), cost=1)
+    assert kernel.evaluate(state, cheap).approved
+    dear = ActionSpec(id="a", effects=(Effect("n", "increment", 1),), cost=11)
+    assert not kernel.evaluate(state, dear).approved
+    jump = ActionSpec(id="a", effects=(Effect("n", "increment", 4),), cost=1)
+    assert not kernel.evaluate(state, jump).approved
+    assert kernel.evaluate(state, cheap).approved
+    for _ in range(300):  # more objects than the caches hold: cleared, never wrong
+        assert kernel.evaluate(State({"n": 0}), ActionSpec(
+            id="a", effects=(Effect("n", "increment", 1),), cost=1)).approved
+    assert not kernel.evaluate(State({"n": 3}), cheap).approved
+
+
+def test_a_state_copies_and_pickles_as_its_variables():
+    import copy
+    import pickle
+
+    state = State({"n": 3, "price": Decimal("1.25"), "tags": ["a", "b"], "ok": True})
+    assert copy.copy(state) is state and copy.deepcopy(state) is state
+    back = pickle.loads(pickle.dumps(state))
+    assert back == state and back.fingerprint == state.fingerprint
+    assert back.to_dict() == {"n": 3, "price": Decimal("1.25"), "tags": ["a", "b"], "ok": True}
+
+
+def test_the_trace_hash_is_pythons_canonical_json_on_random_values():
+    # TraceEntry.compute_hash writes the canonical JSON in C++; on every value it takes, the
+    # bytes (so the hash) are those of Python's json.dumps(sort_keys=True, separators=(",",
+    # ":"), default=str): a property test over random nested values (seeded).
+    import hashlib
+    import json
+    import math
+    import random
+
+    from clampai import _clampai
+
+    rng = random.Random(38)
+    alphabet = ["a", "Z", " ", "\"", "\\", "\n", "\r", "\t", "\b", "\f", "\x00", "\x1f", "\x7f",
+                "~", "é", "\u2028", "中", "\U0001f600", "\U00010000", "\uffff"]
+
+    def text():
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+
+    def value(depth=0):
+        kind = rng.randrange(11 if depth < 3 else 7)
+        if kind == 0:
+            return None
+        if kind == 1:
+            return rng.choice([True, False])
+        if kind == 2:
+            return rng.choice([0, -1, 7, 2 ** 63, -(2 ** 70), rng.randrange(-10 ** 6, 10 ** 6)])
+        if kind == 3:
+            return rng.choice([0.0, -0.0, 1.5, 1e-05, 1e16, 123456789.125, math.inf, -math.inf,
+                               math.nan, rng.uniform(-1e9, 1e9), 5e-324])
+        if kind in (4, 5, 6):
+            return text()
+        if kind in (7, 8):
+            items = [value(depth + 1) for _ in range(rng.randrange(4))]
+            return items if kind == 7 else tuple(items)
+        return {text(): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+    for _ in range(3000):
+        v = {text(): value() for _ in range(rng.randrange(1, 6))}
+        assert _clampai._canonical_sha256(v) == hashlib.sha256(
+            encoder.encode(v).encode()).hexdigest(), v
+    # Values only Python's encoder writes are left to it.
+    for other in ({"cost": Decimal("1.5")}, {1: "int key"}, {"s": "\ud800"}, {"t": True.__class__},
+                  {"e": CheckResult.PASS}):
+        assert _clampai._canonical_sha256(other) is None
+    entry = TraceEntry(step=1, action_id="a", action_name="A", state_before_fp="x",
+                       state_after_fp="y", cost=Decimal("1.5"), timestamp=0.5, approved=True)
+    assert entry.compute_hash() == hashlib.sha256(
+        encoder.encode(entry.to_dict() | {"cost": "1.5"}).encode()).hexdigest()

@@ -16,7 +16,7 @@ from clampai import _clampai
 STUB = Path(clampai.__file__).with_name("_clampai.pyi")
 # The special methods the bindings define on purpose (others come from pybind11 itself).
 DUNDERS = {"__init__", "__getitem__", "__contains__", "__len__", "__iter__", "__eq__", "__hash__",
-           "__bool__"}
+           "__bool__", "__copy__", "__deepcopy__", "__getstate__", "__setstate__"}
 
 
 def split_top(text):
