@@ -20,7 +20,8 @@ __all__ = [
     "CostAwarePriorFactory", "ReasoningRequest", "ReasoningResponse", "parse_llm_response",
     "ClampAI_SYSTEM_PROMPT", "SaliencyResult", "SaliencyEngine", "ProgressMonitor",
     "TerminationReason", "OutcomeType", "Outcome", "ReasoningOutcome", "LLMAdapter",
-    "MockLLMAdapter",
+    "MockLLMAdapter", "CausalNode", "estimate_tokens", "compute_state_delta",
+    "integral_sensitivity_filter", "should_skip_llm",
 ]
 
 # z of a one-sided normal bound at the confidences the Python ClampAI names (else 95%).
@@ -137,6 +138,15 @@ class Dependency:
 
     required_action_id: str
     reason: str
+
+
+@dataclass(frozen=True)
+class CausalNode:
+    """An action of a CausalGraph: its dependencies and whether it has completed."""
+
+    action_id: str
+    dependencies: Tuple[Dependency, ...] = ()
+    is_completed: bool = False
 
 
 class CausalGraph:
@@ -701,3 +711,63 @@ class MockLLMAdapter:
         return json.dumps({"chosen_action_id": "", "reasoning": reason, "expected_outcome": "",
                            "risk_assessment": "", "alternative_considered": "",
                            "should_stop": True, "stop_reason": reason})
+
+
+# --- Prompt helpers (the Python ClampAI's `clampai.reasoning` functions) ----------------------
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count when the backend reports none: a token per four characters (at
+    least one for non-empty text)."""
+    return max(1, len(text) // 4) if text else 0
+
+
+def compute_state_delta(prev: Any, curr: Any) -> Dict[str, Dict[str, Any]]:
+    """What changed from `prev` to `curr` (States or mappings): {"added", "removed",
+    "changed"}, each variable -> its value (the current one; the removed one's last)."""
+    before = prev.to_dict() if hasattr(prev, "to_dict") else dict(prev or {})
+    after = curr.to_dict() if hasattr(curr, "to_dict") else dict(curr or {})
+    return {"added": {k: v for k, v in after.items() if k not in before},
+            "removed": {k: v for k, v in before.items() if k not in after},
+            "changed": {k: v for k, v in after.items() if k in before and before[k] != v}}
+
+
+def should_skip_llm(action_values: List[ActionValue], min_gap: float = 0.15,
+                    min_abs_value: float = 0.05) -> bool:
+    """True when asking the LLM cannot change the choice: at most one option, or the best
+    value is at least `min_abs_value` and leads the runner-up by `min_gap` or more."""
+    if len(action_values) < 2:
+        return True
+    best, second = sorted((a.value_score for a in action_values), reverse=True)[:2]
+    return best >= min_abs_value and best - second >= min_gap
+
+
+def integral_sensitivity_filter(state: Any, action_values: List[ActionValue], *,
+                                sensitivity_threshold: float = 0.05, max_state_keys: int = 20,
+                                actions: Optional[List[Any]] = None
+                                ) -> Tuple[State, Dict[str, float]]:
+    """The state pruned for a prompt, and each variable's sensitivity
+    S(k) = sum over actions a that write k of |V(a)|. Only the prompt is pruned, never the
+    state the kernel decides on. Variables whose name starts with `_` are always kept (their
+    score is infinite); the others are kept when S(k) >= `sensitivity_threshold`, at most
+    `max_state_keys` by score, and never none (then the first `max_state_keys`).
+
+    `actions` (this package's addition: the ActionSpecs the values are of) says which variables
+    each action writes; without it no action is known to write anything, as in the Python
+    ClampAI, so only the `_` variables score."""
+    variables = state.to_dict() if hasattr(state, "to_dict") else dict(state)
+    if not variables:
+        return (state if isinstance(state, State) else State({})), {}
+    writes: Dict[str, Set[str]] = {}
+    for a in actions or ():
+        writes[a.id] = {e.variable for e in getattr(a, "effects", ())}
+    scores: Dict[str, float] = {k: (math.inf if k.startswith("_") else 0.0) for k in variables}
+    for value in action_values:
+        for k in writes.get(value.action_id, ()):
+            if k in scores and not math.isinf(scores[k]):
+                scores[k] += abs(value.value_score)
+    kept = [k for k in variables if scores[k] >= sensitivity_threshold]
+    if len(kept) > max_state_keys:
+        kept = sorted(kept, key=lambda k: scores[k], reverse=True)[:max_state_keys]
+    if not kept:
+        kept = list(variables)[:max_state_keys]
+    return State({k: variables[k] for k in kept}), scores

@@ -4,9 +4,11 @@ here. The same objects as at the package's top level."""
 
 from . import (FORMAL_CLAIMS, ActionSpec, AsyncSafetyKernel, BudgetController, CheckResult,
                Claim, Effect, ExecutionTrace, GuaranteeLevel, Invariant, MetricsBackend,
-               NoOpMetrics, RejectionFormatter, SafetyKernel, SafetyVerdict, State, TraceEntry)
+               NoOpMetrics, ProcessSharedBudgetController, RejectionFormatter, SafetyKernel,
+               SafetyVerdict, State, TraceEntry)
 
 __all__ = ["FORMAL_CLAIMS", "ActionSpec", "AsyncSafetyKernel", "BudgetController",
            "CheckResult", "Claim", "Effect", "ExecutionTrace", "GuaranteeLevel", "Invariant",
-           "MetricsBackend", "NoOpMetrics", "RejectionFormatter", "SafetyKernel",
+           "MetricsBackend", "NoOpMetrics", "ProcessSharedBudgetController",
+           "RejectionFormatter", "SafetyKernel",
            "SafetyVerdict", "State", "TraceEntry"]

@@ -12,6 +12,8 @@ docs/PYTHON.md says so (and the factory's docstring).
 from __future__ import annotations
 
 import re
+import time as _time
+from decimal import Decimal as _Decimal
 from typing import Any, Callable, Collection, Dict, Mapping, Optional, Sequence
 
 from ._task import Invariant
@@ -189,12 +191,37 @@ def secret_guard_invariant(*keys: str, patterns: Optional[Sequence[str]] = None,
 
 
 def time_window_rate_invariant(key: str, max_count: int, window_seconds: Any, *,
-                               window_start: str, clock: str, enforcement: str = "blocking",
+                               window_start: Optional[str] = None, clock: Optional[str] = None,
+                               enforcement: str = "blocking",
                                suggestion: Optional[str] = None) -> Invariant:
     """`clock - window_start < window_seconds -> key <= max_count` (template
-    `time_window_rate`). The model has no wall clock and no lists of timestamps: `key` is a
-    counter, `window_start` and `clock` are variables the task's actions maintain (in the
-    clock's units). Unlike the reference, `max_count` events are allowed in a window."""
+    `time_window_rate`): `key` is a counter, `window_start` and `clock` are variables the task's
+    actions maintain (in the clock's units), so the verifier reasons about it.
+
+    Without `window_start` and `clock`, the Python ClampAI's form: `key` holds a list of
+    `time.time()` timestamps and at most `max_count` of them may lie within the last
+    `window_seconds` of the wall clock (a Python callable: enforced, `unknown` to the verifier;
+    the Python ClampAI allows `max_count - 1`). An absent or non-list `key` holds."""
+    if window_start is None and clock is None:
+        def recent_at_most(state: Any) -> bool:
+            stamps = state.get(key)
+            if not isinstance(stamps, (list, tuple)):
+                return True
+            now = _time.time()
+            # A state's floats are exact Decimals here.
+            return sum(1 for t in stamps if isinstance(t, (int, float, _Decimal))
+                       and not isinstance(t, bool) and now - float(t) <= window_seconds
+                       ) <= max_count
+
+        return Invariant(f"time_window_rate:{key}", recent_at_most,
+                         description=f"at most {max_count} entries of `{key}` within the last "
+                         f"{window_seconds}s", enforcement=enforcement,
+                         suggestion=suggestion or f"wait for the {window_seconds}s window of "
+                         f"`{key}` to roll over")
+    if window_start is None or clock is None:
+        raise TypeError("time_window_rate_invariant: give both `window_start` and `clock` (a "
+                        "counter over the task's own clock) or neither (a list of wall-clock "
+                        "timestamps)")
     return _make(f"time_window_rate:{key}",
                  {"template": "time_window_rate", "count": key, "window_start": window_start,
                   "clock": clock, "window": window_seconds, "max": max_count},

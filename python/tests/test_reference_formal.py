@@ -485,11 +485,27 @@ def test_difference_the_trace_hash_covers_every_field_and_the_head():
     assert not ok and "entry 0" in message
 
 
-def test_difference_time_window_rate_needs_clock_variables():
+def test_time_window_rate_in_the_reference_form_reads_wall_clock_stamps():
+    import time
+
     from clampai.invariants import time_window_rate_invariant
 
+    # The README's call, unchanged: a list of time.time() stamps against the wall clock.
+    rule = time_window_rate_invariant("request_timestamps", max_count=2, window_seconds=60.0)
+    assert callable(rule.predicate) and rule.name == "time_window_rate:request_timestamps"
+    now = time.time()
+    kernel = SafetyKernel(budget=10.0, invariants=[rule])
+    stamp = ActionSpec(id="call", effects=(Effect("request_timestamps", "append", now),),
+                       cost=1.0)
+    state = State({"request_timestamps": [now - 3600.0, now - 1.0]})  # one stamp in the window
+    state, _ = kernel.execute(state, stamp)  # two in the window: allowed (at most max_count)
+    assert len(state["request_timestamps"]) == 3
+    verdict = kernel.evaluate(state, stamp)  # a third: refused
+    assert not verdict.approved and any("time_window_rate" in r
+                                        for r in verdict.rejection_reasons)
+    assert rule.check(State({}))[0]  # absent: holds, as in the Python ClampAI
     with pytest.raises(TypeError, match="window_start"):
-        time_window_rate_invariant("request_timestamps", max_count=10, window_seconds=60.0)
+        time_window_rate_invariant("sent", 2, 10, window_start="start")
 
 
 def test_readme_writing_your_own_invariant():

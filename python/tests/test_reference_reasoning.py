@@ -349,3 +349,39 @@ def test_llm_adapter_is_a_protocol():
     assert Echo().complete("x") == "x"
     result = Orchestrator(quickstart_task(), llm=Mine()).run()
     assert result.termination_reason is TerminationReason.LLM_STOP
+
+
+def test_the_reasoning_modules_prompt_helpers():
+    from clampai.reasoning import (ActionValue, CausalNode, Dependency, compute_state_delta,
+                                   estimate_tokens, integral_sensitivity_filter,
+                                   should_skip_llm)
+    from clampai import ActionSpec, Effect, State
+
+    assert estimate_tokens("") == 0 and estimate_tokens("abc") == 1
+    assert estimate_tokens("x" * 400) == 100
+    delta = compute_state_delta(State({"a": 1, "b": 2, "c": 3}), State({"a": 1, "b": 5, "d": 4}))
+    assert delta == {"added": {"d": 4}, "removed": {"c": 3}, "changed": {"b": 5}}
+
+    def value(aid, v):
+        return ActionValue(aid, 0.0, 0.0, 0.0, 0.0, 0.0, v, "")
+
+    assert should_skip_llm([]) and should_skip_llm([value("a", 0.0)])
+    assert should_skip_llm([value("a", 0.5), value("b", 0.3)])       # leads by 0.2
+    assert not should_skip_llm([value("a", 0.5), value("b", 0.4)])   # by 0.1 only
+    assert not should_skip_llm([value("a", 0.04), value("b", -0.5)])  # too small to trust
+
+    state = State({"_meta": 1, "files": 0, "noise": 7, "cost": 0})
+    actions = [ActionSpec(id="write", effects=(Effect("files", "increment", 1),), cost=1),
+               ActionSpec(id="pay", effects=(Effect("cost", "increment", 1),), cost=1)]
+    pruned, scores = integral_sensitivity_filter(
+        state, [value("write", 0.5), value("pay", -0.01)], actions=actions)
+    assert set(pruned.keys()) == {"_meta", "files"}
+    assert scores["files"] == 0.5 and scores["cost"] == 0.01 and scores["noise"] == 0.0
+    # Without the actions, as in the Python ClampAI: only `_` variables score.
+    pruned, _ = integral_sensitivity_filter(state, [value("write", 0.5)])
+    assert set(pruned.keys()) == {"_meta"}
+    pruned, _ = integral_sensitivity_filter(State({"a": 1, "b": 2}), [], max_state_keys=1)
+    assert set(pruned.keys()) == {"a"}  # never pruned to nothing
+
+    node = CausalNode("deploy", (Dependency("test", "tests first"),))
+    assert node.dependencies[0].required_action_id == "test" and not node.is_completed
