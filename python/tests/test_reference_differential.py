@@ -1,0 +1,132 @@
+"""The Python ClampAI's form of the kernel against the Python ClampAI itself (issue 38): random
+budgets, actions, invariants and sequences of `evaluate` and `execute` (seeded), run on both in
+one process; every verdict, every next state, the budget and the step count must agree.
+
+The amounts are multiples of 1/4 and the values integers, where the Python ClampAI's float
+arithmetic is exact: where it is not, this package answers differently on purpose (docs/PYTHON.md,
+"Where the Python ClampAI form differs"). Skipped, with the reason, when the Python ClampAI's
+sources are not beside the checkout (../shared/reference/clampai-1.0.1, or CLAMPAI_REFERENCE)."""
+
+import importlib.util
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+import clampai
+from clampai import ActionSpec, Effect, Invariant, SafetyKernel, SafetyViolation, State
+
+
+def find_reference():
+    named = os.environ.get("CLAMPAI_REFERENCE")
+    candidates = [Path(named)] if named else [
+        parent / "shared" / "reference" / "clampai-1.0.1"
+        for parent in Path(__file__).resolve().parents]
+    for candidate in candidates:
+        if (candidate / "clampai" / "formal.py").is_file():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def ref():
+    root = find_reference()
+    if root is None:
+        pytest.skip("the Python ClampAI's sources are not beside the checkout "
+                    "(set CLAMPAI_REFERENCE)")
+    spec = importlib.util.spec_from_file_location("clampai_reference_formal_diff",
+                                                  root / "clampai" / "formal.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+VARIABLES = ("a", "b", "c")
+
+
+def scenario(rng):
+    """A budget, a minimum cost, invariants and actions, as plain data for both packages."""
+    min_cost = rng.choice([0.25, 0.5, 1.0])
+    budget = rng.randrange(1, 41) / 4
+    invariants = []
+    for i in range(rng.randrange(0, 4)):
+        var, op, bound = rng.choice(VARIABLES), rng.choice(["<=", ">="]), rng.randrange(-6, 10)
+        invariants.append((f"inv{i}", var, op, bound,
+                           rng.choice(["blocking", "blocking", "monitoring"])))
+    actions = []
+    for i in range(rng.randrange(1, 5)):
+        effects = [(rng.choice(VARIABLES), rng.choice(["increment", "decrement", "set"]),
+                    rng.randrange(-3, 6)) for _ in range(rng.randrange(0, 3))]
+        # Distinct variables per action: the two packages order repeated writes alike, but
+        # the point here is the decision, not effect composition.
+        seen, unique = set(), []
+        for e in effects:
+            if e[0] not in seen:
+                seen.add(e[0])
+                unique.append(e)
+        actions.append((f"act{i}", unique, rng.choice([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 0.0])))
+    initial = {v: rng.randrange(-2, 5) for v in VARIABLES}
+    return min_cost, budget, invariants, actions, initial
+
+
+def predicate(var, op, bound):
+    if op == "<=":
+        return lambda s: s.get(var, 0) <= bound
+    return lambda s: s.get(var, 0) >= bound
+
+
+def build(module, data):
+    min_cost, budget, invariants, actions, _ = data
+    invs = [module.Invariant(name, predicate(var, op, bound), enforcement=enforcement)
+            for name, var, op, bound, enforcement in invariants]
+    specs = {aid: module.ActionSpec(id=aid, name=aid, description="",
+                                    effects=tuple(module.Effect(*e) for e in effects),
+                                    cost=cost)
+             for aid, effects, cost in actions}
+    return module.SafetyKernel(budget, invs, min_action_cost=min_cost), specs
+
+
+def plain(state):
+    return {k: int(v) for k, v in state.to_dict().items()}
+
+
+def test_the_reference_form_gives_the_python_clampais_answers(ref):
+    rng = random.Random(3801)
+    compared = rejections = 0
+    for _ in range(300):
+        data = scenario(rng)
+        ours, our_actions = build(clampai, data)
+        theirs, their_actions = build(ref, data)
+        our_state, their_state = State(dict(data[4])), ref.State(dict(data[4]))
+        for _step in range(rng.randrange(1, 25)):
+            aid = rng.choice(list(our_actions))
+            where = f"scenario {data}, action {aid}, state {plain(our_state)}"
+            if rng.random() < 0.3:
+                mine = ours.evaluate(our_state, our_actions[aid])
+                other = theirs.evaluate(their_state, their_actions[aid])
+                assert mine.approved == other.approved, where
+                if mine.approved:
+                    assert plain(mine.simulated_next_state) == plain(
+                        other.simulated_next_state), where
+            else:
+                try:
+                    our_next, _ = ours.execute(our_state, our_actions[aid])
+                except SafetyViolation:
+                    our_next = None
+                try:
+                    their_next, _ = theirs.execute(their_state, their_actions[aid])
+                except RuntimeError:
+                    their_next = None
+                assert (our_next is None) == (their_next is None), where
+                if our_next is not None:
+                    assert plain(our_next) == plain(their_next), where
+                    our_state, their_state = our_next, their_next
+                else:
+                    rejections += 1
+            assert ours.budget.remaining == theirs.budget.remaining, where
+            assert ours.step_count == theirs.step_count, where
+            compared += 1
+    assert compared > 2000 and rejections > 100  # both sides of the decision were exercised
