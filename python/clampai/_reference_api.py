@@ -13,10 +13,12 @@ never a float's rounding (the floats the reference returns are read from the exa
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import enum
 import functools
 import math
+import re
 import threading
 import time
 import uuid
@@ -27,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set,
 
 from . import _clampai
 from ._clampai import State
-from ._errors import InvalidArgument
+from ._errors import InvalidArgument, SpecError
 from ._task import ActionSpec, Effect, Invariant, TaskDefinition, _number_text, _scale_of, _type_of
 
 __all__ = [
@@ -534,17 +536,31 @@ def _key(value: Any) -> Any:
         return repr(value)
 
 
+# Where a model's error names an invariant: `invariants[N]`, its member and position, then ": ".
+_INVARIANT_AT = re.compile(r"invariants\[(\d+)\][^:\s]*(?::\d+:\d+)?: ")
+_UNKNOWN_VARIABLE = re.compile(r"unknown variable `([^`]+)`")
+
 # The template parameters that name variables, and the templates that an absent variable breaks.
 _TEMPLATE_VARIABLES = ("variable", "variables", "count", "window_start", "clock")
-_ABSENT_BREAKS = ("no_delete", "required_fields")
+_ABSENT_BREAKS = ("no_delete", "required_fields", "allowed_values")
+
+
+def _family(value: Any) -> str:
+    """The kind of value a model compares: bool, number, string or list."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return "number"
+    return "string" if isinstance(value, str) else "list"
 
 
 def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any]
                 ) -> Tuple[List[Invariant], List[Tuple[Invariant, str, bool]]]:
     """The invariants a model of these variables can hold, and for each template over a
-    variable the state lacks, (invariant, variable, whether it holds): a state is not a task, so
+    variable the state lacks, (invariant, why, whether it holds): a state is not a task, so
     a template over a key it does not have reads nothing, as the reference's `get(key, 0)`
-    does, except `no_delete` and `required_fields`, which an absent key breaks."""
+    does, except `no_delete`, `required_fields` and `allowed_values` (None is no allowed value),
+    which an absent key breaks."""
     kept: List[Invariant] = []
     unread: List[Tuple[Invariant, str, bool]] = []
     for inv in invariants:
@@ -555,9 +571,20 @@ def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any]
                 names.extend([v] if isinstance(v, str) else list(v or ()))
             missing = [n for n in names if n not in variables]
             if missing:
-                unread.append((inv, missing[0],
+                unread.append((inv, f"`{missing[0]}` is not in the state",
                                inv.predicate.get("template") not in _ABSENT_BREAKS))
                 continue
+            if inv.predicate.get("template") == "allowed_values":
+                # A Python set may mix types ({"ok", 1}); a value of another type than the
+                # variable's can never be equal to it, so the model compares with the others.
+                family = _family(variables[inv.predicate["variable"]])
+                values = [v for v in inv.predicate.get("values", ()) if _family(v) == family]
+                if not values:
+                    unread.append((inv, f"`{inv.predicate['variable']}` holds a {family}, "
+                                   "and no allowed value is one", False))
+                    continue
+                if len(values) != len(inv.predicate.get("values", ())):
+                    inv = dataclasses.replace(inv, predicate=dict(inv.predicate, values=values))
         kept.append(inv)
     return kept, unread
 
@@ -772,11 +799,39 @@ class FormalKernel:
             emergency_actions=[_MODEL_ACTION] if emergency else [], variables=overrides,
             name="reference_form")
         # The invariants are kept with the model: their ids in the key stay theirs while cached.
-        model = (task.build(), pads, absent, tuple(self.invariants))
+        model = (self._build(task, absent), pads, absent, tuple(self.invariants))
         self._models[key] = model
         if len(self._models) > self._CACHE_SIZE:
             self._models.popitem(last=False)
         return model
+
+    @staticmethod
+    def _build(task: TaskDefinition, unread: List[Tuple[Invariant, str, bool]]) -> Any:
+        """`task`'s model. An invariant this state's values cannot feed (a template over a
+        string where it counts numbers) is left out and added to `unread` as violated, as the
+        Python ClampAI counts a predicate that raises (fail-safe), with the type error as the
+        reason; any other error in the model is raised."""
+        while True:
+            try:
+                return task.build()
+            except SpecError as err:
+                found = _INVARIANT_AT.match(str(err))
+                checked = [inv for inv in task.invariants if not callable(inv.predicate)]
+                if found is None or int(found.group(1)) >= len(checked):
+                    raise
+                broken = checked[int(found.group(1))]
+                why = str(err)[found.end():]
+                absent = _UNKNOWN_VARIABLE.match(why)
+                if absent is not None:
+                    # An expression over a key the state lacks is violated (fail-safe), but
+                    # `!FLAG`: a flag never raised (the Python ClampAI's `get(flag, False)`).
+                    unread.append((broken, f"`{absent.group(1)}` is not in the state",
+                                   broken.predicate.strip() == f"!{absent.group(1)}"))
+                else:
+                    unread.append((broken, f"it cannot be evaluated on this state: {why}",
+                                   False))
+                task.invariants = [inv for inv in task.invariants if inv is not broken]
+                task._model = None
 
     def _decide(self, state: State, action: ActionSpec,
                 commit: bool) -> Tuple[SafetyVerdict, Optional[State]]:
@@ -868,15 +923,15 @@ class FormalKernel:
         checks: List[Tuple[str, CheckResult, str]] = []
         seen = set()
         blocked = False
-        for inv, missing, holds in unread:
+        for inv, why, holds in unread:
             name = f"Invariant:{inv.name}"
             seen.add(name)
             if holds:
-                checks.append((name, CheckResult.PASS, f"holds: `{missing}` is not in the state"))
+                checks.append((name, CheckResult.PASS, f"holds: {why}"))
             else:
                 checks.append((name, CheckResult.FAIL_INVARIANT,
                                f"[{inv.enforcement}] invariant `{inv.name}` would be violated: "
-                               f"`{missing}` is not in the state"))
+                               f"{why}"))
                 blocked = blocked or inv.enforcement == "blocking"
         for r in decision.reasons:
             name, result = _REASON_CHECK.get(r.code, ("", CheckResult.FAIL_PRECONDITION))

@@ -36,8 +36,10 @@ def ref():
     if root is None:
         pytest.skip("the Python ClampAI's sources are not beside the checkout "
                     "(set CLAMPAI_REFERENCE)")
-    spec = importlib.util.spec_from_file_location("clampai_reference_formal_diff",
-                                                  root / "clampai" / "formal.py")
+    # The Python ClampAI's package under another name, beside this one.
+    spec = importlib.util.spec_from_file_location(
+        "clampai_reference", root / "clampai" / "__init__.py",
+        submodule_search_locations=[str(root / "clampai")])
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -130,3 +132,61 @@ def test_the_reference_form_gives_the_python_clampais_answers(ref):
             assert ours.step_count == theirs.step_count, where
             compared += 1
     assert compared > 2000 and rejections > 100  # both sides of the decision were exercised
+
+
+# The invariant library on well-typed states (the value of each invariant's key of the type it
+# reads, or absent): every factory gives the Python ClampAI's answer.
+FACTORIES = {
+    "rate_limit": (lambda m: m.rate_limit_invariant("k", 3), "number"),
+    "resource_ceiling": (lambda m: m.resource_ceiling_invariant("k", 3), "number"),
+    "value_range": (lambda m: m.value_range_invariant("k", 0, 5), "number"),
+    "max_retries": (lambda m: m.max_retries_invariant("k", 2), "number"),
+    "api_call_limit": (lambda m: m.api_call_limit_invariant("k", 3), "number"),
+    "file_operation_limit": (lambda m: m.file_operation_limit_invariant("k", 3), "number"),
+    "required_fields": (lambda m: m.required_fields_invariant(["k", "j"]), "any"),
+    "no_sensitive_substring": (
+        lambda m: m.no_sensitive_substring_invariant("k", ["sk-", "password"]), "string"),
+    "no_regex_match": (lambda m: m.no_regex_match_invariant("k", r"\d{3}"), "string"),
+    "human_approval_gate": (lambda m: m.human_approval_gate_invariant("k"), "bool"),
+    "no_action_after_flag": (lambda m: m.no_action_after_flag_invariant("k"), "bool"),
+    "allowed_values": (lambda m: m.allowed_values_invariant("k", {"ok", 7}), "string_or_int"),
+    "non_empty": (lambda m: m.non_empty_invariant("k"), "any"),
+    "list_length": (lambda m: m.list_length_invariant("k", 1), "list"),
+    "no_duplicate_ids": (lambda m: m.no_duplicate_ids_invariant("k"), "list"),
+    "string_length": (lambda m: m.string_length_invariant("k", 3), "string"),
+    "json_schema": (lambda m: m.json_schema_invariant("k", {"amount": float}), "any"),
+    "custom": (lambda m: m.custom_invariant("c", lambda v: v != 3, "k"), "number"),
+}
+VALUES = {"number": [0, 1, 2, 3, 4, 5, 6, -1, 2.5, 7.25], "string": ["", "ok", "sk-1",
+          "PASSWORD", "a123", "abcd", "x"], "bool": [True, False],
+          "list": [[], [1], [1, 1], ["a", "b"], ["a", "a", "b"]],
+          "string_or_int": ["ok", "no", 7, 8, 0]}
+
+
+def test_every_invariant_factory_gives_the_python_clampais_answer(ref):
+    rng = random.Random(3802)
+    for name, (make, kind) in FACTORIES.items():
+        ours, theirs = make(clampai.invariants), make(ref.invariants)
+        pool = sum(VALUES.values(), []) if kind == "any" else VALUES[kind]
+        for _ in range(60):
+            values = {}
+            if rng.random() < 0.85:
+                values["k"] = rng.choice(pool)
+            if rng.random() < 0.5:
+                values["j"] = rng.choice(VALUES["number"])
+            mine = ours.check(State(dict(values)))[0]
+            other = theirs.check(ref.State(dict(values)))[0]
+            assert mine == other, (name, values, mine, other)
+
+
+def test_a_value_of_another_type_is_a_violation_named_not_an_exception():
+    # The Python ClampAI's arithmetic on such values (`False <= 3`, `'' or 0`) is not this
+    # package's: a template fed a value it cannot read is violated, with the type error.
+    kernel = SafetyKernel(10.0, [clampai.invariants.rate_limit_invariant("calls", 3)],
+                          min_action_cost=1)
+    verdict = kernel.evaluate(State({"calls": "many"}), ActionSpec(id="a", cost=1))
+    assert not verdict.approved
+    assert any("cannot be evaluated on this state" in r and "number" in r
+               for r in verdict.rejection_reasons), verdict.rejection_reasons
+    holds, why = clampai.invariants.rate_limit_invariant("calls", 3).check(State({"calls": "x"}))
+    assert not holds and "cannot be evaluated" in why
