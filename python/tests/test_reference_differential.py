@@ -190,3 +190,71 @@ def test_a_value_of_another_type_is_a_violation_named_not_an_exception():
                for r in verdict.rejection_reasons), verdict.rejection_reasons
     holds, why = clampai.invariants.rate_limit_invariant("calls", 3).check(State({"calls": "x"}))
     assert not holds and "cannot be evaluated" in why
+
+
+def test_the_budget_controller_gives_the_python_clampais_figures(ref):
+    # charge / refund / can_afford sequences: the same answers, exceptions and figures, but a
+    # refund of more than the net spend, which the Python ClampAI ignores and this package
+    # refuses (docs/PYTHON.md), changing nothing on either side.
+    rng = random.Random(3803)
+    refused = 0
+    for _ in range(300):
+        total = rng.randrange(0, 40) / 4
+        ours, theirs = clampai.BudgetController(total), ref.BudgetController(total)
+        for _ in range(20):
+            op = rng.choice(["charge", "refund", "can_afford"])
+            cost = rng.choice([0, 0.25, 0.5, 1, 2, 3.75, -1])
+
+            def run(bc):
+                try:
+                    result = getattr(bc, op)(cost) if op == "can_afford" else getattr(bc, op)(
+                        "x", cost)
+                    return "ok", result[0] if op == "can_afford" else None
+                except Exception as err:  # noqa: BLE001 - the type is compared
+                    return "raise", type(err).__name__
+
+            mine, other = run(ours), run(theirs)
+            figures = [(bc.remaining, bc.spent_gross, bc.spent_refunded, bc.spent_net,
+                        bc.utilization()) for bc in (ours, theirs)]
+            assert figures[0] == figures[1], (op, cost, mine, other)
+            if op == "refund" and mine == ("raise", "InvalidArgument") and other[0] == "ok":
+                refused += 1
+                continue
+            assert mine == other, (op, cost, mine, other)
+    assert refused > 0
+
+
+def test_the_safe_decorator_gives_the_python_clampais_answers(ref):
+    # @safe with a budget, a cost per call and an invariant over the state the function's
+    # state_fn reads: which calls run, which raise, and the figures after each.
+    rng = random.Random(3804)
+    raised = 0
+    for _ in range(150):
+        budget, per_call = rng.randrange(1, 20) / 2, rng.choice([0.5, 1.0, 2.0])
+        limit = rng.randrange(0, 6)
+
+        def make(module):
+            calls = {"n": 0}
+
+            @module.safe(budget=budget, cost_per_call=per_call,
+                         invariants=[module.invariants.rate_limit_invariant("n", limit)],
+                         state_fn=lambda: {"n": calls["n"]})
+            def double(x):
+                calls["n"] += 1
+                return x * 2
+            return double, calls
+
+        (mine, my_calls), (other, other_calls) = make(clampai), make(ref)
+        for i in range(12):
+            outcomes = []
+            for fn in (mine, other):
+                try:
+                    outcomes.append(("ok", fn(i)))
+                except Exception as err:  # noqa: BLE001 - the type is compared
+                    outcomes.append(("raise", type(err).__name__))
+            assert outcomes[0] == outcomes[1], (budget, per_call, limit, i, outcomes)
+            raised += outcomes[0][0] == "raise"
+            assert (mine.kernel.budget.remaining, mine.kernel.step_count, len(mine.audit_log),
+                    my_calls["n"]) == (other.kernel.budget.remaining, other.kernel.step_count,
+                                       len(other.audit_log), other_calls["n"])
+    assert raised > 100
