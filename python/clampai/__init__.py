@@ -19,6 +19,9 @@ from typing import (Any as _Any, Callable as _Callable, Dict as _Dict, List as _
 
 from . import _clampai
 from ._clampai import Decision, Reason, Receipt, State, TaskModel
+from ._opaque import install as _install_opaque
+
+_install_opaque()  # states hold any value, as the Python ClampAI's (python/clampai/_opaque.py)
 from ._errors import (ClampAIError, FileError, InternalError, InvalidArgument, SpecError,
                       TraceError)
 from ._task import ActionSpec, Effect, Expr, Invariant, TaskDefinition, build_model

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Set,
 
 from . import _clampai
 from ._clampai import State
+from . import _opaque
 from ._errors import InvalidArgument, SpecError
 from ._task import ActionSpec, Effect, Invariant, TaskDefinition, _number_text, _scale_of, _type_of
 
@@ -539,6 +540,7 @@ def _key(value: Any) -> Any:
 # Where a model's error names an invariant: `invariants[N]`, its member and position, then ": ".
 _INVARIANT_AT = re.compile(r"invariants\[(\d+)\][^:\s]*(?::\d+:\d+)?: ")
 _UNKNOWN_VARIABLE = re.compile(r"unknown variable `([^`]+)`")
+_OPAQUE_WHY = "`{}` holds a value the kernel's types do not include (a mapping, an object)"
 
 # The template parameters that name variables, and the templates that an absent variable breaks.
 _TEMPLATE_VARIABLES = ("variable", "variables", "count", "window_start", "clock")
@@ -554,13 +556,16 @@ def _family(value: Any) -> str:
     return "string" if isinstance(value, str) else "list"
 
 
-def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any]
+def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any],
+                opaque: Sequence[str] = ()
                 ) -> Tuple[List[Invariant], List[Tuple[Invariant, str, bool]]]:
     """The invariants a model of these variables can hold, and for each template over a
     variable the state lacks, (invariant, why, whether it holds): a state is not a task, so
     a template over a key it does not have reads nothing, as the reference's `get(key, 0)`
     does, except `no_delete`, `required_fields` and `allowed_values` (None is no allowed value),
-    which an absent key breaks."""
+    which an absent key breaks. A template over a key whose value the kernel does not read
+    (`opaque`: a mapping, an object) is violated, but `no_delete` and `required_fields`, which
+    it satisfies (the key is there)."""
     kept: List[Invariant] = []
     unread: List[Tuple[Invariant, str, bool]] = []
     for inv in invariants:
@@ -569,6 +574,14 @@ def _applicable(invariants: Sequence[Invariant], variables: Dict[str, Any]
             for p in _TEMPLATE_VARIABLES:
                 v = inv.predicate.get(p)
                 names.extend([v] if isinstance(v, str) else list(v or ()))
+            unreadable = [n for n in names if n in opaque]
+            if unreadable:
+                present = inv.predicate.get("template") in ("no_delete", "required_fields")
+                if present and all(n in variables or n in opaque for n in names):
+                    unread.append((inv, f"`{unreadable[0]}` is in the state", True))
+                else:
+                    unread.append((inv, _OPAQUE_WHY.format(unreadable[0]), False))
+                continue
             missing = [n for n in names if n not in variables]
             if missing:
                 unread.append((inv, f"`{missing[0]}` is not in the state",
@@ -623,7 +636,8 @@ class FormalKernel:
         # an action's checked cost and the ledger scale it was fitted at, and a state's
         # variables with the shape part of the model key. Cleared when full.
         self._actions: Dict[int, Tuple[Any, decimal.Decimal, int, Any]] = {}
-        self._states: Dict[int, Tuple[Any, Dict[str, Any], List[str], Any]] = {}
+        self._states: Dict[int, Tuple[Any, Dict[str, Any], List[str], Any, Any]] = {}
+        self._opaque_now: Dict[str, Any] = {}  # the decision's state's (under the lock)
         self._committed: List[Tuple[str, str, str, decimal.Decimal]] = []
         # The budget's own lock: a direct `budget.charge` and a decision never interleave (a
         # predicate may release the GIL in the middle of a decision).
@@ -736,7 +750,8 @@ class FormalKernel:
         except Exception:  # noqa: BLE001 - metrics never affect a decision
             pass
 
-    def _model(self, variables: Dict[str, Any], shapes: Any, action: ActionSpec) -> Any:
+    def _model(self, variables: Dict[str, Any], shapes: Any, action: ActionSpec,
+               opaque: Sequence[str] = ()) -> Any:
         """The one-action model for a state of this shape and this action (cached)."""
         emergency = action.id in self.emergency_actions
         scale = self.budget._ledger.scale
@@ -784,7 +799,12 @@ class FormalKernel:
                 # decimal one here, its values exact.
                 overrides[e.variable] = {"type": "decimal", "scale": _scale_of(e.value)}
         initial = dict(variables, **pads)
-        invariants, absent = _applicable(self.invariants, initial)
+        invariants, absent = _applicable(self.invariants, initial, opaque)
+        if opaque:
+            # A Python predicate reads the whole state: the values beyond the kernel's types
+            # of the state being decided are given back to the state it is called with.
+            invariants = [dataclasses.replace(inv, predicate=self._with_opaque(inv.predicate))
+                          if callable(inv.predicate) else inv for inv in invariants]
         task = TaskDefinition(
             goal="", initial_state=initial,
             # This project's additions to an action (a guard, parameters with their
@@ -799,14 +819,21 @@ class FormalKernel:
             emergency_actions=[_MODEL_ACTION] if emergency else [], variables=overrides,
             name="reference_form")
         # The invariants are kept with the model: their ids in the key stay theirs while cached.
-        model = (self._build(task, absent), pads, absent, tuple(self.invariants))
+        model = (self._build(task, absent, opaque), pads, absent, tuple(self.invariants))
         self._models[key] = model
         if len(self._models) > self._CACHE_SIZE:
             self._models.popitem(last=False)
         return model
 
+    def _with_opaque(self, predicate: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def with_values(state: Any) -> Any:
+            _opaque.attach(state, self._opaque_now)
+            return predicate(state)
+        return with_values
+
     @staticmethod
-    def _build(task: TaskDefinition, unread: List[Tuple[Invariant, str, bool]]) -> Any:
+    def _build(task: TaskDefinition, unread: List[Tuple[Invariant, str, bool]],
+               opaque: Sequence[str] = ()) -> Any:
         """`task`'s model. An invariant this state's values cannot feed (a template over a
         string where it counts numbers) is left out and added to `unread` as violated, as the
         Python ClampAI counts a predicate that raises (fail-safe), with the type error as the
@@ -822,7 +849,9 @@ class FormalKernel:
                 broken = checked[int(found.group(1))]
                 why = str(err)[found.end():]
                 absent = _UNKNOWN_VARIABLE.match(why)
-                if absent is not None:
+                if absent is not None and absent.group(1) in opaque:
+                    unread.append((broken, _OPAQUE_WHY.format(absent.group(1)), False))
+                elif absent is not None:
                     # An expression over a key the state lacks is violated (fail-safe), but
                     # `!FLAG`: a flag never raised (the Python ClampAI's `get(flag, False)`).
                     unread.append((broken, f"`{absent.group(1)}` is not in the state",
@@ -842,8 +871,16 @@ class FormalKernel:
         if action.id in self.emergency_actions and cost != 0:
             raise InvalidArgument(f"emergency action `{action.id}` must cost 0, not "
                                   f"{_number_text(cost)} (T8)")
-        variables, absent, shapes = self._variables(state)
-        model, padded, unread, _ = self._model(variables, shapes, action)
+        variables, absent, shapes, opaque = self._variables(state)
+        if opaque:
+            written = [e.variable for e in action.effects if e.variable in opaque]
+            if written:
+                raise InvalidArgument(
+                    f"`{action.id}` writes `{written[0]}`, which holds a value the kernel's "
+                    "types do not include (a mapping, an object): an effect reads and writes "
+                    "None, bools, numbers, strings and lists")
+        model, padded, unread, _ = self._model(variables, shapes, action, tuple(opaque))
+        self._opaque_now = opaque
         state_in = State(dict(variables, **padded)) if padded or absent else state
         failed: List[Tuple[str, str]] = []
         for fn in self._preconditions:
@@ -862,6 +899,8 @@ class FormalKernel:
             # A deleted variable is a key no more; the state's None values stay.
             d = {k: v for k, v in next_state.to_dict().items() if v is not None}
             next_state = State(dict({k: None for k in absent if k not in d}, **d))
+        if next_state is not None and opaque:
+            next_state = _opaque.attach(next_state, opaque)
         if decision.approved and not failed and not unread and not decision.warnings:
             # Every check passed: the verdict's checks are written out when first read.
             ledger = self.budget._ledger
@@ -899,23 +938,30 @@ class FormalKernel:
                 action.cost, action.effects, action.reversible, action.requires)))
         return cost
 
-    def _variables(self, state: State) -> Tuple[Dict[str, Any], List[str], Any]:
-        """The state's defined variables, its undefined ones, and their shapes (the model
-        key's part), remembered per state object (a State is immutable)."""
+    def _variables(self, state: State
+                   ) -> Tuple[Dict[str, Any], List[str], Any, Dict[str, Any]]:
+        """The state's defined variables, its undefined ones, their shapes (the model key's
+        part) and its values beyond the kernel's types, remembered per state object (a State
+        is immutable)."""
         known = self._states.get(id(state))
         if known is not None and known[0] is state:
-            return known[1], known[2], known[3]
+            return known[1], known[2], known[3], known[4]
+        opaque = _opaque.opaque_of(state) or {}
         variables = state.to_dict()
+        for k in opaque:
+            del variables[k]
         # A None (an undefined value) is a key the model does not have: the reference's
         # `state.get(key, default)` finds no value there either.
         absent = [k for k, v in variables.items() if v is None]
         for k in absent:
             del variables[k]
         shapes = tuple((k, _shape(v)) for k, v in variables.items())
+        if opaque:
+            shapes += (("", tuple(opaque)),)  # no variable is named ""
         if len(self._states) >= self._CACHE_SIZE:
             self._states.clear()
-        self._states[id(state)] = (state, variables, absent, shapes)
-        return variables, absent, shapes
+        self._states[id(state)] = (state, variables, absent, shapes, opaque)
+        return variables, absent, shapes, opaque
 
     def _verdict(self, decision: Any, action: ActionSpec, cost: decimal.Decimal,
                  failed: List[Tuple[str, str]], next_state: Optional[State],

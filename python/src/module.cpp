@@ -693,36 +693,59 @@ void bind_all(py::module_& m) {
     }
   });
 
-  py::class_<ck::State>(m, "State")
+  // A state's values beyond the kernel's types (a mapping, an object: the Python ClampAI's
+  // states hold any value) live in the instance's `_opaque` dict (python/clampai/_opaque.py):
+  // read here only when the kernel's variables lack the key, so a hit costs nothing more.
+  const auto opaque = [](py::handle self) -> py::object {
+    return py::getattr(self, "_opaque", py::none());
+  };
+  // A copy of such a value, as the Python ClampAI's `get` gives: the state stays as it was.
+  const auto copied = [](py::handle value) -> py::object {
+    // Never destroyed: a static py::object would be released after the interpreter ends.
+    static const py::object* const deepcopy =
+        new py::object(py::module_::import("copy").attr("deepcopy"));
+    return (*deepcopy)(value);
+  };
+  py::class_<ck::State>(m, "State", py::dynamic_attr())
       .def(py::init([](py::handle mapping) { return state_from_mapping(mapping); }), "variables"_a)
       .def(
           "get",
-          [](const ck::State& s, const std::string& key, py::object fallback) -> py::object {
-            const auto id = s.schema().find(key);
-            if (!id) return fallback;
-            return state_value(s, *id);
+          [opaque, copied](
+              py::handle self, const std::string& key, py::object fallback) -> py::object {
+            const ck::State& s = self.cast<const ck::State&>();
+            if (const auto id = s.schema().find(key)) return state_value(s, *id);
+            const py::object extra = opaque(self);
+            if (!extra.is_none() && extra.contains(key)) return copied(extra[py::str(key)]);
+            return fallback;
           },
           "key"_a,
           "default"_a = py::none())
       .def(
           "__getitem__",
-          [](const ck::State& s, const std::string& key) {
-            const auto id = s.schema().find(key);
-            if (!id) throw py::key_error(key);
-            return state_value(s, *id);
+          [opaque, copied](py::handle self, const std::string& key) -> py::object {
+            const ck::State& s = self.cast<const ck::State&>();
+            if (const auto id = s.schema().find(key)) return state_value(s, *id);
+            const py::object extra = opaque(self);
+            if (!extra.is_none() && extra.contains(key)) return copied(extra[py::str(key)]);
+            throw py::key_error(key);
           },
           "key"_a)
       .def(
           "has",
-          [](const ck::State& s, const std::string& key) {
-            return s.schema().find(key).has_value();
+          [opaque](py::handle self, const std::string& key) {
+            if (self.cast<const ck::State&>().schema().find(key).has_value()) return true;
+            const py::object extra = opaque(self);
+            return !extra.is_none() && extra.contains(key);
           },
           "key"_a)
       .def(
           "__contains__",
-          [](const ck::State& s, py::handle key) {
-            return PyUnicode_Check(key.ptr()) &&
-                   s.schema().find(key.cast<std::string>()).has_value();
+          [opaque](py::handle self, py::handle key) {
+            if (!PyUnicode_Check(key.ptr())) return false;
+            if (self.cast<const ck::State&>().schema().find(key.cast<std::string>()).has_value())
+              return true;
+            const py::object extra = opaque(self);
+            return !extra.is_none() && extra.contains(key);
           },
           "key"_a)
       .def("keys", [](const ck::State& s) { return s.schema().names(); })

@@ -884,3 +884,33 @@ def test_the_trace_hash_is_pythons_canonical_json_on_random_values():
                        state_after_fp="y", cost=Decimal("1.5"), timestamp=0.5, approved=True)
     assert entry.compute_hash() == hashlib.sha256(
         encoder.encode(entry.to_dict() | {"cost": "1.5"}).encode()).hexdigest()
+
+
+def test_the_readme_json_schema_invariant_on_a_mapping_in_the_state():
+    # The README's "Type checking on a dict field", on a state that holds the dict.
+    from clampai.invariants import json_schema_invariant, rate_limit_invariant
+
+    rule = json_schema_invariant("payload", {"amount": float, "currency": str})
+    kernel = SafetyKernel(budget=10.0, invariants=[rule], min_action_cost=1)
+    pay = ActionSpec(id="pay", effects=(Effect("paid", "increment", 1),), cost=1.0)
+    state = State({"payload": {"amount": 12.5, "currency": "EUR"}, "paid": 0})
+    assert kernel.evaluate(state, pay).approved
+    state, entry = kernel.execute(state, pay)
+    assert state["paid"] == 1 and state["payload"] == {"amount": 12.5, "currency": "EUR"}
+    assert entry.state_after_fp == state.fingerprint
+    bad = State({"payload": {"amount": "12.5"}, "paid": 0})
+    verdict = kernel.evaluate(bad, pay)
+    assert not verdict.approved and "json_schema:payload" in verdict.rejection_reasons[0]
+    assert not rule.check(bad)[0] and rule.check(state)[0]
+    # The kernel's own templates and expressions do not read such a value: violated, named.
+    counter = SafetyKernel(budget=10.0, invariants=[rate_limit_invariant("payload", 3),
+                                                   Invariant("e", "paid <= 5")],
+                           min_action_cost=1)
+    verdict = counter.evaluate(state, pay)
+    assert not verdict.approved and verdict.rejection_reasons == (
+        "[blocking] invariant `rate_limit:payload` would be violated: `payload` holds a value "
+        "the kernel's types do not include (a mapping, an object)",)
+    # An action cannot write one.
+    with pytest.raises(clampai.InvalidArgument, match="writes `payload`"):
+        kernel.evaluate(state, ActionSpec(id="w", effects=(Effect("payload", "set", 1),),
+                                          cost=1.0))

@@ -38,7 +38,11 @@ def split_top(text):
 
 
 def runtime_signatures(obj, name):
-    """(parameter names, which have defaults) of each overload, from pybind11's docstring."""
+    """(parameter names, which have defaults) of each overload, from pybind11's docstring, or
+    of a Python function put on a C++ type (python/clampai/_opaque.py wraps State's)."""
+    if inspect.isfunction(obj):
+        return {tuple((p.name, p.default is not p.empty)
+                      for p in inspect.signature(obj).parameters.values())}
     sigs = set()
     for line in (obj.__doc__ or "").splitlines():
         m = re.match(r"^(?:\d+\. )?" + re.escape(name) + r"\((.*)\) -> ", line)
