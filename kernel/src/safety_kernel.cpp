@@ -345,7 +345,7 @@ void SafetyKernel::append_locked(TraceEntry& entry,
   k.settle();              // the entry names the hash before it, and gets its own
   entry.hash.reserve(64);  // so that setting it below cannot throw
   entry.sequence = k.next_sequence();
-  entry.prev = k.slots.empty() ? kZeroHash : std::string(k.head_hash());
+  entry.prev = k.next_sequence() == 0 ? kZeroHash : std::string(k.head_hash());
   entry.step = steps;
   entry.emergency_steps = emergency_steps;
   entry.gross = model_->format_amount(budget.gross());

@@ -101,9 +101,9 @@ std::unique_ptr<SafetyKernel> continue_trace(
     std::shared_ptr<const TaskModel> m = specs ? specs(e.spec) : nullptr;
     if (!m)
       throw InvalidArgument(
-          "entry " + std::to_string(e.sequence) + ": no spec of digest " + e.spec +
-          " is kept (the trace " +
-          (e.kind == EntryKind::genesis ? "was written for it" : "changed to it") + ")");
+          "entry " + std::to_string(e.sequence) + ": the trace " +
+          (e.kind == EntryKind::genesis ? "was written for another spec" : "changed to a spec") +
+          " (digest " + e.spec + "), and no spec of that digest is kept");
     return m;
   };
   std::shared_ptr<const TaskModel> model = model_of(first);
