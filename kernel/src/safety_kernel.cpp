@@ -924,7 +924,12 @@ void SafetyKernel::start_after_spec_change(SpecChange change) {
     completions_[i].store(c.situation.completions[i], std::memory_order_relaxed);
   if (change.prev.size() != 64) throw InvalidArgument("a spec change needs the hash it links to");
   // The chain continues: the store starts at the entry's sequence, after the given hash.
+  // `published` and `hashed` count lines by sequence number (the ring's places, the lines
+  // rendered ahead): they start there too.
   impl_->first_sequence = change.sequence;
+  impl_->published.store(change.sequence, std::memory_order_relaxed);
+  impl_->hashed.store(change.sequence, std::memory_order_relaxed);
+  impl_->seen_hashed = change.sequence;
   std::memcpy(impl_->last_hash, change.prev.data(), 64);
   std::memcpy(impl_->before_first, change.prev.data(), 64);
   TraceEntry entry;

@@ -19,6 +19,7 @@
 namespace cs = clampai::server;
 namespace ck = clampai::kernel;
 namespace fs = std::filesystem;
+using clampai::test::temp_file;
 using nlohmann::json;
 
 namespace {
@@ -149,7 +150,11 @@ TEST_CASE("a dry run checks and changes nothing; a reload carries the state over
   CHECK(dry["added"] == json::array({"flag"}));
   CHECK(dry["dropped"] == json::array({"count"}));
   CHECK(s.digest() == a);
-  CHECK(s.call("PUT", "/v1/tasks/acct/spec?dry_run=maybe", kB).status == 400);
+  for (const char* query : {"?dry_run=maybe", "?dry_run", "?x=1", "?dry_run=1&x", "?dry_run=1;"})
+    CHECK(s.call("PUT", std::string("/v1/tasks/acct/spec") + query, kB).status == 400);
+  CHECK(s.ok("PUT", "/v1/tasks/acct/spec?dry_run=true&", kB)["dry_run"] == true);
+  CHECK(s.ok("PUT", "/v1/tasks/acct/spec?&dry_run=1", kB)["dry_run"] == true);
+  CHECK(s.call("PUT", "/v1/tasks/acct/spec", "{").status == 400);  // not JSON
   CHECK(s.call("POST", "/v1/tasks/acct/spec", kB).status == 405);
 
   const json done = s.ok("PUT", "/v1/tasks/acct/spec", kB);
@@ -167,6 +172,10 @@ TEST_CASE("a dry run checks and changes nothing; a reload carries the state over
   CHECK(change["gross"] == "1.000");
   // The new spec decides; nothing before the reload can be rolled back.
   CHECK(s.ok("POST", "/v1/tasks/acct/execute", R"({"action":"spend"})")["state"]["balance"] == 5);
+  const std::vector<json> after = s.trace();  // the chain goes on from the change
+  CHECK(after.back()["seq"] == done["sequence"].get<int>() + 1);
+  CHECK(after.back()["prev"] == change["hash"]);
+  CHECK(after.front()["kind"] == "genesis");  // in memory, the entries before the reload stay
   s.ok("POST", "/v1/tasks/acct/rollback", "");
   CHECK(s.call("POST", "/v1/tasks/acct/rollback", "").status == 409);
   // The same spec again changes nothing.
