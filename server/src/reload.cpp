@@ -23,6 +23,10 @@ namespace ck = clampai::kernel;
 namespace cv = clampai::verifier;
 namespace fs = std::filesystem;
 
+std::string spec_file(const std::string& data_dir, const std::string& task) {
+  return (fs::path(data_dir) / (task + ".spec.json")).string();
+}
+
 std::string specs_dir(const std::string& data_dir) {
   return (fs::path(data_dir) / "specs").string();
 }
@@ -31,10 +35,6 @@ namespace {
 
 std::string kept_path(const std::string& data_dir, std::string_view digest) {
   return (fs::path(specs_dir(data_dir)) / (std::string(digest) + ".json")).string();
-}
-
-std::string task_spec_path(const std::string& data_dir, const std::string& name) {
-  return (fs::path(data_dir) / (name + ".spec.json")).string();
 }
 
 bool is_digest(std::string_view d) {
@@ -77,7 +77,7 @@ ck::SpecsByDigest kept_specs(const std::string& data_dir,
 void restore_spec_file(const std::string& data_dir,
                        const ck::TaskModel& model,
                        const std::function<void(const std::string&)>& log) {
-  const std::string spec = task_spec_path(data_dir, model.name);
+  const std::string spec = spec_file(data_dir, model.name);
   ck::copy_file_atomically(kept_path(data_dir, model.digest), spec, /*replace=*/true, "spec");
   if (log)
     log("task `" + model.name + "`: its trace changed to spec " + model.digest.substr(0, 12) +
@@ -181,7 +181,7 @@ Reloaded reload_task(Task& task, std::string_view text, const ReloadOptions& opt
   // not keep it), so that a restart finds every spec the trace names.
   const std::string& dir = options.storage.data_dir;
   if (!dir.empty() && !task.trace_path().empty()) {
-    const std::string current = task_spec_path(dir, name);
+    const std::string current = spec_file(dir, name);
     std::error_code ec;
     if (fs::symlink_status(kept_path(dir, from->digest), ec).type() == fs::file_type::not_found) {
       const std::string old_text = ck::read_own_file(current, ck::max_input_bytes());
@@ -212,7 +212,7 @@ Reloaded reload_task(Task& task, std::string_view text, const ReloadOptions& opt
   if (options.pause) options.pause("reload:trace-appended");
   if (!dir.empty() && !task.trace_path().empty()) {
     try {
-      ck::write_file_atomically(task_spec_path(dir, name), text, /*replace=*/true, "spec");
+      ck::write_file_atomically(spec_file(dir, name), text, /*replace=*/true, "spec");
     } catch (const std::exception& e) {  // the trace is the commit point: a restart repairs it
       if (options.log) options.log("task `" + name + "`: " + e.what());
     }

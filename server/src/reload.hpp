@@ -19,6 +19,9 @@
 
 namespace clampai::server {
 
+/// A task's spec file in a data directory: DATA/TASK.spec.json (the spec in force).
+std::string spec_file(const std::string& data_dir, const std::string& task);
+
 /// The directory of a data directory where each spec is kept by digest: DATA/specs.
 std::string specs_dir(const std::string& data_dir);
 

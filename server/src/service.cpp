@@ -353,9 +353,7 @@ struct Service::Impl {
     return it == tasks.end() ? nullptr : it->second.get();
   }
 
-  std::string spec_path(const std::string& name) const {
-    return (fs::path(options.data_dir) / (name + ".spec.json")).string();
-  }
+  std::string spec_path(const std::string& name) const { return spec_file(options.data_dir, name); }
   std::string trace_path(const std::string& name) const {
     return (fs::path(options.data_dir) / (name + ".jsonl")).string();
   }
