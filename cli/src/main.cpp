@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -269,7 +270,8 @@ int cmd_run(const RunArgs& args, const Common& common) {
 
 struct TraceArgs {
   std::string file;
-  std::string spec;
+  std::string spec;                // the first --spec
+  std::vector<std::string> specs;  // every --spec (repeatable: files or directories)
   std::string public_key;
   bool allow_unsealed = false;
   std::size_t undo_depth = ck::default_replay_undo_depth;
@@ -318,15 +320,43 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   std::string replay = "not requested";
   std::optional<std::vector<std::uint64_t>> unresolved;
   if (check.ok && !args.spec.empty()) {
-    const auto model = ck::load_spec_file(args.spec);  // errors name the spec (see main)
+    // Every --spec: a trace spanning several specs (a server's reloads) is replayed with the
+    // spec of each digest it names, from its genesis entry and at each `spec_changed` entry.
+    std::vector<std::shared_ptr<const ck::TaskModel>> models;
+    for (const std::string& given : args.specs) {
+      std::vector<std::string> files;
+      if (std::filesystem::is_directory(given)) {  // e.g. a data directory's specs/
+        for (const auto& e : std::filesystem::directory_iterator(given))
+          if (e.path().extension() == ".json") files.push_back(e.path().string());
+        std::sort(files.begin(), files.end());
+        if (files.empty())
+          throw clampai::InvalidArgument("--spec `" + given + "`: the directory has no *.json");
+      } else {
+        files.push_back(given);
+      }
+      for (const std::string& f : files) {
+        try {
+          models.push_back(ck::load_spec_file(f));
+        } catch (const clampai::SpecError& e) {
+          throw clampai::InvalidArgument(clampai::cli::describe(f, e));
+        }
+      }
+    }
+    const auto model = models.front();
     ck::TraceReadOptions read;
     read.allow_unsealed = args.allow_unsealed;
     ck::TraceReader reader(args.file, read);
     ck::TraceReplay replaying(model, args.undo_depth);
+    replaying.set_specs([models](std::string_view digest) -> std::shared_ptr<const ck::TaskModel> {
+      for (const auto& m : models)
+        if (m->digest == digest) return m;
+      return nullptr;
+    });
     // A gateway's spec (with bindings): which forwarded steps have no outcome.
     std::optional<clampai::server::OutcomeTracker> outcomes;
-    if (ck::jsonio::parse_json(ck::read_text_file(args.spec), args.spec).find("bindings") !=
-        nullptr)
+    if (!std::filesystem::is_directory(args.spec) &&
+        ck::jsonio::parse_json(ck::read_text_file(args.spec), args.spec).find("bindings") !=
+            nullptr)
       outcomes.emplace();
     bool mismatched = false;
     const ck::TraceCheck replayed = ck::replay_stream(
@@ -599,7 +629,11 @@ int main(int argc, char** argv) {
       ->add_option(
           "FILE", trace_args.file, "Trace (JSON Lines), or a ledger: postgresql://...#TASK")
       ->required();
-  verify->add_option("--spec", trace_args.spec, "Replay the trace through a kernel for this spec");
+  verify->add_option("--spec",
+                     trace_args.specs,
+                     "Replay the trace through a kernel for this spec (repeatable, or a "
+                     "directory of specs: a trace spanning several, a server's reloads, is "
+                     "replayed with the spec of each digest it names)");
   verify
       ->add_option("--public-key",
                    trace_args.public_key,
@@ -664,6 +698,7 @@ int main(int argc, char** argv) {
     return kBadInput;
   }
 
+  if (!trace_args.specs.empty()) trace_args.spec = trace_args.specs.front();
   const std::string command = check->parsed()        ? "check"
                               : run->parsed()        ? "run"
                               : verify_cmd->parsed() ? "verify"

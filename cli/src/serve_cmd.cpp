@@ -118,7 +118,7 @@ int serve_command() {
   http.tls_cert = args.tls_cert;
   http.tls_key = args.tls_key;
   http.limits = options.limits;
-  if (!args.principals_file.empty() || !args.decision_log.empty())
+  if (!args.principals_file.empty() || !args.decision_log.empty() || !args.specs.empty())
     http.on_reload = [&service, &options] {
       // A bad new file keeps the old principals: the server never ends up open, nor closed.
       if (!args.principals_file.empty()) {
@@ -130,6 +130,15 @@ int serve_command() {
                       args.principals_file + "`");
         } catch (const std::exception& e) {
           options.log(std::string("SIGHUP: keeping the old principals: ") + e.what());
+        }
+      }
+      // Each --spec file read again: a changed one is a reload behind proofs (a refused one
+      // keeps the task's spec in force).
+      for (const std::string& spec : args.specs) {
+        try {
+          options.log("SIGHUP: " + service.reload_task(ck::read_text_file(spec), spec));
+        } catch (const std::exception& e) {
+          options.log(std::string("SIGHUP: ") + e.what());
         }
       }
       // Log rotation: the decision log's path is opened again (a failure keeps the old file).
@@ -161,7 +170,10 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "0 stopped by SIGTERM or SIGINT (every trace sealed), 2 bad input",
                   "clampai serve --spec examples/quickstart.json --port 8080",
                   "docs/SERVE.md");
-  cmd->add_option("--spec", args.specs, "A task spec to serve, named by its `name` (repeatable)")
+  cmd->add_option("--spec",
+                  args.specs,
+                  "A task spec to serve, named by its `name` (repeatable); SIGHUP reads it "
+                  "again and reloads a changed one behind proofs (docs/SERVE.md)")
       ->take_all();
   cmd->add_option("--host", args.host, "The address to listen on")->capture_default_str();
   cmd->add_option("--port", args.port, "The TCP port; 0 picks a free one")

@@ -20,13 +20,16 @@ __all__ = ["Client", "ClampaiError"]
 
 
 class ClampaiError(Exception):
-    """An error answer of the server: `status` (HTTP), `code` (stable) and `message`."""
+    """An error answer of the server: `status` (HTTP), `code` (stable) and `message`; for a
+    refused reload (`reload_refused`) also `failed` (the check) and `details`."""
 
-    def __init__(self, status, code, message):
+    def __init__(self, status, code, message, failed=None, details=None):
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
+        self.failed = failed
+        self.details = details or []
 
 
 class Client:
@@ -71,6 +74,13 @@ class Client:
         """Serves a new task; `spec` is a task spec as a dict or JSON text."""
         text = spec if isinstance(spec, str) else json.dumps(spec)
         return self._json("POST", "/v1/tasks", text.encode())
+
+    def reload(self, task, spec, dry_run=False):
+        """Replaces the task's spec behind proofs (`dry_run`: only checks); `spec` is a task
+        spec as a dict or JSON text. A refusal raises ClampaiError `reload_refused`."""
+        text = spec if isinstance(spec, str) else json.dumps(spec)
+        path = self._task(task, "spec") + ("?dry_run=1" if dry_run else "")
+        return self._json("PUT", path, text.encode())
 
     def evaluate(self, task, action, params=None):
         return self._json("POST", self._task(task, "evaluate"), self._proposal(action, params))
@@ -189,7 +199,8 @@ class Client:
             if response.status >= 400:
                 try:
                     error = json.loads(data)["error"]
-                    raise ClampaiError(response.status, error["code"], error["message"])
+                    raise ClampaiError(response.status, error["code"], error["message"],
+                                       error.get("failed"), error.get("details"))
                 except (ValueError, KeyError, TypeError):
                     raise ClampaiError(response.status, "unknown", data.decode(errors="replace"))
             return data, path

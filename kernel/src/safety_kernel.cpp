@@ -146,6 +146,18 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
     (void)chain.charge(budget_.net());
     pool_ = pool;
   };
+  if (options_.spec_change) {
+    SpecChange change = std::move(*options_.spec_change);
+    options_.spec_change.reset();
+    start_after_spec_change(std::move(change));
+    if (options_.resume_from) {
+      const auto next = std::move(options_.resume_from);
+      options_.resume_from = nullptr;
+      resume(next, /*continued=*/true);
+    }
+    pool_ = pool;  // none: a task in a pool cannot change its spec (carry_situation)
+    return;
+  }
   if (!options_.resume.empty()) {
     const std::vector<TraceEntry> entries = std::move(options_.resume);
     options_.resume.clear();
@@ -333,7 +345,7 @@ void SafetyKernel::append_locked(TraceEntry& entry,
   k.settle();              // the entry names the hash before it, and gets its own
   entry.hash.reserve(64);  // so that setting it below cannot throw
   entry.sequence = k.next_sequence();
-  entry.prev = k.slots.empty() ? kZeroHash : std::string(k.head_hash());
+  entry.prev = k.next_sequence() == 0 ? kZeroHash : std::string(k.head_hash());
   entry.step = steps;
   entry.emergency_steps = emergency_steps;
   entry.gross = model_->format_amount(budget.gross());
@@ -894,15 +906,74 @@ std::string rollback_past(std::uint64_t dropped, std::size_t depth) {
 }
 }  // namespace
 
-void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
+void SafetyKernel::start_after_spec_change(SpecChange change) {
+  if (!change.from) throw InvalidArgument("a spec change needs the spec it changes from");
+  auto carried = carry_situation(*change.from, change.situation, *model_);
+  if (auto* problems = std::get_if<std::vector<std::string>>(&carried)) {
+    std::string why;
+    for (const std::string& p : *problems) why += (why.empty() ? "" : "; ") + p;
+    throw InvalidArgument("entry " + std::to_string(change.sequence) +
+                          ": the spec change cannot carry the state over: " + why);
+  }
+  Carried& c = std::get<Carried>(carried);
+  state_ = std::move(c.situation.state);
+  budget_ = c.situation.budget;
+  steps_ = c.situation.steps;
+  emergency_steps_ = c.situation.emergency_steps;
+  for (std::size_t i = 0; i < model_->actions.size(); ++i)
+    completions_[i].store(c.situation.completions[i], std::memory_order_relaxed);
+  if (change.prev.size() != 64) throw InvalidArgument("a spec change needs the hash it links to");
+  // The chain continues: the store starts at the entry's sequence, after the given hash.
+  // `published` and `hashed` count lines by sequence number (the ring's places, the lines
+  // rendered ahead): they start there too.
+  impl_->first_sequence = change.sequence;
+  impl_->published.store(change.sequence, std::memory_order_relaxed);
+  impl_->hashed.store(change.sequence, std::memory_order_relaxed);
+  impl_->seen_hashed = change.sequence;
+  std::memcpy(impl_->last_hash, change.prev.data(), 64);
+  std::memcpy(impl_->before_first, change.prev.data(), 64);
+  TraceEntry entry;
+  entry.kind = EntryKind::spec_changed;
+  entry.params.emplace_back("from", Value::string(change.from->digest));
+  entry.changes = std::move(c.added);
+  entry.cost = model_->format_amount(0);
+  entry.spec = model_->digest;
+  entry.state = state_digest(state_);
+  entry.principal = change.principal;
+  const bool write = options_.writer && !change.recorded;
+  auto clock = options_.clock;
+  if (change.recorded) {
+    const std::int64_t at = change.recorded->time_us;
+    options_.clock = [at] { return at; };
+  }
+  std::string line;
+  {
+    std::lock_guard lock(mutex_);
+    append_locked(entry, steps_, emergency_steps_, budget_, write ? &line : nullptr);
+  }
+  options_.clock = std::move(clock);
+  if (change.recorded && entry.hash != change.recorded->hash)
+    throw InvalidArgument("entry " + std::to_string(change.sequence) +
+                          ": the spec change does not replay to the recorded entry (another "
+                          "state, spend or spec than recorded)");
+  if (write) write_line(change.sequence, std::move(line));
+}
+
+void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next, bool continued) {
+  // Continued after a spec change (start_after_spec_change): no genesis; the entries' indices
+  // are their sequence numbers.
+  const std::size_t first = continued ? impl_->next_sequence() : 1;
   TraceEntry genesis;
-  if (!next(genesis)) resume_failed(0, "the trace to continue is empty");
-  if (genesis.kind != EntryKind::genesis) resume_failed(0, "not a genesis entry");
-  if (genesis.spec != model_->digest) resume_failed(0, "the trace was written for another spec");
-  if (genesis.state != state_digest(state_))
-    resume_failed(0, "the initial state differs from the spec's");
-  if (genesis.prev != kZeroHash || genesis.sequence != 0 || genesis.compute_hash() != genesis.hash)
-    resume_failed(0, "the genesis entry is not intact");
+  if (!continued) {
+    if (!next(genesis)) resume_failed(0, "the trace to continue is empty");
+    if (genesis.kind != EntryKind::genesis) resume_failed(0, "not a genesis entry");
+    if (genesis.spec != model_->digest) resume_failed(0, "the trace was written for another spec");
+    if (genesis.state != state_digest(state_))
+      resume_failed(0, "the initial state differs from the spec's");
+    if (genesis.prev != kZeroHash || genesis.sequence != 0 ||
+        genesis.compute_hash() != genesis.hash)
+      resume_failed(0, "the genesis entry is not intact");
+  }
   // Replayed without the writer (the entries are in the file already) and without the guard
   // (its vetoes are kept as recorded), under the recorded timestamps: each entry must come out
   // byte for byte as it was written, so the chain continues from the recorded hashes.
@@ -919,10 +990,10 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
   options_.record_rejections = false;
   std::int64_t now = genesis.time_us;
   options_.clock = [&now] { return now; };
-  {
+  if (!continued) {
     std::lock_guard lock(mutex_);
-    TraceEntry first = genesis;
-    append_locked(first, 0, 0, budget_, nullptr);
+    TraceEntry entry = genesis;
+    append_locked(entry, 0, 0, budget_, nullptr);
     if (impl_->head_hash() != genesis.hash) resume_failed(0, "the genesis entry is not intact");
   }
   // The receipts of the actions that can still be rolled back (`undo_depth`: older ones can
@@ -930,7 +1001,7 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
   std::deque<Receipt> receipts;
   std::uint64_t dropped = 0;
   TraceEntry e;
-  for (std::size_t i = 1; next(e); ++i) {
+  for (std::size_t i = first; next(e); ++i) {
     now = e.time_us;
     std::string bad;
     // An attestation's params are not an action's: its own shape is checked below.
@@ -943,7 +1014,9 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next) {
       case EntryKind::sealed:
         resume_failed(i, "the trace is sealed: nothing may follow a seal (start a new trace)");
       case EntryKind::spec_changed:
-        resume_failed(i, "the spec was changed here: continue it with the spec in force");
+        resume_failed(i,
+                      "the spec was changed here: a trace spanning several specs is continued "
+                      "with all of them (continue_trace)");
       case EntryKind::executed: {
         auto resolved = resolve(e.action, *params);
         if (auto* r = std::get_if<Reason>(&resolved)) resume_failed(i, r->message);
@@ -1086,6 +1159,12 @@ std::uint64_t SafetyKernel::trace_length() const {
   return impl_->next_sequence();
 }
 
+std::string SafetyKernel::head_hash() const {
+  std::lock_guard lock(mutex_);
+  impl_->settle();
+  return std::string(impl_->head_hash());
+}
+
 TraceCheck SafetyKernel::verify_trace() const {
   std::unique_ptr<Impl::View> view;
   {
@@ -1097,7 +1176,9 @@ TraceCheck SafetyKernel::verify_trace() const {
 
 struct TraceReplay::Impl {
   Impl(std::shared_ptr<const TaskModel> m, std::size_t depth)
-      : model(std::move(m)), kernel(model, options(depth)), undo_depth(depth) {}
+      : model(std::move(m)),
+        kernel(std::make_unique<SafetyKernel>(model, options(depth))),
+        undo_depth(depth) {}
 
   static KernelOptions options(std::size_t depth) {
     KernelOptions o;
@@ -1107,11 +1188,12 @@ struct TraceReplay::Impl {
   }
 
   std::shared_ptr<const TaskModel> model;
-  SafetyKernel kernel;
+  std::unique_ptr<SafetyKernel> kernel;  // on `model`
   std::size_t undo_depth;
   std::deque<Receipt> receipts;  // of the actions that can still be rolled back, latest last
   std::uint64_t dropped = 0;     // receipts let go with their undo records
   std::size_t entries = 0;
+  SpecsByDigest specs{};  // set_specs
 };
 
 TraceReplay::TraceReplay(std::shared_ptr<const TaskModel> model, std::size_t undo_depth)
@@ -1121,12 +1203,44 @@ TraceReplay::~TraceReplay() = default;
 
 std::size_t TraceReplay::entries() const { return impl_->entries; }
 
-State TraceReplay::state() const { return impl_->kernel.state(); }
+State TraceReplay::state() const { return impl_->kernel->state(); }
+
+void TraceReplay::set_specs(SpecsByDigest specs) { impl_->specs = std::move(specs); }
 
 std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
   const std::size_t i = impl_->entries++;
+  if (i == 0 && e.kind == EntryKind::genesis && e.spec != impl_->model->digest && impl_->specs) {
+    // A trace spanning several specs starts with the one of its genesis entry.
+    if (auto m = impl_->specs(e.spec)) {
+      impl_->kernel = std::make_unique<SafetyKernel>(m, Impl::options(impl_->undo_depth));
+      impl_->model = std::move(m);
+    }
+  }
+  if (e.kind == EntryKind::spec_changed && i > 0) {
+    std::shared_ptr<const TaskModel> next = impl_->specs ? impl_->specs(e.spec) : nullptr;
+    if (!next)
+      return "the spec was changed here to digest " + e.spec.substr(0, 12) +
+             "...: give that spec too (trace verify --spec, repeatable, or a directory)";
+    SpecChange change{.from = impl_->model,
+                      .situation = impl_->kernel->situation(),
+                      .sequence = e.sequence,
+                      .prev = e.prev,
+                      .principal = e.principal,
+                      .recorded = e};
+    KernelOptions o = Impl::options(impl_->undo_depth);
+    o.spec_change = std::move(change);
+    try {
+      impl_->kernel = std::make_unique<SafetyKernel>(next, std::move(o));
+    } catch (const InvalidArgument& err) {
+      return std::string(err.what());
+    }
+    impl_->model = std::move(next);
+    impl_->receipts.clear();  // nothing before a spec change can be rolled back after it
+    impl_->dropped = 0;
+    return std::nullopt;
+  }
   const TaskModel& model = *impl_->model;
-  SafetyKernel& kernel = impl_->kernel;
+  SafetyKernel& kernel = *impl_->kernel;
   if (i == 0) {
     if (e.kind != EntryKind::genesis) return "the trace does not start with a genesis entry";
     if (e.spec != model.digest) {
@@ -1216,7 +1330,7 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
                "`";
       break;
     case EntryKind::spec_changed:
-      return std::string("the spec was changed here: replay it with the spec in force");
+      return std::string("a spec change at entry 0");
     case EntryKind::sealed:
       if (e.state != state_digest(kernel.state()))
         return std::string("the final state differs from the sealed one");

@@ -26,6 +26,7 @@
 #include "json_out.hpp"
 #include "metrics.hpp"
 #include "ops.hpp"
+#include "reload.hpp"
 #include "task.hpp"
 
 namespace clampai::server {
@@ -352,9 +353,7 @@ struct Service::Impl {
     return it == tasks.end() ? nullptr : it->second.get();
   }
 
-  std::string spec_path(const std::string& name) const {
-    return (fs::path(options.data_dir) / (name + ".spec.json")).string();
-  }
+  std::string spec_path(const std::string& name) const { return spec_file(options.data_dir, name); }
   std::string trace_path(const std::string& name) const {
     return (fs::path(options.data_dir) / (name + ".jsonl")).string();
   }
@@ -366,23 +365,8 @@ struct Service::Impl {
 
   // Adds a loaded model as a task (its spec text kept in the data directory). Returns the task.
   Task& add(std::shared_ptr<const ck::TaskModel> model, std::string_view text, Origin origin) {
-    if (!is_task_name(model->name))
-      throw Refusal{400,
-                    "invalid_spec",
-                    "name: `" + model->name +
-                        "` cannot name a served task (letters, digits, `_` and `-`, at most 64)"};
     // Refused before its spec is kept in the data directory (a restart would meet it again).
-    if (ck::needs_reference_monitor(*model))
-      throw Refusal{400, "invalid_spec", monitor_refusal(model->name)};
-    for (std::size_t i = 0; i < model->actions.size(); ++i) {
-      const auto& approval = model->actions[i].approval;
-      if (approval && !right_named(approval->right))
-        throw Refusal{400,
-                      "invalid_spec",
-                      "actions[" + std::to_string(i) + "].approval.right: unknown right `" +
-                          approval->right +
-                          "` (the rights: read, decide, execute, approve, admin)"};
-    }
+    if (auto why = serve_refusal(*model)) throw Refusal{400, "invalid_spec", *why};
     std::unique_lock lock(mutex);
     if (const auto it = tasks.find(model->name); it != tasks.end()) {
       if (it->second->model().digest == model->digest) return *it->second;
@@ -462,6 +446,42 @@ struct Service::Impl {
     }
   }
 
+  // PUT /v1/tasks/{task}/spec: a reload behind proofs (reload.cpp).
+  Response reload_route(Task& task, const Request& req, const Principal* who) {
+    bool dry_run = false;
+    try {
+      dry_run = dry_run_of(req.target);
+    } catch (const InvalidArgument& e) {
+      throw Refusal{400, "invalid_request", e.what()};
+    }
+    (void)parse_json_body(req.body, options.limits);  // the limits first
+    try {
+      const Reloaded r = server::reload_task(task, req.body, reload_options(dry_run, who));
+      std::shared_lock hold(task.reload_mutex);
+      return {200, "application/json", reloaded_json(task.model().name, r, dry_run), {}};
+    } catch (const ReloadRefused& e) {
+      return {409, "application/json", refused_json(e), {}};
+    } catch (const InvalidArgument& e) {
+      throw Refusal{409, "task_sealed", e.what()};
+    }
+  }
+
+  ReloadOptions reload_options(bool dry_run, const Principal* who) const {
+    ReloadOptions o;
+    o.dry_run = dry_run;
+    if (who != nullptr) o.principal = who->name;
+    o.solver_timeout_ms = options.limits.solver_timeout_ms;
+    o.storage = TaskStorage{options.data_dir,
+                            options.ledger,
+                            options.clock,
+                            options.signer,
+                            options.checkpoint_every,
+                            options.pools};
+    o.pause = options.pause;
+    o.log = options.log;
+    return o;
+  }
+
   Response route(const Request& req);
   Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
   Response answer_route(Task& task,
@@ -532,6 +552,30 @@ std::string Service::add_task(std::string_view spec_text, const std::string& ori
   }
 }
 
+std::string Service::reload_task(std::string_view spec_text, const std::string& origin) {
+  std::shared_ptr<const ck::TaskModel> model;
+  try {
+    model = ck::load_spec(spec_text);
+  } catch (const SpecError& e) {
+    throw Error(origin + ": reload refused (spec): " + e.what());
+  }
+  Task* task = impl_->find(model->name);
+  if (task == nullptr)
+    throw Error(origin + ": no task `" + model->name + "` is served (a reload replaces a task's " +
+                "spec; POST /v1/tasks adds a task)");
+  try {
+    const Reloaded r = server::reload_task(*task, spec_text, impl_->reload_options(false, nullptr));
+    if (!r.changed) return origin + ": task `" + model->name + "`: its spec is unchanged";
+    return origin + ": task `" + model->name + "`: spec " + r.previous.substr(0, 12) +
+           "... replaced by " + r.digest.substr(0, 12) + "... (trace entry " +
+           std::to_string(*r.sequence) + ")";
+  } catch (const ReloadRefused& e) {
+    std::string why;
+    for (const std::string& d : e.details) why += "; " + d;
+    throw Error(origin + ": reload refused (" + e.failed + "): " + e.what() + why);
+  }
+}
+
 void Service::set_principals(std::vector<Principal> principals) {
   if (principals.empty())
     throw InvalidArgument("the principals file lists no principal; the old ones stay");
@@ -567,6 +611,7 @@ void Service::note_accept_error(std::string_view message) {
 void Service::shutdown() {
   std::shared_lock lock(impl_->mutex);
   for (auto& [name, task] : impl_->tasks) {
+    std::shared_lock hold(task->reload_mutex);
     try {
       if (task->seal()) impl_->log("task `" + name + "`: trace sealed and flushed");
     } catch (const std::exception& e) {
@@ -660,6 +705,7 @@ Response Service::Impl::route(const Request& req) {
       std::shared_lock lock(mutex);
       for (const auto& [name, task] : tasks) {
         if (who != nullptr && !who->may(Right::read, name)) continue;
+        std::shared_lock hold(task->reload_mutex);
         j.begin_object().key("name").value(name).key("spec_digest").value(task->model().digest);
         j.key("sealed").value(task->kernel().is_sealed()).end_object();
       }
@@ -708,11 +754,22 @@ Response Service::Impl::route(const Request& req) {
     }
     return *task;
   };
-  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks")
-    return task_route(task_named(parts[2]), parts[3], req, who);
+  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks" && parts[3] == "spec") {
+    Task& task = task_named(parts[2]);
+    if (req.method != "PUT") throw method_not_allowed("PUT");
+    require(who, Right::admin, parts[2]);
+    return reload_route(task, req, who);
+  }
+  // Every other request on a task holds off its reloads (reload.cpp) while it runs.
+  if (parts.size() == 4 && parts[0] == "v1" && parts[1] == "tasks") {
+    Task& task = task_named(parts[2]);
+    std::shared_lock hold(task.reload_mutex);
+    return task_route(task, parts[3], req, who);
+  }
   if (parts.size() == 5 && parts[0] == "v1" && parts[1] == "tasks" && parts[3] == "approvals") {
     Task& task = task_named(parts[2]);
     if (req.method != "POST") throw method_not_allowed("POST");
+    std::shared_lock hold(task.reload_mutex);
     return answer_route(task, parts[4], req, who);
   }
   throw Refusal{404, "not_found", "no route " + std::string(path) + " (docs/SERVE.md)"};

@@ -13,6 +13,7 @@
 #include "clampai/kernel/security.hpp"
 #include "clampai/kernel/trace_reader.hpp"
 #include "clampai/ledger/ledger.hpp"
+#include "reload.hpp"
 
 namespace clampai::server {
 
@@ -41,6 +42,7 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       view_(kernel_.get()),
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
       receipts_(std::move(receipts)),
+      checkpoint_every_(checkpoint_every),
       clock_(std::move(clock)),
       tickets_(std::move(tickets)) {
   if (checkpoint_every > 0)
@@ -93,6 +95,14 @@ void Task::checkpoint() {
 std::uint64_t Task::trace_length() { return shared_ ? shared_->length() : kernel_->trace_length(); }
 
 std::vector<ck::TraceEntry> Task::trace() {
+  if (!shared_ && !earlier_.empty()) {  // a reload replaced the kernel: its entries first
+    std::vector<ck::TraceEntry> all = earlier_;
+    std::vector<ck::TraceEntry> now = kernel_->trace();
+    all.insert(all.end(), std::make_move_iterator(now.begin()), std::make_move_iterator(now.end()));
+    if (all.size() > kTraceWindow)
+      all.erase(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() - kTraceWindow));
+    return all;
+  }
   if (!shared_) return kernel_->trace();
   return ck::parse_trace_lines(shared_->read(0), shared_->ledger().describe());
 }
@@ -132,8 +142,26 @@ bool Task::seal() {
 }
 
 const std::string& Task::verify_json(const std::function<std::string()>& compute) {
-  std::call_once(verify_once_, [&] { verify_json_ = compute(); });
-  return verify_json_;
+  std::lock_guard lock(verify_mutex_);
+  if (!verify_json_) verify_json_ = compute();
+  return *verify_json_;
+}
+
+void Task::replace_kernel(std::unique_ptr<ck::SafetyKernel> next) {
+  if (shared_) throw InvalidArgument("a task on a shared ledger cannot change its spec");
+  std::lock_guard lock(mutex_);
+  if (trace_path_.empty()) {
+    earlier_ = trace();  // the last kTraceWindow entries so far
+  }
+  model_ = next->model_ptr();
+  kernel_ = std::move(next);
+  view_ = kernel_.get();
+  committer_ = std::make_unique<driver::LocalCommitter>(*kernel_);
+  receipts_.clear();  // INVARIANT (receipts): the new kernel has no undo record
+  if (checkpoints_)
+    checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every_, kernel_->trace_length());
+  std::lock_guard verify(verify_mutex_);
+  verify_json_.reset();
 }
 
 namespace {
@@ -145,6 +173,10 @@ void note_receipt(const ck::TaskModel& model,
                   std::deque<ck::Receipt>& receipts) {
   if (e.kind == ck::EntryKind::rolled_back) {
     if (!receipts.empty()) receipts.pop_back();
+    return;
+  }
+  if (e.kind == ck::EntryKind::spec_changed) {  // nothing before it can be rolled back after
+    receipts.clear();
     return;
   }
   if (e.kind != ck::EntryKind::executed) return;
@@ -255,12 +287,8 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
       auto reader = std::make_shared<ck::TraceReader>(path, read);
       auto kept = std::make_shared<std::deque<ck::Receipt>>();
       auto tickets = std::make_shared<TicketLog>();  // a restart rebuilds the pending tickets
-      options.resume_from = [reader, kept, tickets, model, path](ck::TraceEntry& e) {
-        if (reader->next(e)) {
-          note_receipt(*model, e, *kept);
-          tickets->note(*model, e);
-          return true;
-        }
+      options.resume_from = [reader, path](ck::TraceEntry& e) {
+        if (reader->next(e)) return true;
         const ck::TraceCheck again = reader->finish();  // changed since it was checked
         if (!again.ok)
           throw TraceError("cannot continue the trace `" + path + "`: " + again.message);
@@ -268,9 +296,21 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
       };
       options.writer = writer;
       try {
-        auto kernel = std::make_unique<ck::SafetyKernel>(model, std::move(options));
+        // A trace that spans several specs (reloads) is continued with each of them, kept by
+        // digest in the data directory (reload.cpp).
+        auto kernel = ck::continue_trace(
+            kept_specs(storage.data_dir, model),
+            std::move(options),
+            [kept, tickets](const ck::TaskModel& in_force, const ck::TraceEntry& e) {
+              note_receipt(in_force, e, *kept);
+              tickets->note(in_force, e);
+            });
         say("task `" + model->name + "`: resumed from `" + path + "` (" + std::to_string(n) +
             " entries replayed and verified)");
+        if (kernel->model().digest != model->digest) {
+          restore_spec_file(storage.data_dir, kernel->model(), say);
+          model = kernel->model_ptr();
+        }
         receipts = std::move(*kept);
         if (!tickets->pending.empty())
           say("task `" + model->name + "`: " + std::to_string(tickets->pending.size()) +

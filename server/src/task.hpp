@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -186,6 +187,19 @@ class Task {
 
   TaskCounters counters;
 
+  // ---- Reloads (reload.cpp) ----
+  /// Held shared by every request on the task, exclusively while its kernel is replaced by a
+  /// reload: so no request ever sees a kernel or model being replaced (nor holds one after).
+  std::shared_mutex reload_mutex;
+  /// The writer of the task's trace file (null in memory only or on a shared ledger).
+  [[nodiscard]] const std::shared_ptr<kernel::TraceWriter>& writer() const { return writer_; }
+  /// Replaces the task's kernel with `next`, which continues its chain on another spec (its
+  /// first entry `spec_changed`): the receipts (nothing before a reload can be rolled back),
+  /// the checkpoints and the cached verify report start over; in memory, the trace keeps the
+  /// last entries of the kernel replaced. Requires `reload_mutex` held exclusively.
+  /// @throws InvalidArgument on a shared ledger.
+  void replace_kernel(std::unique_ptr<kernel::SafetyKernel> next);
+
  private:
   std::shared_ptr<const kernel::TaskModel> model_;
   std::string trace_path_;
@@ -201,9 +215,11 @@ class Task {
   // effect (what `rollback` undoes first); at most kUndoDepth.
   std::deque<kernel::Receipt> receipts_;
   std::unique_ptr<kernel::Checkpoints> checkpoints_;  // null: none (or on a shared ledger)
-  std::once_flag verify_once_;
-  std::string verify_json_;
-  std::function<std::int64_t()> clock_;  // empty: the system clock
+  std::mutex verify_mutex_;
+  std::optional<std::string> verify_json_;  // GUARDED_BY verify_mutex_; reset by a reload
+  std::uint64_t checkpoint_every_ = 0;
+  std::vector<kernel::TraceEntry> earlier_;  // in memory: the entries of the kernels replaced
+  std::function<std::int64_t()> clock_;      // empty: the system clock
   // Held across an approval's notes (ticket taken, then its entry), never inside the kernel's.
   std::mutex tickets_mutex_;
   TicketLog tickets_;  // GUARDED_BY tickets_mutex_

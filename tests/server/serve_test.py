@@ -282,6 +282,111 @@ class ServeTest(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
             self.assertIn("SIGHUP: 1 principal(s) read from", srv.stderr)
 
+    def test_reload_behind_proofs(self):
+        """PUT /v1/tasks/{task}/spec refused for each of its three reasons (the old spec
+        stays), a dry run, a reload carrying the state over, SIGHUP re-reading --spec, the
+        trace verified across the specs (and not with one), and a restart after kill -9."""
+        def acct(spend=3, deposit=5, flag=False, rich=False, guard=True, bad=False):
+            variables = {"balance": {"type": "int", "initial": 100 if rich else 10}}
+            if flag:
+                variables["flag"] = {"type": "bool", "initial": False}
+            else:
+                variables["count"] = {"type": "int", "initial": 0}
+            spend_action = {"id": "spend", "cost": 1,
+                            "effects": [{"variable": "balance", "mode": "decrement",
+                                         "value": spend}]}
+            if guard:
+                spend_action["requires"] = f"balance >= {spend + (100 if rich else 0)}"
+            check = "balance >= 100" if rich else ("balnce >= 0" if bad else "balance >= 0")
+            return {"name": "acct", "variables": variables,
+                    "actions": [spend_action,
+                                {"id": "deposit", "cost": 1,
+                                 "effects": [{"variable": "balance", "mode": "increment",
+                                              "value": deposit}]}],
+                    "invariants": [{"name": "rich" if rich else "solvent", "check": check}],
+                    "budget": {"total": 100, "min_action_cost": 1}}
+
+        def write(path, doc):
+            with open(path + ".tmp", "w") as f:
+                json.dump(doc, f)
+            os.replace(path + ".tmp", path)  # SIGHUP never reads half a file
+
+        def log_until(srv, text):
+            seen = ""
+            while text not in seen:
+                ready, _, _ = select.select([srv.proc.stderr], [], [], 60)
+                self.assertTrue(ready, f"no log line with {text!r}")
+                data = os.read(srv.proc.stderr.fileno(), 65536)
+                self.assertTrue(data, "the server closed its stderr")
+                seen += data.decode()
+            return seen
+
+        a, b, c = acct(), acct(spend=2, flag=True), acct(spend=2, deposit=4, flag=True)
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        spec_file = os.path.join(self.dir, "acct.json")
+        files = {}
+        for name, doc in (("a", a), ("b", b), ("c", c)):
+            files[name] = os.path.join(self.dir, f"{name}.json")
+            write(files[name], doc)
+        write(spec_file, a)
+        path, tokens = self.principals_file({"root": {"*": ["read", "execute", "admin"]},
+                                             "reader": {"*": ["read"]}})
+        with Server("--principals", path, "--data-dir", data, "--spec", spec_file) as srv:
+            with srv.client(token=tokens["root"]) as root, \
+                    srv.client(token=tokens["reader"]) as reader, srv.client() as anonymous:
+                root.execute("acct", "spend")
+                digest_a = root.tasks()[0]["spec_digest"]
+                for call, status, code in (
+                        (lambda: reader.reload("acct", b), 403, "forbidden"),
+                        (lambda: anonymous.reload("acct", b), 401, "unauthorized"),
+                        (lambda: root.reload("nope", b), 404, "unknown_task"),
+                        (lambda: root._json("PUT", "/v1/tasks/acct/spec?dry=1",
+                                            json.dumps(b).encode()), 400, "invalid_request")):
+                    with self.assertRaises(ClampaiError) as e:
+                        call()
+                    self.assertEqual((e.exception.status, e.exception.code), (status, code))
+                for doc, failed, detail in ((acct(bad=True), "spec", "balnce"),
+                                            (acct(guard=False), "verify",
+                                             "preservation:spend:solvent"),
+                                            (acct(rich=True), "state", "`rich`")):
+                    with self.assertRaises(ClampaiError) as e:
+                        root.reload("acct", doc)
+                    self.assertEqual((e.exception.status, e.exception.code, e.exception.failed),
+                                     (409, "reload_refused", failed))
+                    self.assertIn(detail, " ".join(e.exception.details))
+                self.assertEqual(root.tasks()[0]["spec_digest"], digest_a)  # the old spec stays
+                dry = root.reload("acct", b, dry_run=True)
+                self.assertEqual((dry["changed"], dry["sequence"], dry["added"], dry["dropped"]),
+                                 (True, None, ["flag"], ["count"]))
+                self.assertEqual(root.tasks()[0]["spec_digest"], digest_a)
+                done = root.reload("acct", b)
+                self.assertEqual(done["previous_digest"], digest_a)
+                self.assertEqual(root.state("acct")["state"], {"balance": 7, "flag": False})
+                self.assertEqual(list(root.trace("acct"))[-1]["kind"], "spec_changed")
+                # SIGHUP reads --spec again: the file now holds spec c.
+                write(spec_file, c)
+                srv.proc.send_signal(signal.SIGHUP)
+                log_until(srv, "replaced by")
+                digest_c = root.tasks()[0]["spec_digest"]
+                self.assertNotIn(digest_c, (digest_a, done["spec_digest"]))
+                self.assertEqual(root.execute("acct", "deposit")["state"]["balance"], 11)
+                before = root.state("acct")["state"]
+            srv.stop(signal.SIGKILL)
+        trace = os.path.join(data, "acct.jsonl")
+        verify = [CLAMPAI, "trace", "verify", trace, "--allow-unsealed"]
+        for given, rc in (([files["a"], files["b"], files["c"]], 0),
+                          ([os.path.join(data, "specs")], 0),
+                          ([files["a"]], 1)):
+            args = [x for f in given for x in ("--spec", f)]
+            p = subprocess.run(verify + args, capture_output=True, text=True)
+            self.assertEqual(p.returncode, rc, p.stdout + p.stderr)
+        with Server("--principals", path, "--data-dir", data, "--spec", spec_file) as srv:
+            with srv.client(token=tokens["root"]) as root:
+                self.assertEqual(root.tasks()[0]["spec_digest"], digest_c)
+                self.assertEqual(root.state("acct")["state"], before)
+            self.assertEqual(srv.stop(), 0)
+
     def test_approvals_end_to_end(self):
         """A pending execute, its approval by another principal, a denial, self-approval,
         every refusal, and a restart that keeps the pending tickets. The expiry waits for a

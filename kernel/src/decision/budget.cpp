@@ -12,6 +12,17 @@ BudgetController::BudgetController(Amount total) : total_(total) {
   if (total < 0) throw InvalidArgument("budget must not be negative, got " + std::to_string(total));
 }
 
+std::optional<BudgetController> BudgetController::carried(Amount total,
+                                                          Amount gross,
+                                                          Amount refunded) {
+  if (total < 0 || refunded < 0 || refunded > gross || gross - refunded > total)
+    return std::nullopt;
+  BudgetController b(total);
+  b.gross_ = gross;  // INVARIANT (budget-safe): checked above
+  b.refunded_ = refunded;
+  return b;
+}
+
 // INVARIANT (budget-safe): maintained because the charge is guarded by can_afford.
 void BudgetController::charge(Amount cost) {
   if (!can_afford(cost)) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace clampai::kernel {
 
@@ -18,6 +19,10 @@ class BudgetController {
   /// Creates a ledger with nothing spent.
   /// @throws InvalidArgument if `total` is negative.
   explicit BudgetController(Amount total);
+  /// A ledger of `total` that has charged `gross` and refunded `refunded` (a spend carried
+  /// over to another spec's budget: a reload). Nullopt unless `0 <= refunded <= gross` and
+  /// `gross - refunded <= total` (T1 holds from the start).
+  static std::optional<BudgetController> carried(Amount total, Amount gross, Amount refunded);
 
   /// True iff `cost >= 0` and charging it keeps net spend within the total.
   /// Lean: `canAfford`. TLA+: the guard of `Charge`.

@@ -50,6 +50,40 @@ struct Situation {
   static Situation initial(const TaskModel& model);
 };
 
+/// A situation carried from one spec to another (a reload behind proofs, docs/SERVE.md): each
+/// variable of the new spec that the old one declares with the same type keeps its value, one
+/// the new spec adds starts at its initial value, one it drops is dropped; the spend, the step
+/// counters and each action's completions (by id) carry over.
+struct Carried {
+  Situation situation;                                 // in the new spec's terms
+  std::vector<std::pair<std::string, Value>> added{};  // the variables added, at their initial
+  std::vector<std::string> dropped{};                  // the variables dropped
+};
+
+/// Carries `situation`, a situation of `from`, over to `to`; else says why it cannot, one line
+/// per problem: a variable whose type changes, a value outside the new bounds (or deleted
+/// where the new spec does not allow it), a blocking invariant of `to` the carried state
+/// violates (naming it), a spend the new budget cannot hold (or at another scale), more steps
+/// than the new step limit, a budget pool on either side (not carried yet).
+[[nodiscard]] std::variant<Carried, std::vector<std::string>> carry_situation(
+    const TaskModel& from, const Situation& situation, const TaskModel& to);
+
+/// Where a kernel continues another kernel's chain with another spec (KernelOptions::
+/// spec_change): instead of a genesis entry, its first entry is a `spec_changed` entry
+/// (docs/SPEC.md, 13) that links to the entry before, and its situation is `situation` carried
+/// over (`carry_situation`). Undo records do not carry over: nothing committed before a spec
+/// change can be rolled back after it.
+struct SpecChange {
+  std::shared_ptr<const TaskModel> from{};  // the spec in force before
+  Situation situation;                      // where its kernel stood
+  std::uint64_t sequence = 0;               // the `spec_changed` entry's
+  std::string prev{};                       // the hash of the entry before it
+  std::string principal{};                  // who changed the spec (recorded)
+  /// When a trace is continued: the entry as recorded, which the kernel's must equal byte for
+  /// byte (it is not written again); empty: a new entry, written to the writer.
+  std::optional<TraceEntry> recorded{};
+};
+
 /// Options of a kernel.
 struct KernelOptions {
   /// Append rejected proposals passed to `execute` to the trace (they change nothing else).
@@ -86,6 +120,10 @@ struct KernelOptions {
   /// continued in the memory `trace_window` and `undo_depth` bound. What it throws leaves the
   /// constructor. Empty: start with a genesis entry (unless `resume` is set).
   std::function<bool(TraceEntry&)> resume_from{};
+  /// Continue another kernel's chain with this kernel's spec (a reload): see `SpecChange`.
+  /// With `resume_from`, the entries after the `spec_changed` one are then replayed. Not with
+  /// `resume`.
+  std::optional<SpecChange> spec_change{};
   /// Hash the entries `execute` appends after the call returns, in order, on a background
   /// thread the kernel starts when entries wait (true, the default), or by the threads that
   /// call `execute` (false: after its commit, outside the kernel's lock, each hashes the entries
@@ -346,6 +384,8 @@ class SafetyKernel {
   [[nodiscard]] std::vector<TraceEntry> trace() const;
   /// The number of entries appended so far (including any dropped from memory by the window).
   [[nodiscard]] std::uint64_t trace_length() const;
+  /// The hash of the last entry appended (what the next one links to).
+  [[nodiscard]] std::string head_hash() const;
   /// Verifies the in-memory trace (an unsealed trace is accepted): each kept line's SHA-256
   /// (an executed entry's line rendered from its compact record, with the hash stored for it
   /// and the one before as `prev`) against its stored hash, the links and the sequence. With a
@@ -401,8 +441,11 @@ class SafetyKernel {
   void copy_last_line_locked(std::string* line) noexcept;
   void write_line(std::uint64_t sequence, std::string line);
   // Replays the entries `next` gives (KernelOptions::resume, resume_from) into this fresh
-  // kernel.
-  void resume(const std::function<bool(TraceEntry&)>& next);
+  // kernel; `continued`: after a spec change (no genesis entry).
+  void resume(const std::function<bool(TraceEntry&)>& next, bool continued = false);
+  // Carries `change.situation` over and appends (or replays) the `spec_changed` entry that
+  // continues the chain (KernelOptions::spec_change).
+  void start_after_spec_change(SpecChange change);
 
   std::shared_ptr<const TaskModel> model_;
   KernelOptions options_;
@@ -438,6 +481,23 @@ std::optional<std::pair<std::size_t, std::string>> replay_trace(
     const std::vector<TraceEntry>& entries,
     State* final_state = nullptr);
 
+/// The specs a trace spanning several may need, by digest (SHA-256 hex of the model): null
+/// when there is none of that digest.
+using SpecsByDigest = std::function<std::shared_ptr<const TaskModel>(std::string_view digest)>;
+
+/// Continues a trace that may span several specs (KernelOptions::resume_from gives its
+/// entries): a kernel for the spec of its genesis entry (`specs`), then at each `spec_changed`
+/// entry a kernel for the new spec continuing from the one before (`SpecChange`, recorded),
+/// each replaying its entries. `visit`, if set, sees each entry before it is replayed, with
+/// the spec in force after it. Returns the last kernel (on the spec in force at the end), with
+/// `options` (its writer gets the entries appended after the trace).
+/// @throws InvalidArgument naming the entry if a spec is not found, or an entry does not
+/// replay (as `SafetyKernel`'s constructor).
+std::unique_ptr<SafetyKernel> continue_trace(
+    const SpecsByDigest& specs,
+    KernelOptions options,
+    const std::function<void(const TaskModel&, const TraceEntry&)>& visit = {});
+
 /// The undo records a `TraceReplay` keeps by default: those of the last 1024 committed
 /// actions, as many as `clampai run` and the server keep for rollback.
 inline constexpr std::size_t default_replay_undo_depth = 1024;
@@ -457,6 +517,11 @@ class TraceReplay {
   /// Replays the next entry (entry number `entries()`, from 0): nullopt if it replays, else
   /// why not (then nothing more should be added).
   std::optional<std::string> add(const TraceEntry& entry);
+  /// Replays a trace spanning several specs: at a `spec_changed` entry, the replay continues
+  /// with the spec of its digest (`carry_situation`); without `specs` (or a spec of that
+  /// digest) such an entry is a mismatch naming the digest. At the genesis entry, a spec of
+  /// its digest from `specs` is taken if the one given is another.
+  void set_specs(SpecsByDigest specs);
   /// How many entries were added.
   [[nodiscard]] std::size_t entries() const;
   /// The state reached.

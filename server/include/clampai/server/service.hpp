@@ -60,6 +60,8 @@ struct ServiceOptions {
   /// epoch (tests inject one: a ticket expires when it is touched or listed at or after its
   /// deadline); empty: the system clock.
   std::function<std::int64_t()> clock{};
+  /// Test hook: called at the named points of a reload's commit (reload.hpp); may be empty.
+  std::function<void(std::string_view)> pause{};
 };
 
 /// One HTTP request, as the transport parsed it.
@@ -116,6 +118,13 @@ class Service {
 
   /// The JSON error response `{"error": {"code": CODE, "message": MESSAGE}}`.
   static Response error(int status, std::string_view code, std::string_view message);
+
+  /// Reloads the task `spec_text` names (SIGHUP re-reads the `--spec` files) behind the
+  /// proofs of `PUT /v1/tasks/{task}/spec` (docs/SERVE.md, "Reloads"). Returns a line for the
+  /// log (`origin` names the file): what was replaced, or that the spec is unchanged.
+  /// @throws Error naming `origin` and which check failed, with the details, if it is refused
+  /// (the old spec stays) or names no served task; what the reload's writes throw.
+  std::string reload_task(std::string_view spec_text, const std::string& origin);
 
   /// Replaces the principals (SIGHUP re-reads `--principals`): requests that arrive afterwards
   /// are authenticated against `principals` only.
