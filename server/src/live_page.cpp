@@ -78,7 +78,7 @@ constexpr const char* kLiveScript = R"JS(
     if(rows.length===0)box.replaceChildren(el("p","No decision yet.","note"));
     else{var d=el("div",null,"scroll");d.appendChild(table("list recent",["#","time (UTC)","endpoint","action","outcome","reasons","cost","principal","trace entry"],rows));box.replaceChildren(d);}}
   function showPools(list){pools.hidden=list.length===0;if(list.length===0)return;
-    var rows=list.map(function(p){var tr=el("tr");tr.dataset.pool=p.name;[p.name,p.parent===null?"":p.parent,p.total,p.net,p.gross,p.remaining,p.tasks.join(", ")].forEach(function(c,i){tr.appendChild(el("td",c,i>1&&i<6?"num":""));});return tr;});
+    var rows=list.map(function(p){var tr=el("tr");tr.dataset.pool=p.name;[p.name,p.parent===null?"":p.parent,p.total,p.net,p.gross,p.remaining,p.tasks].forEach(function(c,i){tr.appendChild(el("td",c,i>1?"num":""));});return tr;});
     pools.querySelector(".part-pools").replaceChildren(table("list pools",["pool","parent","total","net","gross","remaining","tasks"],rows));}
   function render(doc){var seen={};doc.tasks.forEach(function(t){seen["task-"+t.task]=true;show(t);});
     Array.prototype.slice.call(tasks.children).forEach(function(s){if(!seen[s.id])s.remove();});
