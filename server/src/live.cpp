@@ -70,15 +70,20 @@ LiveFeed::Feed& LiveFeed::feed_of(Task& task) {
   return *slot;
 }
 
-void LiveFeed::note(Task& task, LiveEvent event, bool charted) {
-  Feed& feed = feed_of(task);
-  std::optional<ck::BudgetController> after;
-  if (charted) after = task.kernel().budget();
-  const std::int64_t now = task.now();
-  std::lock_guard lock(feed.mutex);
-  if (after) feed.charts.add(chart_entry(task.model(), event, *after));
-  feed.recent.push_back({feed.next++, now, std::move(event)});
-  if (feed.recent.size() > kLiveRecent) feed.recent.pop_front();
+void LiveFeed::note(Task& task, LiveEvent event, bool charted) noexcept {
+  // What the page shows never changes an answer: an event that cannot be recorded (a shared
+  // ledger unreachable for the budget after it, memory) is left out of the page.
+  try {
+    Feed& feed = feed_of(task);
+    std::optional<ck::BudgetController> after;
+    if (charted) after = task.kernel().budget();
+    const std::int64_t now = task.now();
+    std::lock_guard lock(feed.mutex);
+    if (after) feed.charts.add(chart_entry(task.model(), event, *after));
+    feed.recent.push_back({feed.next++, now, std::move(event)});
+    if (feed.recent.size() > kLiveRecent) feed.recent.pop_front();
+  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): see above
+  }
 }
 
 std::string LiveFeed::json(const std::vector<Task*>& tasks, const ck::PoolTree* pools) {

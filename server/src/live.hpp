@@ -54,7 +54,9 @@ class LiveFeed {
   LiveFeed& operator=(const LiveFeed&) = delete;
   /// Records `event` of `task`. `charted`: what changed or could have changed the task (an
   /// execute's decision, an approval's answer, a rollback), drawn with the budget after it.
-  void note(Task& task, LiveEvent event, bool charted);
+  /// Never throws: an event that cannot be recorded (the budget of a shared ledger that cannot
+  /// be read) is left out, and the answer to the request stands.
+  void note(Task& task, LiveEvent event, bool charted) noexcept;
   /// The answer of `GET /v1/live` for `tasks` (those the caller may read), with `pools` (null:
   /// an empty list).
   std::string json(const std::vector<Task*>& tasks, const kernel::PoolTree* pools);
