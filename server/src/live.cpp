@@ -3,6 +3,7 @@
 #include "live.hpp"
 
 #include <deque>
+#include <shared_mutex>
 #include <utility>
 
 #include "clampai/report/live_charts.hpp"
@@ -52,12 +53,12 @@ LiveFeed::~LiveFeed() = default;
 LiveFeed::Feed& LiveFeed::feed_of(Task& task) {
   const std::string& name = task.model().name;
   {
-    std::lock_guard lock(mutex_);
+    std::shared_lock lock(mutex_);  // every decision comes here: readers do not wait for each other
     if (const auto it = feeds_.find(name); it != feeds_.end()) return *it->second;
   }
   // The charts start from the budget of now (read outside the lock: a shared ledger's read).
   const ck::BudgetController b = task.kernel().budget();
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   auto& slot = feeds_[name];
   if (!slot) {
     slot = std::make_unique<Feed>(task.model_ptr());

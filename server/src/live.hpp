@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,7 +65,7 @@ class LiveFeed {
  private:
   struct Feed;
   Feed& feed_of(Task& task);
-  std::mutex mutex_;
+  std::shared_mutex mutex_;  // guards feeds_ (a feed is never removed)
   std::map<std::string, std::unique_ptr<Feed>, std::less<>> feeds_;  // by task name
 };
 
