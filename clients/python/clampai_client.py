@@ -100,6 +100,12 @@ class Client:
         `remaining` and `tasks`; the server needs right `read` on every task."""
         return self._json("GET", "/v1/pools")["pools"]
 
+    def live(self):
+        """What the live page (`GET /`) shows: each task the caller may read, with its status,
+        decisions counted, recent events (newest first) and the HTML report's charts; the pools
+        when the caller may read every task."""
+        return self._json("GET", "/v1/live")
+
     def approvals(self, task):
         """The tickets waiting for an approval on `task`, oldest first (those whose time ran
         out expire first). An `execute` of an action whose spec asks for an approval answers

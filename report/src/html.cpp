@@ -13,6 +13,7 @@
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/report/format.hpp"
+#include "clampai/report/live_charts.hpp"
 #include "encode.hpp"
 #include "html_page.hpp"
 
@@ -883,6 +884,8 @@ constexpr const char* kScript = R"JS(
 )JS";
 
 }  // namespace
+
+std::string_view html_style() { return kStyle; }
 
 HtmlInput recognise_input(const std::string& path) {
   std::string head;

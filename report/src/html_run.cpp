@@ -10,6 +10,7 @@
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/kernel/trace_reader.hpp"
+#include "clampai/report/live_charts.hpp"
 #include "html_page.hpp"
 
 namespace clampai::report::html {
@@ -80,6 +81,8 @@ void merge_into(Bucket& a, const Bucket& b) {
 // and actions, and the first rejections kept for the table.
 struct Run {
   std::size_t max_buckets = 240;
+  std::string unit = "entry";  // what the horizontal axis counts
+  std::string x_title = "trace entry";
   std::uint64_t width = 1;  // entries per bucket
   std::vector<Bucket> buckets;
   std::uint64_t entries = 0;
@@ -178,7 +181,7 @@ void add_entry(Run& run,
   b.step = e.step;
   b.net = e.net;
   b.gross = e.gross;
-  b.what = "entry " + std::to_string(e.sequence) + ": " + outcome_of(e.kind) +
+  b.what = run.unit + " " + std::to_string(e.sequence) + ": " + outcome_of(e.kind) +
            (e.action.empty() ? "" : " " + e.action);
   switch (e.kind) {
     case ck::EntryKind::executed:
@@ -251,13 +254,13 @@ std::string spend_chart(const Run& run, const ck::TaskModel* model) {
   for (const auto& b : run.buckets) top = std::max({top, value_of(b.gross), value_of(b.net)});
   f.y1 = top > 0 ? top * 1.08 : 1;
   std::string s = f.open("spend",
-                         "net and gross spend per trace entry" +
+                         "net and gross spend per " + run.x_title +
                              (total.empty() ? std::string() : " against the budget " + total),
                          "data-final-net=\"" + esc(run.net) + "\" data-final-gross=\"" +
                              esc(run.gross) + "\" data-total=\"" + esc(total) +
                              "\" data-entries=\"" + std::to_string(run.entries) +
                              "\" data-points=\"" + std::to_string(run.buckets.size()) + "\"") +
-                  f.axes("trace entry", "spend");
+                  f.axes(run.x_title, "spend");
   if (!total.empty()) {
     const double y = f.y(value_of(total));
     s += "<g class=\"t1\"><title>budget " + esc(total) +
@@ -316,7 +319,7 @@ std::string timeline_chart(const Run& run) {
                          "data-executed=\"" + std::to_string(run.executed) + "\" data-rejected=\"" +
                              std::to_string(run.rejected) + "\" data-rolled-back=\"" +
                              std::to_string(run.rolled_back) + "\"") +
-                  f.axes("trace entry", "");
+                  f.axes(run.x_title, "");
   std::uint64_t most = 1;
   for (const Bucket& b : run.buckets)
     for (const Lane& l : lanes) most = std::max(most, b.*(l.count));
@@ -336,7 +339,7 @@ std::string timeline_chart(const Run& run) {
       const double x = f.x((static_cast<double>(b.first) + static_cast<double>(b.last)) / 2);
       const std::string title = b.first == b.last && !b.what.empty()
                                     ? b.what
-                                    : "entries " + std::to_string(b.first) + "–" +
+                                    : run.unit + "s " + std::to_string(b.first) + "–" +
                                           std::to_string(b.last) + ": " + std::to_string(n) + " " +
                                           l.name;
       s += "<g class=\"mark\" data-outcome=\"" + std::string(l.name) + "\" data-first=\"" +
@@ -382,6 +385,23 @@ std::string reasons_chart(const Run& run) {
          std::to_string(rows[i].second) + "</text></g>";
   }
   return s + "</svg>";
+}
+
+// The spend chart and the timeline with their legends: the run section's and the live page's
+// (RunCharts) pictures are these.
+std::string spend_block(const Run& run, const ck::TaskModel* model) {
+  return legend({{"line", "net", "net spend (solid, ●)"},
+                 {"dash", "gross", "gross spend (dashed, ■)"},
+                 {"dash", "budget", "budget (dotted, T1)"}}) +
+         spend_chart(run, model);
+}
+
+std::string timeline_block(const Run& run) {
+  return legend({{"circle", "ok", "● executed"},
+                 {"cross", "bad", "✗ rejected"},
+                 {"triangle", "rb", "▲ rolled back"},
+                 {"diamond", "att", "◆ attested"}}) +
+         timeline_chart(run);
 }
 
 std::string margin_chart(const Run& run,
@@ -522,10 +542,7 @@ std::string run_section(const std::string& id,
                         (model ? " of at most " + std::to_string(model->budget.step_limit) + " (T2)"
                                : std::string()) +
                         ", emergency steps " + std::to_string(run.emergency_steps)}});
-  s += legend({{"line", "net", "net spend (solid, ●)"},
-               {"dash", "gross", "gross spend (dashed, ■)"},
-               {"dash", "budget", "budget (dotted, T1)"}}) +
-       spend_chart(run, model.get());
+  s += spend_block(run, model.get());
   s += "<h3>Decisions</h3>" +
        facts_table(
            {{"executed",
@@ -535,11 +552,7 @@ std::string run_section(const std::string& id,
             {"rolled back",
              "<span data-figure=\"rolled_back\">" + std::to_string(run.rolled_back) + "</span>"},
             {"attested", std::to_string(run.attested)}}) +
-       legend({{"circle", "ok", "● executed"},
-               {"cross", "bad", "✗ rejected"},
-               {"triangle", "rb", "▲ rolled back"},
-               {"diamond", "att", "◆ attested"}}) +
-       timeline_chart(run);
+       timeline_block(run);
   if (run.width > 1)
     s += "<p class=\"note\">" + std::to_string(run.entries) + " entries, drawn in " +
          std::to_string(run.buckets.size()) + " buckets of " + std::to_string(run.width) +
@@ -655,3 +668,42 @@ std::string run_section(const std::string& id,
 }
 
 }  // namespace clampai::report::html
+
+namespace clampai::report {
+
+struct RunCharts::Impl {
+  std::shared_ptr<const kernel::TaskModel> model;
+  html::Run run;
+};
+
+RunCharts::RunCharts(std::shared_ptr<const kernel::TaskModel> model,
+                     std::string unit,
+                     std::size_t buckets)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->model = std::move(model);
+  impl_->run.max_buckets = std::max<std::size_t>(buckets, 2);
+  impl_->run.x_title = unit;
+  impl_->run.unit = std::move(unit);
+}
+
+RunCharts::~RunCharts() = default;
+RunCharts::RunCharts(RunCharts&&) noexcept = default;
+RunCharts& RunCharts::operator=(RunCharts&&) noexcept = default;
+
+void RunCharts::add(kernel::TraceEntry entry) {
+  entry.sequence = impl_->run.entries;
+  html::add_entry(impl_->run, entry, nullptr, nullptr);
+}
+
+std::uint64_t RunCharts::count() const { return impl_->run.entries; }
+
+std::string RunCharts::spend() const { return html::spend_block(impl_->run, impl_->model.get()); }
+
+std::string RunCharts::timeline() const { return html::timeline_block(impl_->run); }
+
+std::string RunCharts::reasons() const {
+  if (impl_->run.by_reason.empty()) return "<p class=\"note\">No rejection yet.</p>";
+  return html::reasons_chart(impl_->run);
+}
+
+}  // namespace clampai::report

@@ -237,6 +237,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     res.set(http::field::server, "clampai/" CLAMPAI_VERSION);
     res.set(http::field::content_type, r.content_type);
     if (r.status == 401) res.set(http::field::www_authenticate, "Bearer");
+    for (const auto& [name, value] : r.headers) res.set(name, value);
     res.keep_alive(keep_alive_ && !shared_.draining);
   }
 

@@ -24,6 +24,7 @@
 #include "clampai/kernel/suggest.hpp"
 #include "decision_log.hpp"
 #include "json_out.hpp"
+#include "live.hpp"
 #include "metrics.hpp"
 #include "ops.hpp"
 #include "reload.hpp"
@@ -318,6 +319,7 @@ struct Service::Impl {
   // Tasks are never removed, so a Task* stays valid for the service's life.
   std::map<std::string, std::unique_ptr<Task>, std::less<>> tasks;
   Metrics metrics;
+  LiveFeed live;                           // what the live page shows (GET /v1/live)
   std::unique_ptr<DecisionLog> decisions;  // --decision-log, or null
   std::mutex log_mutex;
   std::chrono::steady_clock::time_point last_malformed_log{};
@@ -672,6 +674,10 @@ Response Service::Impl::route(const Request& req) {
     j.key("tasks").value(static_cast<std::uint64_t>(tasks.size())).end_object();
     return {200, "application/json", j.take(), {}};
   }
+  if (parts.empty()) {  // the live page: static, no secret in it, no token needed to load it
+    if (req.method != "GET") throw method_not_allowed("GET");
+    return live_page();
+  }
   // The principals stay alive for the request even if SIGHUP replaces them meanwhile.
   const auto held = current_principals();
   const Principal* who = authenticate(*held, req.authorization);
@@ -695,6 +701,19 @@ Response Service::Impl::route(const Request& req) {
     report::write_pools(j, options.pools ? options.pools->status() : std::vector<ck::PoolStatus>{});
     j.end_object();
     return {200, "application/json", j.take(), {}};
+  }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "live") {
+    if (req.method != "GET") throw method_not_allowed("GET");
+    // As the task list: the tasks the principal may read; the pools with `read` on `*`.
+    if (who != nullptr && !who->may_somewhere(Right::read)) require(who, Right::read, "");
+    std::vector<Task*> readable;
+    {
+      std::shared_lock lock(mutex);
+      for (const auto& [name, task] : tasks)
+        if (who == nullptr || who->may(Right::read, name)) readable.push_back(task.get());
+    }
+    const bool all = who == nullptr || who->may(Right::read, "");
+    return {200, "application/json", live.json(readable, all ? options.pools.get() : nullptr), {}};
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "tasks") {
     if (req.method == "GET") {
@@ -825,7 +844,8 @@ Response Service::Impl::task_route(Task& task,
     JsonOut j;
     j.begin_object().key("task").value(m.name);
     ck::Decision d;
-    std::uint64_t position = 0;  // the decision log's trace position
+    std::uint64_t position = 0;              // the decision log's trace position
+    std::optional<std::uint64_t> committed;  // the commit's trace entry
     if (endpoint == 0) {
       position = decisions ? task.trace_length() : 0;
       d = task.kernel().evaluate(id, params);
@@ -850,6 +870,14 @@ Response Service::Impl::task_route(Task& task,
       if (asked->ticket) {
         // Pending: not counted as a decision until it is answered.
         write_pending(j, m, *asked->ticket, asked->decision, task);
+        live.note(task,
+                  {.endpoint = "execute",
+                   .action = id,
+                   .principal = principal,
+                   .outcome = "pending",
+                   .cost = m.format_amount(asked->decision.cost),
+                   .sequence = asked->ticket->sequence},
+                  false);
         j.end_object();
         return {200, "application/json", j.take(), {}};
       }
@@ -866,11 +894,23 @@ Response Service::Impl::task_route(Task& task,
       ck::Outcome& out = *executed;
       d = std::move(out.decision);
       write_execute_members(j, m, id, d, out.receipt, out.state, task, out.pools);
+      if (out.receipt) committed = out.receipt->sequence;
       if (decisions) position = out.receipt ? out.receipt->sequence : task.trace_length();
     }
     j.end_object();
     if (decisions) log_decision(task, principal, op, id, body.find("params"), d, position);
     count_decision(task, endpoint, d);
+    live.note(task,
+              {.endpoint = std::string(op),
+               .action = id,
+               .principal = principal,
+               .outcome = endpoint == 0 ? (d.approved ? "approved" : "rejected")
+                          : committed   ? "executed"
+                                        : "rejected",
+               .reasons = d.reasons,
+               .cost = m.format_amount(d.cost),
+               .sequence = committed},
+              endpoint == 1);
     return {200, "application/json", j.take(), {}};
   }
   if (op == "rollback") {
@@ -894,6 +934,13 @@ Response Service::Impl::task_route(Task& task,
     }
     const ck::Outcome& out = *undone;
     task.counters.rollbacks.fetch_add(1, std::memory_order_relaxed);
+    live.note(task,
+              {.endpoint = "rollback",
+               .action = m.actions[out.decision.action].id,
+               .principal = who != nullptr ? who->name : std::string(),
+               .outcome = "rolled_back",
+               .cost = m.format_amount(out.decision.cost)},
+              true);
     JsonOut j;
     j.begin_object().key("task").value(m.name).key("rolled_back").value(true);
     j.key("action").value(m.actions[out.decision.action].id).key("state");
@@ -988,6 +1035,17 @@ Response Service::Impl::answer_route(Task& task,
   write_execute_members(j, m, a.ticket.action, out.decision, out.receipt, out.state, task);
   j.end_object();
   count_decision(task, 1, out.decision);
+  live.note(task,
+            {.endpoint = "approval",
+             .action = a.ticket.action,
+             .principal = who != nullptr ? who->name : std::string(),
+             .outcome = !a.granted    ? "denied"
+                        : out.receipt ? "executed"
+                                      : "rejected",
+             .reasons = out.decision.reasons,
+             .cost = m.format_amount(out.decision.cost),
+             .sequence = out.receipt ? out.receipt->sequence : a.sequence},
+            true);
   return {200, "application/json", j.take(), {}};
 }
 

@@ -536,3 +536,47 @@ TEST_CASE("html: a long trace is drawn in at most `buckets` buckets that keep it
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("html: RunCharts draws a run's charts as its entries come, in bounded points") {
+  namespace ck = clampai::kernel;
+  const auto model = ck::load_spec(R"J({"variables": {"n": {"type": "int", "initial": 0}},
+      "actions": [{"id": "add", "cost": 1,
+                   "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+      "budget": {"total": 2000, "min_action_cost": 1}})J");
+  cr::RunCharts charts(model, "decision", 16);
+  CHECK(charts.reasons().find("No rejection yet") != std::string::npos);
+  ck::TraceEntry start;
+  start.kind = ck::EntryKind::genesis;
+  start.net = start.gross = "0.000";
+  charts.add(start);
+  for (int i = 1; i <= 1000; ++i) {
+    ck::TraceEntry e;
+    e.kind = ck::EntryKind::executed;
+    e.action = "add";
+    e.net = e.gross = std::to_string(i) + ".000";
+    charts.add(e);
+  }
+  ck::TraceEntry refused;
+  refused.kind = ck::EntryKind::rejected;
+  refused.action = "add";
+  refused.reasons = {{ck::ReasonCode::budget_exceeded, "add", "too dear"}};
+  refused.net = refused.gross = "1000.000";
+  for (int i = 0; i < 3; ++i) charts.add(refused);
+  CHECK(charts.count() == 1004);
+  const std::string spend = charts.spend();
+  CHECK(spend.find("data-final-net=\"1000.000\"") != std::string::npos);
+  CHECK(spend.find("data-total=\"" + model->format_amount(model->budget.total) + "\"") !=
+        std::string::npos);
+  CHECK(spend.find("data-entries=\"1004\"") != std::string::npos);
+  const auto points = spend.find("data-points=\"");
+  REQUIRE(points != std::string::npos);
+  const auto drawn = std::stoul(spend.substr(points + 13));
+  CHECK(drawn <= 16);
+  CHECK(drawn >= 8);
+  CHECK(spend.find(">decision<") != std::string::npos);  // the axis names the unit
+  CHECK(charts.timeline().find("data-executed=\"1000\" data-rejected=\"3\"") != std::string::npos);
+  CHECK(charts.reasons().find("data-code=\"budget_exceeded\" data-count=\"3\"") !=
+        std::string::npos);
+  // The stylesheet of the report's pages styles the charts' classes.
+  CHECK(cr::html_style().find("svg.chart") != std::string_view::npos);
+}

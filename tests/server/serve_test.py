@@ -783,6 +783,140 @@ class ServeTest(unittest.TestCase):
                 with Client(srv.url.replace("https", "http"), timeout=10) as plain:
                     plain.health()
 
+    def test_live_page_holds_no_secret_under_a_strict_policy(self):
+        import base64
+        import hashlib
+        import http.client
+
+        def page(srv, method="GET", headers=None):
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+            conn.request(method, "/", headers=headers or {})
+            r = conn.getresponse()
+            body = r.read()
+            conn.close()
+            observe(method, "/", r.status, r.getheader("Content-Type", ""), body)
+            return r, body
+
+        path, token = self.token_file()
+        other = os.path.join(self.dir, "other-token.txt")
+        with open(other, "w") as f:
+            f.write("another-token-0123456789abcdef\n")
+        with Server("--token-file", path, "--spec",
+                    os.path.join(SOURCE, "examples", "autoscale.json")) as srv:
+            r, body = page(srv)  # no token needed for the page itself
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.getheader("Content-Type"), "text/html; charset=utf-8")
+            html = body.decode()
+            self.assertNotIn(token, html)
+            self.assertNotIn(hashlib.sha256(token.encode()).hexdigest(), html)
+            # The policy: nothing but the page's own hashed style and script, and requests to
+            # the server itself.
+            policy = dict(d.strip().split(" ", 1) for d in
+                          r.getheader("Content-Security-Policy").split(";"))
+            self.assertEqual(policy["default-src"], "'none'")
+            self.assertEqual(policy["connect-src"], "'self'")
+            self.assertEqual(policy["img-src"], "data:")
+            self.assertEqual(policy["frame-ancestors"], "'none'")
+            self.assertEqual(policy["base-uri"], "'none'")
+            self.assertEqual(policy["form-action"], "'none'")
+            self.assertNotIn("unsafe", r.getheader("Content-Security-Policy"))
+            self.assertEqual(r.getheader("X-Content-Type-Options"), "nosniff")
+            self.assertEqual(r.getheader("X-Frame-Options"), "DENY")
+            self.assertEqual(r.getheader("Cache-Control"), "no-store")
+            scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S)
+            styles = re.findall(r"<style([^>]*)>(.*?)</style>", html, re.S)
+            self.assertEqual([a for a, _ in scripts + styles], ["", ""])  # inline, no src
+
+            def digest(text):
+                return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+            self.assertEqual(policy["script-src"], digest(scripts[0][1]))
+            self.assertEqual(policy["style-src"], digest(styles[0][1]))
+            self.assertNotRegex(html, r"(src|href)=\"(?!data:|#)")  # nothing loaded from elsewhere
+            self.assertNotRegex(html, r" on[a-z]+=")  # no inline event handler
+            # The same bytes with a token, and from a server with another token: no secret.
+            _, with_token = page(srv, headers={"Authorization": f"Bearer {token}"})
+            self.assertEqual(with_token, body)
+            r, _ = page(srv, method="POST")
+            self.assertEqual(r.status, 405)
+        with Server("--token-file", other) as srv2:
+            _, body2 = page(srv2)
+            self.assertEqual(body2, body)
+
+    def test_live_feed_shows_decisions_as_they_happen(self):
+        path, tokens = self.principals_file({"ops": {"*": ["read", "execute", "decide", "admin"]},
+                                             "watcher": {"autoscale": ["read"]},
+                                             "nobody": {"*": ["approve"]}})
+        pools = os.path.join(self.dir, "pools.json")
+        with open(pools, "w") as f:
+            json.dump({"pools": {"org": {"total": 30}}}, f)
+        auto = spec("autoscale.json")
+        auto["budget"]["pool"] = "org"
+        auto_path = os.path.join(self.dir, "autoscale.json")
+        with open(auto_path, "w") as f:
+            json.dump(auto, f)
+        with Server("--principals", path, "--pools", pools, "--spec", auto_path, "--spec",
+                    os.path.join(SOURCE, "examples", "quickstart.json")) as srv, \
+                srv.client(token=tokens["ops"]) as ops, \
+                srv.client(token=tokens["watcher"]) as watcher, \
+                srv.client(token=tokens["nobody"]) as nobody, srv.client() as anonymous:
+            with self.assertRaises(ClampaiError) as e:
+                anonymous.live()
+            self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+            with self.assertRaises(ClampaiError) as e:
+                nobody.live()
+            self.assertEqual((e.exception.status, e.exception.code), (403, "forbidden"))
+            first = ops.live()
+            self.assertEqual([t["task"] for t in first["tasks"]], ["autoscale", "quickstart"])
+            self.assertEqual([p["name"] for p in first["pools"]], ["org"])
+            t = first["tasks"][0]
+            self.assertEqual((t["events"], t["recent"]), (0, []))
+            self.assertIn('data-final-net="0.000"', t["charts"]["spend"])
+            self.assertIn('data-total="20.000"', t["charts"]["spend"])
+            done = ops.execute("autoscale", "scale_up", {"n": 2})
+            refused = ops.execute("autoscale", "scale_up", {"n": 50})
+            ops.evaluate("autoscale", "set_throttle", {"fraction": "0.5"})
+            self.assertTrue(done["executed"])
+            self.assertFalse(refused["executed"])
+            ops.rollback("autoscale")
+            live = ops.live()
+            t = live["tasks"][0]
+            self.assertEqual(t["events"], 4)
+            self.assertEqual([(e["id"], e["endpoint"], e["action"], e["outcome"], e["principal"])
+                              for e in t["recent"]],
+                             [(3, "rollback", "scale_up", "rolled_back", "ops"),
+                              (2, "evaluate", "set_throttle", "approved", "ops"),
+                              (1, "execute", "scale_up", "rejected", "ops"),
+                              (0, "execute", "scale_up", "executed", "ops")])
+            self.assertEqual(t["recent"][3]["sequence"], done["sequence"])
+            self.assertEqual(t["recent"][3]["cost"], done["cost"])
+            self.assertEqual([r["code"] for r in t["recent"][2]["reasons"]],
+                             [r["code"] for r in refused["reasons"]])
+            self.assertEqual(t["decisions"], {"approved": 2, "rejected": 1, "rollbacks": 1})
+            self.assertEqual(t["status"], ops.state("autoscale"))
+            # The charts are the report's, of what execute and rollback did: the start, the
+            # commit, the rejection, the rollback.
+            spend = t["charts"]["spend"]
+            self.assertIn('data-entries="4"', spend)
+            self.assertIn(f'data-final-net="{t["status"]["budget"]["net"]}"', spend)
+            self.assertIn(f'data-final-gross="{done["budget"]["gross"]}"', spend)
+            self.assertIn('data-executed="1" data-rejected="1" data-rolled-back="1"',
+                          t["charts"]["timeline"])
+            codes = [r["code"] for r in refused["reasons"]]
+            for code in set(codes):
+                self.assertIn(f'data-code="{code}" data-count="{codes.count(code)}"',
+                              t["charts"]["reasons"])
+            self.assertEqual(live["tasks"][1]["recent"], [])
+            # A principal sees the tasks it may read, and the pools only with `read` on `*`.
+            seen = watcher.live()
+            self.assertEqual([t["task"] for t in seen["tasks"]], ["autoscale"])
+            self.assertEqual(seen["pools"], [])
+            # At most the last 50 events are kept, newest first.
+            for _ in range(60):
+                ops.evaluate("quickstart", "process_batch")
+            q = ops.live()["tasks"][1]
+            self.assertEqual(q["events"], 60)
+            self.assertEqual([e["id"] for e in q["recent"]], list(range(59, 9, -1)))
+
     def test_zz_every_response_matches_the_openapi_document(self):
         if not VALIDATE:
             self.skipTest("valijson missing: validate_openapi not built")

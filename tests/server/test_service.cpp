@@ -192,6 +192,57 @@ TEST_CASE("Service: the bearer token guards every route but health", "[server][s
   CHECK_FALSE(cs::token_matches("", "abc"));
 }
 
+TEST_CASE("Service: the live page needs no token, holds no secret, under a strict policy",
+          "[server][service][live]") {
+  cs::ServiceOptions o;
+  o.token = "0123456789abcdef-secret";
+  cs::Service s(o);
+  s.add_task(spec_text(), "autoscale.json");
+  const auto header = [](const cs::Response& r, const std::string& name) {
+    for (const auto& [k, v] : r.headers)
+      if (k == name) return v;
+    return std::string();
+  };
+  const cs::Response page = call(s, "GET", "/");
+  CHECK(page.status == 200);
+  CHECK(page.content_type == "text/html; charset=utf-8");
+  CHECK(page.body.find("<script>") != std::string::npos);
+  CHECK(page.body.find("secret") == std::string::npos);
+  const std::string policy = header(page, "Content-Security-Policy");
+  CHECK(policy.starts_with("default-src 'none'; script-src 'sha256-"));
+  CHECK(policy.find("connect-src 'self'") != std::string::npos);
+  CHECK(policy.find("frame-ancestors 'none'") != std::string::npos);
+  CHECK(policy.find("unsafe") == std::string::npos);
+  CHECK(header(page, "X-Content-Type-Options") == "nosniff");
+  // The same bytes whatever the token, the tasks or the query: nothing of the server in it.
+  cs::ServiceOptions other;
+  other.token = "another-token-0123456789";
+  cs::Service s2(other);
+  CHECK(call(s2, "GET", "/?token=x").body == page.body);
+  CHECK(call(s, "GET", "/", "", "Bearer 0123456789abcdef-secret").body == page.body);
+  auto r = call(s, "POST", "/", "{}");
+  CHECK(r.status == 405);
+  CHECK(code_of(r) == "method_not_allowed");
+  // What it polls needs the token.
+  r = call(s, "GET", "/v1/live");
+  CHECK(r.status == 401);
+  r = call(s,
+           "POST",
+           "/v1/tasks/autoscale/execute",
+           R"({"action":"scale_up","params":{"n":2}})",
+           "Bearer 0123456789abcdef-secret");
+  REQUIRE(body_of(r)["executed"] == true);
+  r = call(s, "GET", "/v1/live", "", "Bearer 0123456789abcdef-secret");
+  REQUIRE(r.status == 200);
+  const json live = body_of(r);
+  REQUIRE(live["tasks"].size() == 1);
+  CHECK(live["tasks"][0]["recent"][0]["outcome"] == "executed");
+  CHECK(live["tasks"][0]["recent"][0]["principal"] == "token");
+  CHECK(live["tasks"][0]["charts"]["timeline"].get<std::string>().find("data-executed=\"1\"") !=
+        std::string::npos);
+  CHECK(live["pools"] == json::array());
+}
+
 namespace {
 
 // A principals file: one principal a right set, as `{"NAME": {TASK: [RIGHT...]}}` in JSON.
@@ -219,6 +270,7 @@ const std::vector<RouteCase>& route_table() {
   static const std::vector<RouteCase> table{
       {"GET", "/metrics", "", cs::Right::read, false},
       {"GET", "/v1/pools", "", cs::Right::read, false},
+      {"GET", "/v1/live", "", cs::Right::read, true},
       {"GET", "/v1/tasks", "", cs::Right::read, true},
       {"POST", "/v1/tasks", "", cs::Right::admin, false},  // the body: quickstart's spec
       {"GET", "/v1/tasks/autoscale/state", "", cs::Right::read, false},

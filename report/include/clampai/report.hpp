@@ -6,6 +6,7 @@
 #include "clampai/report/format.hpp"
 #include "clampai/report/html.hpp"
 #include "clampai/report/ledger.hpp"
+#include "clampai/report/live_charts.hpp"
 #include "clampai/report/lookahead.hpp"
 #include "clampai/report/progress.hpp"
 #include "clampai/report/repair.hpp"

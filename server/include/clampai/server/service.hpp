@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "clampai/kernel/pools.hpp"
@@ -85,6 +86,8 @@ struct Response {
   std::string content_type = "application/json";
   std::string body{};
   std::function<bool(std::string&)> next_chunk{};
+  /// Headers to send besides Content-Type (the live page's Content-Security-Policy...).
+  std::vector<std::pair<std::string, std::string>> headers{};
 };
 
 class Task;
