@@ -20,6 +20,10 @@
 
 namespace clampai::kernel {
 class TaskModel;
+class SafetyKernel;
+}  // namespace clampai::kernel
+namespace clampai::driver {
+class Committer;
 }
 
 namespace clampai::server {
@@ -122,6 +126,26 @@ int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
                 std::istream& in,
                 std::ostream& out,
                 std::ostream& log);
+
+/// `clampai agent SPEC --upstream -- COMMAND` (docs/GATEWAY.md, "The agent on real tools"): a
+/// committer over `inner` that executes every committed step of a bound action through its tool
+/// on the upstream `options.command`, started and initialised here, so that what an agent's
+/// chooser commits reaches the world only as a call the kernel approved. The call's arguments
+/// are the step's parameters written where the bindings read them (`number` bindings; a
+/// parameter computed by a `constant` is not written), and the bindings must compute exactly
+/// the step's parameters back from them, or the step is refused before the kernel commits it.
+/// An action bound to no tool only changes the kernel's state. Each step's outcome is recorded
+/// as the gateway records it (in `own`'s trace when not null); an error undoes the step (the
+/// chooser is told it was rejected, with the tool's message); a lost answer keeps the charge
+/// and throws, ending the run. `bindings`, `inner`, `own` and `log` outlive the committer.
+/// @throws InvalidArgument when an action is bound to several tools, a binding cannot be
+/// written back (`utf8_bytes`, `count`, `under`), or a bound tool is missing or changed;
+/// UpstreamError (an Error) when the upstream cannot be started or initialised.
+std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
+                                                      kernel::SafetyKernel* own,
+                                                      const Bindings& bindings,
+                                                      const GatewayOptions& options,
+                                                      std::ostream& log);
 
 /// Starts the upstream, lists its tools and writes a starting `bindings` section (each tool
 /// with its pin, bound to no action yet) to `out`. Returns 0, or 1 on failure (said on `log`).

@@ -1,0 +1,106 @@
+// The one MCP client of an upstream server (a child process on pipes), shared by `clampai
+// gateway` and `clampai agent --upstream`: its process, its requests, its tools and their pins,
+// and what becomes of a committed step once its call is forwarded (recorded, undone on an error).
+// Private to the server library.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "clampai/kernel/error.hpp"
+#include "clampai/kernel/json.hpp"
+#include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/server/gateway.hpp"
+
+namespace clampai::driver {
+class Committer;
+}
+
+namespace clampai::server {
+
+/// The upstream could not be started (exit status 1, not a usage error).
+class UpstreamError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// What the upstream answered to one request.
+struct UpstreamAnswer {
+  enum class Kind : std::uint8_t { result, error, gone, timeout } kind = Kind::gone;
+  kernel::jsonio::JsonNode body;  // the result, or the error object
+};
+
+/// An upstream tool as its `tools/list` gave it, with its pin or why it has none.
+struct ListedTool {
+  kernel::jsonio::JsonNode tool;
+  std::string pin;
+  std::string unpinnable;
+};
+
+class UpstreamProcess;
+
+/// The upstream server and the requests made of it, one at a time.
+class UpstreamClient {
+ public:
+  /// Passes on a notification of the upstream (`notifications/message`, `.../progress`) as the
+  /// JSON text of the message.
+  using Notify = std::function<void(const std::string& message)>;
+  /// Starts `options.command`. @throws UpstreamError if it cannot be started, InvalidArgument
+  /// for a bad `--env`.
+  UpstreamClient(const GatewayOptions& options, std::ostream& log, Notify notify = {});
+  ~UpstreamClient();
+  UpstreamClient(const UpstreamClient&) = delete;
+  UpstreamClient& operator=(const UpstreamClient&) = delete;
+
+  [[nodiscard]] bool alive() const;
+  /// Why the upstream is gone, or `no answer`.
+  [[nodiscard]] std::string why_gone() const;
+  /// Sends a notification (a whole JSON-RPC message); false if the upstream is gone.
+  bool notify(const std::string& message);
+  /// Sends a request and waits for its answer, refusing what the upstream asks of the client
+  /// meanwhile and passing on its log and progress notifications. A timeout stops the upstream.
+  UpstreamAnswer request(const std::string& method, const std::string& params_json);
+  /// `initialize` at `version`, then `notifications/initialized` when `then_initialized`.
+  UpstreamAnswer initialize(std::string_view version, bool then_initialized);
+
+  /// Every page of the upstream's `tools/list`, kept until `forget_tools` (or its
+  /// `notifications/tools/list_changed`). @throws InvalidArgument when it cannot be listed.
+  const std::map<std::string, ListedTool>& tools();
+  void forget_tools() { tools_.reset(); }
+  /// Why the bound tool `b` is not offered (missing, unpinnable, changed), or nothing.
+  std::optional<std::string> hidden(const ToolBinding& b);
+
+ private:
+  std::unique_ptr<UpstreamProcess> process_;
+  std::ostream& log_;
+  Notify notify_;
+  std::uint64_t next_id_ = 0;
+  std::optional<std::map<std::string, ListedTool>> tools_;
+};
+
+/// What became of a committed step whose call was forwarded.
+enum class Settled : std::uint8_t {
+  ok,       // the tool answered a result: the step stands
+  undone,   // the tool answered an error: the step was rolled back
+  charged,  // the tool answered an error, but the step could not be undone: it stays charged
+  unknown,  // no answer (the upstream is gone or timed out): the charge stays, the tool may have
+            // acted
+};
+
+/// Records what became of step `receipt` of action `a` after its call was answered `answer`
+/// (an `attested` entry of attestor `gateway` in `own`'s trace when there is one), and undoes
+/// the step on an error. `why_gone` says why there was no answer.
+Settled settle_step(driver::Committer& committer,
+                    kernel::SafetyKernel* own,
+                    const kernel::Action& a,
+                    const kernel::Receipt& receipt,
+                    const UpstreamAnswer& answer,
+                    const std::string& why_gone,
+                    std::ostream& log);
+
+}  // namespace clampai::server

@@ -1,0 +1,61 @@
+"""A tiny MCP server on stdio for tests/cli/agent_upstream_test.py (`clampai agent --upstream`).
+Tools: `transfer` (appends `transfer AMOUNT` to $FAKE_LOG; amount 13 is answered with a
+JSON-RPC error, 14 with an isError result), `tip` (appends `tip`), `crash` (appends `crash
+AMOUNT` and exits mid-call). $FAKE_DESC changes `transfer`'s description (a rug pull)."""
+
+import json
+import os
+import sys
+
+NUMBER = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+TOOLS = [
+    {"name": "transfer", "description": os.environ.get("FAKE_DESC", "Transfer an amount"),
+     "inputSchema": NUMBER},
+    {"name": "tip", "description": "Leave a fixed tip", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exits mid-call", "inputSchema": NUMBER},
+]
+
+
+def log(line):
+    if os.environ.get("FAKE_LOG"):
+        with open(os.environ["FAKE_LOG"], "a") as f:
+            f.write(line + "\n")
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text(s, error=False):
+    r = {"content": [{"type": "text", "text": s}]}
+    if error:
+        r["isError"] = True
+    return r
+
+
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    i, method = m["id"], m["method"]
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {
+            "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": i, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name, args = m["params"]["name"], m["params"].get("arguments", {})
+        amount = args.get("amount")
+        log(name if amount is None else "%s %s" % (name, amount))
+        if name == "crash":
+            sys.exit(3)
+        if name == "transfer" and amount == 13:
+            send({"jsonrpc": "2.0", "id": i, "error": {"code": -32000, "message": "bank says no"}})
+        elif name == "transfer" and amount == 14:
+            send({"jsonrpc": "2.0", "id": i, "result": text("declined", True)})
+        else:
+            send({"jsonrpc": "2.0", "id": i, "result": text("done")})
+    else:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "no " + method}})
