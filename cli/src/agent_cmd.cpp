@@ -158,7 +158,7 @@ int agent_command() {
   if (args.upstream) {
     server::GatewayOptions upstream;
     upstream.command = args.command;
-    tools = server::upstream_committer(*base, own, bindings, upstream, std::cerr);
+    tools = server::upstream_committer(*base, own, shared.get(), bindings, upstream, std::cerr);
   }
   const ca::OrchestratorResult r =
       ca::Orchestrator(tools ? *tools : *base, shared != nullptr, *client, orchestrator_options)

@@ -303,7 +303,7 @@ class Gateway {
                                 ? "the upstream did not answer in time"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
     const Settled settled =
-        settle_step(*committer_, own_.get(), a, *out.receipt, answer, why, log_);
+        settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
     if (answer.kind == UpstreamAnswer::Kind::result) {
       std::string raw;
       append_json(raw, answer.body);

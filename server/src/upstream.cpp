@@ -359,7 +359,7 @@ namespace {
 
 // Records what became of a forwarded step (an `attested` entry of the trace, attestor
 // `gateway`), and says on the log what was not `ok`.
-void record_outcome(ck::SafetyKernel* own,
+void record_outcome(OutcomeTrace trace,
                     const ck::Action& a,
                     const ck::Receipt& receipt,
                     std::string_view outcome,
@@ -368,7 +368,7 @@ void record_outcome(ck::SafetyKernel* own,
   if (outcome != "ok")  // the trace keeps every outcome; the log what went wrong
     log << "clampai gateway: step " << receipt.sequence << " (`" << a.id << "`): " << outcome
         << (detail.empty() ? "" : ": " + detail) << "\n";
-  if (own == nullptr) return;  // a shared ledger takes only the kernel's entries
+  if (trace.own == nullptr && trace.shared == nullptr) return;
   ck::AttestationRecord r;
   r.attestor = "gateway";
   r.gate = a.id;
@@ -376,7 +376,10 @@ void record_outcome(ck::SafetyKernel* own,
   r.evidence = "step " + std::to_string(receipt.sequence) + ": " + std::string(outcome);
   if (outcome != "ok") r.error = r.evidence + (detail.empty() ? "" : ": " + detail);
   try {
-    (void)own->record_attested(ck::attestation_entry(r));
+    if (trace.own != nullptr)
+      (void)trace.own->record_attested(ck::attestation_entry(r));
+    else
+      (void)trace.shared->record_attested(ck::attestation_entry(r));
   } catch (const std::exception& e) {
     log << "clampai gateway: could not record the outcome: " << e.what() << "\n";
   }
@@ -395,7 +398,7 @@ bool undo_step(driver::Committer& committer, const ck::Receipt& receipt, std::os
 }  // namespace
 
 Settled settle_step(driver::Committer& committer,
-                    ck::SafetyKernel* own,
+                    OutcomeTrace trace,
                     const ck::Action& a,
                     const ck::Receipt& receipt,
                     const UpstreamAnswer& answer,
@@ -406,7 +409,7 @@ Settled settle_step(driver::Committer& committer,
     case UpstreamAnswer::Kind::result: {
       const JsonNode* e = answer.body.find("isError");
       if (e == nullptr || e->kind != JsonNode::Kind::boolean || !e->boolean) {
-        record_outcome(own, a, receipt, "ok", "", log);
+        record_outcome(trace, a, receipt, "ok", "", log);
         return Settled::ok;
       }
       error = "the tool answered isError";
@@ -419,10 +422,10 @@ Settled settle_step(driver::Committer& committer,
     }
     case UpstreamAnswer::Kind::gone:
     case UpstreamAnswer::Kind::timeout:
-      record_outcome(own, a, receipt, "unknown", why_gone, log);
+      record_outcome(trace, a, receipt, "unknown", why_gone, log);
       return Settled::unknown;
   }
-  record_outcome(own, a, receipt, "error", error, log);
+  record_outcome(trace, a, receipt, "error", error, log);
   const bool undone = undo_step(committer, receipt, log);
   log << "clampai gateway: step " << receipt.sequence
       << (undone ? " rolled back" : " stays charged") << "\n";

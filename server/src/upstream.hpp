@@ -14,6 +14,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/json.hpp"
+#include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "clampai/server/gateway.hpp"
 
@@ -92,11 +93,17 @@ enum class Settled : std::uint8_t {
             // acted
 };
 
-/// Records what became of step `receipt` of action `a` after its call was answered `answer`
-/// (an `attested` entry of attestor `gateway` in `own`'s trace when there is one), and undoes
-/// the step on an error. `why_gone` says why there was no answer.
+/// Where a step's outcome is recorded: the trace of `own`, or the shared trace of `shared`
+/// (an `attested` entry of attestor `gateway`), or nowhere when both are null.
+struct OutcomeTrace {
+  kernel::SafetyKernel* own = nullptr;
+  kernel::SharedKernel* shared = nullptr;
+};
+
+/// Records what became of step `receipt` of action `a` after its call was answered `answer`,
+/// and undoes the step on an error. `why_gone` says why there was no answer.
 Settled settle_step(driver::Committer& committer,
-                    kernel::SafetyKernel* own,
+                    OutcomeTrace trace,
                     const kernel::Action& a,
                     const kernel::Receipt& receipt,
                     const UpstreamAnswer& answer,

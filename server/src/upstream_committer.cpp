@@ -42,11 +42,11 @@ void put(JsonNode& root, const std::vector<std::string>& path, JsonNode value) {
 class ToolCommitter final : public driver::Committer {
  public:
   ToolCommitter(driver::Committer& inner,
-                ck::SafetyKernel* own,
+                OutcomeTrace trace,
                 const Bindings& bindings,
                 const GatewayOptions& options,
                 std::ostream& log)
-      : inner_(inner), own_(own), log_(log), upstream_(options, log) {
+      : inner_(inner), trace_(trace), log_(log), upstream_(options, log) {
     const UpstreamAnswer init = upstream_.initialize(mcp_protocol_versions[0], true);
     if (init.kind != UpstreamAnswer::Kind::result) {
       const JsonNode* msg = init.body.find("message");
@@ -185,7 +185,7 @@ class ToolCommitter final : public driver::Committer {
                                 ? "the upstream did not answer in time"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
     const ck::Receipt receipt = *out.receipt;
-    switch (settle_step(inner_, own_, a, receipt, answer, why, log_)) {
+    switch (settle_step(inner_, trace_, a, receipt, answer, why, log_)) {
       case Settled::ok:
       case Settled::charged:
         return out;
@@ -209,7 +209,7 @@ class ToolCommitter final : public driver::Committer {
   }
 
   driver::Committer& inner_;
-  ck::SafetyKernel* own_;
+  OutcomeTrace trace_;
   std::ostream& log_;
   UpstreamClient upstream_;
   std::vector<const ToolBinding*> tool_of_;  // per action
@@ -219,10 +219,11 @@ class ToolCommitter final : public driver::Committer {
 
 std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
                                                       ck::SafetyKernel* own,
+                                                      ck::SharedKernel* shared,
                                                       const Bindings& bindings,
                                                       const GatewayOptions& options,
                                                       std::ostream& log) {
-  return std::make_unique<ToolCommitter>(inner, own, bindings, options, log);
+  return std::make_unique<ToolCommitter>(inner, OutcomeTrace{own, shared}, bindings, options, log);
 }
 
 }  // namespace clampai::server

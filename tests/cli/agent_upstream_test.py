@@ -84,7 +84,7 @@ def spec(pin, pay_binding="amount"):
     }
 
 
-def run_agent(tmp, name, spec_json, script, env, extra=()):
+def run_agent(tmp, name, spec_json, script, env, ledger=None):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(spec_json, f)
@@ -92,10 +92,11 @@ def run_agent(tmp, name, spec_json, script, env, extra=()):
     thread = threading.Thread(target=llm.serve_forever, daemon=True)
     thread.start()
     try:
-        trace = os.path.join(tmp, name + ".jsonl")
+        trace = ledger or os.path.join(tmp, name + ".jsonl")
+        where = ["--ledger", "file:" + ledger] if ledger else ["--trace", trace]
         p = subprocess.run([CLAMPAI, "agent", path, "--llm", "openai", "--base-url",
                             "http://127.0.0.1:%d/v1" % llm.server_address[1], "--format", "json",
-                            "--trace", trace, *extra, "--upstream", "--", *UPSTREAM],
+                            *where, "--upstream", "--", *UPSTREAM],
                            capture_output=True, text=True, env=env, timeout=120)
     finally:
         llm.shutdown()
@@ -158,6 +159,24 @@ def main():
         details = [e for e in trace_entries(trace) if e.get("kind") == "attested"]
         assert any("unknown" in json.dumps(e) for e in details), details
         assert report["budget"]["net"] == "1.000", report  # the crashed step's charge stays
+
+        # On a shared ledger, each outcome is an entry of the shared trace (issue 39), so
+        # `trace verify` names no step without one; a crash leaves its `unknown` there.
+        os.remove(log)
+        ledger = os.path.join(tmp, "ledger.jsonl")
+        p, path, _, _ = run_agent(tmp, "ledger", spec(pin), [("pay", {"amount": 10}),
+                                                            ("pay", {"amount": 13}),
+                                                            ("crash_pay", {"amount": 6})],
+                                  env, ledger=ledger)
+        assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+        assert calls(log) == ["transfer 10", "transfer 13", "crash 6"], calls(log)
+        outcomes = [e["params"]["detail"] for e in trace_entries(ledger)
+                    if e.get("kind") == "attested" and e["params"].get("attestor") == "gateway"]
+        assert [o.split(":")[1].strip() for o in outcomes] == ["ok", "error", "unknown"], outcomes
+        v = subprocess.run([CLAMPAI, "trace", "verify", "file:" + ledger, "--spec", path,
+                            "--format", "json"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0, (v.stdout, v.stderr)
+        assert json.loads(v.stdout).get("steps_without_outcome", []) == [], v.stdout
 
         # Refused before anything runs: a changed tool, a binding that cannot be written back.
         os.remove(log)

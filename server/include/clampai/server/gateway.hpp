@@ -21,6 +21,7 @@
 namespace clampai::kernel {
 class TaskModel;
 class SafetyKernel;
+class SharedKernel;
 }  // namespace clampai::kernel
 namespace clampai::driver {
 class Committer;
@@ -135,14 +136,15 @@ int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
 /// parameter computed by a `constant` is not written), and the bindings must compute exactly
 /// the step's parameters back from them, or the step is refused before the kernel commits it.
 /// An action bound to no tool only changes the kernel's state. Each step's outcome is recorded
-/// as the gateway records it (in `own`'s trace when not null); an error undoes the step (the
-/// chooser is told it was rejected, with the tool's message); a lost answer keeps the charge
-/// and throws, ending the run. `bindings`, `inner`, `own` and `log` outlive the committer.
+/// as the gateway records it (in `own`'s trace, or `shared`'s, when not null); an error undoes the
+/// step (the chooser is told it was rejected, with the tool's message); a lost answer keeps the
+/// charge and throws, ending the run. `bindings`, `inner`, `own` and `log` outlive the committer.
 /// @throws InvalidArgument when an action is bound to several tools, a binding cannot be
 /// written back (`utf8_bytes`, `count`, `under`), or a bound tool is missing or changed;
 /// UpstreamError (an Error) when the upstream cannot be started or initialised.
 std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
                                                       kernel::SafetyKernel* own,
+                                                      kernel::SharedKernel* shared,
                                                       const Bindings& bindings,
                                                       const GatewayOptions& options,
                                                       std::ostream& log);
