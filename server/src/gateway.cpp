@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <csignal>
+#include <deque>
 #include <istream>
 #include <map>
 #include <optional>
@@ -37,6 +38,14 @@ namespace {
 
 constexpr std::uint32_t kSolverMs = 2000;  // repair's limit for the closest approved values
 
+// The answer to a client's line longer than --max-message-bytes.
+std::string too_long_message(std::size_t limit) {
+  return error_message("null",
+                       kInvalidRequest,
+                       "invalid request: a message longer than " + std::to_string(limit) +
+                           " bytes (--max-message-bytes), discarded up to its end of line");
+}
+
 class Gateway {
  public:
   Gateway(std::shared_ptr<const ck::TaskModel> model,
@@ -49,7 +58,13 @@ class Gateway {
         options_(options),
         out_(out),
         log_(log),
-        upstream_(options, log, [this](const std::string& n) { write(n); }) {
+        upstream_(
+            options,
+            log,
+            [this](const std::string& n) { write(n); },
+            [this](const std::string& method, const std::string& id, const JsonNode* params) {
+              return ask_client(method, id, params);
+            }) {
     if (options.ledger.empty()) {
       ck::KernelOptions k;
       k.record_rejections = true;
@@ -76,6 +91,17 @@ class Gateway {
   }
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
+
+  /// The client's input, read for its answers to what the upstream asks of it (`ask_client`).
+  void attach(LineReader& client) { client_ = &client; }
+  /// A message of the client read while it was being asked something, to handle next.
+  std::optional<std::string> take_backlog() {
+    if (backlog_.empty()) return std::nullopt;
+    std::string line = std::move(backlog_.front());
+    backlog_.pop_front();
+    return line;
+  }
+  [[nodiscard]] bool client_ended() const { return client_ended_; }
 
   // Answers one line of the client (nothing for a notification or a reply).
   void handle(const std::string& line) {
@@ -120,10 +146,68 @@ class Gateway {
     if (!message.empty()) out_ << message << '\n' << std::flush;
   }
 
+  // A request of the upstream (roots, sampling, elicitation) passed to the client when the spec
+  // allows it by name: sent with an id of the gateway's, and the client read until it answers
+  // (its other messages kept, in order, for after). The reply for the upstream, or empty to
+  // refuse the request.
+  std::string ask_client(const std::string& method,
+                         const std::string& upstream_id,
+                         const JsonNode* params) {
+    if (!is_client_request(method) || !bindings_.allows(method)) return "";
+    const auto refuse = [&](const std::string& why) {
+      log_ << "clampai gateway: the upstream's request `" << method << "`: " << why << "\n";
+      return error_message(upstream_id, kInternalError, "the gateway's client: " + why);
+    };
+    if (client_ == nullptr || client_ended_) return refuse("the client is gone");
+    const std::string id = "\"clampai-gateway-ask-" + std::to_string(++asks_) + "\"";
+    std::string m = R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":)";
+    append_json_string(m, method);
+    if (params != nullptr) {
+      m += ",\"params\":";
+      append_json(m, *params);
+    }
+    write(m + "}");
+    std::string line;
+    for (;;) {
+      const LineReader::Got got = client_->next(line);
+      if (got == LineReader::Got::end || got == LineReader::Got::timeout) {
+        client_ended_ = true;
+        return refuse("it closed its input before it answered");
+      }
+      if (got == LineReader::Got::too_long) {
+        write(too_long_message(options_.max_message_bytes));
+        continue;
+      }
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      ck::jsonio::JsonLimits limits;
+      limits.max_bytes = options_.max_message_bytes;
+      limits.max_string = options_.max_message_bytes;
+      limits.max_depth = 64;
+      std::string refusal;
+      std::optional<Envelope> env = read_envelope(line, limits, refusal);
+      if (!env || !env->reply || env->id != id) {
+        backlog_.push_back(std::move(line));  // handled in turn once the upstream has answered
+        continue;
+      }
+      std::string reply = R"({"jsonrpc":"2.0","id":)" + upstream_id;
+      if (const JsonNode* r = env->message.find("result")) {
+        reply += ",\"result\":";
+        append_json(reply, *r);
+      } else {
+        reply += ",\"error\":";
+        append_json(reply, *env->message.find("error"));
+      }
+      return reply + "}";
+    }
+  }
+
   void notify(const std::string& method, const JsonNode* params) {
-    // The lifecycle's notification goes on; cancellations cannot reach a call in flight (calls
-    // are serialised: the client's next message is read when the answer is in).
-    if (method != "notifications/initialized") return;
+    // The lifecycle's notification goes on, and the roots' when the upstream may ask for them;
+    // cancellations cannot reach a call in flight (calls are serialised: the client's next
+    // message is read when the answer is in).
+    if (method != "notifications/initialized" &&
+        !(method == "notifications/roots/list_changed" && bindings_.allows("roots/list")))
+      return;
     std::string m = R"({"jsonrpc":"2.0","method":")" + method + "\"";
     if (params != nullptr) {
       m += ",\"params\":";
@@ -144,7 +228,26 @@ class Gateway {
 
   std::string initialize(const std::string& id, const JsonNode* params) {
     std::string_view version = protocol_version(params, mcp_protocol_versions[0]);
-    const UpstreamAnswer a = upstream_.initialize(version, false);
+    // The upstream is offered the client's capabilities of those its requests the spec allows
+    // (roots, sampling, elicitation), and no others.
+    JsonOut offered;
+    offered.begin_object();
+    const JsonNode* client_caps = params != nullptr && params->kind == JsonNode::Kind::object
+                                      ? params->find("capabilities")
+                                      : nullptr;
+    for (const auto& [cap, method] : {std::pair{"roots", "roots/list"},
+                                      std::pair{"sampling", "sampling/createMessage"},
+                                      std::pair{"elicitation", "elicitation/create"}}) {
+      const JsonNode* c = client_caps != nullptr && client_caps->kind == JsonNode::Kind::object
+                              ? client_caps->find(cap)
+                              : nullptr;
+      if (c == nullptr || !bindings_.allows(method)) continue;
+      std::string raw;
+      append_json(raw, *c);
+      offered.key(cap).raw(raw);
+    }
+    offered.end_object();
+    const UpstreamAnswer a = upstream_.initialize(version, false, offered.take());
     if (a.kind != UpstreamAnswer::Kind::result) upstream_failed(a, "initialize");
     version = protocol_version(&a.body, version);  // the upstream's answer, when we speak it
     upstream_capabilities_ = a.body.find("capabilities") != nullptr ? *a.body.find("capabilities")
@@ -353,6 +456,10 @@ class Gateway {
   std::unique_ptr<driver::Committer> committer_;
   UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
+  LineReader* client_ = nullptr;
+  std::deque<std::string> backlog_;
+  bool client_ended_ = false;
+  std::uint64_t asks_ = 0;
 };
 
 void check_options(const GatewayOptions& o) {
@@ -410,18 +517,18 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
   }
   Gateway& gateway = *started;
   LineReader reader(in, options.max_message_bytes);
+  gateway.attach(reader);
   std::string line;
   for (;;) {
+    if (auto kept = gateway.take_backlog()) {
+      gateway.handle(*kept);
+      continue;
+    }
+    if (gateway.client_ended()) break;
     const LineReader::Got got = reader.next(line);
     if (got == LineReader::Got::end || got == LineReader::Got::timeout) break;
     if (got == LineReader::Got::too_long) {
-      out << error_message("null",
-                           kInvalidRequest,
-                           "invalid request: a message longer than " +
-                               std::to_string(options.max_message_bytes) +
-                               " bytes (--max-message-bytes), discarded up to its end of line")
-          << '\n'
-          << std::flush;
+      out << too_long_message(options.max_message_bytes) << '\n' << std::flush;
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;

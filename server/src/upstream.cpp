@@ -235,8 +235,14 @@ class UpstreamProcess {
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
 };
 
-UpstreamClient::UpstreamClient(const GatewayOptions& options, std::ostream& log, Notify notify)
-    : process_(std::make_unique<UpstreamProcess>(options)), log_(log), notify_(std::move(notify)) {}
+UpstreamClient::UpstreamClient(const GatewayOptions& options,
+                               std::ostream& log,
+                               Notify notify,
+                               Ask ask)
+    : process_(std::make_unique<UpstreamProcess>(options)),
+      log_(log),
+      notify_(std::move(notify)),
+      ask_(std::move(ask)) {}
 UpstreamClient::~UpstreamClient() = default;
 
 bool UpstreamClient::alive() const { return process_->alive(); }
@@ -283,14 +289,21 @@ UpstreamAnswer UpstreamClient::request(const std::string& method, const std::str
     }
     const std::string& what = env.method->text;
     if (!env.notification) {
-      // Roots, sampling, elicitation...: nothing is asked of the client on the upstream's
-      // behalf.
-      log_ << "clampai gateway: refused the upstream's request `" << what << "`\n";
-      up.send(what == "ping" ? result_message(env.id, "{}")
-                             : error_message(env.id,
-                                             kMethodNotFound,
-                                             "refused by the gateway: `" + what +
-                                                 "` is not passed to the client"));
+      // Roots, sampling, elicitation: asked of the client only when the spec allows them by
+      // name (the `ask` hook decides), refused otherwise.
+      std::string reply;
+      if (what == "ping") {
+        reply = result_message(env.id, "{}");
+      } else if (ask_) {
+        reply = ask_(what, env.id, env.params);
+      }
+      if (reply.empty()) {
+        log_ << "clampai gateway: refused the upstream's request `" << what << "`\n";
+        reply = error_message(env.id,
+                              kMethodNotFound,
+                              "refused by the gateway: `" + what + "` is not passed to the client");
+      }
+      up.send(reply);
       continue;
     }
     if (what == "notifications/tools/list_changed") tools_.reset();
@@ -302,11 +315,12 @@ UpstreamAnswer UpstreamClient::request(const std::string& method, const std::str
   }
 }
 
-UpstreamAnswer UpstreamClient::initialize(std::string_view version, bool then_initialized) {
-  // The upstream is offered no client capabilities (roots, sampling, elicitation).
+UpstreamAnswer UpstreamClient::initialize(std::string_view version,
+                                          bool then_initialized,
+                                          const std::string& capabilities) {
   JsonOut p;
   p.begin_object().key("protocolVersion").value(version);
-  p.key("capabilities").begin_object().end_object();
+  p.key("capabilities").raw(capabilities);
   p.key("clientInfo").begin_object().key("name").value("clampai-gateway");
   p.key("version").value(CLAMPAI_VERSION).end_object().end_object();
   UpstreamAnswer a = request("initialize", p.take());

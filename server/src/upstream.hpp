@@ -51,9 +51,16 @@ class UpstreamClient {
   /// Passes on a notification of the upstream (`notifications/message`, `.../progress`) as the
   /// JSON text of the message.
   using Notify = std::function<void(const std::string& message)>;
+  /// Answers a request of the upstream (`method`, its id as JSON text, its params or null):
+  /// the whole reply message for the upstream, or empty to refuse it (-32601).
+  using Ask = std::function<std::string(
+      const std::string& method, const std::string& id, const kernel::jsonio::JsonNode* params)>;
   /// Starts `options.command`. @throws UpstreamError if it cannot be started, InvalidArgument
   /// for a bad `--env`.
-  UpstreamClient(const GatewayOptions& options, std::ostream& log, Notify notify = {});
+  UpstreamClient(const GatewayOptions& options,
+                 std::ostream& log,
+                 Notify notify = {},
+                 Ask ask = {});
   ~UpstreamClient();
   UpstreamClient(const UpstreamClient&) = delete;
   UpstreamClient& operator=(const UpstreamClient&) = delete;
@@ -66,8 +73,11 @@ class UpstreamClient {
   /// Sends a request and waits for its answer, refusing what the upstream asks of the client
   /// meanwhile and passing on its log and progress notifications. A timeout stops the upstream.
   UpstreamAnswer request(const std::string& method, const std::string& params_json);
-  /// `initialize` at `version`, then `notifications/initialized` when `then_initialized`.
-  UpstreamAnswer initialize(std::string_view version, bool then_initialized);
+  /// `initialize` at `version`, offering the client capabilities `capabilities` (a JSON
+  /// object's text), then `notifications/initialized` when `then_initialized`.
+  UpstreamAnswer initialize(std::string_view version,
+                            bool then_initialized,
+                            const std::string& capabilities = "{}");
 
   /// Every page of the upstream's `tools/list`, kept until `forget_tools` (or its
   /// `notifications/tools/list_changed`). @throws InvalidArgument when it cannot be listed.
@@ -80,6 +90,7 @@ class UpstreamClient {
   std::unique_ptr<UpstreamProcess> process_;
   std::ostream& log_;
   Notify notify_;
+  Ask ask_;
   std::uint64_t next_id_ = 0;
   std::optional<std::map<std::string, ListedTool>> tools_;
 };

@@ -108,7 +108,7 @@ def calls(log):
     if not os.path.exists(log):
         return []
     with open(log) as f:
-        return [line.strip() for line in f if line.strip()]
+        return [line.strip() for line in f if line.strip() and not line.startswith("init ")]
 
 
 def trace_entries(trace):

@@ -1,7 +1,9 @@
 """A tiny MCP server on stdio for tests/cli/agent_upstream_test.py (`clampai agent --upstream`).
 Tools: `transfer` (appends `transfer AMOUNT` to $FAKE_LOG; amount 13 is answered with a
 JSON-RPC error, 14 with an isError result), `tip` (appends `tip`), `crash` (appends `crash
-AMOUNT` and exits mid-call). $FAKE_DESC changes `transfer`'s description (a rug pull)."""
+AMOUNT` and exits mid-call), `ask` (asks the client `METHOD` first, its `method` argument, and
+answers with the client's reply; the reply goes to $FAKE_LOG as `answer JSON`). $FAKE_DESC
+changes `transfer`'s description (a rug pull)."""
 
 import json
 import os
@@ -13,6 +15,8 @@ TOOLS = [
      "inputSchema": NUMBER},
     {"name": "tip", "description": "Leave a fixed tip", "inputSchema": {"type": "object"}},
     {"name": "crash", "description": "Exits mid-call", "inputSchema": NUMBER},
+    {"name": "ask", "description": "Asks the client something first",
+     "inputSchema": {"type": "object", "properties": {"method": {"type": "string"}}}},
 ]
 
 
@@ -34,12 +38,30 @@ def text(s, error=False):
     return r
 
 
-for line in sys.stdin:
+def ask(method):
+    send({"jsonrpc": "2.0", "id": "up-1", "method": method,
+          "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                     "maxTokens": 5} if method == "sampling/createMessage" else {}})
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        m = json.loads(line)
+        if m.get("id") == "up-1" and "method" not in m:
+            log("answer " + json.dumps(m.get("result", m.get("error")), sort_keys=True))
+            return m
+
+
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
     m = json.loads(line)
     if "id" not in m or "method" not in m:
         continue
     i, method = m["id"], m["method"]
     if method == "initialize":
+        log("init " + json.dumps(m["params"].get("capabilities"), sort_keys=True))
         send({"jsonrpc": "2.0", "id": i, "result": {
             "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
             "serverInfo": {"name": "fake", "version": "1"}}})
@@ -51,6 +73,12 @@ for line in sys.stdin:
         log(name if amount is None else "%s %s" % (name, amount))
         if name == "crash":
             sys.exit(3)
+        if name == "ask":
+            reply = ask(args.get("method", "sampling/createMessage"))
+            send({"jsonrpc": "2.0", "id": i,
+                  "result": text(json.dumps(reply.get("result", reply.get("error"))),
+                                 "error" in reply)})
+            continue
         if name == "transfer" and amount == 13:
             send({"jsonrpc": "2.0", "id": i, "error": {"code": -32000, "message": "bank says no"}})
         elif name == "transfer" and amount == 14:

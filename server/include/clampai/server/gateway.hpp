@@ -56,10 +56,16 @@ struct ToolBinding {
 /// The spec's `bindings` section.
 struct Bindings {
   std::vector<ToolBinding> tools{};
-  /// Methods passed to the upstream as they are (`resources/list`, `prompts/get`...).
+  /// Methods passed to the upstream as they are (`resources/list`, `prompts/get`...), and the
+  /// upstream's requests passed to the client (`is_client_request`).
   std::vector<std::string> allow{};
   [[nodiscard]] const ToolBinding* find(std::string_view tool) const;
+  [[nodiscard]] bool allows(std::string_view method) const;
 };
+
+/// Whether `method` is one an upstream asks of the client (`roots/list`,
+/// `sampling/createMessage`, `elicitation/create`): refused unless `bindings.allow` names it.
+bool is_client_request(std::string_view method);
 
 /// Reads the `bindings` section of a spec's JSON text against its model: every tool bound to
 /// an action of `model`, every parameter without a default computed by one expression, every
