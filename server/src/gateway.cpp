@@ -3,7 +3,11 @@
 // before it is forwarded (docs/GATEWAY.md).
 #include "clampai/server/gateway.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <deque>
@@ -93,7 +97,18 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   /// The client's input, read for its answers to what the upstream asks of it (`ask_client`).
-  void attach(LineReader& client) { client_ = &client; }
+  /// With its file descriptor `fd` (whose reads wait `*wait_ms`, -1: until something comes), it
+  /// is also read while the upstream is waited for, so that it may cancel a call in flight.
+  void attach(LineReader& client, int fd = -1, int* wait_ms = nullptr) {
+    client_ = &client;
+    if (fd < 0 || wait_ms == nullptr) return;
+    client_wait_ms_ = wait_ms;
+    ClientWatch w;
+    w.fd = [this, fd] { return client_ended_ ? -1 : fd; };
+    w.buffered = [this] { return !client_ended_ && client_->buffered(); };
+    w.drain = [this] { return drain(); };
+    upstream_.watch(std::move(w));
+  }
   /// A message of the client read while it was being asked something, to handle next.
   std::optional<std::string> take_backlog() {
     if (backlog_.empty()) return std::nullopt;
@@ -199,6 +214,66 @@ class Gateway {
       }
       return reply + "}";
     }
+  }
+
+  // The `requestId` of a `notifications/cancelled` line, as JSON text, or nothing.
+  std::optional<std::string> cancellation_of(const std::string& line) const {
+    ck::jsonio::JsonLimits limits;
+    limits.max_bytes = options_.max_message_bytes;
+    limits.max_string = options_.max_message_bytes;
+    limits.max_depth = 64;
+    std::string refusal;
+    const std::optional<Envelope> env = read_envelope(line, limits, refusal);
+    if (!env || !env->notification || env->method->text != "notifications/cancelled" ||
+        env->params == nullptr || env->params->kind != JsonNode::Kind::object)
+      return std::nullopt;
+    const JsonNode* target = env->params->find("requestId");
+    if (target == nullptr) return std::nullopt;
+    return id_json(target);
+  }
+
+  // Reads what the client sent while a call is forwarded, without waiting: a cancellation of
+  // the call in flight is reported (true); one of a request not handled yet drops it before
+  // the kernel decides anything; the rest is kept for after, in order.
+  bool drain() {
+    if (client_ == nullptr || client_ended_ || client_wait_ms_ == nullptr) return false;
+    *client_wait_ms_ = 0;
+    bool cancelled = false;
+    std::string line;
+    for (;;) {
+      const LineReader::Got got = client_->next(line);
+      if (got == LineReader::Got::timeout) break;
+      if (got == LineReader::Got::end) {
+        client_ended_ = true;
+        break;
+      }
+      if (got == LineReader::Got::too_long) {
+        write(too_long_message(options_.max_message_bytes));
+        continue;
+      }
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const std::optional<std::string> target = cancellation_of(line);
+      if (!target) {
+        backlog_.push_back(std::move(line));
+        continue;
+      }
+      if (in_flight_ && *target == *in_flight_) {
+        cancelled = true;
+        continue;
+      }
+      const auto queued = std::find_if(backlog_.begin(), backlog_.end(), [&](const std::string& l) {
+        std::string refusal;
+        const auto e = read_envelope(l, ck::jsonio::JsonLimits{}, refusal);
+        return e && !e->notification && !e->reply && e->id == *target;
+      });
+      if (queued != backlog_.end()) {
+        log_ << "clampai gateway: request " << *target
+             << " cancelled before the kernel decided it: dropped\n";
+        backlog_.erase(queued);
+      }
+    }
+    *client_wait_ms_ = -1;
+    return cancelled;
   }
 
   void notify(const std::string& method, const JsonNode* params) {
@@ -401,12 +476,19 @@ class Gateway {
       append_json(forward, *meta);
     }
     forward += "}";
+    in_flight_ = id;
     const UpstreamAnswer answer = upstream_.request("tools/call", forward);
+    in_flight_.reset();
     const std::string why = answer.kind == UpstreamAnswer::Kind::timeout
                                 ? "the upstream did not answer in time"
+                            : answer.kind == UpstreamAnswer::Kind::cancelled
+                                ? "the client cancelled the call after "
+                                  "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
     const Settled settled =
         settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
+    // A cancelled request is not answered (MCP's cancellation).
+    if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
     if (answer.kind == UpstreamAnswer::Kind::result) {
       std::string raw;
       append_json(raw, answer.body);
@@ -457,6 +539,8 @@ class Gateway {
   UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
   LineReader* client_ = nullptr;
+  int* client_wait_ms_ = nullptr;         // the client's reads wait this long (-1: at will)
+  std::optional<std::string> in_flight_;  // the client's id of the call being forwarded
   std::deque<std::string> backlog_;
   bool client_ended_ = false;
   std::uint64_t asks_ = 0;
@@ -494,12 +578,18 @@ void OutcomeTracker::add(const ck::TraceEntry& entry) {
   if (ec == std::errc() && end != d.data() + 5 && *end == ':') pending_.erase(step);
 }
 
-int run_gateway(std::shared_ptr<const ck::TaskModel> model,
-                const Bindings& bindings,
-                const GatewayOptions& options,
-                std::istream& in,
-                std::ostream& out,
-                std::ostream& log) {
+namespace {
+
+// The one loop over the client's lines, read by `reader`; through `fd` (reads waiting `*wait_ms`)
+// also while a call is forwarded, when it has one.
+int serve(std::shared_ptr<const ck::TaskModel> model,
+          const Bindings& bindings,
+          const GatewayOptions& options,
+          LineReader& reader,
+          int fd,
+          int* wait_ms,
+          std::ostream& out,
+          std::ostream& log) {
   check_options(options);
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   for (const ck::Action& a : model->actions)
@@ -516,8 +606,7 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
     return 1;
   }
   Gateway& gateway = *started;
-  LineReader reader(in, options.max_message_bytes);
-  gateway.attach(reader);
+  gateway.attach(reader, fd, wait_ms);
   std::string line;
   for (;;) {
     if (auto kept = gateway.take_backlog()) {
@@ -535,6 +624,41 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
     gateway.handle(line);
   }
   return 0;
+}
+
+}  // namespace
+
+int run_gateway(std::shared_ptr<const ck::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                std::istream& in,
+                std::ostream& out,
+                std::ostream& log) {
+  LineReader reader(in, options.max_message_bytes);
+  return serve(std::move(model), bindings, options, reader, -1, nullptr, out, log);
+}
+
+int run_gateway(std::shared_ptr<const ck::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                int in_fd,
+                std::ostream& out,
+                std::ostream& log) {
+  int wait_ms = -1;
+  LineReader reader(
+      [in_fd, &wait_ms](char* buf, std::size_t cap) -> std::ptrdiff_t {
+        for (;;) {
+          pollfd p{in_fd, POLLIN, 0};
+          const int r = ::poll(&p, 1, wait_ms);
+          if (r < 0 && errno == EINTR) continue;
+          if (r == 0) return -1;
+          const ssize_t n = ::read(in_fd, buf, cap);
+          if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+          return n < 0 ? 0 : n;
+        }
+      },
+      options.max_message_bytes);
+  return serve(std::move(model), bindings, options, reader, in_fd, &wait_ms, out, log);
 }
 
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {

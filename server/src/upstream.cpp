@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -207,17 +208,38 @@ class UpstreamProcess {
  private:
   std::ptrdiff_t read_some(char* buf, std::size_t cap) {
     for (;;) {
-      pollfd p{from_, POLLIN, 0};
+      // The client is read meanwhile, when it is watched: a cancellation of the request in
+      // flight ends the wait (as a timeout, with `cancelled_` set).
+      if (watch_ && watch_->buffered() && watch_->drain()) {
+        cancelled_ = true;
+        return -1;
+      }
+      const int client = watch_ ? watch_->fd() : -1;
+      std::array<pollfd, 2> p{pollfd{from_, POLLIN, 0}, pollfd{client, POLLIN, 0}};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline_ - std::chrono::steady_clock::now());
-      const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
+      const int r = ::poll(
+          p.data(), client >= 0 ? 2 : 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) return -1;
+      if (p[0].revents == 0) {
+        if (watch_->drain()) {
+          cancelled_ = true;
+          return -1;
+        }
+        continue;
+      }
       const ssize_t n = ::read(from_, buf, cap);
       if (n < 0 && errno == EINTR) continue;
       return n < 0 ? 0 : n;
     }
   }
+
+ public:
+  std::optional<ClientWatch> watch_;
+  bool cancelled_ = false;
+
+ private:
   void gone(const std::string& why) {
     if (!alive_) return;
     alive_ = false;
@@ -245,6 +267,10 @@ UpstreamClient::UpstreamClient(const GatewayOptions& options,
       ask_(std::move(ask)) {}
 UpstreamClient::~UpstreamClient() = default;
 
+void UpstreamClient::watch(std::optional<ClientWatch> watch) {
+  process_->watch_ = std::move(watch);
+}
+
 bool UpstreamClient::alive() const { return process_->alive(); }
 std::string UpstreamClient::why_gone() const {
   return process_->why_gone().empty() ? std::string("no answer") : process_->why_gone();
@@ -261,11 +287,20 @@ UpstreamAnswer UpstreamClient::request(const std::string& method, const std::str
   m += ",\"params\":" + params_json + "}";
   if (!up.send(m)) return a;
   up.start_clock();
+  up.cancelled_ = false;
   Envelope env;
   for (;;) {
     const UpstreamProcess::Got got = up.next(env, log_);
     if (got == UpstreamProcess::Got::gone) {
       a.kind = UpstreamAnswer::Kind::gone;
+      return a;
+    }
+    if (got == UpstreamProcess::Got::timeout && up.cancelled_) {
+      // Passed on; the upstream's late answer, if any, is dropped as one to an unknown id.
+      up.cancelled_ = false;
+      up.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + id +
+              R"(,"reason":"cancelled by the client"}})");
+      a.kind = UpstreamAnswer::Kind::cancelled;
       return a;
     }
     if (got == UpstreamProcess::Got::timeout) {
@@ -436,6 +471,7 @@ Settled settle_step(driver::Committer& committer,
     }
     case UpstreamAnswer::Kind::gone:
     case UpstreamAnswer::Kind::timeout:
+    case UpstreamAnswer::Kind::cancelled:
       record_outcome(trace, a, receipt, "unknown", why_gone, log);
       return Settled::unknown;
   }

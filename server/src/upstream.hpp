@@ -32,7 +32,9 @@ class UpstreamError : public Error {
 
 /// What the upstream answered to one request.
 struct UpstreamAnswer {
-  enum class Kind : std::uint8_t { result, error, gone, timeout } kind = Kind::gone;
+  /// `cancelled`: the client cancelled the request before its answer came (the upstream was
+  /// told with `notifications/cancelled`).
+  enum class Kind : std::uint8_t { result, error, gone, timeout, cancelled } kind = Kind::gone;
   kernel::jsonio::JsonNode body;  // the result, or the error object
 };
 
@@ -44,6 +46,15 @@ struct ListedTool {
 };
 
 class UpstreamProcess;
+
+/// The client, read while the upstream is waited for (so that it may cancel the request).
+struct ClientWatch {
+  std::function<int()> fd;         // its input, or -1 once it has ended
+  std::function<bool()> buffered;  // whether bytes it sent wait in its reader already
+  /// Reads what the client has sent, without waiting; true iff it cancelled the request in
+  /// flight.
+  std::function<bool()> drain;
+};
 
 /// The upstream server and the requests made of it, one at a time.
 class UpstreamClient {
@@ -83,6 +94,8 @@ class UpstreamClient {
   /// `notifications/tools/list_changed`). @throws InvalidArgument when it cannot be listed.
   const std::map<std::string, ListedTool>& tools();
   void forget_tools() { tools_.reset(); }
+  /// Reads the client while waiting for the upstream's answers (none: it is not read).
+  void watch(std::optional<ClientWatch> watch);
   /// Why the bound tool `b` is not offered (missing, unpinnable, changed), or nothing.
   std::optional<std::string> hidden(const ToolBinding& b);
 
@@ -100,8 +113,8 @@ enum class Settled : std::uint8_t {
   ok,       // the tool answered a result: the step stands
   undone,   // the tool answered an error: the step was rolled back
   charged,  // the tool answered an error, but the step could not be undone: it stays charged
-  unknown,  // no answer (the upstream is gone or timed out): the charge stays, the tool may have
-            // acted
+  unknown,  // no answer (the upstream is gone or timed out, or the client cancelled the call):
+            // the charge stays, the tool may have acted
 };
 
 /// Where a step's outcome is recorded: the trace of `own`, or the shared trace of `shared`

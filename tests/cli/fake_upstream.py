@@ -2,7 +2,8 @@
 Tools: `transfer` (appends `transfer AMOUNT` to $FAKE_LOG; amount 13 is answered with a
 JSON-RPC error, 14 with an isError result), `tip` (appends `tip`), `crash` (appends `crash
 AMOUNT` and exits mid-call), `ask` (asks the client `METHOD` first, its `method` argument, and
-answers with the client's reply; the reply goes to $FAKE_LOG as `answer JSON`). $FAKE_DESC
+answers with the client's reply; the reply goes to $FAKE_LOG as `answer JSON`), `slow` (logs
+`slow`, says `started` in a log notification, and answers only a cancellation: `cancelled ID`). $FAKE_DESC
 changes `transfer`'s description (a rug pull)."""
 
 import json
@@ -15,6 +16,7 @@ TOOLS = [
      "inputSchema": NUMBER},
     {"name": "tip", "description": "Leave a fixed tip", "inputSchema": {"type": "object"}},
     {"name": "crash", "description": "Exits mid-call", "inputSchema": NUMBER},
+    {"name": "slow", "description": "Never answers", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "Asks the client something first",
      "inputSchema": {"type": "object", "properties": {"method": {"type": "string"}}}},
 ]
@@ -73,6 +75,17 @@ while True:
         log(name if amount is None else "%s %s" % (name, amount))
         if name == "crash":
             sys.exit(3)
+        if name == "slow":
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "started"}})
+            while True:
+                n = json.loads(sys.stdin.readline() or "{}")
+                if not n:
+                    sys.exit(0)
+                if n.get("method") == "notifications/cancelled":
+                    log("cancelled " + str(n["params"]["requestId"]))
+                    break
+            continue
         if name == "ask":
             reply = ask(args.get("method", "sampling/createMessage"))
             send({"jsonrpc": "2.0", "id": i,

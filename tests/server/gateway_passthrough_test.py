@@ -27,8 +27,9 @@ def pins(env):
 
 
 class Client:
-    def __init__(self, spec, env, trace):
-        self.p = subprocess.Popen([CLAMPAI, "gateway", spec, "--trace", trace, "--", *UPSTREAM],
+    def __init__(self, spec, env, trace, extra=()):
+        self.p = subprocess.Popen([CLAMPAI, "gateway", spec, "--trace", trace, *extra, "--",
+                                   *UPSTREAM],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env)
 
@@ -127,6 +128,55 @@ def main():
         v = subprocess.run([CLAMPAI, "trace", "verify", os.path.join(tmp, "b.jsonl"), "--spec",
                             spec], capture_output=True, text=True, timeout=60)
         assert v.returncode == 0, (v.stdout, v.stderr)
+
+        # Cancellation (the client reads the gateway while the upstream holds `slow`): a call
+        # cancelled before the gateway handles it never reaches the kernel; the call in flight,
+        # cancelled after its commit, keeps its charge with the outcome `unknown`, and the
+        # upstream is told. Neither is answered. Before the fix: `slow` timed out (-32603).
+        open(log, "w").close()
+        with open(spec) as f:
+            s = json.load(f)
+        s["actions"].append({"id": "pay", "description": "pay", "cost": 1,
+                             "parameters": {"amount": {"type": "int", "min": 1, "max": 9}},
+                             "effects": []})
+        s["bindings"]["tools"]["slow"] = {"action": "ask", "pin": pin["slow"], "params": {}}
+        s["bindings"]["tools"]["transfer"] = {"action": "pay", "pin": pin["transfer"],
+                                              "params": {"amount": "amount"}}
+        with open(spec, "w") as f:
+            json.dump(s, f)
+        trace = os.path.join(tmp, "c.jsonl")
+        c = Client(spec, env, trace, ["--upstream-timeout-ms", "30000"])
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {}}})
+        assert "result" in c.read()
+        c.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "slow", "arguments": {}}})
+        started = c.read()  # the upstream's log notification: the call is in flight
+        assert started.get("method") == "notifications/message", started
+        c.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "transfer", "arguments": {"amount": 5}}})
+        c.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 3}})
+        c.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 2, "reason": "user stopped it"}})
+        c.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        r = c.read()
+        assert r == {"jsonrpc": "2.0", "id": 4, "result": {}}, r  # 2 and 3 unanswered
+        code, out, err = c.close()
+        assert code == 0 and out == "", (code, out, err)
+        with open(log) as f:
+            lines = f.read().splitlines()
+        assert lines[1] == "slow" and lines[2].startswith("cancelled "), lines
+        assert not any(line.startswith("transfer") for line in lines), lines
+        entries = [json.loads(line) for line in open(trace)]
+        assert [e["kind"] for e in entries].count("executed") == 1, entries
+        outcome = [e for e in entries if e["kind"] == "attested"][-1]
+        assert "unknown: the client cancelled" in outcome["params"]["detail"], outcome
+        v = subprocess.run([CLAMPAI, "trace", "verify", trace, "--spec", spec, "--format",
+                            "json"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0, (v.stdout, v.stderr)
+        assert json.loads(v.stdout).get("steps_without_outcome", []) == [], v.stdout
     print("1 passed, 0 failed")
 
 

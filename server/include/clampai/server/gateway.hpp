@@ -155,6 +155,16 @@ std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
                                                       const GatewayOptions& options,
                                                       std::ostream& log);
 
+/// The same on the file descriptor `in_fd` (the CLI's standard input), which is also read while
+/// a call is forwarded: the client may cancel it (`notifications/cancelled`), and a request it
+/// cancels before the gateway handles it is dropped unanswered.
+int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                int in_fd,
+                std::ostream& out,
+                std::ostream& log);
+
 /// Starts the upstream, lists its tools and writes a starting `bindings` section (each tool
 /// with its pin, bound to no action yet) to `out`. Returns 0, or 1 on failure (said on `log`).
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log);
