@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <csignal>
 #include <deque>
 #include <istream>
 #include <map>
@@ -597,7 +596,6 @@ int serve(std::shared_ptr<const ck::TaskModel> model,
       throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
                             "` waits for an approval, which the gateway cannot ask for yet (it "
                             "would forward the call unapproved): serve it with `clampai serve`");
-  std::signal(SIGPIPE, SIG_IGN);  // a dead upstream is an error on write, not a signal
   std::optional<Gateway> started;
   try {
     started.emplace(std::move(model), bindings, options, out, log);
@@ -662,7 +660,6 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
 }
 
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {
-  std::signal(SIGPIPE, SIG_IGN);
   std::optional<UpstreamClient> started;
   try {
     started.emplace(options, log);

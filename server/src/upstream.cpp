@@ -257,11 +257,20 @@ class UpstreamProcess {
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
 };
 
+namespace {
+
+std::unique_ptr<UpstreamProcess> start_upstream(const GatewayOptions& options) {
+  std::signal(SIGPIPE, SIG_IGN);  // a dead upstream is an error on write, not a signal
+  return std::make_unique<UpstreamProcess>(options);
+}
+
+}  // namespace
+
 UpstreamClient::UpstreamClient(const GatewayOptions& options,
                                std::ostream& log,
                                Notify notify,
                                Ask ask)
-    : process_(std::make_unique<UpstreamProcess>(options)),
+    : process_(start_upstream(options)),
       log_(log),
       notify_(std::move(notify)),
       ask_(std::move(ask)) {}
