@@ -484,8 +484,7 @@ class Gateway {
                                 ? "the client cancelled the call after "
                                   "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
-    const Settled settled =
-        settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
+    (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
     // A cancelled request is not answered (MCP's cancellation).
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
     if (answer.kind == UpstreamAnswer::Kind::result) {
@@ -498,7 +497,6 @@ class Gateway {
       append_json(raw, answer.body);
       return raw + "}";
     }
-    (void)settled;
     throw RpcError{kInternalError,
                    "tool `" + b->tool + "`: " + why +
                        "; the outcome is unknown (the tool may have acted): its charge stays"};
