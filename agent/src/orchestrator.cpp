@@ -45,8 +45,13 @@ std::string_view system_prompt() noexcept {
 // The orchestrator is a chooser (driver::Driver) on the one run loop: it offers, asks and
 // chooses in `next`, and learns from the outcome in `committed`.
 struct Orchestrator::Impl final : driver::Driver {
-  Impl(std::unique_ptr<driver::Committer> c, bool is_shared, LlmClient& l, OrchestratorOptions o)
-      : committer(std::move(c)),
+  Impl(std::unique_ptr<driver::Committer> own,
+       driver::Committer* c,
+       bool is_shared,
+       LlmClient& l,
+       OrchestratorOptions o)
+      : owned(std::move(own)),
+        committer(c != nullptr ? c : owned.get()),
         kernel(committer->view()),
         shared(is_shared),
         llm(l),
@@ -66,7 +71,8 @@ struct Orchestrator::Impl final : driver::Driver {
 
   // Execution goes through the committer; the reads come from its view: the kernel itself, or
   // a shared kernel's replica of the latest head it knows (caught up before every step).
-  std::unique_ptr<driver::Committer> committer;
+  std::unique_ptr<driver::Committer> owned;
+  driver::Committer* committer;
   const kernel::SafetyKernel& kernel;
   bool shared;
   LlmClient& llm;
@@ -117,10 +123,15 @@ struct Orchestrator::Impl final : driver::Driver {
 
 Orchestrator::Orchestrator(kernel::SafetyKernel& kernel, LlmClient& llm, OrchestratorOptions o)
     : impl_(std::make_unique<Impl>(
-          std::make_unique<driver::LocalCommitter>(kernel), false, llm, std::move(o))) {}
+          std::make_unique<driver::LocalCommitter>(kernel), nullptr, false, llm, std::move(o))) {}
 Orchestrator::Orchestrator(kernel::SharedKernel& kernel, LlmClient& llm, OrchestratorOptions o)
     : impl_(std::make_unique<Impl>(
-          std::make_unique<driver::SharedCommitter>(kernel), true, llm, std::move(o))) {}
+          std::make_unique<driver::SharedCommitter>(kernel), nullptr, true, llm, std::move(o))) {}
+Orchestrator::Orchestrator(driver::Committer& committer,
+                           bool shared,
+                           LlmClient& llm,
+                           OrchestratorOptions o)
+    : impl_(std::make_unique<Impl>(nullptr, &committer, shared, llm, std::move(o))) {}
 Orchestrator::~Orchestrator() = default;
 
 OrchestratorResult Orchestrator::run() { return impl_->run(); }

@@ -13,6 +13,7 @@
 #include "clampai/kernel.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/report/agent.hpp"
+#include "clampai/server/gateway.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
 
@@ -29,6 +30,8 @@ struct Args {
   std::optional<unsigned> lookahead;
   std::optional<std::uint32_t> llm_timeout_ms;
   std::vector<std::string> allow_programs;
+  bool upstream = false;             // --upstream: each step through its bound tool
+  std::vector<std::string> command;  // the upstream MCP server, after `--`
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -67,7 +70,16 @@ std::unique_ptr<ca::LlmClient> make_client() {
 }
 
 int agent_command() {
-  const auto model = ck::load_spec_file(args.spec);
+  if (args.upstream != !args.command.empty())
+    throw SpecError("--upstream",
+                    args.upstream
+                        ? "--upstream needs the upstream MCP server: `-- COMMAND [ARGS...]`"
+                        : "a COMMAND after `--` is the upstream of --upstream");
+  const std::string spec_text = ck::read_text_file(args.spec);
+  const auto model = ck::load_spec(spec_text);
+  // The spec's bindings: each action's tool on the upstream (docs/GATEWAY.md).
+  const server::Bindings bindings =
+      args.upstream ? server::load_bindings(spec_text, *model) : server::Bindings{};
   std::unique_ptr<ca::LlmClient> client = make_client();
 
   using Guard = decltype(ck::KernelOptions::guard);
@@ -136,9 +148,21 @@ int agent_command() {
       std::cerr << report::agent_step_line(*model, to_step(s)) << "\n";
     };
   }
+  // The committer: the kernel's; with --upstream, one that executes each step through its tool.
+  std::unique_ptr<driver::Committer> base;
+  if (shared)
+    base = std::make_unique<driver::SharedCommitter>(*shared);
+  else
+    base = std::make_unique<driver::LocalCommitter>(*own);
+  std::unique_ptr<driver::Committer> tools;
+  if (args.upstream) {
+    server::GatewayOptions upstream;
+    upstream.command = args.command;
+    tools = server::upstream_committer(*base, own, shared.get(), bindings, upstream, std::cerr);
+  }
   const ca::OrchestratorResult r =
-      shared ? ca::Orchestrator(*shared, *client, orchestrator_options).run()
-             : ca::Orchestrator(*own, *client, orchestrator_options).run();
+      ca::Orchestrator(tools ? *tools : *base, shared != nullptr, *client, orchestrator_options)
+          .run();
   std::optional<MonitorVerdict> verdict;
   if (monitor) verdict = finish_monitored(*monitor, r.goal_reached);
   // A shared trace is never sealed by one of its processes: the others go on.
@@ -251,6 +275,14 @@ CLI::App* add_agent_command(CLI::App& app) {
                   "commits only if it fits every level (docs/POOLS.md)")
       ->option_text("FILE")
       ->excludes("--ledger");
+  cmd->add_flag("--upstream",
+                args.upstream,
+                "Execute each approved action through the upstream MCP tool the spec's bindings "
+                "bind to it: COMMAND after `--` is started (no shell) as the upstream server "
+                "(docs/GATEWAY.md)");
+  cmd->add_option("COMMAND",
+                  args.command,
+                  "With --upstream: the upstream MCP server and its arguments, after `--`");
   add_allow_program_option(cmd, args.allow_programs);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))

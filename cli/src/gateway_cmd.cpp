@@ -1,5 +1,7 @@
 #include "gateway_cmd.hpp"
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "clampai/kernel.hpp"
@@ -82,7 +84,7 @@ int run_gateway_command() {
       std::cerr << "clampai gateway: " << spec
                 << " binds no tool (bindings.tools): every tool call will be refused\n";
     std::ios::sync_with_stdio(false);
-    return server::run_gateway(model, bindings, options, std::cin, std::cout, std::cerr);
+    return server::run_gateway(model, bindings, options, STDIN_FILENO, std::cout, std::cerr);
   } catch (const Error& e) {
     if (dynamic_cast<const SpecError*>(&e) != nullptr)
       return fail("text", "gateway", spec, describe(spec, e));

@@ -693,6 +693,34 @@ Decision SharedKernel::record_rejection(const Proposal& proposal) {
   }
 }
 
+TraceEntry SharedKernel::record_attested(TraceEntry entry) {
+  if (entry.kind != EntryKind::attested)
+    throw InvalidArgument("record_attested: a `" + std::string(to_string(entry.kind)) +
+                          "` entry is not an attestation");
+  if (auto bad = malformed_attestation(entry)) throw InvalidArgument("record_attested: " + *bad);
+  if (!entry.action.empty() && !model_->find_action(entry.action))
+    throw InvalidArgument("record_attested: unknown action `" + entry.action + "`");
+  std::lock_guard lock(mutex_);
+  std::uint64_t conflicts = 0;
+  while (true) {
+    if (local_->is_sealed())
+      throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
+    // What `SafetyKernel::record_note` keeps of it, so that every replica replays it as is.
+    TraceEntry kept;
+    kept.kind = EntryKind::attested;
+    kept.action = entry.action;
+    kept.params = entry.params;
+    kept.reasons = entry.reasons;
+    kept.principal = entry.principal;
+    kept.ticket = entry.ticket;
+    kept.cost = model_->format_amount(0);
+    const Situation now = local_->situation();
+    stamp(kept, *model_, now, options_.clock());
+    if (commit_locked(kept, now)) return kept;
+    count_conflict(conflicts, options_.max_conflicts);
+  }
+}
+
 Outcome SharedKernel::execute(std::string_view action_id, const ParamMap& params) {
   std::variant<Proposal, Reason> resolved = local_->resolve(action_id, params);
   if (auto* p = std::get_if<Proposal>(&resolved)) return execute(*p);

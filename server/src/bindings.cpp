@@ -216,6 +216,15 @@ BindingExpr parse_binding_expr(std::string_view text, const std::string& path) {
   return ExprReader(text, path).read();
 }
 
+bool is_client_request(std::string_view method) {
+  return method == "roots/list" || method == "sampling/createMessage" ||
+         method == "elicitation/create";
+}
+
+bool Bindings::allows(std::string_view method) const {
+  return std::find(allow.begin(), allow.end(), method) != allow.end();
+}
+
 ck::Value evaluate_binding(const BindingExpr& e, const JsonNode* arguments) {
   if (e.op == BindingExpr::Op::constant) return ck::Value::number(e.constant);
   const JsonNode* n = arguments;
@@ -294,12 +303,15 @@ Bindings load_bindings(std::string_view spec_text, const ck::TaskModel& model) {
       const std::string p = ck::jsonio::at_index("bindings.allow", i);
       if (m.kind != Kind::string) fail_at(m, p, "must be a method name (a string)");
       if (!(m.text.starts_with("resources/") || m.text.starts_with("prompts/") ||
-            m.text == "completion/complete" || m.text == "logging/setLevel"))
+            m.text == "completion/complete" || m.text == "logging/setLevel" ||
+            is_client_request(m.text)))
         fail_at(m,
                 p,
                 "`" + m.text +
                     "` cannot be allowed: only resources/*, prompts/*, completion/complete and "
-                    "logging/setLevel pass through unchanged (tools are bound in `tools`)");
+                    "logging/setLevel pass through unchanged (tools are bound in `tools`), and "
+                    "roots/list, sampling/createMessage and elicitation/create from the upstream "
+                    "to the client");
       out.allow.push_back(m.text);
     }
   }

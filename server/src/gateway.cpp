@@ -3,19 +3,13 @@
 // before it is forwarded (docs/GATEWAY.md).
 #include "clampai/server/gateway.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
-#include <csignal>
-#include <cstring>
-#include <functional>
+#include <deque>
 #include <istream>
 #include <map>
 #include <optional>
@@ -35,8 +29,7 @@
 #include "jsonrpc.hpp"
 #include "ops.hpp"
 #include "task.hpp"
-
-extern char** environ;  // NOLINT(readability-redundant-declaration)
+#include "upstream.hpp"
 
 namespace clampai::server {
 
@@ -48,218 +41,13 @@ namespace {
 
 constexpr std::uint32_t kSolverMs = 2000;  // repair's limit for the closest approved values
 
-// Every page of an upstream's `tools/list`: `page(params)` asks for one and answers its result;
-// `each(name, tool)` sees every tool that has a name. At most 1,000 pages.
-// @throws InvalidArgument if a page has no `tools` array.
-void list_tools(const std::function<JsonNode(const std::string& params)>& page,
-                const std::function<void(const std::string& name, const JsonNode& tool)>& each) {
-  std::string cursor;
-  for (int n = 0; n < 1000; ++n) {
-    std::string params = "{}";
-    if (!cursor.empty()) {
-      params = "{\"cursor\":";
-      append_json_string(params, cursor);
-      params += "}";
-    }
-    const JsonNode r = page(params);
-    const JsonNode* tools = r.find("tools");
-    if (tools == nullptr || tools->kind != JsonNode::Kind::array)
-      throw InvalidArgument("the upstream's tools/list has no `tools` array");
-    for (const JsonNode& t : tools->items) {
-      const JsonNode* name = t.find("name");
-      if (name != nullptr && name->kind == JsonNode::Kind::string) each(name->text, t);
-    }
-    const JsonNode* next = r.find("nextCursor");
-    if (next == nullptr || next->kind != JsonNode::Kind::string || next->text.empty()) return;
-    cursor = next->text;
-  }
+// The answer to a client's line longer than --max-message-bytes.
+std::string too_long_message(std::size_t limit) {
+  return error_message("null",
+                       kInvalidRequest,
+                       "invalid request: a message longer than " + std::to_string(limit) +
+                           " bytes (--max-message-bytes), discarded up to its end of line");
 }
-
-// The upstream could not be started (exit status 1, not a usage error).
-class UpstreamError : public Error {
- public:
-  using Error::Error;
-};
-
-// The upstream server: a child process whose stdin and stdout are pipes (no shell).
-class Upstream {
- public:
-  Upstream(const GatewayOptions& o)
-      : reader_([this](char* buf, std::size_t cap) { return read_some(buf, cap); },
-                o.max_upstream_bytes),
-        timeout_ms_(o.upstream_timeout_ms),
-        limit_(o.max_upstream_bytes) {
-    if (o.command.empty()) throw InvalidArgument("no upstream command: give it after `--`");
-    std::vector<std::string> env;
-    if (!o.clear_env) {
-      for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-    }
-    for (const std::string& kv : o.env) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw InvalidArgument("--env `" + kv + "`: must be NAME=VALUE");
-      const std::string name = kv.substr(0, eq + 1);
-      std::erase_if(env, [&](const std::string& s) { return s.starts_with(name); });
-      env.push_back(kv);
-    }
-    int in[2];
-    int out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-      throw UpstreamError(std::string("cannot make pipes: ") + std::strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    // Nothing else of the gateway's (the trace, a ledger's connection) reaches the upstream.
-    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-    std::vector<char*> argv;
-    for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const int rc = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-    if (rc != 0) {
-      pid_ = -1;
-      throw UpstreamError("cannot start the upstream `" + o.command[0] + "`: " + std::strerror(rc));
-    }
-  }
-  ~Upstream() { stop(); }
-  Upstream(const Upstream&) = delete;
-  Upstream& operator=(const Upstream&) = delete;
-
-  [[nodiscard]] bool alive() const { return alive_; }
-  [[nodiscard]] const std::string& why_gone() const { return why_; }
-
-  // Writes one message; false if the upstream is gone.
-  bool send(const std::string& line) {
-    if (!alive_) return false;
-    std::string data = line + "\n";
-    std::size_t at = 0;
-    while (at < data.size()) {
-      const ssize_t n = ::write(to_, data.data() + at, data.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        gone("its input is closed");
-        return false;
-      }
-      at += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  /// Starts the time the upstream has for its answer: `upstream_timeout_ms` from now, however
-  /// many other messages it sends meanwhile.
-  void start_clock() {
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
-  }
-
-  enum class Got : std::uint8_t { message, gone, timeout };
-  // The next message of the upstream (malformed ones are logged and skipped).
-  Got next(Envelope& env, std::ostream& log) {
-    std::string line;
-    for (;;) {
-      if (!alive_) return Got::gone;
-      const LineReader::Got got = reader_.next(line);
-      if (got == LineReader::Got::timeout) return Got::timeout;
-      if (got == LineReader::Got::end) {
-        gone("it closed its output");
-        return Got::gone;
-      }
-      if (got == LineReader::Got::too_long) {
-        log << "clampai gateway: the upstream sent a message longer than " << limit_
-            << " bytes: dropped\n";
-        continue;
-      }
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      ck::jsonio::JsonLimits limits;
-      limits.max_bytes = limit_;
-      limits.max_string = limit_;
-      limits.max_depth = 64;
-      std::string refusal;
-      auto e = read_envelope(line, limits, refusal);
-      if (!e) {
-        log << "clampai gateway: the upstream sent a malformed message, dropped: " << refusal
-            << "\n";
-        continue;
-      }
-      env = std::move(*e);
-      return Got::message;
-    }
-  }
-
-  void stop() {
-    if (to_ >= 0) ::close(to_);
-    to_ = -1;
-    if (from_ >= 0) ::close(from_);
-    from_ = -1;
-    if (pid_ > 0) {
-      // Closing its input ends a well-behaved server; one that does not end is killed.
-      int status = 0;
-      for (int i = 0; i < 50; ++i) {
-        if (waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          break;
-        }
-        pollfd none{};
-        ::poll(&none, 0, 20);
-      }
-      if (pid_ > 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-      }
-      pid_ = -1;
-    }
-    alive_ = false;
-  }
-
-  // After a timeout: the upstream cannot be trusted to answer in order any more.
-  void kill_it(const std::string& why) {
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
-    gone(why);
-  }
-
- private:
-  std::ptrdiff_t read_some(char* buf, std::size_t cap) {
-    for (;;) {
-      pollfd p{from_, POLLIN, 0};
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline_ - std::chrono::steady_clock::now());
-      const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0) return -1;
-      const ssize_t n = ::read(from_, buf, cap);
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 ? 0 : n;
-    }
-  }
-  void gone(const std::string& why) {
-    if (!alive_) return;
-    alive_ = false;
-    why_ = why;
-  }
-
-  pid_t pid_ = -1;
-  int to_ = -1;
-  int from_ = -1;
-  LineReader reader_;
-  int timeout_ms_;
-  std::size_t limit_;
-  bool alive_ = true;
-  std::string why_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
-};
-
-// What the upstream answered to one request.
-struct Answer {
-  enum class Kind : std::uint8_t { result, error, gone, timeout } kind = Kind::gone;
-  JsonNode body;  // the result, or the error object
-};
 
 class Gateway {
  public:
@@ -273,7 +61,13 @@ class Gateway {
         options_(options),
         out_(out),
         log_(log),
-        upstream_(options) {
+        upstream_(
+            options,
+            log,
+            [this](const std::string& n) { write(n); },
+            [this](const std::string& method, const std::string& id, const JsonNode* params) {
+              return ask_client(method, id, params);
+            }) {
     if (options.ledger.empty()) {
       ck::KernelOptions k;
       k.record_rejections = true;
@@ -300,6 +94,28 @@ class Gateway {
   }
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
+
+  /// The client's input, read for its answers to what the upstream asks of it (`ask_client`).
+  /// With its file descriptor `fd` (whose reads wait `*wait_ms`, -1: until something comes), it
+  /// is also read while the upstream is waited for, so that it may cancel a call in flight.
+  void attach(LineReader& client, int fd = -1, int* wait_ms = nullptr) {
+    client_ = &client;
+    if (fd < 0 || wait_ms == nullptr) return;
+    client_wait_ms_ = wait_ms;
+    ClientWatch w;
+    w.fd = [this, fd] { return client_ended_ ? -1 : fd; };
+    w.buffered = [this] { return !client_ended_ && client_->buffered(); };
+    w.drain = [this] { return drain(); };
+    upstream_.watch(std::move(w));
+  }
+  /// A message of the client read while it was being asked something, to handle next.
+  std::optional<std::string> take_backlog() {
+    if (backlog_.empty()) return std::nullopt;
+    std::string line = std::move(backlog_.front());
+    backlog_.pop_front();
+    return line;
+  }
+  [[nodiscard]] bool client_ended() const { return client_ended_; }
 
   // Answers one line of the client (nothing for a notification or a reply).
   void handle(const std::string& line) {
@@ -344,100 +160,169 @@ class Gateway {
     if (!message.empty()) out_ << message << '\n' << std::flush;
   }
 
+  // A request of the upstream (roots, sampling, elicitation) passed to the client when the spec
+  // allows it by name: sent with an id of the gateway's, and the client read until it answers
+  // (its other messages kept, in order, for after). The reply for the upstream, or empty to
+  // refuse the request.
+  std::string ask_client(const std::string& method,
+                         const std::string& upstream_id,
+                         const JsonNode* params) {
+    if (!is_client_request(method) || !bindings_.allows(method)) return "";
+    const auto refuse = [&](const std::string& why) {
+      log_ << "clampai gateway: the upstream's request `" << method << "`: " << why << "\n";
+      return error_message(upstream_id, kInternalError, "the gateway's client: " + why);
+    };
+    if (client_ == nullptr || client_ended_) return refuse("the client is gone");
+    const std::string id = "\"clampai-gateway-ask-" + std::to_string(++asks_) + "\"";
+    std::string m = R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":)";
+    append_json_string(m, method);
+    if (params != nullptr) {
+      m += ",\"params\":";
+      append_json(m, *params);
+    }
+    write(m + "}");
+    std::string line;
+    for (;;) {
+      const LineReader::Got got = client_->next(line);
+      if (got == LineReader::Got::end || got == LineReader::Got::timeout) {
+        client_ended_ = true;
+        return refuse("it closed its input before it answered");
+      }
+      if (got == LineReader::Got::too_long) {
+        write(too_long_message(options_.max_message_bytes));
+        continue;
+      }
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      ck::jsonio::JsonLimits limits;
+      limits.max_bytes = options_.max_message_bytes;
+      limits.max_string = options_.max_message_bytes;
+      limits.max_depth = 64;
+      std::string refusal;
+      std::optional<Envelope> env = read_envelope(line, limits, refusal);
+      if (!env || !env->reply || env->id != id) {
+        backlog_.push_back(std::move(line));  // handled in turn once the upstream has answered
+        continue;
+      }
+      std::string reply = R"({"jsonrpc":"2.0","id":)" + upstream_id;
+      if (const JsonNode* r = env->message.find("result")) {
+        reply += ",\"result\":";
+        append_json(reply, *r);
+      } else {
+        reply += ",\"error\":";
+        append_json(reply, *env->message.find("error"));
+      }
+      return reply + "}";
+    }
+  }
+
+  // The `requestId` of a `notifications/cancelled` line, as JSON text, or nothing.
+  std::optional<std::string> cancellation_of(const std::string& line) const {
+    ck::jsonio::JsonLimits limits;
+    limits.max_bytes = options_.max_message_bytes;
+    limits.max_string = options_.max_message_bytes;
+    limits.max_depth = 64;
+    std::string refusal;
+    const std::optional<Envelope> env = read_envelope(line, limits, refusal);
+    if (!env || !env->notification || env->method->text != "notifications/cancelled" ||
+        env->params == nullptr || env->params->kind != JsonNode::Kind::object)
+      return std::nullopt;
+    const JsonNode* target = env->params->find("requestId");
+    if (target == nullptr) return std::nullopt;
+    return id_json(target);
+  }
+
+  // Reads what the client sent while a call is forwarded, without waiting: a cancellation of
+  // the call in flight is reported (true); one of a request not handled yet drops it before
+  // the kernel decides anything; the rest is kept for after, in order.
+  bool drain() {
+    if (client_ == nullptr || client_ended_ || client_wait_ms_ == nullptr) return false;
+    *client_wait_ms_ = 0;
+    bool cancelled = false;
+    std::string line;
+    for (;;) {
+      const LineReader::Got got = client_->next(line);
+      if (got == LineReader::Got::timeout) break;
+      if (got == LineReader::Got::end) {
+        client_ended_ = true;
+        break;
+      }
+      if (got == LineReader::Got::too_long) {
+        write(too_long_message(options_.max_message_bytes));
+        continue;
+      }
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const std::optional<std::string> target = cancellation_of(line);
+      if (!target) {
+        backlog_.push_back(std::move(line));
+        continue;
+      }
+      if (in_flight_ && *target == *in_flight_) {
+        cancelled = true;
+        continue;
+      }
+      const auto queued = std::find_if(backlog_.begin(), backlog_.end(), [&](const std::string& l) {
+        std::string refusal;
+        const auto e = read_envelope(l, ck::jsonio::JsonLimits{}, refusal);
+        return e && !e->notification && !e->reply && e->id == *target;
+      });
+      if (queued != backlog_.end()) {
+        log_ << "clampai gateway: request " << *target
+             << " cancelled before the kernel decided it: dropped\n";
+        backlog_.erase(queued);
+      }
+    }
+    *client_wait_ms_ = -1;
+    return cancelled;
+  }
+
   void notify(const std::string& method, const JsonNode* params) {
-    // The lifecycle's notification goes on; cancellations cannot reach a call in flight (calls
-    // are serialised: the client's next message is read when the answer is in).
-    if (method != "notifications/initialized") return;
+    // The lifecycle's notification goes on, and the roots' when the upstream may ask for them;
+    // cancellations cannot reach a call in flight (calls are serialised: the client's next
+    // message is read when the answer is in).
+    if (method != "notifications/initialized" &&
+        !(method == "notifications/roots/list_changed" && bindings_.allows("roots/list")))
+      return;
     std::string m = R"({"jsonrpc":"2.0","method":")" + method + "\"";
     if (params != nullptr) {
       m += ",\"params\":";
       append_json(m, *params);
     }
-    upstream_.send(m + "}");
+    upstream_.notify(m + "}");
   }
 
-  // Sends a request to the upstream and waits for its answer, refusing what it asks of the
-  // client and passing on its progress and log notifications.
-  Answer request(const std::string& method, const std::string& params_json) {
-    Answer a;
-    if (!upstream_.alive()) return a;
-    const std::string id = "\"clampai-gateway-" + std::to_string(++next_id_) + "\"";
-    std::string m = R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":)";
-    append_json_string(m, method);
-    m += ",\"params\":" + params_json + "}";
-    if (!upstream_.send(m)) return a;
-    upstream_.start_clock();
-    Envelope env;
-    for (;;) {
-      const Upstream::Got got = upstream_.next(env, log_);
-      if (got == Upstream::Got::gone) {
-        a.kind = Answer::Kind::gone;
-        return a;
-      }
-      if (got == Upstream::Got::timeout) {
-        upstream_.kill_it("it did not answer `" + method + "` in time");
-        a.kind = Answer::Kind::timeout;
-        return a;
-      }
-      if (env.reply) {
-        if (env.id != id) {
-          log_ << "clampai gateway: the upstream answered an unknown id " << env.id
-               << ": dropped\n";
-          continue;
-        }
-        if (const JsonNode* r = env.message.find("result")) {
-          a.kind = Answer::Kind::result;
-          a.body = *r;
-        } else {
-          a.kind = Answer::Kind::error;
-          a.body = *env.message.find("error");
-        }
-        return a;
-      }
-      const std::string& what = env.method->text;
-      if (!env.notification) {
-        // Roots, sampling, elicitation...: the gateway asks the client nothing on the
-        // upstream's behalf.
-        log_ << "clampai gateway: refused the upstream's request `" << what << "`\n";
-        upstream_.send(what == "ping" ? result_message(env.id, "{}")
-                                      : error_message(env.id,
-                                                      kMethodNotFound,
-                                                      "refused by the gateway: `" + what +
-                                                          "` is not passed to the client"));
-        continue;
-      }
-      if (what == "notifications/tools/list_changed") pins_.reset();
-      if (what == "notifications/message" || what == "notifications/progress") {
-        std::string n;
-        append_json(n, env.message);
-        write(n);
-      }
-    }
-  }
-
-  [[noreturn]] void upstream_failed(const Answer& a, const std::string& method) {
-    if (a.kind == Answer::Kind::error) {
+  [[noreturn]] void upstream_failed(const UpstreamAnswer& a, const std::string& method) {
+    if (a.kind == UpstreamAnswer::Kind::error) {
       const JsonNode* msg = a.body.find("message");
       throw RpcError{kInternalError,
                      "the upstream refused `" + method +
                          "`: " + (msg != nullptr ? msg->text : std::string("(no message)"))};
     }
-    throw RpcError{
-        kInternalError,
-        "the upstream is gone (" +
-            (upstream_.why_gone().empty() ? std::string("no answer") : upstream_.why_gone()) + ")"};
+    throw RpcError{kInternalError, "the upstream is gone (" + upstream_.why_gone() + ")"};
   }
 
   std::string initialize(const std::string& id, const JsonNode* params) {
     std::string_view version = protocol_version(params, mcp_protocol_versions[0]);
-    // The upstream is offered no client capabilities (roots, sampling, elicitation).
-    JsonOut p;
-    p.begin_object().key("protocolVersion").value(version);
-    p.key("capabilities").begin_object().end_object();
-    p.key("clientInfo").begin_object().key("name").value("clampai-gateway");
-    p.key("version").value(CLAMPAI_VERSION).end_object().end_object();
-    const Answer a = request("initialize", p.take());
-    if (a.kind != Answer::Kind::result) upstream_failed(a, "initialize");
+    // The upstream is offered the client's capabilities of those its requests the spec allows
+    // (roots, sampling, elicitation), and no others.
+    JsonOut offered;
+    offered.begin_object();
+    const JsonNode* client_caps = params != nullptr && params->kind == JsonNode::Kind::object
+                                      ? params->find("capabilities")
+                                      : nullptr;
+    for (const auto& [cap, method] : {std::pair{"roots", "roots/list"},
+                                      std::pair{"sampling", "sampling/createMessage"},
+                                      std::pair{"elicitation", "elicitation/create"}}) {
+      const JsonNode* c = client_caps != nullptr && client_caps->kind == JsonNode::Kind::object
+                              ? client_caps->find(cap)
+                              : nullptr;
+      if (c == nullptr || !bindings_.allows(method)) continue;
+      std::string raw;
+      append_json(raw, *c);
+      offered.key(cap).raw(raw);
+    }
+    offered.end_object();
+    const UpstreamAnswer a = upstream_.initialize(version, false, offered.take());
+    if (a.kind != UpstreamAnswer::Kind::result) upstream_failed(a, "initialize");
     version = protocol_version(&a.body, version);  // the upstream's answer, when we speak it
     upstream_capabilities_ = a.body.find("capabilities") != nullptr ? *a.body.find("capabilities")
                                                                     : JsonNode::make_object();
@@ -474,54 +359,22 @@ class Gateway {
   }
 
   // The upstream's tools by name (every page), each with its pin or why it has none.
-  struct Listed {
-    JsonNode tool;
-    std::string pin;
-    std::string unpinnable;
-  };
-  const std::map<std::string, Listed>& upstream_tools() {
-    if (pins_) return *pins_;
-    std::map<std::string, Listed> tools;
+  const std::map<std::string, ListedTool>& upstream_tools() {
     try {
-      list_tools(
-          [&](const std::string& params) {
-            Answer a = request("tools/list", params);
-            if (a.kind != Answer::Kind::result) upstream_failed(a, "tools/list");
-            return std::move(a.body);
-          },
-          [&](const std::string& name, const JsonNode& t) {
-            Listed l;
-            l.tool = t;
-            try {
-              l.pin = tool_pin(t);
-            } catch (const InvalidArgument& e) {
-              l.unpinnable = e.what();
-            }
-            tools.emplace(name, std::move(l));
-          });
+      return upstream_.tools();
     } catch (const InvalidArgument& e) {
       throw RpcError{kInternalError, e.what()};
     }
-    pins_ = std::move(tools);
-    return *pins_;
   }
-
-  // Why the bound tool `b` is not offered, or nothing.
   std::optional<std::string> hidden(const ToolBinding& b) {
-    const auto& tools = upstream_tools();
-    const auto it = tools.find(b.tool);
-    if (it == tools.end()) return "the upstream has no tool `" + b.tool + "`";
-    if (!it->second.unpinnable.empty()) return "tool `" + b.tool + "`: " + it->second.unpinnable;
-    if (it->second.pin != b.pin)
-      return "tool `" + b.tool + "` changed since it was pinned (pin " + b.pin + ", now " +
-             it->second.pin + "): hidden, refused";
-    return std::nullopt;
+    (void)upstream_tools();  // a listing that fails is the client's -32603
+    return upstream_.hidden(b);
   }
 
   void report_hidden(const std::string& why) { log_ << "clampai gateway: " << why << "\n"; }
 
   std::string tools_list() {
-    pins_.reset();  // the client's list is the upstream's of now, its pins checked afresh
+    upstream_.forget_tools();  // the client's list is the upstream's of now, pins checked afresh
     const auto& tools = upstream_tools();
     std::string out = "{\"tools\":[";
     bool first = true;
@@ -547,39 +400,6 @@ class Gateway {
     return driver::step(*committer_, proposal).outcome;
   }
 
-  // Undoes a step whose call failed: rolled back when it is still the latest.
-  bool undo_step(const ck::Receipt& receipt) {
-    try {
-      return committer_->rollback(receipt).has_value();
-    } catch (const InvalidArgument& e) {
-      log_ << "clampai gateway: step " << receipt.sequence << " not undone: " << e.what() << "\n";
-      return false;
-    }
-  }
-
-  // Records what became of a forwarded step (an `attested` entry of the trace, attestor
-  // `gateway`), and says on the log what was not `ok`.
-  void record_outcome(const ck::Action& a,
-                      const ck::Receipt& receipt,
-                      std::string_view outcome,
-                      const std::string& detail) {
-    if (outcome != "ok")  // the trace keeps every outcome; the log what went wrong
-      log_ << "clampai gateway: step " << receipt.sequence << " (`" << a.id << "`): " << outcome
-           << (detail.empty() ? "" : ": " + detail) << "\n";
-    if (!own_) return;  // a shared ledger takes only the kernel's entries
-    ck::AttestationRecord r;
-    r.attestor = "gateway";
-    r.gate = a.id;
-    r.passed = outcome == "ok";
-    r.evidence = "step " + std::to_string(receipt.sequence) + ": " + std::string(outcome);
-    if (outcome != "ok") r.error = r.evidence + (detail.empty() ? "" : ": " + detail);
-    try {
-      (void)own_->record_attested(ck::attestation_entry(r));
-    } catch (const std::exception& e) {
-      log_ << "clampai gateway: could not record the outcome: " << e.what() << "\n";
-    }
-  }
-
   std::string call_tool(const std::string& id, const JsonNode* params) {
     if (params == nullptr || params->kind != JsonNode::Kind::object)
       throw RpcError{kInvalidParams, "tools/call: params must be an object with `name`"};
@@ -600,7 +420,7 @@ class Gateway {
     if (args != nullptr && args->kind != JsonNode::Kind::object)
       throw RpcError{kInvalidParams, "tools/call: `arguments` must be an object"};
     // A call that cannot be forwarded is not charged.
-    if (!upstream_.alive()) upstream_failed(Answer{}, "tools/call");
+    if (!upstream_.alive()) upstream_failed(UpstreamAnswer{}, "tools/call");
     const ck::Action& a = model_->actions[b->action];
     ck::ParamMap values;
     std::vector<std::pair<std::string, std::string>> texts;
@@ -655,41 +475,28 @@ class Gateway {
       append_json(forward, *meta);
     }
     forward += "}";
-    const Answer answer = request("tools/call", forward);
-    const ck::Receipt receipt = *out.receipt;
-    switch (answer.kind) {
-      case Answer::Kind::result: {
-        const JsonNode* e = answer.body.find("isError");
-        std::string raw;
-        append_json(raw, answer.body);
-        if (e != nullptr && e->kind == JsonNode::Kind::boolean && e->boolean) {
-          record_outcome(a, receipt, "error", "the tool answered isError");
-          const bool undone = undo_step(receipt);
-          log_ << "clampai gateway: step " << receipt.sequence
-               << (undone ? " rolled back" : " stays charged") << "\n";
-        } else {
-          record_outcome(a, receipt, "ok", "");
-        }
-        return result_message(id, raw);
-      }
-      case Answer::Kind::error: {
-        const JsonNode* msg = answer.body.find("message");
-        record_outcome(a, receipt, "error", msg != nullptr ? msg->text : "");
-        const bool undone = undo_step(receipt);
-        log_ << "clampai gateway: step " << receipt.sequence
-             << (undone ? " rolled back" : " stays charged") << "\n";
-        std::string raw = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
-        append_json(raw, answer.body);
-        return raw + "}";
-      }
-      case Answer::Kind::gone:
-      case Answer::Kind::timeout:
-        break;
-    }
-    const std::string why = answer.kind == Answer::Kind::timeout
+    in_flight_ = id;
+    const UpstreamAnswer answer = upstream_.request("tools/call", forward);
+    in_flight_.reset();
+    const std::string why = answer.kind == UpstreamAnswer::Kind::timeout
                                 ? "the upstream did not answer in time"
+                            : answer.kind == UpstreamAnswer::Kind::cancelled
+                                ? "the client cancelled the call after "
+                                  "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
-    record_outcome(a, receipt, "unknown", why);
+    (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
+    // A cancelled request is not answered (MCP's cancellation).
+    if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
+    if (answer.kind == UpstreamAnswer::Kind::result) {
+      std::string raw;
+      append_json(raw, answer.body);
+      return result_message(id, raw);
+    }
+    if (answer.kind == UpstreamAnswer::Kind::error) {
+      std::string raw = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
+      append_json(raw, answer.body);
+      return raw + "}";
+    }
     throw RpcError{kInternalError,
                    "tool `" + b->tool + "`: " + why +
                        "; the outcome is unknown (the tool may have acted): its charge stays"};
@@ -703,13 +510,13 @@ class Gateway {
       p.clear();
       append_json(p, *params);
     }
-    const Answer a = request(method, p);
+    const UpstreamAnswer a = upstream_.request(method, p);
     std::string raw;
-    if (a.kind == Answer::Kind::result) {
+    if (a.kind == UpstreamAnswer::Kind::result) {
       append_json(raw, a.body);
       return result_message(id, raw);
     }
-    if (a.kind == Answer::Kind::error) {
+    if (a.kind == UpstreamAnswer::Kind::error) {
       std::string m = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
       append_json(m, a.body);
       return m + "}";
@@ -726,10 +533,14 @@ class Gateway {
   std::shared_ptr<ck::Ledger> ledger_;
   std::unique_ptr<ck::SharedKernel> shared_;
   std::unique_ptr<driver::Committer> committer_;
-  Upstream upstream_;
-  std::uint64_t next_id_ = 0;
+  UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
-  std::optional<std::map<std::string, Listed>> pins_;
+  LineReader* client_ = nullptr;
+  int* client_wait_ms_ = nullptr;         // the client's reads wait this long (-1: at will)
+  std::optional<std::string> in_flight_;  // the client's id of the call being forwarded
+  std::deque<std::string> backlog_;
+  bool client_ended_ = false;
+  std::uint64_t asks_ = 0;
 };
 
 void check_options(const GatewayOptions& o) {
@@ -764,12 +575,18 @@ void OutcomeTracker::add(const ck::TraceEntry& entry) {
   if (ec == std::errc() && end != d.data() + 5 && *end == ':') pending_.erase(step);
 }
 
-int run_gateway(std::shared_ptr<const ck::TaskModel> model,
-                const Bindings& bindings,
-                const GatewayOptions& options,
-                std::istream& in,
-                std::ostream& out,
-                std::ostream& log) {
+namespace {
+
+// The one loop over the client's lines, read by `reader`; through `fd` (reads waiting `*wait_ms`)
+// also while a call is forwarded, when it has one.
+int serve(std::shared_ptr<const ck::TaskModel> model,
+          const Bindings& bindings,
+          const GatewayOptions& options,
+          LineReader& reader,
+          int fd,
+          int* wait_ms,
+          std::ostream& out,
+          std::ostream& log) {
   check_options(options);
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   for (const ck::Action& a : model->actions)
@@ -777,7 +594,6 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
       throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
                             "` waits for an approval, which the gateway cannot ask for yet (it "
                             "would forward the call unapproved): serve it with `clampai serve`");
-  std::signal(SIGPIPE, SIG_IGN);  // a dead upstream is an error on write, not a signal
   std::optional<Gateway> started;
   try {
     started.emplace(std::move(model), bindings, options, out, log);
@@ -786,19 +602,18 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
     return 1;
   }
   Gateway& gateway = *started;
-  LineReader reader(in, options.max_message_bytes);
+  gateway.attach(reader, fd, wait_ms);
   std::string line;
   for (;;) {
+    if (auto kept = gateway.take_backlog()) {
+      gateway.handle(*kept);
+      continue;
+    }
+    if (gateway.client_ended()) break;
     const LineReader::Got got = reader.next(line);
     if (got == LineReader::Got::end || got == LineReader::Got::timeout) break;
     if (got == LineReader::Got::too_long) {
-      out << error_message("null",
-                           kInvalidRequest,
-                           "invalid request: a message longer than " +
-                               std::to_string(options.max_message_bytes) +
-                               " bytes (--max-message-bytes), discarded up to its end of line")
-          << '\n'
-          << std::flush;
+      out << too_long_message(options.max_message_bytes) << '\n' << std::flush;
       continue;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -807,53 +622,66 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
   return 0;
 }
 
+}  // namespace
+
+int run_gateway(std::shared_ptr<const ck::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                std::istream& in,
+                std::ostream& out,
+                std::ostream& log) {
+  LineReader reader(in, options.max_message_bytes);
+  return serve(std::move(model), bindings, options, reader, -1, nullptr, out, log);
+}
+
+int run_gateway(std::shared_ptr<const ck::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                int in_fd,
+                std::ostream& out,
+                std::ostream& log) {
+  int wait_ms = -1;
+  LineReader reader(
+      [in_fd, &wait_ms](char* buf, std::size_t cap) -> std::ptrdiff_t {
+        for (;;) {
+          pollfd p{in_fd, POLLIN, 0};
+          const int r = ::poll(&p, 1, wait_ms);
+          if (r < 0 && errno == EINTR) continue;
+          if (r == 0) return -1;
+          const ssize_t n = ::read(in_fd, buf, cap);
+          if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+          return n < 0 ? 0 : n;
+        }
+      },
+      options.max_message_bytes);
+  return serve(std::move(model), bindings, options, reader, in_fd, &wait_ms, out, log);
+}
+
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {
-  std::signal(SIGPIPE, SIG_IGN);
-  std::optional<Upstream> started;
+  std::optional<UpstreamClient> started;
   try {
-    started.emplace(options);
+    started.emplace(options, log);
   } catch (const UpstreamError& e) {
     log << "clampai gateway: " << e.what() << "\n";
     return 1;
   }
-  Upstream& up = *started;
-  const auto ask = [&](const std::string& method, const std::string& params) -> JsonNode {
-    const std::string m =
-        R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":)" + params + "}";
-    if (!up.send(m)) throw InvalidArgument("the upstream is gone");
-    up.start_clock();
-    Envelope env;
-    for (;;) {
-      if (up.next(env, log) != Upstream::Got::message)
-        throw InvalidArgument("the upstream did not answer `" + method + "`");
-      if (!env.reply) continue;
-      if (const JsonNode* r = env.message.find("result")) return *r;
-      throw InvalidArgument("the upstream refused `" + method + "`");
-    }
-  };
+  UpstreamClient& up = *started;
   try {
-    (void)ask("initialize",
-              std::string(R"({"protocolVersion":")") + std::string(mcp_protocol_versions[0]) +
-                  R"(","capabilities":{},"clientInfo":{"name":"clampai-gateway","version":")" +
-                  CLAMPAI_VERSION + "\"}}");
-    up.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    if (up.initialize(mcp_protocol_versions[0], true).kind != UpstreamAnswer::Kind::result)
+      throw InvalidArgument("the upstream did not answer `initialize`");
     // One tool a line, to edit by hand.
     std::string text = "{\n  \"bindings\": {\n    \"tools\": {";
     bool first = true;
-    list_tools([&](const std::string& params) { return ask("tools/list", params); },
-               [&](const std::string& name, const JsonNode& t) {
-                 std::string pin;
-                 try {
-                   pin = tool_pin(t);
-                 } catch (const InvalidArgument& e) {
-                   log << "clampai gateway: tool `" << name << "`: " << e.what() << "\n";
-                   return;
-                 }
-                 text += first ? "\n      " : ",\n      ";
-                 first = false;
-                 append_json_string(text, name);
-                 text += R"(: {"action": "", "pin": ")" + pin + R"(", "params": {}})";
-               });
+    for (const auto& [name, listed] : up.tools()) {
+      if (!listed.unpinnable.empty()) {
+        log << "clampai gateway: tool `" << name << "`: " << listed.unpinnable << "\n";
+        continue;
+      }
+      text += first ? "\n      " : ",\n      ";
+      first = false;
+      append_json_string(text, name);
+      text += R"(: {"action": "", "pin": ")" + listed.pin + R"(", "params": {}})";
+    }
     out << text << "\n    }\n  }\n}\n";
     return 0;
   } catch (const InvalidArgument& e) {

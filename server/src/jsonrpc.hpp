@@ -80,6 +80,8 @@ class LineReader {
   /// The next line, without its `\n` (the last line may lack one). After `timeout`, the part
   /// of a line read so far is kept for the next call.
   Got next(std::string& line);
+  /// Whether bytes read from the source wait in the reader (a line `next` returns at once).
+  [[nodiscard]] bool buffered() const { return at_ < end_; }
 
  private:
   Source source_;

@@ -128,6 +128,46 @@ TEST_CASE("SharedKernel: kernels sharing a ledger never break T1 and keep one ch
   REQUIRE(stats_commits + 0 >= sum);
 }
 
+TEST_CASE("SharedKernel: an attested entry is committed as a SafetyKernel appends it", "[ledger]") {
+  const auto model = load_spec(kSpec);
+  KernelOptions ko;
+  ko.clock = fixed_clock;
+  SafetyKernel plain(model, ko);
+  SharedOptions so;
+  so.clock = fixed_clock;
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedKernel shared(model, ledger, so);
+  SharedKernel other(model, ledger, so);
+  AttestationRecord r;
+  r.attestor = "gateway";
+  r.gate = "inc";
+  r.passed = false;
+  r.evidence = "step 1: unknown";
+  r.error = "step 1: unknown: the upstream is gone";
+  REQUIRE(plain.execute("inc").receipt);
+  REQUIRE(shared.execute("inc").receipt);
+  REQUIRE(other.execute("inc").receipt);  // another process commits in between
+  REQUIRE(plain.execute("inc").receipt);
+  (void)plain.record_attested(attestation_entry(r));
+  // On a replica behind the head: caught up by the compare-and-set, committed after it.
+  const TraceEntry e = shared.record_attested(attestation_entry(r));
+  CHECK(e.sequence == 3);
+  const std::vector<std::string> lines = ledger->read(0);
+  const std::vector<TraceEntry> expected = plain.trace();
+  REQUIRE(lines.size() == expected.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) CHECK(lines[i] == expected[i].to_json_line());
+  CHECK(other.refresh() == 1);  // the other replica replays it as recorded
+  CHECK(other.local().state() == plain.state());
+  // Only a well-formed attestation, of a known action.
+  TraceEntry bad = attestation_entry(r);
+  bad.kind = EntryKind::checkpoint;
+  CHECK_THROWS_WITH(shared.record_attested(bad), Catch::Contains("is not an attestation"));
+  bad = attestation_entry(r);
+  bad.action = "nope";
+  CHECK_THROWS_WITH(shared.record_attested(bad), Catch::Contains("unknown action `nope`"));
+  CHECK(ledger->read(0).size() == expected.size());
+}
+
 TEST_CASE("SharedKernel: two kernels race for the last unit of budget; exactly one wins",
           "[ledger]") {
   const auto model = load_spec(R"J({"name": "last",

@@ -141,6 +141,17 @@ TEST_CASE("the bindings section is read against the model", "[gateway]") {
              Catch::Contains("bindings.tool: unknown key (did you mean `tools`?)"));
   CHECK_THAT(load_error(R"({"allow": ["tools/call"]})"),
              Catch::Contains("bindings.allow[0]: `tools/call` cannot be allowed"));
+  // The upstream's requests of the client, allowed by name only.
+  CHECK_THAT(load_error(R"({"allow": ["sampling/create"]})"),
+             Catch::Contains("bindings.allow[0]: `sampling/create` cannot be allowed"));
+  const std::string asks =
+      spec_with(R"({"allow": ["roots/list", "sampling/createMessage", "elicitation/create"]})");
+  const cs::Bindings allowed = cs::load_bindings(asks, *ck::load_spec(asks));
+  CHECK(allowed.allows("sampling/createMessage"));
+  CHECK(allowed.allows("roots/list"));
+  CHECK_FALSE(allowed.allows("resources/list"));
+  CHECK(cs::is_client_request("elicitation/create"));
+  CHECK_FALSE(cs::is_client_request("resources/list"));
   CHECK_THAT(load_error(R"({"tools": {"w": {"action": "write", "pin": ")" + kPin +
                         R"(", "params": {"bytes": true}}}})"),
              Catch::Contains("must be a binding expression"));

@@ -151,6 +151,13 @@ class Orchestrator {
   /// the shared kernel's options (SharedOptions). A ledger that stays unreachable ends the run
   /// with `Termination::error`.
   Orchestrator(kernel::SharedKernel& kernel, LlmClient& llm, OrchestratorOptions options = {});
+  /// The same through `committer`, which outlives the orchestrator: one that does more than
+  /// commit (`clampai agent --upstream`: it executes each committed step through its bound
+  /// tool). `shared`: it commits to a shared ledger, caught up with before every step.
+  Orchestrator(driver::Committer& committer,
+               bool shared,
+               LlmClient& llm,
+               OrchestratorOptions options = {});
   ~Orchestrator();
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;

@@ -245,6 +245,14 @@ class SharedKernel {
   Decision record_rejection(const Proposal& proposal);
   /// True iff rejected proposals are committed to the shared trace.
   [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
+  /// Commits `entry`, an `attested` entry (`attestation_entry`), to the shared trace with the
+  /// latest head's counters, budget and time, by compare-and-set like any other (a gateway's
+  /// outcome of a step): as `SafetyKernel::record_attested` appends it to a local trace, and
+  /// replayed by every replica as recorded. Changes nothing but the trace. Returns the entry as
+  /// committed.
+  /// @throws InvalidArgument if `entry` is not a well-formed attested entry or names an unknown
+  /// action, or the trace is sealed; LedgerUnavailable as `execute`.
+  TraceEntry record_attested(TraceEntry entry);
   /// Replays the entries other kernels committed since. Returns how many.
   std::uint64_t refresh();
   /// The canonical lines of the ledger's entries `from`, `from` + 1, ... (the whole shared

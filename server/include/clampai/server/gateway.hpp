@@ -20,6 +20,11 @@
 
 namespace clampai::kernel {
 class TaskModel;
+class SafetyKernel;
+class SharedKernel;
+}  // namespace clampai::kernel
+namespace clampai::driver {
+class Committer;
 }
 
 namespace clampai::server {
@@ -51,10 +56,16 @@ struct ToolBinding {
 /// The spec's `bindings` section.
 struct Bindings {
   std::vector<ToolBinding> tools{};
-  /// Methods passed to the upstream as they are (`resources/list`, `prompts/get`...).
+  /// Methods passed to the upstream as they are (`resources/list`, `prompts/get`...), and the
+  /// upstream's requests passed to the client (`is_client_request`).
   std::vector<std::string> allow{};
   [[nodiscard]] const ToolBinding* find(std::string_view tool) const;
+  [[nodiscard]] bool allows(std::string_view method) const;
 };
+
+/// Whether `method` is one an upstream asks of the client (`roots/list`,
+/// `sampling/createMessage`, `elicitation/create`): refused unless `bindings.allow` names it.
+bool is_client_request(std::string_view method);
 
 /// Reads the `bindings` section of a spec's JSON text against its model: every tool bound to
 /// an action of `model`, every parameter without a default computed by one expression, every
@@ -120,6 +131,37 @@ int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
                 const Bindings& bindings,
                 const GatewayOptions& options,
                 std::istream& in,
+                std::ostream& out,
+                std::ostream& log);
+
+/// `clampai agent SPEC --upstream -- COMMAND` (docs/GATEWAY.md, "The agent on real tools"): a
+/// committer over `inner` that executes every committed step of a bound action through its tool
+/// on the upstream `options.command`, started and initialised here, so that what an agent's
+/// chooser commits reaches the world only as a call the kernel approved. The call's arguments
+/// are the step's parameters written where the bindings read them (`number` bindings; a
+/// parameter computed by a `constant` is not written), and the bindings must compute exactly
+/// the step's parameters back from them, or the step is refused before the kernel commits it.
+/// An action bound to no tool only changes the kernel's state. Each step's outcome is recorded
+/// as the gateway records it (in `own`'s trace, or `shared`'s, when not null); an error undoes the
+/// step (the chooser is told it was rejected, with the tool's message); a lost answer keeps the
+/// charge and throws, ending the run. `bindings`, `inner`, `own` and `log` outlive the committer.
+/// @throws InvalidArgument when an action is bound to several tools, a binding cannot be
+/// written back (`utf8_bytes`, `count`, `under`), or a bound tool is missing or changed;
+/// UpstreamError (an Error) when the upstream cannot be started or initialised.
+std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
+                                                      kernel::SafetyKernel* own,
+                                                      kernel::SharedKernel* shared,
+                                                      const Bindings& bindings,
+                                                      const GatewayOptions& options,
+                                                      std::ostream& log);
+
+/// The same on the file descriptor `in_fd` (the CLI's standard input), which is also read while
+/// a call is forwarded: the client may cancel it (`notifications/cancelled`), and a request it
+/// cancels before the gateway handles it is dropped unanswered.
+int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
+                const Bindings& bindings,
+                const GatewayOptions& options,
+                int in_fd,
                 std::ostream& out,
                 std::ostream& log);
 
