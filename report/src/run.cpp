@@ -90,6 +90,14 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
       j.key("rollbacks").value(r.rollbacks).key("emergencies").value(r.emergencies);
       j.key("recovery").array_of(r.recovery);
     }
+    if (r.approvals_granted + r.approvals_denied + r.approvals_expired > 0 || !r.waiting.empty()) {
+      j.key("approvals").begin_object().key("granted").value(r.approvals_granted);
+      j.key("denied").value(r.approvals_denied).key("expired").value(r.approvals_expired);
+      j.key("waiting").begin_array();
+      for (const driver::Ticket& t : r.waiting)
+        j.begin_object().key("ticket").value(t.id).key("action").value(t.action).end_object();
+      j.end_array().end_object();
+    }
     j.key("trace").begin_object().key("entries").value(in.trace_entries);
     j.key("head").value(in.trace_head).key("verified").value(in.trace_verified);
     if (!in.trace_file.empty()) j.key("file").value(in.trace_file);
@@ -120,6 +128,14 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     out << "  recovery    " << r.rollbacks << " rollback" << (r.rollbacks == 1 ? "" : "s") << ", "
         << r.emergencies << " emergency action" << (r.emergencies == 1 ? "" : "s");
     for (std::size_t i = 0; i < r.recovery.size(); ++i) out << (i ? ", " : ": ") << r.recovery[i];
+    out << "\n";
+  }
+  if (r.approvals_granted + r.approvals_denied + r.approvals_expired > 0 || !r.waiting.empty()) {
+    out << "  approvals   " << r.approvals_granted << " granted, " << r.approvals_denied
+        << " denied, " << r.approvals_expired << " expired, " << r.waiting.size() << " waiting";
+    for (std::size_t i = 0; i < r.waiting.size(); ++i)
+      out << (i ? ", " : ": ") << "ticket " << r.waiting[i].id << " of `" << r.waiting[i].action
+          << "`";
     out << "\n";
   }
   if (!r.goal_reached) {

@@ -41,8 +41,13 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       view_(kernel_.get()),
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
       receipts_(std::move(receipts)),
-      clock_(std::move(clock)),
-      tickets_(std::move(tickets)) {
+      clock_(clock),
+      approvals_(
+          std::make_unique<driver::Approvals>(*kernel_, std::move(clock), std::move(tickets))) {
+  approvals_->on_expiry = [this](const Ticket&) {
+    counters.rejections[static_cast<std::size_t>(ck::ReasonCode::approval_expired)].fetch_add(
+        1, std::memory_order_relaxed);
+  };
   if (checkpoint_every > 0)
     checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every, kernel_->trace_length());
 }
