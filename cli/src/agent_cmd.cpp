@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "approval_prompt.hpp"
 #include "clampai/agent.hpp"
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel.hpp"
@@ -29,6 +30,7 @@ struct Args {
   std::optional<unsigned> lookahead;
   std::optional<std::uint32_t> llm_timeout_ms;
   std::vector<std::string> allow_programs;
+  std::string approvals;  // --approvals
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -130,6 +132,7 @@ int agent_command() {
   };
   ca::OrchestratorOptions orchestrator_options;
   orchestrator_options.max_steps = args.max_steps;
+  orchestrator_options.approve = make_approver(args.approvals);
   const bool live = !quiet() && isatty(STDERR_FILENO) == 1;
   if (live) {
     orchestrator_options.on_step = [&](const ca::StepRecord& s) {
@@ -252,6 +255,7 @@ CLI::App* add_agent_command(CLI::App& app) {
       ->option_text("FILE")
       ->excludes("--ledger");
   add_allow_program_option(cmd, args.allow_programs);
+  add_approvals_option(cmd, args.approvals);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

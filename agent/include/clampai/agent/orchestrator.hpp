@@ -18,6 +18,7 @@
 #include "clampai/agent/saliency.hpp"
 #include "clampai/agent/valuation.hpp"
 #include "clampai/driver/committer.hpp"
+#include "clampai/driver/driver.hpp"
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
@@ -71,6 +72,10 @@ struct OrchestratorOptions {
   /// `Termination::error` and the message `cancelled`, proposing nothing. A commit already
   /// handed over finishes first. Must not throw; may be empty.
   std::function<bool()> cancelled{};
+  /// Answers the approval an action's spec asks for (driver::RunOptions::approve: the loop
+  /// records the ticket, then grants, denies or leaves it waiting as this says); empty: every
+  /// such action waits and is not taken. Requests name the principal `agent`.
+  std::function<driver::ApprovalAnswer(const driver::Ticket&, const kernel::Decision&)> approve{};
   /// A budget besides the kernel's, shared with other runs (the Python bindings'
   /// `AsyncOrchestrator(task, kernel=AsyncSafetyKernel(...))`): `reserve` is asked just before
   /// the chosen action is handed to the kernel, with its id and cost; a text refuses it and
