@@ -121,6 +121,9 @@ void Approvals::expire_due_locked(std::int64_t now) {
 Approvals::Asked Approvals::ask(const ck::Proposal& proposal) {
   const ck::TaskModel& model = kernel_.model();
   const ck::Action& a = model.actions.at(proposal.action);
+  if (!a.approval)
+    throw InvalidArgument("action `" + a.id + "` of task `" + model.name +
+                          "` asks for no approval (its spec has no `approval`): execute it");
   std::lock_guard lock(mutex_);
   expire_due_locked(now());
   ck::Decision d = kernel_.evaluate(proposal);

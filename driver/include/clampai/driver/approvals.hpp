@@ -78,8 +78,8 @@ class Approvals {
   /// Asks for the approval of `proposal`: decided on the state of now, and if approved, an
   /// `approval_requested` entry (naming the proposal's principal) and a pending ticket;
   /// nothing is committed.
-  /// @throws TicketRefused (too_many) past kMaxPendingTickets; InvalidArgument if the trace is
-  /// sealed.
+  /// @throws TicketRefused (too_many) past kMaxPendingTickets; InvalidArgument if the action
+  /// has no `approval` or the trace is sealed.
   Asked ask(const kernel::Proposal& proposal);
 
   /// The pending tickets, oldest first; those whose time ran out expire first (an
