@@ -307,6 +307,7 @@ OrchestratorResult Orchestrator::Impl::run() {
   loop.errors_end_run = true;       // the trace file, the ledger: Termination::error
   loop.approve = options.approve;   // an action whose spec asks for an approval
   loop.principal = "agent";
+  loop.between_steps = options.between_steps;
   const driver::RunResult r = driver::run(*committer, *this, loop);
   const kernel::Situation s = kernel.situation();
   result.spent = s.budget.net();

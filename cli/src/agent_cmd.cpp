@@ -16,6 +16,7 @@
 #include "clampai/report/agent.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
+#include "sign_cmd.hpp"
 
 namespace clampai::cli {
 
@@ -31,6 +32,8 @@ struct Args {
   std::optional<std::uint32_t> llm_timeout_ms;
   std::vector<std::string> allow_programs;
   std::string approvals;  // --approvals
+  std::string signing_key;
+  std::uint64_t checkpoint_every = 0;
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -93,6 +96,8 @@ int agent_command() {
     ck::KernelOptions options;
     options.pools = pools = load_pools_option(args.pools, model.get());
     options.record_rejections = true;
+    // The key is read before the trace is opened: a bad key touches no file.
+    if (!args.signing_key.empty()) options.signer = signer_from_key_file(args.signing_key);
     if (!args.trace.empty())
       options.writer = std::make_shared<ck::TraceWriter>(
           args.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
@@ -133,6 +138,11 @@ int agent_command() {
   ca::OrchestratorOptions orchestrator_options;
   orchestrator_options.max_steps = args.max_steps;
   orchestrator_options.approve = make_approver(args.approvals);
+  std::optional<ck::Checkpoints> checkpoints;
+  if (own && args.checkpoint_every > 0) {
+    checkpoints.emplace(args.checkpoint_every, own->trace_length());
+    orchestrator_options.between_steps = [&checkpoints, own] { (void)checkpoints->after(*own); };
+  }
   const bool live = !quiet() && isatty(STDERR_FILENO) == 1;
   if (live) {
     orchestrator_options.on_step = [&](const ca::StepRecord& s) {
@@ -256,6 +266,18 @@ CLI::App* add_agent_command(CLI::App& app) {
       ->excludes("--ledger");
   add_allow_program_option(cmd, args.allow_programs);
   add_approvals_option(cmd, args.approvals);
+  cmd->add_option("--signing-key",
+                  args.signing_key,
+                  "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "
+                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them")
+      ->option_text("FILE")
+      ->excludes("--ledger");
+  cmd->add_option("--checkpoint-every",
+                  args.checkpoint_every,
+                  "Append a checkpoint entry (signed with --signing-key) every N trace entries")
+      ->option_text("N")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
+      ->excludes("--ledger");
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -76,6 +76,9 @@ struct OrchestratorOptions {
   /// records the ticket, then grants, denies or leaves it waiting as this says); empty: every
   /// such action waits and is not taken. Requests name the principal `agent`.
   std::function<driver::ApprovalAnswer(const driver::Ticket&, const kernel::Decision&)> approve{};
+  /// Called before each step (driver::RunOptions::between_steps: `--checkpoint-every`'s
+  /// checkpoints). May be empty.
+  std::function<void()> between_steps{};
   /// A budget besides the kernel's, shared with other runs (the Python bindings'
   /// `AsyncOrchestrator(task, kernel=AsyncSafetyKernel(...))`): `reserve` is asked just before
   /// the chosen action is handed to the kernel, with its id and cost; a text refuses it and
