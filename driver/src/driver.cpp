@@ -226,7 +226,7 @@ bool Loop::ask(Proposal proposal) {
   if (own == nullptr)
     throw InvalidArgument("action `" + id +
                           "` asks for an approval, and a shared ledger keeps no approval "
-                          "tickets yet: run it without --ledger, or serve the task");
+                          "tickets yet: run it without --ledger (its own trace keeps them)");
   if (!approvals_) approvals_.emplace(*own, options_.clock);
   // Asked already and still waiting (the run moved on): nothing is asked anew.
   for (const Ticket& t : result_.waiting) {
