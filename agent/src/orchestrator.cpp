@@ -313,6 +313,10 @@ OrchestratorResult Orchestrator::Impl::run() {
   result.spent = s.budget.net();
   result.progress = valuator.goal_progress(s.state);
   result.termination = r.termination;
+  result.approvals_granted = r.approvals_granted;
+  result.approvals_denied = r.approvals_denied;
+  result.approvals_expired = r.approvals_expired;
+  result.approvals_waiting = r.waiting;
   result.goal_reached = r.termination == Termination::goal_reached;
   result.message = result.goal_reached ? "the goal holds" : r.message;
   return std::move(result);

@@ -200,6 +200,9 @@ int agent_command() {
   out.lookahead = args.lookahead;
   if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
   if (pools) out.pools = pools->status();
+  out.approvals = {r.approvals_granted, r.approvals_denied, r.approvals_expired, {}};
+  for (const driver::Ticket& t : r.approvals_waiting)
+    out.approvals.waiting.emplace_back(t.id, t.action);
   report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }

@@ -111,6 +111,10 @@ struct StepRecord {
 /// A run's result.
 struct OrchestratorResult {
   Termination termination = Termination::stuck;
+  /// Approvals (OrchestratorOptions::approve): granted, denied, answered too late, and the
+  /// tickets the run moved on from, still pending.
+  std::uint64_t approvals_granted = 0, approvals_denied = 0, approvals_expired = 0;
+  std::vector<driver::Ticket> approvals_waiting{};
   bool goal_reached = false;
   std::string message{};  ///< why, for people (the error, the stop, what was stuck)
   std::uint64_t steps = 0;
