@@ -101,6 +101,11 @@ struct Orchestrator::Impl final : driver::Driver {
   OrchestratorResult run();
   driver::Choice next(const kernel::SafetyKernel& view) override;
   void committed(const kernel::Proposal& chosen, const kernel::Outcome& outcome) override;
+  // The chosen action waits for a person's approval (the loop moved on): a step that commits
+  // nothing, and the LLM is told so.
+  void waiting(const kernel::Proposal& chosen, const driver::Ticket& ticket) override;
+  // The end of every step: what it left, recorded and shown.
+  void finish_step();
   // The run so far, and the step being taken (chosen in `next`, completed in `committed`).
   OrchestratorResult result;
   unsigned consecutive_failures = 0, no_progress = 0;
@@ -311,11 +316,18 @@ OrchestratorResult Orchestrator::Impl::run() {
   loop.refusals_before_stop = 0;    // `max_consecutive_failures` is the agent's own
   loop.refresh_each_step = shared;  // the offer and the stops on the latest head
   loop.errors_end_run = true;       // the trace file, the ledger: Termination::error
+  loop.approve = options.approve;   // an action whose spec asks for an approval
+  loop.principal = "agent";
+  loop.between_steps = options.between_steps;
   const driver::RunResult r = driver::run(*committer, *this, loop);
   const kernel::Situation s = kernel.situation();
   result.spent = s.budget.net();
   result.progress = valuator.goal_progress(s.state);
   result.termination = r.termination;
+  result.approvals_granted = r.approvals_granted;
+  result.approvals_denied = r.approvals_denied;
+  result.approvals_expired = r.approvals_expired;
+  result.approvals_waiting = r.waiting;
   result.goal_reached = r.termination == Termination::goal_reached;
   result.message = result.goal_reached ? "the goal holds" : r.message;
   return std::move(result);
@@ -475,6 +487,25 @@ void Orchestrator::Impl::committed(const kernel::Proposal& chosen, const kernel:
     if (!step.repair.empty())
       last_outcome += " The closest parameters the kernel approves: " + step.repair + ".";
   }
+  finish_step();
+}
+
+void Orchestrator::Impl::waiting(const kernel::Proposal& chosen, const driver::Ticket& ticket) {
+  if (reserved) {
+    if (options.settle) options.settle(model->actions[chosen.action].id, *reserved, false);
+    reserved.reset();
+  }
+  ++result.steps;
+  ++consecutive_failures;
+  step.approved = false;
+  step.failure_message = "waits for an approval (ticket " + ticket.id + ")";
+  last_outcome = "`" + step.action + "`" + (step.params.empty() ? "" : " (" + step.params + ")") +
+                 " waits for a person's approval (ticket " + ticket.id +
+                 ") and was not taken: choose another action.";
+  finish_step();
+}
+
+void Orchestrator::Impl::finish_step() {
   const kernel::Situation after = kernel.situation();
   step.spent = after.budget.net();
   step.progress = valuator.goal_progress(after.state);

@@ -32,6 +32,7 @@ _clampai() {
       return
       ;;
     --flush) COMPREPLY=($(compgen -W "buffered flush fsync" -- "$cur")); return ;;
+    --approvals) COMPREPLY=($(compgen -W "prompt deny skip" -- "$cur")); return ;;
     --llm) COMPREPLY=($(compgen -W "mock anthropic openai" -- "$cur")); return ;;
     --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
@@ -55,7 +56,7 @@ _clampai() {
   case $cmd in
     check) opts="--format --quiet --help" ;;
     evaluate) opts="--action --params --state --format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --pools --signing-key --checkpoint-every --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --pools --signing-key --checkpoint-every --approvals --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
@@ -69,7 +70,7 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
-    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --upstream --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --help" ;;
     keygen) opts="--help" ;;
     mcp) opts="--help" ;;

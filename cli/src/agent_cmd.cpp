@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "approval_prompt.hpp"
 #include "clampai/agent.hpp"
 #include "clampai/driver/lookahead.hpp"
 #include "clampai/kernel.hpp"
@@ -16,6 +17,7 @@
 #include "clampai/server/gateway.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
+#include "sign_cmd.hpp"
 
 namespace clampai::cli {
 
@@ -32,6 +34,9 @@ struct Args {
   std::vector<std::string> allow_programs;
   bool upstream = false;             // --upstream: each step through its bound tool
   std::vector<std::string> command;  // the upstream MCP server, after `--`
+  std::string approvals;             // --approvals
+  std::string signing_key;
+  std::uint64_t checkpoint_every = 0;
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -103,6 +108,8 @@ int agent_command() {
     ck::KernelOptions options;
     options.pools = pools = load_pools_option(args.pools, model.get());
     options.record_rejections = true;
+    // The key is read before the trace is opened: a bad key touches no file.
+    if (!args.signing_key.empty()) options.signer = signer_from_key_file(args.signing_key);
     if (!args.trace.empty())
       options.writer = std::make_shared<ck::TraceWriter>(
           args.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
@@ -142,6 +149,12 @@ int agent_command() {
   };
   ca::OrchestratorOptions orchestrator_options;
   orchestrator_options.max_steps = args.max_steps;
+  orchestrator_options.approve = make_approver(args.approvals);
+  std::optional<ck::Checkpoints> checkpoints;
+  if (own && args.checkpoint_every > 0) {
+    checkpoints.emplace(args.checkpoint_every, own->trace_length());
+    orchestrator_options.between_steps = [&checkpoints, own] { (void)checkpoints->after(*own); };
+  }
   const bool live = !quiet() && isatty(STDERR_FILENO) == 1;
   if (live) {
     orchestrator_options.on_step = [&](const ca::StepRecord& s) {
@@ -211,6 +224,9 @@ int agent_command() {
   out.lookahead = args.lookahead;
   if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
   if (pools) out.pools = pools->status();
+  out.approvals = {r.approvals_granted, r.approvals_denied, r.approvals_expired, {}};
+  for (const driver::Ticket& t : r.approvals_waiting)
+    out.approvals.waiting.emplace_back(t.id, t.action);
   report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }
@@ -284,6 +300,19 @@ CLI::App* add_agent_command(CLI::App& app) {
                   args.command,
                   "With --upstream: the upstream MCP server and its arguments, after `--`");
   add_allow_program_option(cmd, args.allow_programs);
+  add_approvals_option(cmd, args.approvals);
+  cmd->add_option("--signing-key",
+                  args.signing_key,
+                  "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "
+                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them")
+      ->option_text("FILE")
+      ->excludes("--ledger");
+  cmd->add_option("--checkpoint-every",
+                  args.checkpoint_every,
+                  "Append a checkpoint entry (signed with --signing-key) every N trace entries")
+      ->option_text("N")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
+      ->excludes("--ledger");
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

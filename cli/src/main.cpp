@@ -14,6 +14,7 @@
 #include <string>
 
 #include "agent_cmd.hpp"
+#include "approval_prompt.hpp"
 #include "bench.hpp"
 #include "clampai/composition/compose.hpp"
 #include "clampai/driver.hpp"
@@ -90,6 +91,7 @@ struct RunArgs {
   std::vector<std::string> allow_programs;
   std::string signing_key;
   std::uint64_t checkpoint_every = 0;
+  std::string approvals;  // --approvals: empty, prompt, deny or skip
 };
 
 // True iff `a` and `b` name one file (the same inode), however they are spelt.
@@ -222,6 +224,7 @@ int cmd_run(const RunArgs& args, const Common& common) {
   cd::RunOptions run_options;
   run_options.max_steps = args.max_steps;
   run_options.recover = args.recover;
+  run_options.approve = clampai::cli::make_approver(args.approvals);
   ck::Checkpoints checkpoints(args.checkpoint_every, kernel.trace_length());
   if (args.checkpoint_every > 0)
     run_options.between_steps = [&checkpoints, &kernel] { (void)checkpoints.after(kernel); };
@@ -564,7 +567,9 @@ int main(int argc, char** argv) {
                   "Append a checkpoint entry (signed with --signing-key) every N trace entries")
       ->option_text("N")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  clampai::cli::add_approvals_option(run, run_args.approvals);
   for (const char* other : {"--trace",
+                            "--approvals",
                             "--append",
                             "--force",
                             "--flush",

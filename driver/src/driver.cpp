@@ -47,9 +47,20 @@ Proposal default_proposal(const TaskModel& model, std::size_t index) {
 
 void Driver::rolled_back(const State& /*state*/, const Proposal& /*undone*/) {}
 void Driver::committed(const Proposal& /*proposal*/, const Outcome& /*outcome*/) {}
+void Driver::waiting(const Proposal& /*proposal*/, const Ticket& /*ticket*/) {}
 
 void FirstApprovableDriver::rolled_back(const State& state, const Proposal& undone) {
   avoid_.emplace_back(state, undone.action);
+}
+
+void FirstApprovableDriver::committed(const Proposal& proposal, const Outcome& outcome) {
+  if (outcome.decision.has(ReasonCode::approval_denied) ||
+      outcome.decision.has(ReasonCode::approval_expired))
+    avoid_.emplace_back(outcome.state, proposal.action);
+}
+
+void FirstApprovableDriver::waiting(const Proposal& proposal, const Ticket& /*ticket*/) {
+  waiting_.push_back(proposal.action);
 }
 
 Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
@@ -60,6 +71,7 @@ Choice FirstApprovableDriver::next(const SafetyKernel& kernel) {
   for (std::size_t i = 0; i < m.actions.size(); ++i) {
     const Action& a = m.actions[i];
     if (a.emergency) continue;
+    if (std::find(waiting_.begin(), waiting_.end(), i) != waiting_.end()) continue;
     if (std::any_of(avoid_.begin(), avoid_.end(), [&](const auto& entry) {
           return entry.second == i && entry.first == *now;
         }))
@@ -102,6 +114,14 @@ class Loop {
   // One step of the chooser's `proposal` (`decided`: its decision on the view, if the chooser
   // made one). False iff the run stops.
   bool commit(Proposal proposal, std::optional<kernel::Decided> decided = std::nullopt);
+  // What follows a step of `proposal` whose outcome is `o` (committed or refused). False iff
+  // the run stops.
+  bool settle(Proposal proposal, const Outcome& o);
+  // A refusal of the step (or of an approval): counted; false iff the run stops.
+  bool refused(const Decision& d);
+  // `proposal` needs a person's approval: asked (a ticket), answered by RunOptions::approve,
+  // then committed (decided afresh) or not. False iff the run stops.
+  bool ask(Proposal proposal);
 
   Committer& c_;
   Driver& driver_;
@@ -115,6 +135,8 @@ class Loop {
   // make the run spin. A refusal on a newer head starts the count again.
   unsigned refused_in_a_row_ = 0;
   std::uint64_t refused_at_ = 0;
+  // The approvals' ticket book on the committer's own kernel, made at the first approval.
+  std::optional<Approvals> approvals_;
 };
 
 bool Loop::recover() {
@@ -159,33 +181,96 @@ bool Loop::recover() {
 }
 
 bool Loop::commit(Proposal proposal, std::optional<kernel::Decided> decided) {
+  if (c_.model().actions[proposal.action].approval) return ask(std::move(proposal));
   const bool mine = decided && decided->proposal().action == proposal.action &&
                     decided->proposal().params == proposal.params;
   const Outcome o = (mine ? step(c_, std::move(*decided)) : step(c_, proposal)).outcome;
+  return settle(std::move(proposal), o);
+}
+
+bool Loop::settle(Proposal proposal, const Outcome& o) {
   driver_.committed(proposal, o);
   if (!o.decision.approved) {  // refused on the latest head: another thread or process, a guard
     ++result_.attempted;
     tally(o.decision);
-    if (const std::optional<Termination> stop = c_.on_refusal(o.decision)) {
-      result_.termination = *stop;
-      result_.last_reasons = o.decision.reasons;
-      return false;
-    }
-    if (c_.head() != refused_at_) {
-      refused_at_ = c_.head();
-      refused_in_a_row_ = 0;
-    }
-    if (options_.refusals_before_stop == 0 || ++refused_in_a_row_ < options_.refusals_before_stop)
-      return true;
-    result_.termination = Termination::no_approvable_action;
-    result_.last_reasons = o.decision.reasons;
-    return false;
+    return refused(o.decision);
   }
   refused_in_a_row_ = 0;
   ++result_.executed;
   result_.actions.push_back(c_.model().actions[proposal.action].id);
   if (o.receipt) undoable_.emplace_back(*o.receipt, std::move(proposal));
   return true;
+}
+
+bool Loop::refused(const Decision& d) {
+  if (const std::optional<Termination> stop = c_.on_refusal(d)) {
+    result_.termination = *stop;
+    result_.last_reasons = d.reasons;
+    return false;
+  }
+  if (c_.head() != refused_at_) {
+    refused_at_ = c_.head();
+    refused_in_a_row_ = 0;
+  }
+  if (options_.refusals_before_stop == 0 || ++refused_in_a_row_ < options_.refusals_before_stop)
+    return true;
+  result_.termination = Termination::no_approvable_action;
+  result_.last_reasons = d.reasons;
+  return false;
+}
+
+bool Loop::ask(Proposal proposal) {
+  const TaskModel& m = c_.model();
+  const std::string& id = m.actions[proposal.action].id;
+  kernel::SafetyKernel* own = c_.own_kernel();
+  if (own == nullptr)
+    throw InvalidArgument("action `" + id +
+                          "` asks for an approval, and a shared ledger keeps no approval "
+                          "tickets yet: run it without --ledger (its own trace keeps them)");
+  if (!approvals_) approvals_.emplace(*own, options_.clock);
+  // Asked already and still waiting (the run moved on): nothing is asked anew.
+  for (const Ticket& t : result_.waiting) {
+    std::variant<Proposal, Reason> same = c_.view().resolve(t.action, t.params);
+    const auto* p = std::get_if<Proposal>(&same);
+    if (p != nullptr && p->action == proposal.action && p->params == proposal.params) {
+      driver_.waiting(proposal, t);
+      ++result_.attempted;
+      return refused(Decision{});
+    }
+  }
+  proposal.principal = options_.principal;
+  Approvals::Asked asked = approvals_->ask(proposal);
+  if (!asked.ticket)  // rejected now: nothing a person could approve
+    return settle(std::move(proposal),
+                  Outcome{std::move(asked.decision), std::nullopt, c_.view().state()});
+  const Ticket ticket = *asked.ticket;
+  const ApprovalAnswer answer =
+      options_.approve ? options_.approve(ticket, asked.decision) : ApprovalAnswer{};
+  if (answer.kind == ApprovalAnswer::Kind::wait) {
+    result_.waiting.push_back(ticket);
+    driver_.waiting(proposal, ticket);
+    ++result_.attempted;
+    return refused(Decision{});
+  }
+  const bool grant = answer.kind == ApprovalAnswer::Kind::grant;
+  std::optional<Outcome> o;
+  try {
+    Approvals::Answered a = approvals_->answer(
+        ticket.id, grant, answer.principal, {}, [this](const Proposal& p) { return step(c_, p); });
+    o.emplace(std::move(a.step.outcome));
+    ++(grant ? result_.approvals_granted : result_.approvals_denied);
+  } catch (const TicketRefused& e) {
+    if (e.why != TicketRefused::Why::expired) throw;
+    ++result_.approvals_expired;  // answered too late: its `approval_expired` entry is recorded
+    o.emplace(Outcome{approval_refusal(proposal.action,
+                                       ReasonCode::approval_expired,
+                                       id,
+                                       "ticket " + ticket.id + " of `" + id +
+                                           "` expired: nobody approved it within its ttl_s"),
+                      std::nullopt,
+                      c_.view().state()});
+  }
+  return settle(std::move(proposal), *o);
 }
 
 RunResult Loop::run() {
@@ -320,6 +405,7 @@ std::optional<Outcome> SharedCommitter::rollback(const Receipt& receipt) {
 std::uint64_t SharedCommitter::refresh() { return kernel_.refresh(); }
 std::uint64_t SharedCommitter::head() const { return kernel_.length(); }
 std::uint64_t Committer::head() const { return 0; }
+kernel::SafetyKernel* Committer::own_kernel() { return nullptr; }
 
 bool steps_left(const SafetyKernel& view) {
   return view.steps() < static_cast<std::uint64_t>(view.step_limit());

@@ -208,6 +208,51 @@ class PyKernel {
     }));
   }
 
+  // Approvals (driver::Approvals, the ticket book `clampai serve` and `run` use): ask for one,
+  // list the pending tickets, answer one. The book follows the current kernel.
+  py::tuple ask_approval(py::handle action_obj, py::handle params, const std::string& principal) {
+    const ActionId action(action_obj);
+    const ck::ParamMap p = params.is_none() ? ck::ParamMap{} : to_params(params);
+    cd::Approvals& book = approvals();  // made with the GIL held
+    auto [decision, ticket] = maybe_released(calls_python(), [&]() -> cd::Approvals::Asked {
+      auto resolved = kernel().resolve(action.view(), p);
+      if (auto* r = std::get_if<ck::Reason>(&resolved)) {
+        ck::Decision d;
+        d.reasons.push_back(*r);
+        return {std::move(d), std::nullopt};
+      }
+      ck::Proposal& proposal = std::get<ck::Proposal>(resolved);
+      proposal.principal = principal;
+      return book.ask(proposal);
+    });
+    return py::make_tuple(PyDecision{std::move(decision), model_.model},
+                          ticket ? py::object(ticket_dict(*ticket)) : py::object(py::none()));
+  }
+  py::list pending_approvals() {
+    cd::Approvals& book = approvals();
+    const std::vector<cd::Ticket> tickets =
+        maybe_released(calls_python(), [&] { return book.pending(); });
+    py::list out;
+    for (const cd::Ticket& t : tickets) out.append(ticket_dict(t));
+    return out;
+  }
+  py::tuple answer_approval(const std::string& ticket, bool approve, const std::string& principal) {
+    cd::Approvals& book = approvals();
+    cd::Approvals::Answered a = maybe_released(calls_python(), [&] {
+      try {
+        // As `clampai serve`: nobody approves their own request.
+        return book.answer(ticket, approve, principal, [&](const cd::Ticket& t) {
+          if (approve && !t.principal.empty() && t.principal == principal)
+            throw InvalidArgument("`" + principal + "` asked for ticket `" + t.id +
+                                  "`: another principal must approve it");
+        });
+      } catch (const cd::TicketRefused& e) {
+        throw InvalidArgument(e.what());
+      }
+    });
+    return py::make_tuple(a.granted, wrap(std::move(a.step.outcome)));
+  }
+
   PyOutcome rollback(const PyReceipt& receipt) {
     return wrap(maybe_released(calls_python(), [&] { return kernel().rollback(receipt.receipt); }));
   }
@@ -310,6 +355,27 @@ class PyKernel {
 
   PyOutcome wrap(ck::Outcome o) const { return {std::move(o), model_.model}; }
 
+  cd::Approvals& approvals() {
+    if (!approvals_ || approvals_kernel_ != &kernel()) {
+      approvals_ = std::make_unique<cd::Approvals>(kernel());
+      approvals_kernel_ = &kernel();
+    }
+    return *approvals_;
+  }
+  static py::dict ticket_dict(const cd::Ticket& t) {
+    py::dict params;
+    for (const auto& [name, value] : t.params) params[py::str(name)] = from_value(value);
+    py::dict d;
+    d["ticket"] = t.id;
+    d["action"] = t.action;
+    d["params"] = params;
+    d["principal"] = t.principal;
+    d["request_sequence"] = t.sequence;
+    d["requested_at_us"] = t.requested_us;
+    d["expires_at_us"] = t.expires_us;
+    return d;
+  }
+
   Model model_;
   bool record_rejections_;
   std::string trace_file_;
@@ -317,6 +383,8 @@ class PyKernel {
   std::atomic<bool> gated_{false};
   std::atomic<ck::SafetyKernel*> kernel_{nullptr};
   std::vector<std::unique_ptr<ck::SafetyKernel>> kernels_;  // the current one last
+  std::unique_ptr<cd::Approvals> approvals_;  // made at first use, on the current kernel
+  const ck::SafetyKernel* approvals_kernel_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -925,6 +993,24 @@ void bind_all(py::module_& m) {
           "action"_a,
           "params"_a = py::none())
       .def("rollback", &PyKernel::rollback, "receipt"_a)
+      .def(
+          "ask_approval",
+          [](PyKernel& k, py::handle action, py::handle params, const std::string& principal) {
+            return translating("", [&] { return k.ask_approval(action, params, principal); });
+          },
+          "action"_a,
+          "params"_a = py::none(),
+          "principal"_a = "")
+      .def("pending_approvals",
+           [](PyKernel& k) { return translating("", [&] { return k.pending_approvals(); }); })
+      .def(
+          "answer_approval",
+          [](PyKernel& k, const std::string& ticket, bool approve, const std::string& principal) {
+            return translating("", [&] { return k.answer_approval(ticket, approve, principal); });
+          },
+          "ticket"_a,
+          "approve"_a,
+          "principal"_a)
       .def("_set_gate", &PyKernel::set_gate, "gate"_a)
       .def(
           "_reset",

@@ -56,6 +56,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
     }
     j.end_array();
     if (r.lookahead) j.key("lookahead").value(*r.lookahead);
+    if (!r.approvals.empty()) detail::write_approvals(j, r.approvals);
     j.key("trace").begin_object().key("entries").value(r.trace_entries);
     j.key("head").value(r.trace_head).key("verified").value(r.trace_verified);
     if (!r.trace_file.empty()) j.key("file").value(r.trace_file);
@@ -109,6 +110,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   }
   out << (first ? "(none)\n" : "\n");
   if (r.lookahead) out << "  lookahead   " << *r.lookahead << " steps\n";
+  detail::print_approvals(out, r.approvals);
   out << "  trace       " << r.trace_entries
       << " entries, head sha256:" << r.trace_head.substr(0, 16) << "..., "
       << (r.trace_verified ? "chain verified" : "CHAIN BROKEN");

@@ -15,6 +15,7 @@
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/pools.hpp"
 #include "clampai/kernel/value.hpp"
+#include "clampai/report/approvals.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
 #include "clampai/report/wire.hpp"
@@ -42,6 +43,12 @@ void write_location(JsonWriter& j, const std::string& file, const kernel::Source
 void write_ledger(JsonWriter& j, const LedgerSection& l);
 /// The line a text report ends with on a shared ledger (`ledger: URL: ...`).
 void print_ledger(std::ostream& out, const LedgerSection& l);
+
+/// A report's `approvals` member: `{"granted", "denied", "expired", "waiting": [{"ticket",
+/// "action"}]}`.
+void write_approvals(JsonWriter& j, const ApprovalsSection& a);
+/// Its text line: `  approvals   1 granted, 0 denied, 0 expired, 1 waiting: ticket T of `a``.
+void print_approvals(std::ostream& out, const ApprovalsSection& a);
 
 /// The lines a text report gives the budget pools: `  pool        NAME (in PARENT): NET of
 /// TOTAL (gross GROSS)`.

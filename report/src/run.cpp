@@ -66,6 +66,37 @@ void write_check(std::ostream& out,
   out << "ok: well-formed and well-typed; the initial state satisfies every blocking invariant\n";
 }
 
+namespace {
+ApprovalsSection approvals_of(const driver::RunResult& r) {
+  ApprovalsSection a{r.approvals_granted, r.approvals_denied, r.approvals_expired, {}};
+  for (const driver::Ticket& t : r.waiting) a.waiting.emplace_back(t.id, t.action);
+  return a;
+}
+}  // namespace
+
+namespace detail {
+
+void write_approvals(JsonWriter& j, const ApprovalsSection& a) {
+  j.key("approvals").begin_object().key("granted").value(a.granted);
+  j.key("denied").value(a.denied).key("expired").value(a.expired);
+  j.key("waiting").begin_array();
+  for (const auto& [ticket, action] : a.waiting)
+    j.begin_object().key("ticket").value(ticket).key("action").value(action).end_object();
+  j.end_array().end_object();
+}
+
+void print_approvals(std::ostream& out, const ApprovalsSection& a) {
+  if (a.empty()) return;
+  out << "  approvals   " << a.granted << " granted, " << a.denied << " denied, " << a.expired
+      << " expired, " << a.waiting.size() << " waiting";
+  for (std::size_t i = 0; i < a.waiting.size(); ++i)
+    out << (i ? ", " : ": ") << "ticket " << a.waiting[i].first << " of `" << a.waiting[i].second
+        << "`";
+  out << "\n";
+}
+
+}  // namespace detail
+
 void write_run(std::ostream& out, Format format, const RunReport& in) {
   const kernel::TaskModel& model = *in.model;
   const driver::RunResult& r = *in.result;
@@ -90,6 +121,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
       j.key("rollbacks").value(r.rollbacks).key("emergencies").value(r.emergencies);
       j.key("recovery").array_of(r.recovery);
     }
+    if (const ApprovalsSection a = approvals_of(r); !a.empty()) detail::write_approvals(j, a);
     j.key("trace").begin_object().key("entries").value(in.trace_entries);
     j.key("head").value(in.trace_head).key("verified").value(in.trace_verified);
     if (!in.trace_file.empty()) j.key("file").value(in.trace_file);
@@ -122,6 +154,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     for (std::size_t i = 0; i < r.recovery.size(); ++i) out << (i ? ", " : ": ") << r.recovery[i];
     out << "\n";
   }
+  detail::print_approvals(out, approvals_of(r));
   if (!r.goal_reached) {
     for (const auto& reason : r.last_reasons)
       out << "  why         " << kernel::to_string(reason.code) << ": " << reason.message << "\n";

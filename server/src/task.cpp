@@ -43,10 +43,19 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
       receipts_(std::move(receipts)),
       checkpoint_every_(checkpoint_every),
-      clock_(std::move(clock)),
-      tickets_(std::move(tickets)) {
+      clock_(clock),
+      approvals_(
+          std::make_unique<driver::Approvals>(*kernel_, std::move(clock), std::move(tickets))) {
+  watch_expiries();
   if (checkpoint_every > 0)
     checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every, kernel_->trace_length());
+}
+
+void Task::watch_expiries() {
+  approvals_->on_expiry = [this](const Ticket&) {
+    counters.rejections[static_cast<std::size_t>(ck::ReasonCode::approval_expired)].fetch_add(
+        1, std::memory_order_relaxed);
+  };
 }
 
 Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
@@ -158,6 +167,9 @@ void Task::replace_kernel(std::unique_ptr<ck::SafetyKernel> next) {
   view_ = kernel_.get();
   committer_ = std::make_unique<driver::LocalCommitter>(*kernel_);
   receipts_.clear();  // INVARIANT (receipts): the new kernel has no undo record
+  // The ticket book decides on the kernel in force: a new one (a reload needs none pending).
+  approvals_ = std::make_unique<driver::Approvals>(*kernel_, clock_, TicketLog{});
+  watch_expiries();
   if (checkpoints_)
     checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every_, kernel_->trace_length());
   std::lock_guard verify(verify_mutex_);

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "clampai/driver/approvals.hpp"
 #include "clampai/driver/committer.hpp"
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/ledger.hpp"
@@ -63,37 +64,11 @@ struct TaskCounters {
   std::atomic<std::uint64_t> rollbacks{0};
 };
 
-/// An action waiting for a principal's approval (docs/SERVE.md, "Approvals").
-struct Ticket {
-  std::string id{};               // 32 hex digits, random
-  std::string action{};           // the action's id
-  kernel::ParamMap params{};      // named, defaults filled in (as its trace entry records them)
-  std::string principal{};        // who asked (empty when the server needs no token)
-  std::uint64_t sequence = 0;     // its `approval_requested` entry
-  std::int64_t requested_us = 0;  // microseconds since the epoch (the entry's `time_us`)
-  std::int64_t expires_us = 0;    // `requested_us` + the action's `approval.ttl_s`
-};
-
-/// At most this many tickets wait on one task; more are refused until some are answered.
-inline constexpr std::size_t kMaxPendingTickets = 1024;
-
-/// Why a ticket cannot be answered: it is not pending (never was, or answered already), or its
-/// time ran out (its `approval_expired` entry is in the trace).
-struct TicketRefused : std::runtime_error {
-  enum class Why : std::uint8_t { unknown, expired, too_many };
-  TicketRefused(Why w, const std::string& message) : std::runtime_error(message), why(w) {}
-  Why why;
-};
-
-/// The pending tickets a trace leaves: fed the entries of a trace in order (`note`), it keeps
-/// those requested and neither granted, denied nor expired, and what became of the others.
-struct TicketLog {
-  std::map<std::string, Ticket, std::less<>> pending{};
-  // The last answered tickets (at most kMaxPendingTickets): ticket -> what became of it.
-  std::deque<std::pair<std::string, std::string>> answered{};
-  void note(const kernel::TaskModel& model, const kernel::TraceEntry& e);
-  void answer(const std::string& ticket, std::string what);
-};
+/// Approvals (docs/SERVE.md, "Approvals"): the driver's ticket book, one per task.
+using driver::kMaxPendingTickets;
+using driver::Ticket;
+using driver::TicketLog;
+using driver::TicketRefused;
 
 class Task {
  public:
@@ -137,12 +112,8 @@ class Task {
   // ---- Approvals (approvals.cpp) ----
   /// The task's clock (microseconds since the epoch).
   [[nodiscard]] std::int64_t now() const;
-  /// What `ask` did: a ticket, or none when the kernel rejects the action now (`decision`
-  /// says why; nothing was recorded: there is nothing a person could approve).
-  struct Asked {
-    kernel::Decision decision;
-    std::optional<Ticket> ticket;
-  };
+  /// What `ask` did (driver::Approvals::ask).
+  using Asked = driver::Approvals::Asked;
   /// Asks for the approval of `proposal` (an action with an `approval`): decided on the state
   /// of now, and if approved, an `approval_requested` entry (the proposal's principal) and a
   /// pending ticket; nothing is committed.
@@ -152,15 +123,8 @@ class Task {
   /// The pending tickets, oldest first; those whose time ran out expire first (an
   /// `approval_expired` entry each).
   std::vector<Ticket> pending();
-  /// What became of an answered ticket: `granted` and the step (decided afresh on the state of
-  /// now: committed, or rejected with reasons), or denied (`step` a rejection whose reason is
-  /// `approval_denied`, nothing committed).
-  struct Answered {
-    Ticket ticket;
-    bool granted = false;
-    std::uint64_t sequence = 0;  // the `approval_granted` or `approval_denied` entry
-    driver::StepResult step;
-  };
+  /// What became of an answered ticket (driver::Approvals::answer).
+  using Answered = driver::Approvals::Answered;
   /// Answers ticket `id` for `principal`. `check` is called with the ticket before anything
   /// is recorded (the caller's right, and self-approval: it throws to refuse). Exactly one
   /// answer wins a ticket; the others get TicketRefused (unknown, naming what became of it).
@@ -218,15 +182,13 @@ class Task {
   std::mutex verify_mutex_;
   std::optional<std::string> verify_json_;  // GUARDED_BY verify_mutex_; reset by a reload
   std::uint64_t checkpoint_every_ = 0;
-  std::vector<kernel::TraceEntry> earlier_;  // in memory: the entries of the kernels replaced
-  std::function<std::int64_t()> clock_;      // empty: the system clock
-  // Held across an approval's notes (ticket taken, then its entry), never inside the kernel's.
-  std::mutex tickets_mutex_;
-  TicketLog tickets_;  // GUARDED_BY tickets_mutex_
+  std::vector<kernel::TraceEntry> earlier_;       // in memory: the entries of the kernels replaced
+  std::function<std::int64_t()> clock_;           // empty: the system clock
+  std::unique_ptr<driver::Approvals> approvals_;  // the tickets; null on a shared ledger
   // Keeps the receipt of a commit (for rollback); returns `step`.
   driver::StepResult remember(driver::StepResult step);
-  // Records the expiry of every pending ticket due at `now`. Requires tickets_mutex_.
-  void expire_due_locked(std::int64_t now);
+  // Counts each expiry of the ticket book in `counters`.
+  void watch_expiries();
 };
 
 /// Why a task whose spec declares what the reference monitor enforces is not served

@@ -155,6 +155,33 @@ class SignedTraceTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("not signed", r.stdout)
 
+    def test_a_signed_agent_run_verifies_and_a_rewritten_chain_does_not(self):
+        trace = self.path("agent.jsonl")
+        r = clampai("agent", QUICKSTART, "--llm", "mock", "--trace", trace, "--quiet",
+                    "--signing-key", self.key, "--checkpoint-every", "2")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        pub = self.key + ".pub"
+        r = clampai("trace", "verify", trace, "--public-key", pub, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        report = json.loads(r.stdout)
+        self.assertTrue(report["signatures"]["ok"])
+        self.assertEqual(report["signatures"]["uncovered_entries"], 0)
+        entries = read_lines(trace)
+        self.assertIn("checkpoint", [e["kind"] for e in entries])
+        self.assertEqual([e["kind"] for e in entries if "signature" in e][-1], "sealed")
+        changed = [dict(e) for e in entries]
+        executed = next(i for i, e in enumerate(changed) if e["kind"] == "executed")
+        changed[executed]["time"] += 1
+        rechain(changed)
+        write_lines(self.path("agent-rewritten.jsonl"), changed)
+        r = clampai("trace", "verify", self.path("agent-rewritten.jsonl"), "--public-key", pub)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        # Not on a shared ledger (its entries are not signed yet): a usage error.
+        r = clampai("agent", QUICKSTART, "--llm", "mock", "--ledger", "memory:",
+                    "--signing-key", self.key)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--signing-key", r.stderr)
+
     def test_bad_key_files_are_named(self):
         r = clampai("trace", "verify", self.signed_run(), "--public-key", self.key)
         self.assertEqual(r.returncode, 2)

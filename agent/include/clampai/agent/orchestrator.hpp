@@ -18,6 +18,7 @@
 #include "clampai/agent/saliency.hpp"
 #include "clampai/agent/valuation.hpp"
 #include "clampai/driver/committer.hpp"
+#include "clampai/driver/driver.hpp"
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
@@ -71,6 +72,13 @@ struct OrchestratorOptions {
   /// `Termination::error` and the message `cancelled`, proposing nothing. A commit already
   /// handed over finishes first. Must not throw; may be empty.
   std::function<bool()> cancelled{};
+  /// Answers the approval an action's spec asks for (driver::RunOptions::approve: the loop
+  /// records the ticket, then grants, denies or leaves it waiting as this says); empty: every
+  /// such action waits and is not taken. Requests name the principal `agent`.
+  std::function<driver::ApprovalAnswer(const driver::Ticket&, const kernel::Decision&)> approve{};
+  /// Called before each step (driver::RunOptions::between_steps: `--checkpoint-every`'s
+  /// checkpoints). May be empty.
+  std::function<void()> between_steps{};
   /// A budget besides the kernel's, shared with other runs (the Python bindings'
   /// `AsyncOrchestrator(task, kernel=AsyncSafetyKernel(...))`): `reserve` is asked just before
   /// the chosen action is handed to the kernel, with its id and cost; a text refuses it and
@@ -103,6 +111,10 @@ struct StepRecord {
 /// A run's result.
 struct OrchestratorResult {
   Termination termination = Termination::stuck;
+  /// Approvals (OrchestratorOptions::approve): granted, denied, answered too late, and the
+  /// tickets the run moved on from, still pending.
+  std::uint64_t approvals_granted = 0, approvals_denied = 0, approvals_expired = 0;
+  std::vector<driver::Ticket> approvals_waiting{};
   bool goal_reached = false;
   std::string message{};  ///< why, for people (the error, the stop, what was stuck)
   std::uint64_t steps = 0;

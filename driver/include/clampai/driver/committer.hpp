@@ -89,6 +89,9 @@ class Committer {
   /// When `commit` refused a proposal: the termination that ends the run at once (escrow), or
   /// none (the default: the loop chooses again, RunOptions::refusals_before_stop).
   virtual std::optional<Termination> on_refusal(const kernel::Decision& decision);
+  /// The kernel this process owns, on which approvals' tickets are recorded (driver::Approvals),
+  /// or null when there is none (a shared ledger, which keeps no tickets yet). The default: null.
+  virtual kernel::SafetyKernel* own_kernel();
 };
 
 /// What became of a step. Callers switch on it; values will be added (see the file's comment:
@@ -135,6 +138,7 @@ class LocalCommitter final : public Committer {
   [[nodiscard]] bool records_rejections() const override;
   /// @throws InvalidArgument if another thread committed since `receipt` (as the kernel does).
   std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+  kernel::SafetyKernel* own_kernel() override { return &kernel_; }
 
  private:
   kernel::SafetyKernel& kernel_;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "clampai/driver/approvals.hpp"
 #include "clampai/driver/committer.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 
@@ -52,6 +53,10 @@ class Driver {
   /// Told by `run` what became of the proposal it chose (approved and committed, or refused).
   /// The default does nothing.
   virtual void committed(const Proposal& proposal, const kernel::Outcome& outcome);
+  /// Told by `run` that `proposal` waits for a person's approval (`ticket`), which the run did
+  /// not wait for (ApprovalAnswer::Kind::wait): it is not taken now; proposing it again while
+  /// it waits asks nothing anew and counts as a refusal. The default does nothing.
+  virtual void waiting(const Proposal& proposal, const Ticket& ticket);
 };
 
 /// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
@@ -66,9 +71,26 @@ class FirstApprovableDriver final : public Driver {
  public:
   Choice next(const SafetyKernel& kernel) override;
   void rolled_back(const State& state, const Proposal& undone) override;
+  /// A denied or expired approval: not proposed again in the same state.
+  void committed(const Proposal& proposal, const kernel::Outcome& outcome) override;
+  /// Not proposed again in this run.
+  void waiting(const Proposal& proposal, const Ticket& ticket) override;
 
  private:
-  std::vector<std::pair<State, std::size_t>> avoid_{};  // (state, action) pairs rolled back
+  // (state, action) pairs rolled back, or whose approval was denied or expired there
+  std::vector<std::pair<State, std::size_t>> avoid_{};
+  std::vector<std::size_t> waiting_{};  // actions whose ticket waits
+};
+
+/// A person's answer to an approval request (RunOptions::approve).
+struct ApprovalAnswer {
+  enum class Kind : std::uint8_t {
+    grant,  // approved: decided afresh on the state of now, committed if approved
+    deny,   // denied: an `approval_denied` entry, nothing committed
+    wait,   // not answered now: the ticket stays pending and the run moves on without it
+  };
+  Kind kind = Kind::wait;
+  std::string principal{};  // who answered, recorded in the entry
 };
 
 struct RunOptions {
@@ -92,6 +114,19 @@ struct RunOptions {
   /// Called before each step: what the caller appends between steps (`--checkpoint-every`'s
   /// checkpoints).
   std::function<void()> between_steps{};
+  /// Asked when the chooser's choice is an action whose spec asks for an approval, once its
+  /// ticket is recorded (`approval_requested`, naming `principal`): the kernel's decision of
+  /// now and the ticket. A grant is decided afresh (an answer that comes after the ticket's
+  /// `ttl_s` records `approval_expired` instead); empty: every such choice waits
+  /// (`ApprovalAnswer::Kind::wait`), nothing that needs an approval is taken without one.
+  /// Approvals need the committer's own kernel (Committer::own_kernel): on a shared ledger
+  /// such a choice throws InvalidArgument.
+  std::function<ApprovalAnswer(const Ticket&, const kernel::Decision&)> approve{};
+  /// Who asks for approvals (`run`, `agent`), recorded in `approval_requested` entries.
+  std::string principal{};
+  /// The approvals' clock, microseconds since the epoch (their deadlines); empty: the system
+  /// clock.
+  std::function<std::int64_t()> clock{};
 };
 
 /// A run's summary, like the seed's result summary.
@@ -108,6 +143,10 @@ struct RunResult {
   std::vector<std::string> recovery{};  // what recovery did, in order: "rolled back `a`", ...
   std::vector<Reason> last_reasons{};   // why nothing was approvable, when that ended the run
   std::string message{};  // the chooser's stop message, or the error that ended the run
+  std::uint64_t approvals_granted = 0;  // tickets approved (committed or not: decided afresh)
+  std::uint64_t approvals_denied = 0;
+  std::uint64_t approvals_expired = 0;  // answered after their ttl_s
+  std::vector<Ticket> waiting{};        // tickets the run moved on from, still pending
 };
 
 /// The run loop. Each step: stop if the goal holds or the run's cap is reached; let the chooser

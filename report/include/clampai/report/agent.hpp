@@ -13,6 +13,7 @@
 #include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/model.hpp"
 #include "clampai/kernel/pools.hpp"
+#include "clampai/report/approvals.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
 
@@ -57,6 +58,7 @@ struct AgentReport {
   std::optional<unsigned> lookahead{};
   std::optional<LedgerSection> ledger{};    // a run on a shared ledger
   std::vector<kernel::PoolStatus> pools{};  // the budget pools at the end (--pools)
+  ApprovalsSection approvals{};             // actions that asked for an approval (--approvals)
 };
 
 /// `agent`. Requires `model`.

@@ -1,0 +1,231 @@
+// The ticket book (approvals.hpp): every step of a ticket's life is a note of the kernel's
+// trace, so a trace read again (TicketLog::note) rebuilds the pending tickets.
+#include "clampai/driver/approvals.hpp"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <chrono>
+#include <variant>
+
+#include "clampai/kernel/error.hpp"
+
+namespace clampai::driver {
+
+namespace ck = clampai::kernel;
+
+namespace {
+
+// 32 hex digits from the system's CSPRNG: a ticket cannot be guessed from another.
+std::string new_ticket_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1)
+    throw Error("cannot draw a ticket id: the random number generator failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::int64_t deadline(const ck::TaskModel& model, std::string_view action, std::int64_t from_us) {
+  const auto index = model.find_action(action);
+  if (!index || !model.actions[*index].approval) return from_us;  // due at once
+  return from_us + model.actions[*index].approval->ttl_s * 1'000'000;
+}
+
+}  // namespace
+
+ck::Decision approval_refusal(std::size_t action,
+                              ck::ReasonCode code,
+                              std::string subject,
+                              std::string message) {
+  ck::Decision d;
+  d.action = action;
+  d.reasons.push_back({code, std::move(subject), std::move(message)});
+  return d;
+}
+
+void TicketLog::answer(const std::string& ticket, std::string what) {
+  answered.emplace_back(ticket, std::move(what));
+  if (answered.size() > kMaxPendingTickets) answered.pop_front();
+}
+
+void TicketLog::note(const ck::TaskModel& model, const ck::TraceEntry& e) {
+  switch (e.kind) {
+    case ck::EntryKind::approval_requested: {
+      Ticket t;
+      t.id = e.ticket;
+      t.action = e.action;
+      t.params = e.params;
+      t.principal = e.principal;
+      t.sequence = e.sequence;
+      t.requested_us = e.time_us;
+      t.expires_us = deadline(model, e.action, e.time_us);
+      pending[e.ticket] = std::move(t);
+      return;
+    }
+    case ck::EntryKind::approval_granted:
+      pending.erase(e.ticket);
+      answer(e.ticket,
+             "approved by `" + e.principal + "` (trace entry " + std::to_string(e.sequence) + ")");
+      return;
+    case ck::EntryKind::approval_denied:
+      pending.erase(e.ticket);
+      answer(e.ticket,
+             "denied by `" + e.principal + "` (trace entry " + std::to_string(e.sequence) + ")");
+      return;
+    case ck::EntryKind::approval_expired:
+      pending.erase(e.ticket);
+      answer(e.ticket, "expired");
+      return;
+    default:
+      return;
+  }
+}
+
+Approvals::Approvals(ck::SafetyKernel& kernel, Clock clock, TicketLog tickets)
+    : kernel_(kernel), clock_(std::move(clock)), tickets_(std::move(tickets)) {}
+
+std::int64_t Approvals::now() const {
+  if (clock_) return clock_();
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Approvals::expire_due_locked(std::int64_t now) {
+  if (kernel_.is_sealed()) return;  // nothing can be recorded, nor approved, any more
+  std::vector<std::string> due;
+  for (const auto& [id, t] : tickets_.pending)
+    if (t.expires_us <= now) due.push_back(id);
+  for (const std::string& id : due) {
+    const Ticket t = tickets_.pending.at(id);
+    ck::TraceEntry e;
+    e.kind = ck::EntryKind::approval_expired;
+    e.action = t.action;
+    e.params = t.params;
+    e.ticket = t.id;
+    e.reasons.push_back(
+        {ck::ReasonCode::approval_expired,
+         t.action,
+         "ticket " + t.id + " of `" + t.action + "` expired: nobody approved it within its ttl_s"});
+    const ck::TraceEntry kept = kernel_.record_note(std::move(e));  // throws: stays pending
+    tickets_.note(kernel_.model(), kept);
+    if (on_expiry) on_expiry(t);
+  }
+}
+
+Approvals::Asked Approvals::ask(const ck::Proposal& proposal) {
+  const ck::TaskModel& model = kernel_.model();
+  const ck::Action& a = model.actions.at(proposal.action);
+  if (!a.approval)
+    throw InvalidArgument("action `" + a.id + "` of task `" + model.name +
+                          "` asks for no approval (its spec has no `approval`): execute it");
+  std::lock_guard lock(mutex_);
+  expire_due_locked(now());
+  ck::Decision d = kernel_.evaluate(proposal);
+  if (!d.approved) return {std::move(d), std::nullopt};
+  if (tickets_.pending.size() >= kMaxPendingTickets)
+    throw TicketRefused(TicketRefused::Why::too_many,
+                        "task `" + model.name + "` has " + std::to_string(kMaxPendingTickets) +
+                            " tickets waiting for approval already: answer some first");
+  ck::TraceEntry e;
+  e.kind = ck::EntryKind::approval_requested;
+  e.action = a.id;
+  for (std::size_t i = 0; i < a.parameters.size() && i < proposal.params.size(); ++i)
+    e.params.emplace_back(a.parameters[i].name, proposal.params[i]);
+  e.principal = proposal.principal;
+  e.ticket = new_ticket_id();
+  const ck::TraceEntry kept = kernel_.record_note(std::move(e));
+  tickets_.note(model, kept);
+  return {std::move(d), tickets_.pending.at(kept.ticket)};
+}
+
+std::vector<Ticket> Approvals::pending() {
+  std::lock_guard lock(mutex_);
+  expire_due_locked(now());
+  std::vector<Ticket> out;
+  for (const auto& [id, t] : tickets_.pending) out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const Ticket& x, const Ticket& y) {
+    return x.sequence < y.sequence;
+  });
+  return out;
+}
+
+Approvals::Answered Approvals::answer(std::string_view id,
+                                      bool approve,
+                                      const std::string& principal,
+                                      const std::function<void(const Ticket&)>& check,
+                                      const Commit& commit) {
+  const ck::TaskModel& model = kernel_.model();
+  const auto unknown = [&](const std::string& why) {
+    return TicketRefused(
+        TicketRefused::Why::unknown,
+        "task `" + model.name + "` has no pending ticket `" + std::string(id) + "`" + why);
+  };
+  Ticket ticket;
+  std::uint64_t sequence = 0;
+  {
+    // The ticket is taken and its answer recorded under the lock: of two answers, the second
+    // finds it answered.
+    std::lock_guard lock(mutex_);
+    expire_due_locked(now());
+    const auto it = tickets_.pending.find(id);
+    if (it == tickets_.pending.end()) {
+      const auto was = std::find_if(tickets_.answered.rbegin(),
+                                    tickets_.answered.rend(),
+                                    [&](const auto& a) { return a.first == id; });
+      if (was == tickets_.answered.rend()) throw unknown("");
+      if (was->second == "expired")
+        throw TicketRefused(TicketRefused::Why::expired,
+                            "ticket `" + std::string(id) + "` of task `" + model.name +
+                                "` expired: nobody approved it within its ttl_s; ask again");
+      throw unknown(": it was " + was->second);
+    }
+    if (check) check(it->second);
+    ticket = it->second;
+    ck::TraceEntry e;
+    e.kind = approve ? ck::EntryKind::approval_granted : ck::EntryKind::approval_denied;
+    e.action = ticket.action;
+    e.params = ticket.params;
+    e.principal = principal;
+    e.ticket = ticket.id;
+    if (!approve)
+      e.reasons.push_back({ck::ReasonCode::approval_denied,
+                           ticket.action,
+                           "ticket " + ticket.id + " of `" + ticket.action + "` was denied by `" +
+                               principal + "`"});
+    const ck::TraceEntry kept = kernel_.record_note(std::move(e));
+    tickets_.note(model, kept);
+    sequence = kept.sequence;
+    if (!approve) {
+      const std::size_t action = model.find_action(ticket.action).value_or(0);
+      ck::Outcome out{
+          approval_refusal(
+              action, ck::ReasonCode::approval_denied, ticket.action, kept.reasons.at(0).message),
+          std::nullopt,
+          kernel_.state()};
+      return {
+          std::move(ticket), false, sequence, StepResult{StepOutcome::rejected, std::move(out)}};
+    }
+  }
+  // Decided afresh on the state of now, and committed atomically if approved (T5): the world
+  // may have moved since the ticket was asked for. The commit names who asked.
+  auto resolved = kernel_.resolve(ticket.action, ticket.params);
+  if (auto* r = std::get_if<ck::Reason>(&resolved)) {
+    ck::Decision d;
+    d.reasons.push_back(std::move(*r));
+    ck::Outcome out{std::move(d), std::nullopt, kernel_.state()};
+    return {std::move(ticket), true, sequence, StepResult{StepOutcome::rejected, std::move(out)}};
+  }
+  ck::Proposal& p = std::get<ck::Proposal>(resolved);
+  p.principal = ticket.principal;
+  if (commit) return {std::move(ticket), true, sequence, commit(p)};
+  LocalCommitter local(kernel_);
+  return {std::move(ticket), true, sequence, step(local, p)};
+}
+
+}  // namespace clampai::driver
