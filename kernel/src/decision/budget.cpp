@@ -33,6 +33,16 @@ void BudgetController::charge(Amount cost) {
   CLAMPAI_ALWAYS_ASSERT(net() <= total_);      // T1
 }
 
+void BudgetController::charge_unenforced(Amount cost) {
+  if (cost < 0) throw InvalidArgument("cannot charge " + std::to_string(cost) + ": negative");
+  Amount new_gross = 0;
+  if (__builtin_add_overflow(gross_, cost, &new_gross)) {
+    throw InvalidArgument("cannot charge " + std::to_string(cost) + ": gross spend " +
+                          std::to_string(gross_) + " would leave the int64 range of amounts");
+  }
+  gross_ = new_gross;  // T4: cost >= 0; T1 is not enforced here
+}
+
 bool BudgetController::can_refund(Amount amount) const noexcept {
   return amount >= 0 && amount <= net();
 }
