@@ -60,6 +60,8 @@ struct TaskCounters {
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 2> decisions{};
   std::array<std::atomic<std::uint64_t>, kReasons> rejections{};
   std::atomic<std::uint64_t> rollbacks{0};
+  // Shadow mode: the reasons of would-be rejections (clampai_shadow_rejections_total).
+  std::array<std::atomic<std::uint64_t>, kReasons> shadow_rejections{};
 };
 
 /// An action waiting for a principal's approval (docs/SERVE.md, "Approvals").
@@ -132,6 +134,19 @@ class Task {
                              std::string_view principal = {});
   /// The same for a resolved proposal (which names its principal).
   driver::StepResult execute(const kernel::Proposal& proposal);
+  /// Puts the task in shadow mode (ServiceOptions::shadow), before it serves a request.
+  /// @throws InvalidArgument if it is on a shared ledger (its steps are every process's) or its
+  /// budget is in a pool (shared with other tasks, which it would overdraw).
+  void enter_shadow_mode();
+  /// True iff the task runs in shadow mode.
+  [[nodiscard]] bool shadow() const noexcept { return shadow_; }
+  /// Shadow mode's execute (shadow.cpp): decided as `execute` decides, and followed whatever
+  /// the decision (`SafetyKernel::execute_unenforced`, its parameters resolved without their
+  /// bounds); remembers the receipt of a commit.
+  /// @throws InvalidArgument if the trace is sealed or the task is not in shadow mode.
+  kernel::ShadowStep execute_shadow(std::string_view action,
+                                    const kernel::ParamMap& params,
+                                    std::string_view principal = {});
 
   // ---- Approvals (approvals.cpp) ----
   /// The task's clock (microseconds since the epoch).
@@ -204,6 +219,7 @@ class Task {
   std::once_flag verify_once_;
   std::string verify_json_;
   std::function<std::int64_t()> clock_;  // empty: the system clock
+  bool shadow_ = false;                  // enter_shadow_mode
   // Held across an approval's notes (ticket taken, then its entry), never inside the kernel's.
   std::mutex tickets_mutex_;
   TicketLog tickets_;  // GUARDED_BY tickets_mutex_
