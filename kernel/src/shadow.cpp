@@ -45,9 +45,15 @@ ShadowStep SafetyKernel::execute_unenforced(const Proposal& proposal) {
     Amount cost = 0;
     Changes changes;
     std::vector<Value> operands;
-    const bool computed =
-        detail::preview_at(*model_, state_, proposal, cost, changes, &operands) && cost >= 0;
-    Amount gross_after = 0;
+    bool computed = detail::preview_at(*model_, state_, proposal, cost, changes, &operands);
+    BudgetController budget_after = budget_;
+    if (computed) {
+      try {
+        budget_after.charge_unenforced(cost);
+      } catch (const InvalidArgument&) {  // a negative cost, or gross spend out of range
+        computed = false;
+      }
+    }
     TraceEntry entry;
     entry.principal = proposal.principal;
     if (proposal.action < model_->actions.size()) {
@@ -56,7 +62,7 @@ ShadowStep SafetyKernel::execute_unenforced(const Proposal& proposal) {
       entry.params = detail::named_params(a, proposal.params);
     }
     std::string* writer_line = options_.writer ? &line : nullptr;
-    if (!computed || __builtin_add_overflow(budget_.gross(), cost, &gross_after)) {
+    if (!computed) {
       // Nothing the state could follow: recorded, nothing committed.
       if (d.reasons.empty())  // unreachable: decide_at fails whatever preview_at fails on
         d.reasons.push_back(detail::reason(
@@ -66,8 +72,6 @@ ShadowStep SafetyKernel::execute_unenforced(const Proposal& proposal) {
     } else {
       const Action& a = model_->actions[proposal.action];
       State next = state_.with(changes);
-      BudgetController budget_after = budget_;
-      budget_after.charge_unenforced(cost);
       entry.kind = EntryKind::executed;
       entry.enforced = false;
       for (const auto& [id, v] : changes) entry.changes.emplace_back(model_->variables[id].name, v);
