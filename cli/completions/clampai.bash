@@ -36,6 +36,7 @@ _clampai() {
     --llm) COMPREPLY=($(compgen -W "mock anthropic openai" -- "$cur")); return ;;
     --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
+    --mode) COMPREPLY=($(compgen -W "enforce shadow" -- "$cur")); return ;;
     --graph) COMPREPLY=($(compgen -W "dot" -- "$cur")); return ;;
     --layout) COMPREPLY=($(compgen -W "auto dot builtin" -- "$cur")); return ;;
     --html) COMPREPLY=($(compgen -f -X '!*.html' -- "$cur")); return ;;
@@ -43,7 +44,7 @@ _clampai() {
     --data-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --trace | --transcript | --state | --spec | --allow-program | --cache-key-file | --token-file | --principals | --tls-cert | --tls-key | --signing-key | --public-key | --decision-log) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --jobs | --timeout-ms | --timeout | --max-in-flight | --max-message-bytes | --upstream-timeout-ms | --env | --max-obligations | --depth | --max-steps | --llm-timeout-ms | --lookahead | --lookahead-timeout-ms | --seconds | --max-param-values | \
-      --action | --params | --weights | --model | --base-url | --host | --port)
+      --action | --params | --weights | --model | --base-url | --host | --port | --shadow)
       return
       ;;
   esac
@@ -71,7 +72,7 @@ _clampai() {
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --format --quiet --help" ;;
-    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --help" ;;
+    serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --mode --shadow --help" ;;
     keygen) opts="--help" ;;
     mcp) opts="--help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;

@@ -1,5 +1,6 @@
 #include "serve_cmd.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <mutex>
@@ -23,6 +24,8 @@ struct Args {
   std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key,
               pools;
   std::string signing_key, decision_log;
+  std::string mode = "enforce";
+  std::vector<std::string> shadow;
   std::uint64_t checkpoint_every = 0;
   unsigned port = 8765;
   std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
@@ -88,6 +91,9 @@ int serve_command() {
   }
   options.checkpoint_every = args.checkpoint_every;
   options.decision_log = args.decision_log;
+  options.shadow = args.shadow;
+  options.shadow_all = args.mode == "shadow";
+
   if (!args.token_file.empty()) options.token = read_token(args.token_file);
   if (!args.principals_file.empty()) options.principals = read_principals(args.principals_file);
   static std::mutex log_mutex;
@@ -110,6 +116,12 @@ int serve_command() {
       throw InvalidArgument(describe(spec, e));
     }
   }
+  // Each task --shadow names must be served (a misspelt name would leave a task enforcing).
+  const std::vector<std::string> served = service.task_names();
+  for (const std::string& name : args.shadow)
+    if (std::find(served.begin(), served.end(), name) == served.end())
+      throw InvalidArgument("--shadow `" + name + "`: no task of that name is served" +
+                            ck::did_you_mean(name, served));
   cs::HttpOptions http;
   http.host = args.host;
   http.port = static_cast<unsigned short>(args.port);
@@ -222,6 +234,20 @@ CLI::App* add_serve_command(CLI::App& app) {
                   "Append one JSON line per decision to this file "
                   "(schema/decision-log.schema.json); SIGHUP reopens it")
       ->option_text("FILE");
+  cmd->add_option("--mode",
+                  args.mode,
+                  "enforce: every task's kernel blocks what it rejects; shadow: every task "
+                  "decides and records each execute but blocks none (docs/SERVE.md); not with "
+                  "--ledger")
+      ->check(CLI::IsMember({"enforce", "shadow"}))
+      ->capture_default_str();
+  cmd->add_option("--shadow",
+                  args.shadow,
+                  "Run this served task in shadow mode: its executes are decided and recorded "
+                  "(`enforced: false`) but never blocked (repeatable); not with --ledger")
+      ->option_text("TASK")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* cert = cmd->add_option("--tls-cert", args.tls_cert, "PEM certificate chain: serve HTTPS");
   auto* key = cmd->add_option("--tls-key", args.tls_key, "PEM private key of --tls-cert");
   cert->needs(key);

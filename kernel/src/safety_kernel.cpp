@@ -234,8 +234,8 @@ std::variant<Proposal, Reason> resolve(const TaskModel& model,
                     decl.name,
                     "missing parameter `" + decl.name + "` (it has no default)");
     }
-    if (check == ParamCheck::checked) {
-      if (auto bad = check_param(decl, v)) return *bad;
+    if (check != ParamCheck::as_given) {
+      if (auto bad = check_param(decl, v, check == ParamCheck::checked)) return *bad;
     }
     p.params.push_back(std::move(v));
   }
@@ -1018,12 +1018,14 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next, bool con
                       "the spec was changed here: a trace spanning several specs is continued "
                       "with all of them (continue_trace)");
       case EntryKind::executed: {
-        auto resolved = resolve(e.action, *params);
+        // A shadow step (`enforced: false`) is followed as it was, whatever the decision.
+        auto resolved = kernel::resolve(
+            *model_, e.action, *params, e.enforced ? ParamCheck::checked : ParamCheck::fitted);
         if (auto* r = std::get_if<Reason>(&resolved)) resume_failed(i, r->message);
         Proposal& p = std::get<Proposal>(resolved);
         p.principal = e.principal;
         resume_pools_ = &e.pools;  // the pools are not charged on replay: kept as recorded
-        const Outcome o = execute(p);
+        const Outcome o = e.enforced ? execute(p) : execute_unenforced(p).outcome;
         resume_pools_ = nullptr;
         if (!o.receipt) resume_failed(i, "`" + e.action + "` is rejected on replay");
         receipts.push_back(*o.receipt);
@@ -1043,7 +1045,7 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next, bool con
       case EntryKind::approval_expired:
       case EntryKind::rejected: {
         // A rejection (an attestation) changes nothing but the trace: kept as recorded once it
-        // links.
+        // links (a shadow step not followed too: `trace verify --spec` checks it could not be).
         std::lock_guard lock(mutex_);
         impl_->settle();
         if (e.sequence != impl_->next_sequence() || e.prev != impl_->head_hash() ||
@@ -1272,8 +1274,23 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
     case EntryKind::genesis:
       return "a second genesis entry";
     case EntryKind::executed: {
-      Outcome o = kernel.execute(e.action, params);
-      if (!o.decision.approved) return "`" + e.action + "` is rejected on replay";
+      // A shadow step (`enforced: false`) is followed whatever the kernel decides; a would-be
+      // approval (no reasons recorded) must still be one.
+      bool would_approve = true;
+      Outcome o = e.enforced ? kernel.execute(e.action, params) : [&] {
+        ShadowStep shadow = kernel.execute_unenforced(e.action, params);
+        would_approve = shadow.would_be.approved;
+        return std::move(shadow.outcome);
+      }();
+      if (!e.enforced) {
+        if (!o.receipt) return "`" + e.action + "` cannot be followed on replay";
+        if (e.reasons.empty() && !would_approve)
+          return "`" + e.action +
+                 "` was recorded as a step the kernel would approve, but it is rejected on "
+                 "replay";
+      } else if (!o.decision.approved) {
+        return "`" + e.action + "` is rejected on replay";
+      }
       if (text(e.changes) != text(named(model, o.decision.changes)))
         return "`" + e.action + "` changes other values on replay";
       if (e.cost != model.format_amount(o.decision.cost))
@@ -1298,6 +1315,17 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
       const Decision d = kernel.evaluate(e.action, params);
       if (d.approved)
         return "`" + e.action + "` was recorded as rejected but is approved on replay";
+      if (!e.enforced) {
+        // A shadow step recorded as not followed: what it does must not compute.
+        auto fitted = kernel::resolve(model, e.action, params, ParamCheck::fitted);
+        Amount cost = 0;
+        Changes changes;
+        if (auto* p = std::get_if<Proposal>(&fitted);
+            p != nullptr && preview_into(model, kernel.state(), *p, cost, changes) && cost >= 0)
+          return "`" + e.action +
+                 "` was recorded as a shadow step that could not be followed, but it can on "
+                 "replay";
+      }
       break;
     }
     case EntryKind::rolled_back: {

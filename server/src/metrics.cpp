@@ -64,6 +64,18 @@ std::string Metrics::render(
     }
   }
   out +=
+      "# HELP clampai_shadow_rejections_total Shadow mode: reasons of the rejections the "
+      "enforcing kernel would have answered (the steps were followed), by task and stable "
+      "code.\n"
+      "# TYPE clampai_shadow_rejections_total counter\n";
+  for (const auto& [name, c] : tasks) {
+    for (std::size_t r = 0; r < TaskCounters::kReasons; ++r) {
+      out += "clampai_shadow_rejections_total{task=\"" + name + "\",reason=\"" +
+             std::string(ck::to_string(static_cast<ck::ReasonCode>(r))) + "\"} " +
+             load(c->shadow_rejections[r]) + "\n";
+    }
+  }
+  out +=
       "# HELP clampai_rollbacks_total Committed actions rolled back, by task.\n"
       "# TYPE clampai_rollbacks_total counter\n";
   for (const auto& [name, c] : tasks)

@@ -263,6 +263,26 @@ void write_pending(
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
+// Shadow mode's members of an execute answer (docs/SERVE.md): `enforced` false and `shadow`,
+// what the enforcing kernel would have answered (the decision's members; `pending` when an
+// enforcing server would have waited for an approval).
+void write_shadow_members(JsonOut& j,
+                          const ck::TaskModel& m,
+                          std::string_view id,
+                          const ck::Decision& would_be,
+                          bool pending) {
+  j.key("enforced").value(false).key("shadow").begin_object().key("task").value(m.name);
+  if (pending) {
+    ck::Decision waits = would_be;
+    waits.approved = false;
+    write_decision_members(j, m, id, waits);
+    j.key("pending").value(true);
+  } else {
+    write_decision_members(j, m, id, would_be);
+  }
+  j.end_object();
+}
+
 void count_decision(Task& task, std::size_t endpoint, const ck::Decision& d) {
   task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
   for (const ck::Reason& r : d.reasons)
@@ -384,6 +404,7 @@ struct Service::Impl {
                               options.pools};
     if (options.data_dir.empty() || origin == Origin::restored) {
       auto task = open_task(model, storage, options.log);
+      shadow_if_named(*task);
       Task& ref = *task;
       tasks.emplace(model->name, std::move(task));
       return ref;
@@ -412,6 +433,7 @@ struct Service::Impl {
     std::unique_ptr<Task> task;
     try {
       task = open_task(model, storage, options.log);
+      shadow_if_named(*task);
       ck::write_file_atomically(spec, text, /*replace=*/false, "spec");
     } catch (...) {
       if (!orphan) {
@@ -425,6 +447,19 @@ struct Service::Impl {
     return ref;
   }
 
+  // Shadow mode for a task `--mode shadow` or `--shadow` names (shadow.cpp).
+  void shadow_if_named(Task& task) const {
+    const std::string& name = task.model().name;
+    if (!options.shadow_all &&
+        std::find(options.shadow.begin(), options.shadow.end(), name) == options.shadow.end())
+      return;
+    try {
+      task.enter_shadow_mode();
+    } catch (const InvalidArgument& e) {
+      throw Refusal{400, "invalid_spec", e.what()};
+    }
+  }
+
   // A line of the decision log; a log that cannot be written is logged, and the answer stands.
   void log_decision(Task& task,
                     std::string_view principal,
@@ -432,14 +467,17 @@ struct Service::Impl {
                     std::string_view action,
                     const JsonNode* params,
                     const ck::Decision& d,
-                    std::uint64_t position) {
+                    std::uint64_t position,
+                    std::string_view outcome = {}) {  // empty: approved or rejected
     try {
       decisions->write({task.model().name,
                         principal,
                         endpoint,
                         action,
                         params_digest(params),
-                        d.approved ? "approved" : "rejected",
+                        !outcome.empty() ? outcome
+                        : d.approved     ? "approved"
+                                         : "rejected",
                         &d.reasons,
                         task.model().digest,
                         position});
@@ -512,6 +550,11 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
         "--data-dir and --ledger cannot be combined: with --ledger each task's trace, state and "
         "budget live in the ledger and a restarted server resumes from it (give the --spec "
         "again), so there is nothing to keep in a data directory; give one of them");
+  if (!impl_->options.ledger.empty() &&
+      (impl_->options.shadow_all || !impl_->options.shadow.empty()))
+    throw InvalidArgument(
+        "shadow mode (--mode shadow, --shadow) cannot be used with --ledger: a task on a shared "
+        "ledger commits steps every process on it relies on, so none can be left unenforced");
   const std::string& dir = impl_->options.data_dir;
   if (dir.empty()) return;
   std::error_code ec;
@@ -850,6 +893,42 @@ Response Service::Impl::task_route(Task& task,
       position = decisions ? task.trace_length() : 0;
       d = task.kernel().evaluate(id, params);
       write_decision_members(j, m, id, d);
+    } else if (task.shadow()) {
+      // Shadow mode: followed whatever the decision, never blocked; `shadow` is the answer the
+      // enforcing kernel would have given (an action that waits for an approval does not).
+      std::optional<ck::ShadowStep> step;
+      try {
+        step = task.execute_shadow(id, params, principal);
+      } catch (const InvalidArgument& e) {
+        throw Refusal{409, "task_sealed", e.what()};
+      }
+      ck::Outcome& out = step->outcome;
+      const bool pending = m.actions[*m.find_action(id)].approval && step->would_be.approved;
+      if (!out.receipt) {  // what it does could not be computed: not followed, nor blocked
+        out.decision.approved = true;
+        out.decision.reasons.clear();
+        out.decision.changes.clear();
+        out.decision.cost = 0;
+      }
+      write_execute_members(j, m, id, out.decision, out.receipt, out.state, task, out.pools);
+      write_shadow_members(j, m, id, step->would_be, pending);
+      if (decisions)
+        log_decision(task,
+                     principal,
+                     op,
+                     id,
+                     body.find("params"),
+                     step->would_be,
+                     out.receipt ? out.receipt->sequence : task.trace_length() - 1,
+                     pending                   ? "shadow_pending"
+                     : step->would_be.approved ? "shadow_approved"
+                                               : "shadow_rejected");
+      for (const ck::Reason& r : step->would_be.reasons)
+        task.counters.shadow_rejections[static_cast<std::size_t>(r.code)].fetch_add(
+            1, std::memory_order_relaxed);
+      j.end_object();
+      count_decision(task, endpoint, out.decision);
+      return {200, "application/json", j.take(), {}};
     } else if (const std::size_t index = *m.find_action(id); m.actions[index].approval) {
       // It waits for an approval: decided now, and if approved, a ticket; nothing committed.
       auto resolved = task.kernel().resolve(id, params);
@@ -879,6 +958,15 @@ Response Service::Impl::task_route(Task& task,
                    .sequence = asked->ticket->sequence},
                   false);
         j.end_object();
+        if (decisions)
+          log_decision(task,
+                       principal,
+                       op,
+                       id,
+                       body.find("params"),
+                       asked->decision,
+                       asked->ticket->sequence,
+                       "pending");
         return {200, "application/json", j.take(), {}};
       }
       d = std::move(asked->decision);

@@ -62,6 +62,8 @@ struct TaskCounters {
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 2> decisions{};
   std::array<std::atomic<std::uint64_t>, kReasons> rejections{};
   std::atomic<std::uint64_t> rollbacks{0};
+  // Shadow mode: the reasons of would-be rejections (clampai_shadow_rejections_total).
+  std::array<std::atomic<std::uint64_t>, kReasons> shadow_rejections{};
 };
 
 /// Approvals (docs/SERVE.md, "Approvals"): the driver's ticket book, one per task.
@@ -108,6 +110,19 @@ class Task {
                              std::string_view principal = {});
   /// The same for a resolved proposal (which names its principal).
   driver::StepResult execute(const kernel::Proposal& proposal);
+  /// Puts the task in shadow mode (ServiceOptions::shadow), before it serves a request.
+  /// @throws InvalidArgument if it is on a shared ledger (its steps are every process's) or its
+  /// budget is in a pool (shared with other tasks, which it would overdraw).
+  void enter_shadow_mode();
+  /// True iff the task runs in shadow mode.
+  [[nodiscard]] bool shadow() const noexcept { return shadow_; }
+  /// Shadow mode's execute (shadow.cpp): decided as `execute` decides, and followed whatever
+  /// the decision (`SafetyKernel::execute_unenforced`, its parameters resolved without their
+  /// bounds); remembers the receipt of a commit.
+  /// @throws InvalidArgument if the trace is sealed or the task is not in shadow mode.
+  kernel::ShadowStep execute_shadow(std::string_view action,
+                                    const kernel::ParamMap& params,
+                                    std::string_view principal = {});
 
   // ---- Approvals (approvals.cpp) ----
   /// The task's clock (microseconds since the epoch).
@@ -185,6 +200,7 @@ class Task {
   std::vector<kernel::TraceEntry> earlier_;       // in memory: the entries of the kernels replaced
   std::function<std::int64_t()> clock_;           // empty: the system clock
   std::unique_ptr<driver::Approvals> approvals_;  // the tickets; null on a shared ledger
+  bool shadow_ = false;                           // enter_shadow_mode
   // Keeps the receipt of a commit (for rollback); returns `step`.
   driver::StepResult remember(driver::StepResult step);
   // Counts each expiry of the ticket book in `counters`.

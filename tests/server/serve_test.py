@@ -501,6 +501,58 @@ class ServeTest(unittest.TestCase):
             subjects = [r["subject"] for r in d["reasons"] if r["code"] == "budget_exceeded"]
             self.assertIn("pool:team", subjects)
 
+    def test_shadow_mode_decides_records_and_blocks_nothing(self):
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        log = os.path.join(self.dir, "decisions.jsonl")
+        spec_path = os.path.join(SOURCE, "examples", "autoscale.json")
+        with Server("--insecure-no-auth", "--data-dir", data, "--spec", spec_path,
+                    "--shadow", "autoscale", "--decision-log", log) as srv, srv.client() as c:
+            # 4 + 50 instances: the enforcing kernel rejects it (capacity); shadow mode follows.
+            d = c.execute("autoscale", "scale_up", {"n": 50})
+            self.assertIs(d["approved"], True)
+            self.assertIs(d["enforced"], False)
+            self.assertIs(d["executed"], True)
+            self.assertEqual(d["reasons"], [])
+            self.assertEqual(d["state"]["instances"], 54)
+            self.assertIs(d["shadow"]["approved"], False)
+            self.assertEqual(d["shadow"]["task"], "autoscale")
+            codes = [r["code"] for r in d["shadow"]["reasons"]]
+            self.assertIn("invariant_violated", codes)
+            # What evaluate answers is what the enforcing kernel decides (on the state followed).
+            e = c.evaluate("autoscale", "scale_up", {"n": 1})
+            self.assertIs(e["approved"], False)
+            metrics = c.metrics()
+            for code in codes:
+                self.assertIn('clampai_shadow_rejections_total{task="autoscale",reason="%s"} %d'
+                              % (code, codes.count(code)), metrics)
+            self.assertEqual(srv.stop(), 0)
+        with open(log) as f:
+            lines = [json.loads(l) for l in f]
+        self.assertEqual([l["outcome"] for l in lines], ["shadow_rejected", "rejected"])
+        self.assertEqual(lines[0]["reasons"], codes)
+        trace = os.path.join(data, "autoscale.jsonl")
+        with open(trace) as f:
+            entries = [json.loads(l) for l in f]
+        self.assertIs(entries[1]["enforced"], False)
+        self.assertEqual([r["code"] for r in entries[1]["reasons"]], codes)
+        # The trace replays with its spec: the unenforced step is followed as it was.
+        p = subprocess.run([CLAMPAI, "trace", "verify", "--spec", spec_path, trace],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # Refused at start: with a shared ledger, a name no task has, a mode that is none.
+        cases = [
+            (["--mode", "shadow", "--ledger", "postgresql://127.0.0.1:1/none"], "--ledger"),
+            (["--shadow", "autoscale", "--ledger", "postgresql://127.0.0.1:1/none"], "--ledger"),
+            (["--spec", spec_path, "--shadow", "autoscal"], "did you mean `autoscale`"),
+            (["--mode", "dry"], "--mode"),
+        ]
+        for args, message in cases:
+            p = subprocess.run([CLAMPAI, "serve", "--port", "0", "--insecure-no-auth", *args],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr, args)
+
     def test_a_bad_principals_file_is_refused_at_start(self):
         path, _ = self.principals_file({"ci": {"deploy": ["exec"]}})
         tok, _ = self.token_file()

@@ -8,6 +8,23 @@
 
 namespace clampai::kernel {
 
+namespace {
+
+// Gross spend after charging `cost` (>= 0). Refunds let gross spend grow past the total: after
+// enough charges and rollbacks near the int64 limit it would leave the range. Refused (thrown)
+// with nothing changed (the exact Coq model has no limit; the model_differential test checks
+// this refusal).
+Amount gross_after(Amount gross, Amount cost) {
+  Amount out = 0;
+  if (__builtin_add_overflow(gross, cost, &out)) {
+    throw InvalidArgument("cannot charge " + std::to_string(cost) + ": gross spend " +
+                          std::to_string(gross) + " would leave the int64 range of amounts");
+  }
+  return out;
+}
+
+}  // namespace
+
 BudgetController::BudgetController(Amount total) : total_(total) {
   if (total < 0) throw InvalidArgument("budget must not be negative, got " + std::to_string(total));
 }
@@ -29,19 +46,15 @@ void BudgetController::charge(Amount cost) {
     throw InvalidArgument("cannot charge " + std::to_string(cost) + ": remaining budget is " +
                           std::to_string(remaining()));
   }
-
-  // Refunds let gross spend grow past the total: after enough charges and rollbacks near the
-  // int64 limit it would leave the range. Refuse with nothing changed (the exact Coq model has
-  // no limit; the model_differential test checks this refusal).
-  Amount new_gross = 0;
-  if (__builtin_add_overflow(gross_, cost, &new_gross)) {
-    throw InvalidArgument("cannot charge " + std::to_string(cost) + ": gross spend " +
-                          std::to_string(gross_) + " would leave the int64 range of amounts");
-  }
   const Amount old_gross = gross_;
-  gross_ = new_gross;
+  gross_ = gross_after(gross_, cost);
   CLAMPAI_ALWAYS_ASSERT(gross_ >= old_gross);  // T4
   CLAMPAI_ALWAYS_ASSERT(net() <= total_);      // T1
+}
+
+void BudgetController::charge_unenforced(Amount cost) {
+  if (cost < 0) throw InvalidArgument("cannot charge " + std::to_string(cost) + ": negative");
+  gross_ = gross_after(gross_, cost);  // T4: cost >= 0; T1 is not enforced here
 }
 
 bool BudgetController::can_refund(Amount amount) const noexcept {

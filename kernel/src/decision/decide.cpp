@@ -42,7 +42,7 @@ bool detail::normalise_slow(const Type& type, Value& v) {
 }
 
 // Checks one parameter value against its declaration; returns the normalised value.
-std::optional<Reason> detail::check_param(const Parameter& p, Value& v) {
+std::optional<Reason> detail::check_param(const Parameter& p, Value& v, bool bounds) {
   if (v.kind() != Value::Kind::number) {
     return reason(ReasonCode::invalid_parameter,
                   p.name,
@@ -55,13 +55,13 @@ std::optional<Reason> detail::check_param(const Parameter& p, Value& v) {
         p.name,
         "parameter `" + p.name + "` = " + v.to_string() + " does not fit " + p.type.to_string());
   }
-  if (p.min && *r < *p.min) {
+  if (bounds && p.min && *r < *p.min) {
     return reason(ReasonCode::invalid_parameter,
                   p.name,
                   "parameter `" + p.name + "` = " + r->to_string() + " is below its minimum " +
                       p.min->to_string());
   }
-  if (p.max && *r > *p.max) {
+  if (bounds && p.max && *r > *p.max) {
     return reason(ReasonCode::invalid_parameter,
                   p.name,
                   "parameter `" + p.name + "` = " + r->to_string() + " is above its maximum " +
@@ -489,6 +489,15 @@ void decide_into(const TaskModel& model,
 
 bool preview_into(
     const TaskModel& model, const State& state, const Proposal& p, Amount& cost, Changes& changes) {
+  return detail::preview_at(model, state, p, cost, changes, nullptr);
+}
+
+bool detail::preview_at(const TaskModel& model,
+                        const State& state,
+                        const Proposal& p,
+                        Amount& cost,
+                        Changes& changes,
+                        std::vector<Value>* operands) {
   // `decide_at`'s computation of `d.cost` and `d.changes`, without its checks.
   if (p.action >= model.actions.size()) return false;
   const Action& a = model.actions[p.action];
@@ -496,9 +505,11 @@ bool preview_into(
   const EvalEnv pre{&state, {}, &state, p.params.data()};
   if (!action_cost(model, a, pre, cost)) return false;
   changes.clear();
+  if (operands != nullptr) operands->clear();
   for (const Effect& e : a.effects) {
     Value out;
-    if (apply_effect(model, e, pre, out, nullptr)) return false;
+    Value* operand = operands != nullptr ? &operands->emplace_back() : nullptr;
+    if (apply_effect(model, e, pre, out, operand)) return false;
     changes.emplace_back(e.variable, std::move(out));
   }
   return true;

@@ -27,8 +27,18 @@ inline bool normalise(const Type& type, Value& v) {
   return normalise_slow(type, v);
 }
 
-// Checks one parameter value against its declaration; returns the normalised value.
-std::optional<Reason> check_param(const Parameter& p, Value& v);
+// Checks one parameter value against its declaration; returns the normalised value. Without
+// `bounds`, only that it is a number that fits its type (ParamCheck::fitted).
+std::optional<Reason> check_param(const Parameter& p, Value& v, bool bounds = true);
+
+// `preview_into`, also keeping each effect's evaluated value in `operands` (if given; the undo
+// record's, as `decide_at` keeps them).
+bool preview_at(const TaskModel& model,
+                const State& state,
+                const Proposal& p,
+                Amount& cost,
+                Changes& changes,
+                std::vector<Value>* operands);
 
 // Completion counts per action: a situation's, or the kernel's (read without its lock).
 struct CompletionsRef {

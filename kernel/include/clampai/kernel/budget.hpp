@@ -27,7 +27,8 @@ class BudgetController {
   /// True iff `cost >= 0` and charging it keeps net spend within the total.
   /// Lean: `canAfford`. TLA+: the guard of `Charge`.
   [[nodiscard]] bool can_afford(Amount cost) const noexcept {
-    // remaining() cannot overflow: 0 <= net() <= total_. Comparing against it avoids net + cost.
+    // remaining() cannot overflow: 0 <= net() and 0 <= total_ (net() <= total_ unless a step
+    // was unenforced). Comparing against it avoids net + cost.
     return cost >= 0 && cost <= remaining();
   }
 
@@ -39,6 +40,14 @@ class BudgetController {
   /// Lean: `charge` (T1: `charge_preserves_budgetSafe`, T4: `step_gross_monotone`).
   /// TLA+: `Charge`.
   void charge(Amount cost);
+
+  /// Adds `cost` to gross spend whether or not the budget affords it: a step of shadow mode
+  /// (`SafetyKernel::execute_unenforced`), where the theorems are not enforced, T1 included
+  /// (net spend may pass the total; `remaining()` is then negative and `can_afford` false for
+  /// every cost). T4 still holds.
+  /// @throws InvalidArgument if `cost` is negative or gross spend would leave the int64 range;
+  /// nothing changes then.
+  void charge_unenforced(Amount cost);
 
   /// True iff `amount >= 0` and refunding it keeps net spend non-negative.
   [[nodiscard]] bool can_refund(Amount amount) const noexcept;
@@ -61,7 +70,8 @@ class BudgetController {
   [[nodiscard]] Amount remaining() const noexcept { return total_ - net(); }
 
  private:
-  // INVARIANT (budget-safe): 0 <= refunded_ <= gross_ and gross_ - refunded_ <= total_.
+  // INVARIANT (budget-safe): 0 <= refunded_ <= gross_ and gross_ - refunded_ <= total_, the
+  // latter unless `charge_unenforced` passed it (shadow mode).
   Amount total_;
   Amount gross_ = 0;
   Amount refunded_ = 0;

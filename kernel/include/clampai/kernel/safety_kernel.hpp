@@ -166,9 +166,11 @@ struct KernelOptions {
 };
 
 /// What `resolve` checks of the values given: `checked`, what a decision requires (each a
-/// number that fits its type's scale and lies within its bounds; normalised to that scale), or
-/// `as_given`, nothing (`clampai repair`: out-of-bounds values are what a repair is for).
-enum class ParamCheck : std::uint8_t { checked, as_given };
+/// number that fits its type's scale and lies within its bounds; normalised to that scale),
+/// `as_given`, nothing (`clampai repair`: out-of-bounds values are what a repair is for), or
+/// `fitted`, each a number that fits its type's scale (normalised), its bounds not checked
+/// (shadow mode, `SafetyKernel::execute_unenforced`: a step out of bounds is still followed).
+enum class ParamCheck : std::uint8_t { checked, as_given, fitted };
 /// Resolves an action id and named parameters on `model` (defaults fill missing ones). Returns
 /// the reason it cannot instead: an unknown action, an unknown or missing parameter, and when
 /// `checked`, an invalid value. `SafetyKernel::resolve` is this, checked.
@@ -234,6 +236,16 @@ struct Outcome {
   /// What the commit (the rollback) charged (refunded) at each level of the task's pool, from
   /// its own pool up to the root; empty without pools or for a cost of 0.
   std::vector<PoolCharge> pools{};
+};
+
+/// What `SafetyKernel::execute_unenforced` did (shadow mode).
+struct ShadowStep {
+  /// What `execute` would have decided on the same call, on the same state.
+  Decision would_be{};
+  /// What was done: when committed (`receipt` set), an approved decision with the cost charged
+  /// and the changes applied (the would-be warnings kept); otherwise `would_be` (nothing
+  /// changed: what the step does could not be computed).
+  Outcome outcome;
 };
 
 class SafetyKernel;
@@ -319,6 +331,25 @@ class SafetyKernel {
   /// True iff `decided` was made by this kernel on its current head with its current guard:
   /// `execute(decided)` would commit it as decided (for a `SharedKernel` over its replica).
   [[nodiscard]] bool is_current(const Decided& decided) const;
+  /// Shadow mode: decides `proposal` exactly as `execute` would (the guard and the pools
+  /// consulted, the commit gate not: it may act on the world) and commits what the proposal
+  /// does whatever the decision: its effects applied, its cost charged even past the budget,
+  /// the step counted even past the step limit, the state left as it is even if it breaks a
+  /// blocking invariant or a bound. The theorems T1-T3 are not enforced for such a step (T4-T7
+  /// still hold; T8 is moot); its trace entry, `executed`, carries `enforced: false` and the
+  /// would-be rejection's reasons in `reasons`. When what it does cannot be computed (its cost
+  /// or an effect overflows or reads an undefined value, or the cost is negative), nothing is
+  /// committed and a `rejected` entry with `enforced: false` records it. Always traced (record
+  /// or not). The result says what would have been decided, and what was done (a receipt
+  /// `rollback` takes as any other). Not on a kernel bound to a budget
+  /// pool (it would overdraw the tasks that share it). The one decision is `decide_at`'s.
+  /// @throws InvalidArgument if the kernel is sealed or bound to a pool; TraceError as `execute`.
+  ShadowStep execute_unenforced(const Proposal& proposal);
+  /// The same by id, its parameters resolved `ParamCheck::fitted` (a parameter out of its
+  /// bounds is followed; a would-be rejection says so); what does not resolve (an unknown
+  /// action or parameter, a value that does not fit) is a `rejected` entry with `enforced:
+  /// false`, nothing committed.
+  ShadowStep execute_unenforced(std::string_view action_id, const ParamMap& params = {});
   /// For drivers that screen proposals with `evaluate`: evaluates `proposal` and, if it is
   /// rejected and the kernel records rejections, appends the rejected entry as `execute` would.
   /// Never commits anything. Returns the decision.
@@ -440,6 +471,9 @@ class SafetyKernel {
   // If `line` (which has room for it): the last line published, hashed first.
   void copy_last_line_locked(std::string* line) noexcept;
   void write_line(std::uint64_t sequence, std::string line);
+  // Appends a `rejected` entry with `enforced: false` (shadow mode: the step could not be
+  // followed) and returns the step. Requires the lock; `line` as append_locked.
+  ShadowStep unenforced_rejection_locked(TraceEntry entry, Decision&& decision, std::string* line);
   // Replays the entries `next` gives (KernelOptions::resume, resume_from) into this fresh
   // kernel; `continued`: after a spec change (no genesis entry).
   void resume(const std::function<bool(TraceEntry&)>& next, bool continued = false);

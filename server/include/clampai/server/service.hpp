@@ -55,6 +55,11 @@ struct ServiceOptions {
   /// names a pool charges every level of it (`GET /v1/pools` shows them); null: none, and a
   /// task whose budget names a pool is refused.
   std::shared_ptr<kernel::PoolTree> pools{};
+  /// Shadow mode (`--shadow TASK`, docs/SERVE.md): the tasks named here decide and record every
+  /// execute but block none (`SafetyKernel::execute_unenforced`); `shadow_all` (`--mode
+  /// shadow`): every task. Not with `ledger` (the constructor refuses it).
+  std::vector<std::string> shadow{};
+  bool shadow_all = false;
   /// Where to log (one line each: a restored task, a rate of malformed requests); may be empty.
   std::function<void(const std::string&)> log{};
   /// The clock of the tasks' trace entries and approvals' deadlines, in microseconds since the
