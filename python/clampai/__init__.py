@@ -416,8 +416,10 @@ class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
         action_id = _action_id(action_id)
         if action_id in self.model.emergency_actions:
             return
-        self._reset(_with_emergency(self._source, action_id))
-        self._source = _with_emergency_source(self._source, action_id)
+        source = _with_emergency_source(self._source, action_id)
+        # In the same pool: the rebuilt model names it as the first did.
+        self._reset(_in_pool(source, build_model(source), self._pool)[0])
+        self._source = source
 
     @property
     def pool(self) -> _Optional[Pool]:
@@ -554,10 +556,6 @@ def _in_pool(task: _Any, model: TaskModel,
             "dict or a spec file), not a TaskModel: name the pool in its budget (budget.pool)")
     spec["budget"] = dict(spec.get("budget", {}), pool=pool.name)
     return build_model(spec), pool.tree
-
-
-def _with_emergency(task: _Any, action_id: str) -> TaskModel:
-    return build_model(_with_emergency_source(task, action_id))
 
 
 def _action_id(action: _Any) -> str:

@@ -143,3 +143,21 @@ def test_bad_pools_and_bad_pool_arguments_are_clear_errors(tmp_path):
         SafetyKernel(spec(), pool=coarse["org"])
     assert coarse.status()["org"]["tasks"] == 0
     assert SafetyKernel(spec()).pool is None
+
+
+def test_an_emergency_action_registered_later_keeps_the_pool():
+    # register_emergency_action rebuilds the model: the rebuilt one must sit in the pool too,
+    # or the kernel would charge no pool from then on.
+    tree = PoolTree({"org": {"total": 3}})
+    task = TaskDefinition(goal="g", initial_state={"n": 0},
+                          available_actions=[
+                              ActionSpec(id="spend", effects=(Effect("n", "increment", 1),),
+                                         cost=3),
+                              ActionSpec(id="stop", effects=(Effect("n", "set", 0),), cost=0)],
+                          budget=10, min_action_cost=1, budget_scale=0)
+    k = SafetyKernel(task, pool=tree["org"])
+    k.register_emergency_action("stop")
+    assert k.model.budget_pool == "org" and "stop" in k.model.emergency_actions
+    assert k.execute("spend").approved
+    assert reasons(k.execute("spend")) == [("budget_exceeded", "pool:org")]
+    assert tree.status()["org"]["spent_net"] == 3
