@@ -255,14 +255,14 @@ class PoolTree:
     def __init__(self, pools: _Mapping[str, _Mapping[str, _Any]]) -> None:
         decls = {name: {k: _pool_total(v) if k == "total" else v for k, v in dict(d).items()}
                  for name, d in dict(pools).items()}
-        self._tree = _clampai._PoolTree.from_json(_json.dumps({"pools": decls}))
+        self._tree = _clampai._pools_from_json(_json.dumps({"pools": decls}))
 
     @classmethod
     def load(cls, path: _Any) -> "PoolTree":
         """Reads a pools file (JSON). Raises SpecError (`FILE:LINE:COLUMN: json.path: ...`) or
         FileError."""
         tree = cls.__new__(cls)
-        tree._tree = _clampai._PoolTree.load(str(path))
+        tree._tree = _clampai._load_pools(str(path))
         return tree
 
     def status(self) -> _Dict[str, PoolStatus]:

@@ -19,18 +19,18 @@ namespace ck = clampai::kernel;
 using namespace pybind11::literals;
 
 void bind_pools(py::module_& m) {
+  m.def(
+      "_pools_from_json",
+      [](const std::string& text) { return ck::load_pools(text); },
+      "text"_a,
+      "Reads a pools file's text: {\"pools\": {NAME: {\"total\": ..., \"parent\": ...}}}.");
+  m.def(
+      "_load_pools",
+      [](const std::string& path) { return ck::load_pools_file(path); },
+      "path"_a,
+      "Reads a pools file.");
   py::class_<ck::PoolTree, std::shared_ptr<ck::PoolTree>>(
       m, "_PoolTree", "A tree of budget pools (docs/POOLS.md); clampai.PoolTree wraps it.")
-      .def_static(
-          "from_json",
-          [](const std::string& text) { return ck::load_pools(text); },
-          "text"_a,
-          "Reads a pools file's text: {\"pools\": {NAME: {\"total\": ..., \"parent\": ...}}}.")
-      .def_static(
-          "load",
-          [](const std::string& path) { return ck::load_pools_file(path); },
-          "path"_a,
-          "Reads a pools file.")
       .def(
           "_status",
           [](const ck::PoolTree& t) {
