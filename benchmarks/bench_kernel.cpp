@@ -169,6 +169,42 @@ void BM_Kernel_Rollback(benchmark::State& st) {
 }
 BENCHMARK(BM_Kernel_Rollback)->Arg(10)->Arg(10000);
 
+// Budget pools (docs/POOLS.md): an atomic execute whose charge must fit the task's budget and
+// every level of a pool tree (`levels:3`: org <- team <- agent, the task in `agent`), against
+// the same task with a flat budget (`levels:0`). Memory bounded as in
+// BM_Kernel_ExecuteAtomicBounded (the same kernel options for both), so that the difference is
+// the pools' locks, checks, charges and the entries' `pools` members.
+void BM_Kernel_ExecuteAtomicPools(benchmark::State& st) {
+  const int levels = static_cast<int>(st.range(0));
+  TaskDecl t;
+  t.variables.push_back(VariableDecl{"v0", Type::integer(), Value::integer(0)});
+  ActionDecl a;
+  a.id = "step";
+  a.cost = "1";
+  a.effects = {{"v0", EffectMode::increment, "1"}};
+  t.actions.push_back(a);
+  t.budget = BudgetDecl{Decimal{4000000000000, 0}, Decimal{1, 0}};
+  KernelOptions options;
+  options.trace_window = 1024;
+  options.undo_depth = 1024;
+  if (levels > 0) {
+    std::vector<PoolDecl> pools;
+    for (int i = 0; i < levels; ++i)
+      pools.push_back(PoolDecl{"p" + std::to_string(i),
+                               Decimal{4000000000000, 0},
+                               i == 0 ? "" : "p" + std::to_string(i - 1)});
+    options.pools = PoolTree::build(pools);
+    t.budget.pool = "p" + std::to_string(levels - 1);
+  }
+  SafetyKernel kernel(build_model(t), options);
+  const Proposal p{0, {}};
+  std::int64_t approved = 0;
+  for (auto _ : st) approved += kernel.execute(p).decision.approved ? 1 : 0;
+  if (approved != static_cast<std::int64_t>(st.iterations()))
+    st.SkipWithError("a commit was rejected");
+}
+BENCHMARK(BM_Kernel_ExecuteAtomicPools)->ArgName("levels")->Arg(0)->Arg(1)->Arg(3);
+
 // Atomic execute from 1 and 2 threads on one shared kernel (its lock serialises the commits,
 // T5), in bounded memory (as BM_Kernel_ExecuteAtomicBounded, so that page faults do not hide
 // the scaling). `callers_hash:0`: the kernel's background thread hashes the entries (the

@@ -1,9 +1,9 @@
-(** Extraction of the model's decision, ledger operations and rollback to OCaml, with Coq's
+(** Extraction of the model's decision, ledger operations, rollback and budget pools to OCaml, with Coq's
     integers as zarith's arbitrary-precision integers (big.ml). Run from coq/ after the theories
     are built: [coqc -Q theories ClampAI extract/Extract.v] writes model.ml and model.mli. *)
 
 From Coq Require Import ZArith Extraction ExtrOcamlBasic ExtrOcamlNatInt.
-From ClampAI Require Import Ledger Kernel.
+From ClampAI Require Import Ledger Kernel Pools.
 
 Extraction Language OCaml.
 
@@ -22,4 +22,5 @@ Extract Constant Z.ltb => "Big.ltb".
 
 Extraction "model.ml"
   net can_afford can_refund try_charge try_refund initial
-  approved decide exec rollback initial_state step_limit.
+  approved decide exec rollback initial_state step_limit
+  charge_level charge_path refund_path set_total apply_op run_ops.

@@ -17,6 +17,18 @@
      ledger TOTAL                   -> ledger TOTAL GROSS REFUNDED
      charge C | refund A            -> charge|refund OK TOTAL GROSS REFUNDED
      drop                           -> ledger ...      forgets the last charge or refund
+   Budget pools (Pools.v): numbered levels (pools and tasks' own budgets), each a ledger, and
+   operations on paths of levels (a task's own budget first, the root last):
+     levels U N T0 .. T(N-1)        -> levels LEVELS   N levels at these totals, nothing spent;
+                                                       U is "-" (the kernel) or the level K the
+                                                       broken variant leaves unchecked
+     pcharge C K I0 .. I(K-1)       -> pcharge OK AT LEVELS   apply_op (PCharge path C)
+     prefund A K I0 .. I(K-1)       -> prefund OK AT LEVELS   apply_op (PRefund path A)
+     ptotal I T                     -> ptotal OK AT LEVELS    apply_op (PSetTotal I T)
+   where OK says whether the operation was accepted (a refused one changes nothing), AT is the
+   position in the path of the first level that refused (charge_level, refund_level on what the
+   earlier levels left; -1 when none did, 0 for a refused ptotal), and LEVELS is
+   N (TOTAL GROSS REFUNDED){N}.
    A malformed line: "error <why>" and exit status 2. *)
 
 (* zarith's Z, before Model's own module Z (the extracted one) hides it. *)
@@ -50,6 +62,9 @@ let current = ref None
 let previous = ref None
 let ledger = ref (initial Zi.zero)
 let previous_ledger = ref None
+
+let pools = ref []
+let unchecked = ref None
 
 let the_task () = match !task with Some t -> t | None -> fail "no task started"
 let the_state () = match !current with Some s -> s | None -> fail "no task started"
@@ -98,6 +113,17 @@ let add_state s =
   add_int s.k_emergency_steps
 
 let add_ledger l = add_int l.total; add_int l.gross; add_int l.refunded
+
+let add_levels ls =
+  add_int (Zi.of_int (List.length ls));
+  List.iter add_ledger ls
+
+(* The path's levels as the model charges them: each level on what the earlier ones left. *)
+let rec first_refusal step ls path at =
+  match path with
+  | [] -> -1
+  | i :: rest -> (
+      match step ls i with Some ls' -> first_refusal step ls' rest (at + 1) | None -> at)
 
 let answer () =
   Buffer.add_char buf '\n';
@@ -202,6 +228,46 @@ let handle = function
       Buffer.add_string buf op;
       add_flag (result <> None);
       add_ledger !ledger;
+      answer ()
+  | "levels" :: u :: n :: rest ->
+      let totals, left = take (small_of n) rest "level total" in
+      no_more left;
+      unchecked := (if u = "-" then None else Some (small_of u));
+      pools := List.map (fun t -> initial (int_of t)) totals;
+      Buffer.add_string buf "levels";
+      add_levels !pools;
+      answer ()
+  | ("pcharge" | "prefund") as op :: amount :: k :: rest ->
+      let path, left = take (small_of k) rest "level" in
+      no_more left;
+      let path = List.map small_of path in
+      let a = int_of amount in
+      let p, at =
+        if op = "pcharge" then
+          ( PCharge (path, a),
+            first_refusal (fun ls i -> charge_level !unchecked ls i a) !pools path 0 )
+        else (PRefund (path, a), first_refusal (fun ls i -> refund_path ls [ i ] a) !pools path 0)
+      in
+      let ok =
+        match p with
+        | PCharge (path, c) -> charge_path !unchecked !pools path c <> None
+        | PRefund (path, r) -> refund_path !pools path r <> None
+        | PSetTotal _ -> false
+      in
+      pools := apply_op !unchecked !pools p;
+      Buffer.add_string buf op;
+      add_flag ok;
+      add_int (Zi.of_int at);
+      add_levels !pools;
+      answer ()
+  | [ "ptotal"; i; t ] ->
+      let i = small_of i and t = int_of t in
+      let ok = set_total !pools i t <> None in
+      pools := apply_op !unchecked !pools (PSetTotal (i, t));
+      Buffer.add_string buf "ptotal";
+      add_flag ok;
+      add_int (Zi.of_int (if ok then -1 else 0));
+      add_levels !pools;
       answer ()
   | tok :: _ -> fail ("unknown operation or wrong arity: " ^ tok)
 

@@ -189,6 +189,13 @@ std::optional<std::string> escrow_refusal(const TaskModel& m) {
       "escrow mode shares only the budget (each process decides on its own copy of the state), "
       "but ";
   const std::string fix = "; use the shared mode (a ledger URL without escrow=)";
+  // A lease reserves a slice of the task's own budget only: the levels of a pool (shared with
+  // other tasks) would be checked by no one across processes (docs/POOLS.md).
+  if (!m.budget.pool.empty())
+    return why + "the budget is in pool `" + m.budget.pool +
+           "`, and a lease reserves a slice of the task's own budget only, not of every level "
+           "of its pools (escrow mode does not keep budget pools)" +
+           fix;
   if (!m.invariants.empty())
     return why + "the spec has invariant `" + m.invariants.front().name +
            "`, which would hold for one process's state, not the group's" + fix;

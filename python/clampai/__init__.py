@@ -47,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "State", "Effect", "Expr", "ActionSpec", "Invariant", "TaskDefinition", "TaskModel",
     "SafetyKernel", "Decision", "Outcome", "Receipt", "Reason", "BudgetStatus", "TraceEntry",
+    "PoolTree", "Pool", "PoolStatus",
     "Result", "VerifyReport", "LookaheadReport", "RepairReport", "ComposeReport", "TraceCheck",
     "load_spec", "build_model", "verify", "lookahead", "repair", "compose", "verify_trace_file",
     "ClampAIError", "SpecError", "FileError", "TraceError", "InvalidArgument", "InternalError",
@@ -215,6 +216,91 @@ class BudgetStatus(Result):
     __slots__ = ()
 
 
+class PoolStatus(Result):
+    """One budget pool's figures (docs/POOLS.md): name, parent (None for a root), budget (its
+    total), spent_gross, spent_net, remaining (Decimals, every task's spend) and tasks (the
+    kernels bound to it directly)."""
+
+    __slots__ = ()
+
+
+class Pool:
+    """Pool `name` of a PoolTree (`tree[name]`): what `SafetyKernel(task, pool=...)` takes, and
+    its figures (`status`), read afresh each time."""
+
+    __slots__ = ("tree", "name")
+
+    def __init__(self, tree: "PoolTree", name: str) -> None:
+        self.tree = tree
+        self.name = name
+
+    @property
+    def status(self) -> PoolStatus:
+        return self.tree.status()[self.name]
+
+    def __repr__(self) -> str:
+        return f"Pool({self.name!r})"
+
+
+def _pool_total(value: _Any) -> _Any:
+    # Exact: a Decimal or a float goes to the pools file's reader as its decimal text.
+    if isinstance(value, bool):
+        raise TypeError("a pool's total is a number, not a bool")
+    return str(value) if isinstance(value, (_Decimal, float)) else value
+
+
+class PoolTree:
+    """Budget pools that nest (docs/POOLS.md): `PoolTree({"org": {"total": 100}, "team-a":
+    {"total": 40, "parent": "org"}})`, or `PoolTree.load(path)` (a pools file). A kernel made
+    with `pool=tree["team-a"]` commits a charge only if it fits its own budget and every pool
+    from `team-a` up to the root; one tree is shared by every kernel bound to it. Raises
+    SpecError naming the JSON path of a bad declaration (`pools.team-a.parent`)."""
+
+    __slots__ = ("_tree",)
+
+    def __init__(self, pools: _Mapping[str, _Mapping[str, _Any]]) -> None:
+        decls = {name: {k: _pool_total(v) if k == "total" else v for k, v in dict(d).items()}
+                 for name, d in dict(pools).items()}
+        self._tree = _clampai._pools_from_json(_json.dumps({"pools": decls}))
+
+    @classmethod
+    def load(cls, path: _Any) -> "PoolTree":
+        """Reads a pools file (JSON). Raises SpecError (`FILE:LINE:COLUMN: json.path: ...`) or
+        FileError."""
+        tree = cls.__new__(cls)
+        tree._tree = _clampai._load_pools(str(path))
+        return tree
+
+    def status(self) -> _Dict[str, PoolStatus]:
+        """Every pool's figures by name, parents before their children, read at one moment."""
+        return {name: PoolStatus({"name": name, "parent": parent or None, "budget": total,
+                                  "spent_gross": gross, "spent_net": net,
+                                  "remaining": remaining, "tasks": tasks})
+                for name, parent, total, gross, net, remaining, tasks in self._tree._status()}
+
+    def set_total(self, name: str, total: _Any) -> None:
+        """Raises or lowers pool `name`'s total at run time. Raises InvalidArgument below what
+        it has spent (net), for a negative total, or one not exact at the pool's scale."""
+        self._tree.set_total(str(name), str(_pool_total(total)))
+
+    def __getitem__(self, name: str) -> Pool:
+        if name not in self:
+            raise KeyError(name)
+        return Pool(self, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tree.names
+
+    def __iter__(self) -> _Any:
+        return iter(self._tree.names)
+
+    def __len__(self) -> int:
+        return len(self._tree.names)
+
+    def __repr__(self) -> str:
+        return f"PoolTree({self._tree.names!r})"
+
+
 def load_spec(path: str) -> TaskModel:
     """Loads and checks a JSON task spec file (docs/SPEC.md).
     Raises SpecError (`FILE:LINE:COLUMN: json.path: message`, as `clampai check` prints it) or
@@ -275,9 +361,13 @@ class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
     TraceEntry), raising SafetyViolation when rejected (docs/PYTHON.md)."""
 
     def __init__(self, task: _Task, *, record_rejections: bool = False,
-                 trace_file: _Optional[str] = None) -> None:
+                 trace_file: _Optional[str] = None,
+                 pool: _Union[Pool, PoolTree, None] = None) -> None:
         model, _, _ = _model_of(task)
-        super().__init__(model, record_rejections, str(trace_file) if trace_file else "")
+        model, tree = _in_pool(task, model, pool)
+        super().__init__(model, record_rejections, str(trace_file) if trace_file else "",
+                         tree._tree if tree is not None else None)
+        self._pool = Pool(tree, model.budget_pool) if tree is not None else None
         self._source = task
         self._preconditions: _List[_Tuple[str, _Callable[..., _Any]]] = []
 
@@ -332,8 +422,15 @@ class SafetyKernel(_clampai.SafetyKernel, metaclass=_KernelType):
         action_id = _action_id(action_id)
         if action_id in self.model.emergency_actions:
             return
-        self._reset(_with_emergency(self._source, action_id))
-        self._source = _with_emergency_source(self._source, action_id)
+        source = _with_emergency_source(self._source, action_id)
+        # In the same pool: the rebuilt model names it as the first did.
+        self._reset(_in_pool(source, build_model(source), self._pool)[0])
+        self._source = source
+
+    @property
+    def pool(self) -> _Optional[Pool]:
+        """The pool the kernel's budget sits in (`pool.status`: its figures), or None."""
+        return self._pool
 
     @property
     def budget(self) -> BudgetStatus:
@@ -411,16 +508,21 @@ def _action_spec(task: _Any, action_id: str) -> _Any:
     return ActionSpec(id=action_id)
 
 
+def _spec_of(task: _Any) -> _Optional[_Dict[str, _Any]]:
+    """A copy of the spec dict of a spec file or a spec dict (None for anything else)."""
+    if isinstance(task, str) or hasattr(task, "__fspath__"):
+        with open(str(task), encoding="utf-8") as f:
+            task = _json.load(f)
+    return dict(task) if isinstance(task, _Mapping) else None
+
+
 def _with_emergency_source(task: _Any, action_id: str) -> _Any:
     """`task` with `action_id` among its emergency actions (a TaskDefinition or a spec dict)."""
     if isinstance(task, TaskDefinition):
         return _dataclasses.replace(task,
                                     emergency_actions=list(task.emergency_actions) + [action_id])
-    if isinstance(task, str) or hasattr(task, "__fspath__"):
-        with open(str(task), encoding="utf-8") as f:
-            task = _json.load(f)
-    if isinstance(task, _Mapping):
-        spec = dict(task)
+    spec = _spec_of(task)
+    if spec is not None:
         spec["emergency_actions"] = list(spec.get("emergency_actions", [])) + [action_id]
         return spec
     raise InvalidArgument(
@@ -428,8 +530,38 @@ def _with_emergency_source(task: _Any, action_id: str) -> _Any:
         "a spec dict or a spec file), not a TaskModel: declare the emergency actions in the task")
 
 
-def _with_emergency(task: _Any, action_id: str) -> TaskModel:
-    return build_model(_with_emergency_source(task, action_id))
+def _in_pool(task: _Any, model: TaskModel,
+             pool: _Union[Pool, PoolTree, None]) -> _Tuple[TaskModel, _Optional[PoolTree]]:
+    """The model whose budget sits in `pool` (rebuilt from `task` with `budget.pool` when the
+    task names none), and the tree to bind it in."""
+    named = model.budget_pool
+    if pool is None:
+        if named:
+            raise SpecError(f"budget.pool: the budget is in pool `{named}`: give pool= (a "
+                            "PoolTree, or one of its pools: tree[name]) (docs/POOLS.md)")
+        return model, None
+    if isinstance(pool, PoolTree):
+        if not named:
+            raise InvalidArgument("pool= is a PoolTree, but the task's budget names no pool: "
+                                  "give one of its pools (tree[name]), or name it in the task "
+                                  "(budget.pool)")
+        return model, pool
+    if not isinstance(pool, Pool):
+        raise TypeError(f"pool= is a Pool (tree[name]) or a PoolTree, not {type(pool).__name__}")
+    if named:
+        if named != pool.name:
+            raise InvalidArgument(f"the task's budget is in pool `{named}`, not in pool= "
+                                  f"`{pool.name}`")
+        return model, pool.tree
+    if isinstance(task, TaskDefinition):
+        return _dataclasses.replace(task, budget_pool=pool.name).build(), pool.tree
+    spec = _spec_of(task)
+    if spec is None:
+        raise InvalidArgument(
+            f"pool={pool!r} needs the task the kernel is built from (a TaskDefinition, a spec "
+            "dict or a spec file), not a TaskModel: name the pool in its budget (budget.pool)")
+    spec["budget"] = dict(spec.get("budget", {}), pool=pool.name)
+    return build_model(spec), pool.tree
 
 
 def _action_id(action: _Any) -> str:

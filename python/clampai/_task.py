@@ -346,6 +346,8 @@ class TaskDefinition:
     emergency_actions: Sequence[str] = ()
     max_steps: Optional[int] = None
     budget_scale: Optional[int] = None
+    # The budget pool the budget sits in (docs/POOLS.md); SafetyKernel(task, pool=...) sets it.
+    budget_pool: Optional[str] = None
     # The reference monitor's declarations (docs/SPEC.md section 15): attestors by name (a
     # spec attestor, or an attestor object of clampai.hardening, declared `external`), sinks.
     attestors: Optional[Mapping[str, Any]] = None
@@ -402,6 +404,8 @@ class TaskDefinition:
             spec["budget"]["scale"] = self.budget_scale
         if self.max_steps is not None:
             spec["budget"]["max_steps"] = self.max_steps
+        if self.budget_pool is not None:
+            spec["budget"]["pool"] = self.budget_pool
         if isinstance(self.goal_predicate, str):
             spec["goal"] = {"description": self.goal, "check": self.goal_predicate}
             if self.goal_attestations:

@@ -44,6 +44,7 @@
 #include "decision.hpp"
 #include "formal.hpp"
 #include "hardening.hpp"
+#include "pools.hpp"
 #include "reasoning.hpp"
 #include "shared.hpp"
 #include "types.hpp"
@@ -148,8 +149,14 @@ class ActionId {
 
 class PyKernel {
  public:
-  PyKernel(const Model& model, bool record_rejections, const std::string& trace_file)
-      : model_(model), record_rejections_(record_rejections), trace_file_(trace_file) {
+  PyKernel(const Model& model,
+           bool record_rejections,
+           const std::string& trace_file,
+           std::shared_ptr<ck::PoolTree> pools)
+      : model_(model),
+        record_rejections_(record_rejections),
+        trace_file_(trace_file),
+        pools_(std::move(pools)) {
     auto k = maybe_released(model_.python_predicates, [&] { return make_kernel(model_); });
     kernel_.store(k.get());
     kernels_.push_back(std::move(k));
@@ -307,6 +314,7 @@ class PyKernel {
   std::unique_ptr<ck::SafetyKernel> make_kernel(const Model& model) {
     ck::KernelOptions options;
     options.record_rejections = record_rejections_;
+    options.pools = pools_;  // binds the kernel to the pool its model's budget names
     if (!trace_file_.empty())
       options.writer = std::make_shared<ck::TraceWriter>(
           trace_file_, ck::FlushPolicy::buffered, ck::TraceOpen::create);
@@ -379,6 +387,7 @@ class PyKernel {
   Model model_;
   bool record_rejections_;
   std::string trace_file_;
+  std::shared_ptr<ck::PoolTree> pools_;  // null: no pool checks
   py::object gate_ = py::none();
   std::atomic<bool> gated_{false};
   std::atomic<ck::SafetyKernel*> kernel_{nullptr};
@@ -928,6 +937,7 @@ void bind_all(py::module_& m) {
                              [](const Model& x) {
                                return make_decimal(x.model->format_amount(x.model->budget.total));
                              })
+      .def_property_readonly("budget_pool", [](const Model& x) { return x.model->budget.pool; })
       .def_property_readonly(
           "min_action_cost",
           [](const Model& x) {
@@ -980,10 +990,11 @@ void bind_all(py::module_& m) {
   py::class_<PyKernel> kernel_class(m, "SafetyKernel");
   add_fast_methods(kernel_class);
   kernel_class
-      .def(py::init<const Model&, bool, const std::string&>(),
+      .def(py::init<const Model&, bool, const std::string&, std::shared_ptr<ck::PoolTree>>(),
            "model"_a,
            "record_rejections"_a = false,
-           "trace_file"_a = "")
+           "trace_file"_a = "",
+           "pools"_a = nullptr)
       .def(
           "evaluate_in",
           [](const PyKernel& k, const ck::State& state, py::handle action, py::handle params) {
@@ -1113,6 +1124,7 @@ void bind_all(py::module_& m) {
   });
   bind_agent(m);
   bind_shared(m);
+  bind_pools(m);
   bind_hardening(m);
   bind_formal(m);
   bind_reasoning(m);

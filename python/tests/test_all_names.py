@@ -17,7 +17,8 @@ REFERENCE = [line.strip() for line in
 # This project's own public names (docs/PYTHON.md), beside the reference's.
 OWN = {
     "BudgetStatus", "ClampAIError", "ComposeReport", "Decision", "Expr", "FileError",
-    "InternalError", "InvalidArgument", "LookaheadReport", "Reason", "Receipt", "RepairReport",
+    "InternalError", "InvalidArgument", "LookaheadReport", "Pool", "PoolStatus", "PoolTree",
+    "Reason", "Receipt", "RepairReport",
     "Result", "SpecError", "TaskModel", "TraceCheck", "TraceError", "VerifyReport", "build_model",
     "compose", "load_spec", "lookahead", "repair", "secret_guard_invariant", "verify",
     "verify_trace_file",

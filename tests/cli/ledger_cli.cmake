@@ -45,6 +45,15 @@ expect("a password is not shown" 2 "postgresql://u:\\*\\*\\*@"
 expect("escrow mode refuses a spec whose decisions read the state" 2
        "cannot run `[a-z_]+` in escrow mode: escrow mode shares only the budget"
        ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?host=${WORK_DIR}/none&escrow=3")
+# A task in a budget pool (issue 41): a lease reserves a slice of its own budget only.
+file(WRITE ${WORK_DIR}/pooled.json
+     "{\"name\": \"pooled\", \"variables\": {\"last\": {\"type\": \"int\", \"initial\": 0}},"
+     " \"actions\": [{\"id\": \"call\", \"cost\": 1, \"effects\": [{\"variable\": \"last\","
+     " \"mode\": \"set\", \"value\": 1}]}],"
+     " \"budget\": {\"total\": 5, \"min_action_cost\": 1, \"pool\": \"team-a\"}}")
+expect("escrow mode refuses a task in a pool" 2
+       "cannot run `pooled` in escrow mode: .*the budget is in pool `team-a`, and a lease reserves a slice of the task's own budget only.*escrow mode does not keep budget pools.*use the shared mode"
+       ${CLAMPAI} run ${WORK_DIR}/pooled.json --ledger "postgresql:///x?host=${WORK_DIR}/none&escrow=1")
 expect("a bad escrow slice" 2 "escrow=ten is not a slice of budget > 0"
        ${CLAMPAI} run ${ex}/quickstart.json --ledger "postgresql:///x?escrow=ten")
 expect("a bad escrow lifetime" 2 "escrow_lease=-1 is not a lifetime in seconds > 0"

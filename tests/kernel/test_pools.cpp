@@ -209,6 +209,52 @@ TEST_CASE("Pools: amounts exact at the finest scale of the tasks under them", "[
   REQUIRE(by_name(*tree)["org"].net == 3500);
 }
 
+TEST_CASE("Pools: a total raised or lowered at run time, never below the spend", "[pools]") {
+  const auto tree = load_pools(R"({"pools": {"org": {"total": 10},
+      "idle": {"total": "2.5", "parent": "org"}}})");
+  KernelOptions options;
+  options.pools = tree;
+  SafetyKernel k(load_spec(task("org", "100", "3", 2)), options);
+  REQUIRE(k.execute("spend").receipt);
+  REQUIRE(k.execute("spend").receipt);  // org: 6.00 of 10.00
+  const auto refused =
+      [&](const std::string& name, const std::string& total, const std::string& why) {
+        const auto before = by_name(*tree);
+        REQUIRE_THROWS_WITH(tree->set_total(name, *Decimal::parse(total)), Catch::Contains(why));
+        const auto after = by_name(*tree);
+        for (const auto& [n, s] : before) {  // nothing changed
+          REQUIRE(after.at(n).total == s.total);
+          REQUIRE(after.at(n).scale == s.scale);
+        }
+      };
+  refused("org", "5.99", "pool `org`'s total to 5.99: below its net spend 6.00");
+  refused("org", "-1", "must not be negative");
+  refused("org", "7.005", "not exact at the pool's scale of 2 digits");
+  refused("orgg", "7", "unknown pool `orgg` (did you mean `org`?)");
+  tree->set_total("org", *Decimal::parse("6"));  // exactly the spend: allowed, nothing left
+  const Outcome full = k.execute("spend");
+  REQUIRE_FALSE(full.receipt);
+  REQUIRE(full.decision.reasons.at(0).subject == "pool:org");
+  tree->set_total("org", *Decimal::parse("9.5"));
+  REQUIRE(k.execute("spend").receipt);
+  auto s = by_name(*tree);
+  REQUIRE(s["org"].total == 950);  // at the pool's scale (2, the task's)
+  REQUIRE(s["org"].gross == 900);  // T4: gross unchanged by the changes of the total
+  // A pool no task is bound to takes any exact total; the scale is fixed when one binds.
+  tree->set_total("idle", *Decimal::parse("3.125"));
+  REQUIRE(by_name(*tree)["idle"].format(by_name(*tree)["idle"].total) == "3.125");
+  REQUIRE_THROWS_WITH(SafetyKernel(load_spec(task("idle", "5", "1", 2)), options),
+                      Catch::Contains("3.125") && Catch::Contains("not exact"));
+  // The ledger underneath (T1 at the level): never below net spend, never negative.
+  BudgetController b(10);
+  b.charge(4);
+  b.refund(1);
+  REQUIRE_THROWS_WITH(b.set_total(2), Catch::Contains("net spend is 3"));
+  REQUIRE_THROWS_WITH(b.set_total(-1), Catch::Contains("must not be negative"));
+  b.set_total(3);
+  REQUIRE((b.total() == 3 && b.remaining() == 0 && b.gross() == 4));
+}
+
 TEST_CASE("Pools: a replay accepts a pool's refusal as recorded", "[pools]") {
   const auto tree = load_pools(R"({"pools": {"org": {"total": 1}}})");
   KernelOptions options;

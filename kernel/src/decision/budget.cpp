@@ -72,4 +72,15 @@ void BudgetController::refund(Amount amount) {
   CLAMPAI_ALWAYS_ASSERT(refunded_ <= gross_ && net() >= 0);
 }
 
+// INVARIANT (budget-safe): maintained because the new total is at least net spend.
+void BudgetController::set_total(Amount total) {
+  if (total < 0 || total < net()) {
+    throw InvalidArgument(
+        "cannot set the total to " + std::to_string(total) +
+        (total < 0 ? ": a total must not be negative" : ": net spend is " + std::to_string(net())));
+  }
+  total_ = total;
+  CLAMPAI_ALWAYS_ASSERT(net() <= total_);
+}
+
 }  // namespace clampai::kernel

@@ -123,6 +123,31 @@ std::size_t PoolTree::bind(std::string_view name, int scale) {
   return *found;
 }
 
+void PoolTree::set_total(std::string_view name, const Decimal& total) {
+  const std::optional<std::size_t> found = find(name);
+  if (!found) {
+    std::vector<std::string> names;
+    for (const auto& n : nodes_) names.push_back(n->name);
+    throw InvalidArgument("unknown pool `" + std::string(name) + "`" + did_you_mean(name, names));
+  }
+  Node& n = *nodes_[*found];
+  const std::string what = "cannot set pool `" + n.name + "`'s total to " + total.to_string();
+  if (total.units < 0) throw InvalidArgument(what + ": a total must not be negative");
+  const std::lock_guard<Mutex> lock(n.mutex);
+  if (n.scale >= 0) {
+    const std::optional<Decimal> units = total.rescaled(n.scale);
+    if (!units)
+      throw InvalidArgument(what + ": not exact at the pool's scale of " + std::to_string(n.scale) +
+                            " digits after the point");
+    if (units->units < n.ledger.net())
+      throw InvalidArgument(
+          what + ": below its net spend " +
+          Decimal{n.ledger.net(), static_cast<std::uint8_t>(n.scale)}.to_string());
+    n.ledger.set_total(units->units);
+  }
+  n.declared = total;
+}
+
 std::vector<PoolStatus> PoolTree::status() const {
   // Every pool locked at once (in the lock order), so that the figures are one moment's.
   for (const auto& n : nodes_) n->mutex.lock();

@@ -58,6 +58,12 @@ class BudgetController {
   /// Lean: `refund`. TLA+: `Refund`.
   void refund(Amount amount);
 
+  /// Changes the total to `total` (a pool's total raised or lowered at run time): never below
+  /// net spend, so T1 holds; gross spend is unchanged (T4).
+  /// @throws InvalidArgument if `total` is negative or below `net()`; nothing changes then.
+  /// Coq: `set_total` (coq/theories/Pools.v).
+  void set_total(Amount total);
+
   /// The total budget B0.
   [[nodiscard]] Amount total() const noexcept { return total_; }
   /// Everything ever charged; never decreases (T4).

@@ -84,6 +84,13 @@ class PoolTree {
   /// range; nothing changes then.
   std::size_t bind(std::string_view name, int scale);
 
+  /// Raises or lowers pool `name`'s total at run time (never below what it has spent: T1 at
+  /// that level; gross spend unchanged: T4). Coq: `PSetTotal` (coq/theories/Pools.v).
+  /// @throws InvalidArgument if the pool is unknown, `total` is negative, below the pool's net
+  /// spend, or not exact at the pool's scale (the finest budget scale of its tasks); nothing
+  /// changes then.
+  void set_total(std::string_view name, const Decimal& total);
+
   /// Every pool's figures, parents before their children, each level read under its lock.
   [[nodiscard]] std::vector<PoolStatus> status() const;
 
