@@ -103,6 +103,7 @@ int agent_command() {
       own = own_kernel.get();
     }
   } else {
+    refuse_pools_file_on_ledger(args.pools, args.ledger);
     refuse_monitor_on_ledger(*model);
     ledger = clampai::ledger::open_ledger(args.ledger, model->name);
     ck::SharedOptions options;
@@ -248,9 +249,9 @@ CLI::App* add_agent_command(CLI::App& app) {
   cmd->add_option("--pools",
                   args.pools,
                   "A pools file (JSON): the budget pools the spec's budget.pool names; a charge "
-                  "commits only if it fits every level (docs/POOLS.md)")
-      ->option_text("FILE")
-      ->excludes("--ledger");
+                  "commits only if it fits every level (docs/POOLS.md). Not with --ledger, "
+                  "whose pools are the ledger's (`clampai ledger pools apply`)")
+      ->option_text("FILE");
   add_allow_program_option(cmd, args.allow_programs);
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
