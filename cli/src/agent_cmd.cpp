@@ -188,6 +188,9 @@ int agent_command() {
   out.lookahead = args.lookahead;
   if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
   if (pools) out.pools = pools->status();
+  // On a ledger: the pools of the task's path as the ledger has them now.
+  if (shared && !model->budget.pool.empty())
+    out.pools = clampai::ledger::pool_status(ledger->pool_path(model->budget.pool), true);
   report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }

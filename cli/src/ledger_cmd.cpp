@@ -64,6 +64,9 @@ int run_on_ledger(const LedgerRun& args) {
   rep.lookahead = args.lookahead;
   rep.recover = args.recover;
   rep.ledger = report::LedgerSection{ledger->describe(), stats};
+  // The pools of the task's path as the ledger has them now (every task's spend).
+  if (!model->budget.pool.empty())
+    rep.pools = cl::pool_status(ledger->pool_path(model->budget.pool), true);
   report::write_run(std::cout, format_of(args.format), rep);
   return r.goal_reached ? 0 : 1;
 }

@@ -124,6 +124,34 @@ std::vector<PoolChange> apply_pools(const std::string& conninfo,
   });
 }
 
+std::vector<kernel::PoolStatus> pool_status(std::vector<kernel::LedgerPool> rows, bool leaf_first) {
+  if (leaf_first) std::reverse(rows.begin(), rows.end());
+  std::vector<kernel::PoolStatus> out;
+  out.reserve(rows.size());
+  for (const kernel::LedgerPool& r : rows) {
+    const kernel::Decimal total = figure(r.name, r.total);
+    const kernel::Decimal gross = figure(r.name, r.gross);
+    const kernel::Decimal net = figure(r.name, r.net);
+    const int scale = std::max({total.scale, gross.scale, net.scale});
+    const auto at = [&](const kernel::Decimal& d) {
+      const std::optional<kernel::Decimal> x = d.rescaled(scale);
+      if (!x)
+        throw Error("pool `" + r.name + "`: " + d.to_string() + " does not fit at scale " +
+                    std::to_string(scale));
+      return x->units;
+    };
+    kernel::PoolStatus s;
+    s.name = r.name;
+    s.parent = r.parent;
+    s.scale = scale;
+    s.total = at(total);
+    s.gross = at(gross);
+    s.net = at(net);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::vector<kernel::LedgerPool> read_pools(const std::string& conninfo) {
   detail::Session session;
   session.conninfo = conninfo;

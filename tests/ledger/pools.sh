@@ -111,6 +111,9 @@ case "$scenario" in
     out="$("$clampai" run "$work/t1.json" --ledger "$DATABASE_URL" --record-rejections --format json -q || true)"
     [[ "$(sql "SELECT net = 4 FROM clampai_ledger_pools WHERE name = 'team-a'")" == t ]] ||
       fail "team-a did not spend its 4 units: $out"
+    # The run report's pools: the task's path as the ledger has it, parents first.
+    [[ "$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(p["name"] + ":" + p["net"] + "/" + p["total"] for p in r["pools"]))' "$out")" == "org:4.000/10.000 team-a:4.000/4.000" ]] ||
+      fail "the run report's pools: $out"
     [[ "$(sql "SELECT count(*) FROM clampai_ledger_entries WHERE task = 't1' AND kind = 'rejected'
                  AND line LIKE '%\"subject\":\"pool:team-a\"%' AND line LIKE '%budget_exceeded%'")" -ge 1 ]] ||
       fail "no recorded rejection names pool:team-a"

@@ -99,6 +99,12 @@ struct PoolChange {
 std::vector<PoolChange> apply_pools(const std::string& conninfo,
                                     const std::vector<kernel::PoolDecl>& decls);
 
+/// Pool rows (`read_pools`, `Ledger::pool_path`) as the figures of the reports
+/// (`kernel::PoolStatus`, parents first as `rows` has them reversed when `leaf_first`), each
+/// level at the finest scale of its figures; `tasks` is not known there (0).
+/// @throws Error if a figure is not a decimal or does not fit at that scale.
+std::vector<kernel::PoolStatus> pool_status(std::vector<kernel::LedgerPool> rows, bool leaf_first);
+
 /// Every budget pool of the database `conninfo`, parents before children (depth, then name);
 /// empty if it has none (or no ledger). @throws LedgerUnavailable.
 std::vector<kernel::LedgerPool> read_pools(const std::string& conninfo);
