@@ -11,6 +11,7 @@
 #           commit's transaction (holding the pools' locks), the server restarted while another
 #           is inside its transaction and six more are about to commit: no level is ever
 #           overspent, the pool rows agree with the tasks' rows and with the charges recorded.
+#   serve   `serve --ledger` with a task in a pool: the pool's refusal is the answer's reason.
 # Waits are for files the agents create at their pause points, never for a duration.
 # shellcheck source=tests/ledger/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -215,6 +216,30 @@ case "$scenario" in
     done
     check_pools 2 t1 t2 t3 t4
     echo "ok ($scenario): 8 processes, a kill in a commit, a restart: every level within its total, rows agree"
+    ;;
+  serve)
+    # `serve --ledger` with a task in a pool: the ledger's pool refuses, named in the answer.
+    pools '{"pools": {"org": {"total": 5}, "team-a": {"total": 2, "parent": "org"}}}'
+    "$clampai" ledger pools apply "$work/pools.json" --ledger "$DATABASE_URL" >/dev/null
+    spec t1 team-a 10
+    "$clampai" serve --spec "$work/t1.json" --ledger "$DATABASE_URL" --port 0 --insecure-no-auth \
+      >"$work/serve.out" 2>"$work/serve.err" &
+    pids+=($!)
+    until grep -q '^listening on ' "$work/serve.out"; do
+      kill -0 "${pids[-1]}" 2>/dev/null || fail "the server died: $(cat "$work/serve.err")"
+      sleep 0.01
+    done
+    url="$(sed -n 's/^listening on //p' "$work/serve.out")"
+    answers=""
+    for _ in 1 2 3; do
+      answers+="$(curl -sS -X POST -H 'Content-Type: application/json' -d '{"action": "inc"}' \
+        "$url/v1/tasks/t1/execute" |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["executed"], *[r["code"] + "@" + r["subject"] for r in d.get("reasons", [])])') "
+    done
+    [[ "$answers" == "True True False budget_exceeded@pool:team-a " ]] || fail "serve answered: $answers"
+    [[ "$(sql "SELECT net = 2 FROM clampai_ledger_pools WHERE name = 'org'")" == t ]] || fail "org not charged"
+    check_pools 2 t1
+    echo "ok ($scenario)"
     ;;
   *)
     fail "unknown scenario"
