@@ -13,7 +13,8 @@
 #           overspent, the pool rows agree with the tasks' rows and with the charges recorded.
 #   serve   `serve --ledger` with a task in a pool: the pool's refusal is the answer's reason.
 # Waits are for files the agents create at their pause points, never for a duration.
-# shellcheck source=tests/ledger/common.sh
+# (pid_NAME is set by agent(), through eval.)
+# shellcheck source=tests/ledger/common.sh disable=SC2154
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # spec NAME POOL TOTAL: a counter task of budget TOTAL in pool POOL, one unit per step.
