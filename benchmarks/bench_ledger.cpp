@@ -2,15 +2,21 @@
 // execute on a memory ledger (decide on the replica, build and hash the entry, compare-and-set,
 // replay it into the replica) beside SafetyKernel::execute, and with 2 kernels alternating on
 // one ledger (each commit also replays the other's entry). The file ledger (flock, append,
-// flush) for comparison. PostgreSQL: scripts/bench-ledger.sh.
+// flush) for comparison. PostgreSQL: scripts/bench-ledger.sh (processes), and here with
+// DATABASE_URL set (`scripts/with-postgres.sh build/.../bench_ledger`): one commit under a
+// 3-level budget-pool tree (task -> team -> org, every level's row locked and charged in the
+// commit's transaction) beside a flat budget; and the same in process (a PoolTree).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include "clampai/kernel.hpp"
+#include "clampai/ledger/ledger.hpp"
 
 namespace {
 
@@ -73,5 +79,53 @@ void BM_Ledger_SharedExecuteFile(benchmark::State& st) {
   std::filesystem::remove(path);
 }
 BENCHMARK(BM_Ledger_SharedExecuteFile)->UseRealTime();
+
+// ---- budget pools: a commit under a 3-level tree against a flat budget ----
+
+// A counter task named `name`, in pool `pool` (none if empty), with a budget no run exhausts.
+std::shared_ptr<const TaskModel> pool_model(const std::string& name, const std::string& pool) {
+  return load_spec(R"J({"name": ")J" + name +
+                   R"J(", "variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 4000000000, "min_action_cost": 1)J" +
+                   (pool.empty() ? std::string() : R"J(, "pool": ")J" + pool + "\"") + "}}");
+}
+
+const char* const kPools =
+    R"J({"pools": {"org": {"total": 4000000000}, "team": {"total": 4000000000, "parent": "org"},
+    "squad": {"total": 4000000000, "parent": "team"}}})J";
+
+// In process: SafetyKernel::execute with the task in `squad` (3 levels locked root first,
+// checked and charged) or flat (arg 0).
+void BM_Pools_InProcess(benchmark::State& st) {
+  const bool pooled = st.range(0) != 0;
+  KernelOptions o;
+  o.trace_window = 1;
+  o.undo_depth = 1024;
+  if (pooled) o.pools = load_pools(kPools);
+  SafetyKernel kernel(pool_model("bench", pooled ? "squad" : ""), o);
+  const Proposal p{0, {}};
+  for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
+}
+BENCHMARK(BM_Pools_InProcess)->ArgName("levels3")->Arg(0)->Arg(1);
+
+// On PostgreSQL (DATABASE_URL): SharedKernel::execute, one process, each run on a fresh task.
+void BM_Pools_Postgres(benchmark::State& st) {
+  const char* url = std::getenv("DATABASE_URL");
+  if (url == nullptr) {
+    st.SkipWithError("DATABASE_URL is not set: run me through scripts/with-postgres.sh");
+    return;
+  }
+  static std::atomic<int> runs{0};
+  const bool pooled = st.range(0) != 0;
+  if (pooled) (void)clampai::ledger::apply_pools(url, parse_pools(kPools));
+  const std::string task = "bench-pools-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(runs.fetch_add(1)) + (pooled ? "-3" : "-flat");
+  const auto model = pool_model(task, pooled ? "squad" : "");
+  SharedKernel kernel(model, clampai::ledger::open_ledger(url, task));
+  const Proposal p{0, {}};
+  for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
+}
+BENCHMARK(BM_Pools_Postgres)->ArgName("levels3")->Arg(0)->Arg(1)->UseRealTime();
 
 }  // namespace

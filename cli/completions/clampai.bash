@@ -7,7 +7,7 @@ _clampai() {
   prev=""
   ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
 
-  # The subcommand (and `trace`'s own subcommand) typed so far.
+  # The subcommand (and `trace`'s and `ledger`'s own subcommand) typed so far.
   local cmd="" sub="" i word
   for ((i = 1; i < COMP_CWORD; i++)); do
     word=${COMP_WORDS[i]}
@@ -16,7 +16,7 @@ _clampai() {
       *)
         if [[ -z $cmd ]]; then
           cmd=$word
-        elif [[ $cmd == trace && -z $sub ]]; then
+        elif [[ ($cmd == trace || $cmd == ledger) && -z $sub ]]; then
           sub=$word
         fi
         ;;
@@ -50,7 +50,7 @@ _clampai() {
   esac
 
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair report agent serve mcp gateway keygen --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "check evaluate run trace verify bench compose lookahead repair report agent serve mcp gateway keygen ledger --help --version" -- "$cur"))
     return
   fi
   local opts
@@ -74,6 +74,13 @@ _clampai() {
     agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --mode --shadow --help" ;;
     keygen) opts="--help" ;;
+    ledger)
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "pools --help" -- "$cur"))
+        return
+      fi
+      opts="apply show --ledger --format --help"
+      ;;
     mcp) opts="--help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;

@@ -122,6 +122,7 @@ int agent_command() {
       own = own_kernel.get();
     }
   } else {
+    refuse_pools_file_on_ledger(args.pools, args.ledger);
     refuse_monitor_on_ledger(*model);
     ledger = clampai::ledger::open_ledger(args.ledger, model->name);
     ck::SharedOptions options;
@@ -227,6 +228,9 @@ int agent_command() {
   out.approvals = {r.approvals_granted, r.approvals_denied, r.approvals_expired, {}};
   for (const driver::Ticket& t : r.approvals_waiting)
     out.approvals.waiting.emplace_back(t.id, t.action);
+  // On a ledger: the pools of the task's path as the ledger has them now.
+  if (shared && !model->budget.pool.empty())
+    out.pools = clampai::ledger::pool_status(ledger->pool_path(model->budget.pool), true);
   report::write_agent(std::cout, format_of(args.format), out);
   return out.goal_reached ? 0 : 1;
 }
@@ -288,9 +292,9 @@ CLI::App* add_agent_command(CLI::App& app) {
   cmd->add_option("--pools",
                   args.pools,
                   "A pools file (JSON): the budget pools the spec's budget.pool names; a charge "
-                  "commits only if it fits every level (docs/POOLS.md)")
-      ->option_text("FILE")
-      ->excludes("--ledger");
+                  "commits only if it fits every level (docs/POOLS.md). Not with --ledger, "
+                  "whose pools are the ledger's (`clampai ledger pools apply`)")
+      ->option_text("FILE");
   cmd->add_flag("--upstream",
                 args.upstream,
                 "Execute each approved action through the upstream MCP tool the spec's bindings "

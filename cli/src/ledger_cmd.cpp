@@ -1,10 +1,14 @@
 #include "ledger_cmd.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <iostream>
 #include <string_view>
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "clampai/kernel/file.hpp"
+#include "clampai/kernel/json.hpp"
 #include "clampai/ledger/escrow.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/report.hpp"
@@ -60,8 +64,154 @@ int run_on_ledger(const LedgerRun& args) {
   rep.lookahead = args.lookahead;
   rep.recover = args.recover;
   rep.ledger = report::LedgerSection{ledger->describe(), stats};
+  // The pools of the task's path as the ledger has them now (every task's spend).
+  if (!model->budget.pool.empty())
+    rep.pools = cl::pool_status(ledger->pool_path(model->budget.pool), true);
   report::write_run(std::cout, format_of(args.format), rep);
   return r.goal_reached ? 0 : 1;
+}
+
+namespace {
+
+struct LedgerArgs {
+  std::string file;
+  std::string ledger;
+  std::string format = "text";
+};
+LedgerArgs ledger_args;
+CLI::App* pools_apply_cmd = nullptr;
+CLI::App* pools_show_cmd = nullptr;
+
+// The libpq URI of `--ledger` (a fragment naming a task is ignored: pools are the database's).
+std::string pools_conninfo(const std::string& url) {
+  if (!cl::is_postgres_url(url))
+    throw InvalidArgument("--ledger: budget pools are kept on a PostgreSQL ledger only, not `" +
+                          cl::redact_url(url) + "`: give postgresql://...");
+  return cl::split_postgres_url(url).conninfo;
+}
+
+void write_pools_json(const std::vector<cl::PoolChange>& pools, bool changes) {
+  std::string out = "{\"ledger\":";
+  ck::jsonio::append_json_string(out, cl::redact_url(ledger_args.ledger));
+  out += ",\"pools\":[";
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    const cl::PoolChange& p = pools[i];
+    out += i == 0 ? "{" : ",{";
+    const auto member = [&out](const char* key, const std::string& value, bool first = false) {
+      out += first ? "\"" : ",\"";
+      out += key;
+      out += "\":";
+      if (value.empty() && std::string_view(key) == "parent") {
+        out += "null";
+      } else {
+        ck::jsonio::append_json_string(out, value);
+      }
+    };
+    member("name", p.name, true);
+    member("parent", p.parent);
+    if (changes) {
+      member("action", p.action);
+      if (!p.previous_total.empty()) member("previous_total", p.previous_total);
+    }
+    member("total", p.total);
+    member("gross", p.gross);
+    member("net", p.net);
+    out += "}";
+  }
+  out += "]}";
+  std::cout << out << "\n";
+}
+
+int run_pools_apply() {
+  const std::string conninfo = pools_conninfo(ledger_args.ledger);
+  std::vector<ck::PoolDecl> decls;
+  try {
+    decls = ck::parse_pools(ck::read_file(ledger_args.file));
+  } catch (const SpecError& e) {
+    throw InvalidArgument(describe(ledger_args.file, e));
+  }
+  const std::vector<cl::PoolChange> changes = cl::apply_pools(conninfo, decls);
+  if (ledger_args.format == "json") {
+    write_pools_json(changes, true);
+    return 0;
+  }
+  std::size_t changed = 0;
+  for (const cl::PoolChange& c : changes) {
+    std::cout << c.action << " " << c.name;
+    if (c.action == "changed") {
+      std::cout << ": total " << c.previous_total << " -> " << c.total;
+    } else {
+      std::cout << ": total " << c.total;
+    }
+    std::cout << ", net " << c.net << ", gross " << c.gross
+              << (c.parent.empty() ? "" : ", in " + c.parent) << "\n";
+    if (c.action == "created" || c.action == "changed") ++changed;
+  }
+  std::cout << "ok: " << changed << " of " << decls.size() << " pools created or changed on "
+            << cl::redact_url(conninfo) << "\n";
+  return 0;
+}
+
+int run_pools_show() {
+  const std::vector<ck::LedgerPool> rows = cl::read_pools(pools_conninfo(ledger_args.ledger));
+  std::vector<cl::PoolChange> pools;
+  pools.reserve(rows.size());
+  for (const ck::LedgerPool& r : rows)
+    pools.push_back({r.name, r.parent, "", "", r.total, r.gross, r.net});
+  if (ledger_args.format == "json") {
+    write_pools_json(pools, false);
+    return 0;
+  }
+  if (pools.empty()) std::cout << "no budget pools on the ledger\n";
+  for (const cl::PoolChange& p : pools)
+    std::cout << p.name << ": total " << p.total << ", net " << p.net << ", gross " << p.gross
+              << (p.parent.empty() ? "" : ", in " + p.parent) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_ledger_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("ledger", "Administer a PostgreSQL ledger: its budget pools");
+  cmd->require_subcommand(1);
+  auto* pools = cmd->add_subcommand(
+      "pools", "The budget pools of a PostgreSQL ledger, which tasks on it charge in each commit");
+  pools->require_subcommand(1);
+  pools_apply_cmd = pools->add_subcommand(
+      "apply",
+      "Create and change the ledger's pools to match a pools file, in one transaction: a new "
+      "pool is created with nothing spent, a changed total is raised or lowered (never below "
+      "the pool's net spend); idempotent. Pools the file does not name are kept");
+  set_help_footer(pools_apply_cmd,
+                  "0 applied, 2 bad input or the ledger unreachable (a bad file, a total below "
+                  "what is spent, a changed parent: nothing applied)",
+                  "clampai ledger pools apply pools.json --ledger postgresql:///clampai",
+                  "docs/POOLS.md");
+  pools_apply_cmd->add_option("FILE", ledger_args.file, "The pools file (JSON)")->required();
+  pools_show_cmd = pools->add_subcommand(
+      "show", "Print every pool of the ledger: total, net and gross spend, parent");
+  set_help_footer(pools_show_cmd,
+                  "0 shown, 2 the ledger cannot be reached",
+                  "clampai ledger pools show --ledger postgresql:///clampai",
+                  "docs/POOLS.md");
+  for (CLI::App* c : {pools_apply_cmd, pools_show_cmd}) {
+    c->add_option("--ledger", ledger_args.ledger, "The ledger: postgresql://... (a libpq URI)")
+        ->required();
+    c->add_option("--format", ledger_args.format, "Output format")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
+  return cmd;
+}
+
+int run_ledger_command() {
+  const std::string command =
+      pools_apply_cmd->parsed() ? "ledger pools apply" : "ledger pools show";
+  try {
+    return pools_apply_cmd->parsed() ? run_pools_apply() : run_pools_show();
+  } catch (const Error& e) {  // the message names the pool, the file or the ledger
+    return fail(ledger_args.format, command, ledger_args.file, e.what());
+  }
 }
 
 bool names_ledger(const std::string& target) { return cl::is_postgres_url(target); }

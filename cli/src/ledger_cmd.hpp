@@ -8,7 +8,16 @@
 
 #include "clampai/kernel/ledger.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace clampai::cli {
+
+/// `clampai ledger pools apply FILE --ledger URL` and `clampai ledger pools show --ledger URL`:
+/// the budget pools of a PostgreSQL ledger (docs/POOLS.md).
+CLI::App* add_ledger_command(CLI::App& app);
+int run_ledger_command();
 
 /// What `run` passes to a run on a shared ledger.
 struct LedgerRun {

@@ -185,6 +185,7 @@ void open_trace(const RunArgs& args,
 
 int cmd_run(const RunArgs& args, const Common& common) {
   if (!args.ledger.empty()) {
+    clampai::cli::refuse_pools_file_on_ledger(args.pools, args.ledger);
     const auto model = ck::load_spec_file(args.spec);
     clampai::cli::refuse_monitor_on_ledger(*model);
     return clampai::cli::run_on_ledger({args.spec,
@@ -554,7 +555,8 @@ int main(int argc, char** argv) {
   run->add_option("--pools",
                   run_args.pools,
                   "A pools file (JSON): the budget pools the spec's budget.pool names; a charge "
-                  "commits only if it fits every level (docs/POOLS.md)")
+                  "commits only if it fits every level (docs/POOLS.md). Not with --ledger, "
+                  "whose pools are the ledger's (`clampai ledger pools apply`)")
       ->option_text("FILE");
   clampai::cli::add_allow_program_option(run, run_args.allow_programs);
   run->add_option("--signing-key",
@@ -575,8 +577,7 @@ int main(int argc, char** argv) {
                             "--flush",
                             "--allow-program",
                             "--signing-key",
-                            "--checkpoint-every",
-                            "--pools"})
+                            "--checkpoint-every"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 
@@ -670,6 +671,7 @@ int main(int argc, char** argv) {
   auto* mcp = clampai::cli::add_mcp_command(app);
   auto* gateway = clampai::cli::add_gateway_command(app);
   auto* keygen = clampai::cli::add_keygen_command(app);
+  auto* ledger_cmd = clampai::cli::add_ledger_command(app);
 
   std::string max_input;
   app.add_option("--max-input-bytes",
@@ -733,6 +735,7 @@ int main(int argc, char** argv) {
     if (mcp->parsed()) return clampai::cli::run_mcp_command();
     if (gateway->parsed()) return clampai::cli::run_gateway_command();
     if (keygen->parsed()) return clampai::cli::run_keygen_command();
+    if (ledger_cmd->parsed()) return clampai::cli::run_ledger_command();
   } catch (const clampai::SpecError& e) {
     // One line per problem: `FILE:LINE:COLUMN: json.path: message`, as compilers write them.
     return fail(clampai::cli::describe(input, e));

@@ -149,6 +149,14 @@ std::shared_ptr<kernel::PoolTree> load_pools_option(const std::string& file,
   return load_pools_option(file, models, option);
 }
 
+void refuse_pools_file_on_ledger(const std::string& pools, const std::string& ledger) {
+  if (!pools.empty() && !ledger.empty())
+    throw InvalidArgument(
+        "--pools: with --ledger the budget pools are the ledger's (rows charged in each "
+        "commit's transaction): create and change them with `clampai ledger pools apply " +
+        pools + " --ledger URL`, then run without --pools (docs/POOLS.md)");
+}
+
 std::shared_ptr<kernel::PoolTree> load_pools_option(
     const std::string& file,
     const std::vector<std::shared_ptr<const kernel::TaskModel>>& models,

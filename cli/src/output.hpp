@@ -78,6 +78,9 @@ std::string describe(const std::string& input, const clampai::Error& e);
 std::shared_ptr<kernel::PoolTree> load_pools_option(const std::string& file,
                                                     const kernel::TaskModel* model,
                                                     const std::string& option = "--pools");
+/// @throws InvalidArgument if both `--pools FILE` and `--ledger URL` are given: on a ledger the
+/// pools are the ledger's (`clampai ledger pools apply`, docs/POOLS.md).
+void refuse_pools_file_on_ledger(const std::string& pools, const std::string& ledger);
 /// The same for several tasks (serve): every spec naming a pool needs the file.
 std::shared_ptr<kernel::PoolTree> load_pools_option(
     const std::string& file,

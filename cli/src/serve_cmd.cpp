@@ -101,11 +101,8 @@ int serve_command() {
     std::lock_guard lock(log_mutex);
     std::cerr << "clampai serve: " << line << std::endl;
   };
+  refuse_pools_file_on_ledger(args.pools, args.ledger);
   if (!args.pools.empty()) {
-    if (!args.ledger.empty())
-      throw InvalidArgument(
-          "--pools: budget pools are not kept on a ledger yet: give --pools or "
-          "--ledger");
     options.pools = load_pools_option(args.pools, nullptr);
   }
   cs::Service service(options);
@@ -216,7 +213,8 @@ CLI::App* add_serve_command(CLI::App& app) {
                   args.pools,
                   "A pools file (JSON): the budget pools tasks' budget.pool names, shared by "
                   "every task served; a charge commits only if it fits every level "
-                  "(docs/POOLS.md); GET /v1/pools shows them")
+                  "(docs/POOLS.md); GET /v1/pools shows them. Not with --ledger, whose pools "
+                  "are the ledger's (`clampai ledger pools apply`)")
       ->option_text("FILE");
   cmd->add_option("--signing-key",
                   args.signing_key,

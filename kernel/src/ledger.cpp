@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "clampai/kernel/file.hpp"
+#include "decision/decide.hpp"
 #include "json.hpp"
 #include "trace_codec.hpp"
 
@@ -114,6 +115,13 @@ std::vector<std::string> Ledger::read_page(std::uint64_t from, std::size_t limit
   std::vector<std::string> lines = read(from);
   if (lines.size() > limit) lines.resize(limit);
   return lines;
+}
+
+std::vector<LedgerPool> Ledger::pool_path(const std::string& pool) {
+  throw InvalidArgument("the ledger " + describe() +
+                        " keeps no budget pools (the budget is in pool `" + pool +
+                        "`): pools across processes are kept on a PostgreSQL ledger, created with "
+                        "`clampai ledger pools apply FILE --ledger URL` (docs/POOLS.md)");
 }
 
 std::unique_ptr<TraceReader> read_ledger(Ledger& ledger,
@@ -447,6 +455,25 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
   head_ = entry.hash;
   for (std::size_t i = 1; reader.next(entry); ++i) apply_locked(entry, i);
   stats_.applied = 0;
+  if (!model_->budget.pool.empty()) {
+    // The pool must be on the ledger, and every level's total exact at the task's scale (as
+    // PoolTree::bind requires in process).
+    const std::string& pool = model_->budget.pool;
+    (void)read_pools_locked();
+    const std::vector<LedgerPool>& path = pools_view_;
+    if (path.empty())
+      throw InvalidArgument("the ledger " + ledger_->describe() + " has no budget pool `" + pool +
+                            "` (the spec's budget.pool): create it with `clampai ledger pools "
+                            "apply FILE --ledger URL` (docs/POOLS.md)");
+    for (const LedgerPool& level : path) {
+      const std::optional<Decimal> total = Decimal::parse(level.total);
+      if (!total || !total->rescaled(model_->budget.scale))
+        throw SpecError("budget.pool",
+                        "pool `" + level.name + "`'s total " + level.total +
+                            " is not exact at the task's budget scale of " +
+                            std::to_string(model_->budget.scale) + " digits after the point");
+    }
+  }
 }
 
 SharedKernel::~SharedKernel() = default;
@@ -470,7 +497,11 @@ std::optional<Reason> SharedKernel::guard(const Situation& s,
                                           const Proposal& p,
                                           const Decision& d) const {
   if (replayer_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return replay_veto_;
-  if (options_.guard) return options_.guard(s, p, d);
+  if (options_.guard)
+    if (std::optional<Reason> veto = options_.guard(s, p, d)) return veto;
+  // Budget pools, after the guard as in process (SafetyKernel's check 4b), on the rows as last
+  // read; the commit checks them again in its transaction.
+  if (!model_->budget.pool.empty() && d.cost > 0) return pool_refusal(d.cost);
   return std::nullopt;
 }
 
@@ -536,7 +567,9 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
       auto resolved = local_->resolve(e.action, params);
       // A guard's veto (the lookahead) is not the model's verdict: the replica's guard gives
       // the recorded one back, whatever guard (if any) this kernel has.
-      if (e.reasons.size() == 1 && is_guard_reason(e.reasons.front().code))
+      // So is a budget pool's refusal: the pools are the ledger's rows, not the replica's.
+      if (e.reasons.size() == 1 && (is_guard_reason(e.reasons.front().code) ||
+                                    e.reasons.front().subject.rfind("pool:", 0) == 0))
         replay_veto_ = e.reasons.front();
       if (std::holds_alternative<Reason>(resolved)) {
         (void)local_->execute(e.action, params);  // traces the unknown action or bad parameter
@@ -576,7 +609,9 @@ std::uint64_t SharedKernel::refresh_locked() {
 
 std::uint64_t SharedKernel::refresh() {
   std::lock_guard lock(mutex_);
-  return refresh_locked();
+  const std::uint64_t n = refresh_locked();
+  if (model_->budget.pool.empty()) return n;
+  return n + (read_pools_locked() ? 1 : 0);
 }
 
 std::vector<std::string> SharedKernel::read(std::uint64_t from) {
@@ -584,7 +619,7 @@ std::vector<std::string> SharedKernel::read(std::uint64_t from) {
   return with_reconnect([&] { return ledger_->read(from); });
 }
 
-bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
+CommitStatus SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
   entry.sequence = length_;
   entry.prev = head_;
   entry.hash = entry.compute_hash();
@@ -601,6 +636,12 @@ bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
   r.net = model_->format_amount(after.budget.net());
   r.steps = after.steps;
   r.emergency_steps = after.emergency_steps;
+  if (!model_->budget.pool.empty() &&
+      (entry.kind == EntryKind::executed || entry.kind == EntryKind::rolled_back) &&
+      entry.cost != model_->format_amount(0)) {
+    r.pool = model_->budget.pool;
+    r.pool_amount = entry.cost;
+  }
   if (options_.hook) options_.hook(SharedPhase::committing);
   CommitStatus status = CommitStatus::conflict;
   try {
@@ -618,11 +659,50 @@ bool SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
   if (status == CommitStatus::committed) {
     apply_locked(entry, entry.sequence);
     ++stats_.commits;
-    return true;
+    return status;
   }
-  ++stats_.conflicts;
-  refresh_locked();
-  return false;
+  if (status == CommitStatus::conflict) {
+    ++stats_.conflicts;
+    refresh_locked();
+  }
+  return status;
+}
+
+bool SharedKernel::read_pools_locked() {
+  std::vector<LedgerPool> path =
+      with_reconnect([&] { return ledger_->pool_path(model_->budget.pool); });
+  std::lock_guard lock(pools_mutex_);
+  if (path == pools_view_) return false;
+  pools_view_ = std::move(path);
+  return true;
+}
+
+std::optional<Reason> SharedKernel::pool_refusal(Amount cost) const {
+  std::lock_guard lock(pools_mutex_);
+  const auto figure = [&](const LedgerPool& level, const std::string& text) {
+    const std::optional<Decimal> d = Decimal::parse(text);
+    if (!d)
+      throw Error("the ledger " + ledger_->describe() + ": pool `" + level.name +
+                  "` has the figure `" + text + "`, not a decimal");
+    return *d;
+  };
+  for (const LedgerPool& level : pools_view_) {
+    const Decimal total = figure(level, level.total);
+    const Decimal net = figure(level, level.net);
+    // The level's scale: the finest of the task's and its figures' (every one exact there).
+    const int scale = std::max({static_cast<int>(model_->budget.scale),
+                                static_cast<int>(total.scale),
+                                static_cast<int>(net.scale)});
+    const std::optional<Decimal> t = total.rescaled(scale);
+    const std::optional<Decimal> n = net.rescaled(scale);
+    const std::optional<Decimal> c =
+        Decimal{cost, static_cast<std::uint8_t>(model_->budget.scale)}.rescaled(scale);
+    if (!t || !n || !c) continue;  // beyond int64 at that scale: the database decides
+    const std::optional<Decimal> remaining = checked_sub(*t, *n);
+    if (!remaining || c->units <= remaining->units) continue;
+    return detail::pool_refusal(*model_, level.name, cost, remaining->to_string(), t->to_string());
+  }
+  return std::nullopt;
 }
 
 Outcome SharedKernel::execute(const Proposal& proposal) {
@@ -648,11 +728,18 @@ Outcome SharedKernel::execute_locked(const Proposal& proposal, Decided* decided)
     decided = nullptr;
     const Situation now = local_->situation();
     if (!d.approved) {
-      // A rejection is final only on the ledger's latest head.
+      // A rejection is final only on the ledger's latest head (and a pool's, on its rows as
+      // they are now).
       if (refresh_locked() > 0) continue;
+      if (!model_->budget.pool.empty() &&
+          std::any_of(d.reasons.begin(),
+                      d.reasons.end(),
+                      [](const Reason& r) { return r.subject.rfind("pool:", 0) == 0; }) &&
+          read_pools_locked())
+        continue;
       if (options_.record_rejections) {
         TraceEntry entry = rejection_entry(*model_, proposal, d, now, options_.clock());
-        if (!commit_locked(entry, now)) {
+        if (commit_locked(entry, now) != CommitStatus::committed) {
           lost();
           continue;
         }
@@ -672,8 +759,27 @@ Outcome SharedKernel::execute_locked(const Proposal& proposal, Decided* decided)
     entry.warnings = d.warnings;
     entry.principal = proposal.principal;
     stamp(entry, *model_, after, options_.clock());
-    if (commit_locked(entry, after)) {
+    const CommitStatus status = commit_locked(entry, after);
+    if (status == CommitStatus::committed)
       return Outcome{d, Receipt{entry.sequence, proposal.action, d.cost}, local_->state()};
+    if (status == CommitStatus::refused) {
+      // A level of the task's pools cannot take the cost (checked in the transaction, under
+      // the rows' locks): the rejection names the first such level as the rows are now. If
+      // none refuses any longer (a refund came in between), decide afresh.
+      (void)read_pools_locked();
+      if (std::optional<Reason> refused = pool_refusal(d.cost)) {
+        Decision rejected = d;
+        rejected.approved = false;
+        rejected.changes.clear();
+        rejected.reasons.assign(1, std::move(*refused));
+        // Recorded as a guard's veto is (replayed as recorded: the replica has no pools); an
+        // emergency action consults no guard, so its refusal is not recorded.
+        if (!options_.record_rejections || d.emergency)
+          return Outcome{rejected, std::nullopt, local_->state()};
+        TraceEntry noted = rejection_entry(*model_, proposal, rejected, now, options_.clock());
+        if (commit_locked(noted, now) == CommitStatus::committed)
+          return Outcome{rejected, std::nullopt, local_->state()};
+      }
     }
     lost();
   }
@@ -688,7 +794,7 @@ Decision SharedKernel::record_rejection(const Proposal& proposal) {
     const Situation now = local_->situation();
     TraceEntry entry = rejection_entry(*model_, proposal, d, now, options_.clock());
     // The compare-and-set checks that the rejection was decided on the latest head.
-    if (commit_locked(entry, now)) return d;
+    if (commit_locked(entry, now) == CommitStatus::committed) return d;
     count_conflict(conflicts, options_.max_conflicts);
   }
 }
@@ -736,7 +842,7 @@ Outcome SharedKernel::execute(std::string_view action_id, const ParamMap& params
     entry.cost = model_->format_amount(0);
     entry.reasons = d.reasons;
     stamp(entry, *model_, now, options_.clock());
-    if (commit_locked(entry, now)) break;
+    if (commit_locked(entry, now) == CommitStatus::committed) break;
   }
   return Outcome{std::move(d), std::nullopt, local_->state()};
 }
@@ -782,7 +888,7 @@ Outcome SharedKernel::rollback(const Receipt& receipt, std::string_view principa
     after.budget.refund(u.cost);
     after.state = u.before;
     stamp(entry, *model_, after, options_.clock());
-    if (commit_locked(entry, after)) {
+    if (commit_locked(entry, after) == CommitStatus::committed) {
       Decision undone;
       undone.approved = true;
       undone.action = u.action;

@@ -50,38 +50,72 @@ CREATE TABLE clampai_ledger_entries (
 )SQL",
     // 2: escrow mode's pools and leases (escrow.cpp).
     detail::kEscrowMigration,
+    // 3: budget pools (docs/POOLS.md): one row per pool (its parent, depth from the root, total
+    // and spend), and what each entry charged (refunded) at each level, written in the entry's
+    // transaction (pools.cpp creates and changes the pools).
+    R"SQL(
+CREATE TABLE clampai_ledger_pools (
+  name text PRIMARY KEY,
+  parent text REFERENCES clampai_ledger_pools (name),
+  depth integer NOT NULL CHECK (depth >= 0),
+  total numeric NOT NULL,
+  gross numeric NOT NULL DEFAULT 0,
+  net numeric NOT NULL DEFAULT 0,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT clampai_pool_safe CHECK (net >= 0 AND net <= total AND net <= gross)
+);
+CREATE TABLE clampai_ledger_pool_charges (
+  task text NOT NULL,
+  seq bigint NOT NULL,
+  pool text NOT NULL REFERENCES clampai_ledger_pools (name),
+  refund boolean NOT NULL,
+  amount numeric NOT NULL CHECK (amount > 0),
+  gross numeric NOT NULL,
+  net numeric NOT NULL,
+  PRIMARY KEY (task, seq, pool),
+  FOREIGN KEY (task, seq) REFERENCES clampai_ledger_entries (task, seq)
+);
+)SQL",
 };
 constexpr int kVersion = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
 constexpr long long kMigrationLock = 0x636c616d70616931;  // "clampai1"
 
+// The pools from $1 up to the root (`lvl` 0: $1 itself).
+constexpr const char* kPoolPath =
+    "WITH RECURSIVE path (name, parent, lvl) AS (SELECT name, parent, 0 FROM clampai_ledger_pools "
+    "WHERE name = $1 UNION ALL SELECT p.name, p.parent, path.lvl + 1 FROM clampai_ledger_pools p "
+    "JOIN path ON p.name = path.parent WHERE path.lvl < 64) ";
+
 }  // namespace
+
+void detail::migrate(Session& session) {
+  session.guarded([&] {
+    pqxx::work w(session.connection());
+    w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLock);
+    w.exec(
+        "CREATE TABLE IF NOT EXISTS clampai_ledger_schema ("
+        "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+    const int have =
+        w.exec("SELECT coalesce(max(version), 0) FROM clampai_ledger_schema")[0][0].as<int>();
+    if (have > kVersion) {
+      throw Error("the ledger " + redact_url(session.conninfo) + " has schema version " +
+                  std::to_string(have) + ", newer than this program's (" +
+                  std::to_string(kVersion) + "): upgrade clampai");
+    }
+    for (int v = have + 1; v <= kVersion; ++v) {
+      w.exec(kMigrations[v - 1]);
+      w.exec_params("INSERT INTO clampai_ledger_schema (version) VALUES ($1)", v);
+    }
+    w.commit();
+  });
+}
 
 struct PostgresLedger::Impl : detail::Session {
   std::string task;
   Access access;
   std::function<void()> hook;
 
-  void migrate() {
-    guarded([&] {
-      pqxx::work w(connection());
-      w.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLock);
-      w.exec(
-          "CREATE TABLE IF NOT EXISTS clampai_ledger_schema ("
-          "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-      const int have =
-          w.exec("SELECT coalesce(max(version), 0) FROM clampai_ledger_schema")[0][0].as<int>();
-      if (have > kVersion) {
-        throw Error("the ledger " + redact_url(conninfo) + " has schema version " +
-                    std::to_string(have) + ", newer than this program's (" +
-                    std::to_string(kVersion) + "): upgrade clampai");
-      }
-      for (int v = have + 1; v <= kVersion; ++v) {
-        w.exec(kMigrations[v - 1]);
-        w.exec_params("INSERT INTO clampai_ledger_schema (version) VALUES ($1)", v);
-      }
-      w.commit();
-    });
-  }
+  void migrate() { detail::migrate(*this); }
 
   void check_schema() {
     guarded([&] {
@@ -126,6 +160,19 @@ int PostgresLedger::schema_version() noexcept { return kVersion; }
 
 void PostgresLedger::set_transaction_hook(std::function<void()> hook) {
   impl_->hook = std::move(hook);
+}
+
+std::vector<kernel::LedgerPool> PostgresLedger::pool_path(const std::string& pool) {
+  return impl_->guarded([&] {
+    pqxx::read_transaction r(impl_->connection());
+    const pqxx::result rows = r.exec_params(
+        std::string(kPoolPath) +
+            "SELECT path.name, coalesce(path.parent, ''), l.total::text, l.gross::text, "
+            "l.net::text FROM path JOIN clampai_ledger_pools l ON l.name = path.name ORDER BY "
+            "path.lvl",
+        pool);
+    return detail::pool_rows(rows);
+  });
 }
 
 bool PostgresLedger::has_task() {
@@ -211,6 +258,39 @@ CommitStatus PostgresLedger::commit(const LedgerRecord& rec) {
         rec.hash,
         rec.prev,
         rec.line);
+    if (!rec.pool.empty() && !rec.pool_amount.empty()) {
+      // Budget pools (tla/SharedPools.tla): every level from the task's pool up to the root,
+      // locked root first (depth, then name: one global order, so no deadlock), checked and
+      // charged (refunded) in this transaction. A level that cannot take a charge refuses the
+      // whole commit: `w` rolls back, nothing changed.
+      const bool refund = rec.kind == "rolled_back";
+      const pqxx::result levels = w.exec_params(
+          std::string(kPoolPath) +
+              "SELECT l.name, l.total - l.net >= $2::numeric FROM clampai_ledger_pools l "
+              "WHERE l.name IN (SELECT name FROM path) ORDER BY l.depth, l.name FOR UPDATE",
+          rec.pool,
+          rec.pool_amount);
+      if (levels.empty())
+        throw InvalidArgument("the ledger " + describe() + " has no budget pool `" + rec.pool +
+                              "`");
+      if (!refund) {
+        for (const auto& level : levels)
+          if (!level[1].as<bool>()) return CommitStatus::refused;  // `w` rolls back
+      }
+      w.exec_params(
+          std::string(kPoolPath) +
+              ", u AS (UPDATE clampai_ledger_pools SET gross = gross + CASE WHEN $5 THEN 0 "
+              "ELSE $2::numeric END, net = net + CASE WHEN $5 THEN -$2::numeric ELSE "
+              "$2::numeric END, updated_at = now() WHERE name IN (SELECT name FROM path) "
+              "RETURNING name, gross, net) INSERT INTO clampai_ledger_pool_charges (task, seq, "
+              "pool, refund, amount, gross, net) SELECT $3, $4, u.name, $5, $2::numeric, "
+              "u.gross, u.net FROM u",
+          rec.pool,
+          rec.pool_amount,
+          impl_->task,
+          seq,
+          refund);
+    }
     if (impl_->hook) impl_->hook();
     w.commit();
     return CommitStatus::committed;

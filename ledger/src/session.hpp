@@ -6,6 +6,7 @@
 #include <pqxx/pqxx>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "clampai/ledger/ledger.hpp"
 
@@ -63,5 +64,12 @@ struct Session {
     }
   }
 };
+
+/// Creates or upgrades the ledger's schema in `session`'s database (its versioned migrations,
+/// under an advisory lock; postgres.cpp). @throws Error if the database's schema is newer.
+void migrate(Session& session);
+
+/// Pool rows selected as (name, parent or '', total, gross, net), as text (pools.cpp).
+std::vector<kernel::LedgerPool> pool_rows(const pqxx::result& rows);
 
 }  // namespace clampai::ledger::detail

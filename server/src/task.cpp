@@ -215,15 +215,11 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     if (log) log(line);
   };
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
-  if (!model->budget.pool.empty() && !storage.pools)
+  // On a ledger, the pools are the ledger's rows (the SharedKernel finds its pool there).
+  if (!model->budget.pool.empty() && !storage.pools && storage.ledger.empty())
     throw SpecError("budget.pool",
                     "task `" + model->name + "`: its budget is in pool `" + model->budget.pool +
                         "`, and the server has no pools: start it with --pools FILE");
-  if (!model->budget.pool.empty() && !storage.ledger.empty())
-    throw InvalidArgument("task `" + model->name + "`: its budget is in pool `" +
-                          model->budget.pool +
-                          "`; budget pools are not kept on a ledger yet (serve it without "
-                          "--ledger)");
   if (!storage.ledger.empty()) {
     for (const ck::Action& a : model->actions)
       if (a.approval)

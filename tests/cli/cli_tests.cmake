@@ -389,7 +389,8 @@ file(READ ${SOURCE_DIR}/cli/completions/clampai.bash bash_completion)
 file(READ ${SOURCE_DIR}/cli/completions/_clampai zsh_completion)
 file(READ ${SOURCE_DIR}/docs/clampai.1.in man_page)
 string(REPLACE "\\-" "-" man_page "${man_page}")
-foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead repair report agent serve mcp gateway)
+foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead repair report agent serve mcp gateway
+            "ledger;pools;apply" "ledger;pools;show")
   execute_process(COMMAND ${CLAMPAI} ${cmd} --help OUTPUT_VARIABLE help)
   string(REGEX MATCHALL "--[a-z][a-z-]+" options "${help}")
   list(REMOVE_DUPLICATES options)
@@ -403,7 +404,8 @@ foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead rep
   endforeach()
 endforeach()
 # Every command's --help ends with its exit codes, one example and the page that documents it.
-foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead repair report agent serve mcp)
+foreach(cmd check evaluate run "trace;verify" verify bench compose lookahead repair report agent serve mcp
+            "ledger;pools;apply" "ledger;pools;show")
   execute_process(COMMAND ${CLAMPAI} ${cmd} --help OUTPUT_VARIABLE help)
   list(JOIN cmd " " name)
   if(NOT help MATCHES "\nExit codes: 0 [^\n]*, 2 [^\n]+\nExample: clampai ${name} [^\n]+\nDocumentation: ([A-Za-z/_]+\\.md)")

@@ -88,3 +88,26 @@ expect("serve --ledger names tasks by their specs" 2 "drop the `#TASK` fragment"
        ${CLAMPAI} serve --ledger "postgresql:///x#t" --insecure-no-auth)
 expect("serve --ledger and --data-dir" 2 "--data-dir and --ledger cannot be combined"
        ${CLAMPAI} serve --ledger "postgresql:///x" --data-dir ${WORK_DIR} --insecure-no-auth)
+# Budget pools on a ledger (issue 41): the pools file is read before any connection, a ledger
+# that is not PostgreSQL keeps no pools, a task in a pool needs a ledger that keeps them, and
+# --pools with --ledger points at `clampai ledger pools apply`. The PostgreSQL side:
+# tests/ledger/pools.sh.
+file(WRITE ${WORK_DIR}/bad-pools.json "{\"pools\": {\"org\": {\"total\": 10}, \"team-a\": {\"total\": 4, \"parent\": \"orgg\"}}}\n")
+file(WRITE ${WORK_DIR}/pools.json "{\"pools\": {\"team-a\": {\"total\": 4}}}\n")
+file(WRITE ${WORK_DIR}/pooled.json [=[{"name": "pooled", "variables": {"n": {"type": "int", "initial": 0}},
+ "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+ "budget": {"total": 10, "min_action_cost": 1, "pool": "team-a"}}
+]=])
+expect("ledger pools apply: a bad pools file, before connecting" 2
+       "bad-pools.json:1:[0-9]+: pools.team-a.parent: unknown parent pool `orgg` \\(did you mean `org`\\?\\)"
+       ${CLAMPAI} ledger pools apply ${WORK_DIR}/bad-pools.json --ledger "postgresql:///x?host=/nonexistent")
+expect("ledger pools apply: an unreachable ledger" 2 "cannot connect to the ledger"
+       ${CLAMPAI} ledger pools apply ${WORK_DIR}/pools.json --ledger "postgresql:///x?host=/nonexistent")
+expect("ledger pools show: a file ledger keeps no pools" 2 "kept on a PostgreSQL ledger only, not `file:x`"
+       ${CLAMPAI} ledger pools show --ledger file:x)
+expect("run --ledger: a task in a pool on a file ledger" 2 "keeps no budget pools \\(the budget is in pool `team-a`\\)"
+       ${CLAMPAI} run ${WORK_DIR}/pooled.json --ledger file:${WORK_DIR}/pooled.jsonl)
+expect("run --ledger --pools" 2 "with --ledger the budget pools are the ledger's.*clampai ledger pools apply"
+       ${CLAMPAI} run ${WORK_DIR}/pooled.json --ledger memory: --pools ${WORK_DIR}/pools.json)
+expect("agent --ledger --pools" 2 "with --ledger the budget pools are the ledger's"
+       ${CLAMPAI} agent ${WORK_DIR}/pooled.json --llm mock --ledger memory: --pools ${WORK_DIR}/pools.json)

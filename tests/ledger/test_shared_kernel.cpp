@@ -3,6 +3,7 @@
 // T4, T6 and T7 for the group; conflicts are retried with fresh decisions.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -305,4 +306,123 @@ TEST_CASE("SharedKernel: a commit whose acknowledgement is lost is read back, ne
   REQUIRE_THROWS_AS(impatient.execute("inc"), clampai::LedgerUnavailable);
   flaky->reads_down = 0;
   REQUIRE(memory->read(0).size() == 3);
+}
+
+namespace {
+
+// A memory ledger that keeps budget pools beside its log, as PostgresLedger keeps them in the
+// commit's transaction (here: under one lock): every level of the record's path checked and
+// charged (refunded) with the entry, or nothing (`refused`).
+class PooledLedger final : public Ledger {
+ public:
+  struct Rows {
+    std::mutex mutex;
+    std::vector<LedgerPool> pools;  // parents may come in any order
+  };
+  PooledLedger(std::shared_ptr<MemoryLedger> log, std::shared_ptr<Rows> rows)
+      : log_(std::move(log)), rows_(std::move(rows)) {}
+  [[nodiscard]] std::string describe() const override { return "pooled:"; }
+  std::vector<std::string> read(std::uint64_t from) override { return log_->read(from); }
+  std::vector<LedgerPool> pool_path(const std::string& pool) override {
+    std::lock_guard lock(rows_->mutex);
+    std::vector<LedgerPool> out;
+    for (LedgerPool* p = find(pool); p != nullptr; p = find(p->parent)) out.push_back(*p);
+    return out;
+  }
+  CommitStatus commit(const LedgerRecord& r) override {
+    std::lock_guard lock(rows_->mutex);
+    std::vector<LedgerPool*> path;
+    for (LedgerPool* p = find(r.pool); p != nullptr; p = find(p->parent)) path.push_back(p);
+    const bool refund = r.kind == "rolled_back";
+    const Decimal amount = r.pool_amount.empty() ? Decimal{} : *Decimal::parse(r.pool_amount);
+    if (!r.pool_amount.empty() && !refund) {
+      for (LedgerPool* p : path)
+        if (*checked_add(*Decimal::parse(p->net), amount) > *Decimal::parse(p->total))
+          return CommitStatus::refused;
+    }
+    const CommitStatus s = log_->commit(r);
+    if (s != CommitStatus::committed || r.pool_amount.empty()) return s;
+    for (LedgerPool* p : path) {
+      if (!refund) p->gross = checked_add(*Decimal::parse(p->gross), amount)->to_string();
+      p->net = (refund ? checked_sub(*Decimal::parse(p->net), amount)
+                       : checked_add(*Decimal::parse(p->net), amount))
+                   ->to_string();
+    }
+    return s;
+  }
+
+ private:
+  LedgerPool* find(const std::string& name) {
+    for (LedgerPool& p : rows_->pools)
+      if (!name.empty() && p.name == name) return &p;
+    return nullptr;
+  }
+  std::shared_ptr<MemoryLedger> log_;
+  std::shared_ptr<Rows> rows_;
+};
+
+std::shared_ptr<const TaskModel> pooled_model(const std::string& name, const std::string& pool) {
+  return load_spec(R"J({"name": ")J" + name +
+                   R"J(", "variables": {"n": {"type": "int", "initial": 0}},
+    "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+    "budget": {"total": 10, "min_action_cost": 1, "pool": ")J" +
+                   pool + R"J("}})J");
+}
+
+}  // namespace
+
+TEST_CASE("SharedKernel: a task in a pool charges the ledger's pools, refused as in process",
+          "[ledger][pools]") {
+  auto rows = std::make_shared<PooledLedger::Rows>();
+  rows->pools = {{"team-a", "org", "3", "0", "0"}, {"org", "", "4", "0", "0"}};
+  auto log_a = std::make_shared<MemoryLedger>();
+  auto log_b = std::make_shared<MemoryLedger>();
+  SharedOptions so;
+  so.record_rejections = true;
+  SharedKernel a(pooled_model("a", "team-a"), std::make_shared<PooledLedger>(log_a, rows), so);
+  SharedKernel b(pooled_model("b", "org"), std::make_shared<PooledLedger>(log_b, rows), so);
+  // b spends 2 of org's 4; a then gets 2 (org's rest), not team-a's 3: the first level from
+  // the task's pool up that cannot take the cost is named.
+  REQUIRE(b.execute("inc").receipt);
+  REQUIRE(b.execute("inc").receipt);
+  std::vector<Receipt> receipts;
+  Outcome o = a.execute("inc");
+  for (; o.receipt; o = a.execute("inc")) receipts.push_back(*o.receipt);
+  CHECK(receipts.size() == 2);
+  REQUIRE(o.decision.reasons.size() == 1);
+  CHECK(o.decision.reasons[0].code == ReasonCode::budget_exceeded);
+  CHECK(o.decision.reasons[0].subject == "pool:org");
+  CHECK(o.decision.reasons[0].message ==
+        "cost 1.000 exceeds the remaining budget 0.000 of pool `org` (total 4.000)");
+  CHECK(rows->pools[1].net == "4.000");
+  CHECK(rows->pools[0].net == "2.000");
+  // The rejection is recorded, and another kernel of task a replays it as recorded (its
+  // replica has no pools).
+  SharedKernel a2(pooled_model("a", "team-a"), std::make_shared<PooledLedger>(log_a, rows), so);
+  CHECK(a2.length() == a.length());
+  // A rollback refunds every level (gross stays); then a charge fits again (a2's), and org
+  // refuses the one after.
+  (void)a.rollback(receipts.back());
+  CHECK(rows->pools[0].net == "1.000");
+  CHECK(rows->pools[0].gross == "2.000");
+  CHECK(rows->pools[1].net == "3.000");
+  // a2 last read org full: its refusal is final only on the rows as they are now.
+  CHECK(a2.execute("inc").receipt);
+  CHECK(a.execute("inc").receipt.has_value() == false);
+  CHECK(rows->pools[1].net == "4.000");
+}
+
+TEST_CASE("SharedKernel: a task in a pool needs a ledger that keeps pools", "[ledger][pools]") {
+  auto rows = std::make_shared<PooledLedger::Rows>();
+  CHECK_THROWS_WITH(SharedKernel(pooled_model("a", "team-a"), std::make_shared<MemoryLedger>()),
+                    Catch::Contains("keeps no budget pools"));
+  CHECK_THROWS_WITH(
+      SharedKernel(pooled_model("a", "team-a"),
+                   std::make_shared<PooledLedger>(std::make_shared<MemoryLedger>(), rows)),
+      Catch::Contains("has no budget pool `team-a`"));
+  rows->pools = {{"team-a", "", "3.0005", "0", "0"}};
+  CHECK_THROWS_WITH(
+      SharedKernel(pooled_model("a", "team-a"),
+                   std::make_shared<PooledLedger>(std::make_shared<MemoryLedger>(), rows)),
+      Catch::Contains("is not exact at the task's budget scale"));
 }

@@ -67,5 +67,12 @@ void decide_at(const TaskModel& model,
 // every approved decision that costs something, and again at commit with the chain held until
 // the charge is applied, so the check and the charge are one atomic step at every level.
 std::optional<Reason> pool_check(const TaskModel& model, const PoolTree::Chain& chain, Amount cost);
+// The rejection `pool_check` gives when pool `name` (remaining budget and total as decimal
+// text) cannot take `cost`: also the shared ledger's (ledger.cpp), whose pools are rows.
+Reason pool_refusal(const TaskModel& model,
+                    const std::string& name,
+                    Amount cost,
+                    const std::string& remaining,
+                    const std::string& total);
 
 }  // namespace clampai::kernel::detail

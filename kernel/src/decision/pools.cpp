@@ -294,12 +294,19 @@ std::optional<Reason> pool_check(const TaskModel& model,
                                  Amount cost) {
   const std::optional<std::size_t> level = chain.refusing(cost);
   if (!level) return std::nullopt;
-  const std::string name = chain.name(*level);
+  return pool_refusal(
+      model, chain.name(*level), cost, chain.remaining_text(*level), chain.total_text(*level));
+}
+
+Reason pool_refusal(const TaskModel& model,
+                    const std::string& name,
+                    Amount cost,
+                    const std::string& remaining,
+                    const std::string& total) {
   return Reason{ReasonCode::budget_exceeded,
                 "pool:" + name,
-                "cost " + model.format_amount(cost) + " exceeds the remaining budget " +
-                    chain.remaining_text(*level) + " of pool `" + name + "` (total " +
-                    chain.total_text(*level) + ")"};
+                "cost " + model.format_amount(cost) + " exceeds the remaining budget " + remaining +
+                    " of pool `" + name + "` (total " + total + ")"};
 }
 }  // namespace detail
 

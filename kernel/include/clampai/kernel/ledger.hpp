@@ -54,12 +54,29 @@ struct LedgerRecord {
   std::string net;
   std::uint64_t steps = 0;  // counters after the entry
   std::uint64_t emergency_steps = 0;
+  // Budget pools (docs/POOLS.md): the task's pool (empty: none) and what the entry charges
+  // (`executed`) or refunds (`rolled_back`) at every level from it up to the root (decimal text
+  // at the budget's scale; empty: nothing). A ledger that keeps pools commits the entry only if
+  // every level can take the charge, in the same transaction (`CommitStatus::refused`).
+  std::string pool{};
+  std::string pool_amount{};
+};
+
+/// One level of a budget pool as a ledger keeps it (decimal text; the database's figures).
+struct LedgerPool {
+  std::string name;
+  std::string parent;  // empty: a root
+  std::string total;
+  std::string gross;
+  std::string net;
+  friend bool operator==(const LedgerPool&, const LedgerPool&) = default;
 };
 
 /// What a compare-and-set did.
 enum class CommitStatus : std::uint8_t {
   committed,  // the entry is the ledger's new head
   conflict,   // the ledger's head was not `prev` (another kernel committed first): nothing changed
+  refused,    // a pool of `pool`'s path cannot take `pool_amount`: nothing changed
 };
 
 /// An append-only, hash-chained log of one task's trace entries, with a compare-and-set head.
@@ -82,6 +99,11 @@ class Ledger {
   /// @throws LedgerUnavailable if the ledger cannot be reached: the commit may or may not have
   /// happened (read to find out).
   virtual CommitStatus commit(const LedgerRecord& record) = 0;
+  /// The budget pools from `pool` up to the root, as they are now (the task's own first); empty
+  /// if the ledger has no pool `pool`. Only a ledger that keeps pools (PostgreSQL) has any: the
+  /// default throws InvalidArgument saying this ledger keeps none.
+  /// @throws LedgerUnavailable if the ledger cannot be reached.
+  virtual std::vector<LedgerPool> pool_path(const std::string& pool);
 };
 
 /// A ledger in this process's memory. Copies made with `share()` see one log, so that several
@@ -203,17 +225,23 @@ struct SharedStats {
   std::uint64_t in_doubt = 0;    // commits whose outcome was read back after a lost connection
 };
 
-/// A kernel whose committed history is a shared `Ledger`: decides on the latest committed head
-/// it knows (a local replica: a `SafetyKernel` that replays every committed entry, byte for
-/// byte) and commits each entry with a compare-and-set on the ledger's head; on a conflict it
-/// replays what the others committed and decides afresh. Linearizable for the whole kernel:
-/// every committed entry was decided on the head it extends, so T1-T7 hold for the group of
-/// kernels as for one (docs/LEDGER.md). Thread-safe (one lock; held across a commit).
+/// A kernel whose committed history is a shared `Ledger`. A task whose budget names a pool
+/// (`Budget::pool`) needs a ledger that keeps pools (PostgreSQL: `Ledger::pool_path`): each
+/// charge is committed only if every level from the task's pool up to the root can take it,
+/// in the commit's transaction; else the proposal is rejected as in process (`budget_exceeded`,
+/// subject `pool:NAME`). The local replica has no pools: the ledger is their only arbiter. decides
+/// on the latest committed head it knows (a local replica: a `SafetyKernel` that replays every
+/// committed entry, byte for byte) and commits each entry with a compare-and-set on the ledger's
+/// head; on a conflict it replays what the others committed and decides afresh. Linearizable for
+/// the whole kernel: every committed entry was decided on the head it extends, so T1-T7 hold for
+/// the group of kernels as for one (docs/LEDGER.md). Thread-safe (one lock; held across a commit).
 class SharedKernel {
  public:
   /// Opens the task's ledger: replays its entries, or commits the genesis entry if it has none
   /// (if another kernel commits one first, replays that one).
-  /// @throws InvalidArgument if the ledger's trace is for another spec, sealed, or does not
+  /// @throws InvalidArgument if the model's budget names a pool the ledger does not have (or
+  /// keeps no pools); SpecError at `budget.pool` if a level's total is not exact at the task's
+  /// budget scale; InvalidArgument if the ledger's trace is for another spec, sealed, or does not
   /// replay (naming the entry); TraceError if a line is not a trace entry; LedgerUnavailable
   /// if the ledger cannot be reached after the reconnect attempts.
   SharedKernel(std::shared_ptr<const TaskModel> model,
@@ -253,7 +281,8 @@ class SharedKernel {
   /// @throws InvalidArgument if `entry` is not a well-formed attested entry or names an unknown
   /// action, or the trace is sealed; LedgerUnavailable as `execute`.
   TraceEntry record_attested(TraceEntry entry);
-  /// Replays the entries other kernels committed since. Returns how many.
+  /// Replays the entries other kernels committed since. Returns how many; for a task in a pool,
+  /// also reads the pools' rows afresh, a change of them counting as one more.
   std::uint64_t refresh();
   /// The canonical lines of the ledger's entries `from`, `from` + 1, ... (the whole shared
   /// trace from 0), read under the kernel's lock (a ledger handle serves one thread at a time).
@@ -283,8 +312,14 @@ class SharedKernel {
   Outcome execute_locked(const Proposal& proposal, Decided* decided);
   std::uint64_t refresh_locked();
   // Commits `entry` (complete but for prev/sequence/hash, set here) by compare-and-set,
-  // resolving a lost connection by reading back. True iff committed.
-  bool commit_locked(TraceEntry& entry, const Situation& after);
+  // resolving a lost connection by reading back; with the task's pool charge (or refund) when
+  // it is in a pool. On a conflict, catches up.
+  CommitStatus commit_locked(TraceEntry& entry, const Situation& after);
+  // Reads the task's pools from the ledger into `pools_view_`; true iff they changed.
+  bool read_pools_locked();
+  // The rejection of a charge of `cost` by the first level of the task's pools, as
+  // `pools_view_` has them, that cannot take it (nullopt if every level can).
+  std::optional<Reason> pool_refusal(Amount cost) const;
   template <typename F>
   auto with_reconnect(F&& f) -> decltype(f());
   // The local replica's guard: `options_.guard`, except on the thread replaying an entry
@@ -302,6 +337,10 @@ class SharedKernel {
   std::uint64_t length_ = 0;
   std::string head_;
   std::deque<Undo> undo_;
+  // The task's pools as last read from the ledger (its own first): what the replica's decisions
+  // check (its guard), as a kernel's `evaluate` checks its pools; the commit checks the rows.
+  mutable std::mutex pools_mutex_;
+  std::vector<LedgerPool> pools_view_;
   std::uint64_t undo_dropped_ = 0;
   SharedStats stats_;
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "clampai/kernel/ledger.hpp"
+#include "clampai/kernel/pools.hpp"
 
 namespace clampai::ledger {
 
@@ -53,7 +54,12 @@ class PostgresLedger final : public kernel::Ledger {
   /// One page of at most `limit` lines (`LIMIT`, keyed on the sequence number: the index's
   /// order), in its own read transaction.
   std::vector<std::string> read_page(std::uint64_t from, std::size_t limit) override;
+  /// With `record.pool`: the pool rows of the path locked root first (`SELECT ... FOR UPDATE`
+  /// ordered by depth), checked (a charge) and updated, and each level's figures after it
+  /// written to `clampai_ledger_pool_charges`, in the entry's transaction; a level that cannot
+  /// take the charge makes it `refused` (nothing changed).
   kernel::CommitStatus commit(const kernel::LedgerRecord& record) override;
+  std::vector<kernel::LedgerPool> pool_path(const std::string& pool) override;
 
   /// True iff the task has a genesis entry in the database.
   bool has_task();
@@ -68,6 +74,40 @@ class PostgresLedger final : public kernel::Ledger {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// What `apply_pools` did to one pool of the file (or found of a pool the file does not name).
+struct PoolChange {
+  std::string name;
+  std::string parent;          // empty: a root
+  std::string action;          // `created`, `changed` (its total), `unchanged`, `kept` (not in
+                               // the file: left as it is)
+  std::string previous_total;  // before (empty when created)
+  std::string total;           // after
+  std::string gross;
+  std::string net;
+};
+
+/// Creates and changes the budget pools of the PostgreSQL database `conninfo` (a libpq URI)
+/// to match `decls` (a pools file, `kernel::parse_pools`), creating or upgrading the schema
+/// first: a pool not on the ledger is created with nothing spent; a pool whose total differs
+/// gets the file's total (raised or lowered at run time: its row is locked as a commit locks
+/// it). Idempotent: the same file again changes nothing. Pools the file does not name are kept.
+/// All of it in one transaction, or nothing.
+/// @throws InvalidArgument naming the pool and the figures if a total would fall below the
+/// pool's net spend, or a pool's parent differs from the ledger's (a parent never changes);
+/// LedgerUnavailable if the database cannot be reached.
+std::vector<PoolChange> apply_pools(const std::string& conninfo,
+                                    const std::vector<kernel::PoolDecl>& decls);
+
+/// Pool rows (`read_pools`, `Ledger::pool_path`) as the figures of the reports
+/// (`kernel::PoolStatus`, parents first as `rows` has them reversed when `leaf_first`), each
+/// level at the finest scale of its figures; `tasks` is not known there (0).
+/// @throws Error if a figure is not a decimal or does not fit at that scale.
+std::vector<kernel::PoolStatus> pool_status(std::vector<kernel::LedgerPool> rows, bool leaf_first);
+
+/// Every budget pool of the database `conninfo`, parents before children (depth, then name);
+/// empty if it has none (or no ledger). @throws LedgerUnavailable.
+std::vector<kernel::LedgerPool> read_pools(const std::string& conninfo);
 
 /// Opens the ledger `url` names for the task `task`: `postgresql://...` (the URL's fragment, if
 /// any, names the task instead), `file:PATH` or a path, `memory:`.
