@@ -95,19 +95,7 @@ const char* const kPools =
     R"J({"pools": {"org": {"total": 4000000000}, "team": {"total": 4000000000, "parent": "org"},
     "squad": {"total": 4000000000, "parent": "team"}}})J";
 
-// In process: SafetyKernel::execute with the task in `squad` (3 levels locked root first,
-// checked and charged) or flat (arg 0).
-void BM_Pools_InProcess(benchmark::State& st) {
-  const bool pooled = st.range(0) != 0;
-  KernelOptions o;
-  o.trace_window = 1;
-  o.undo_depth = 1024;
-  if (pooled) o.pools = load_pools(kPools);
-  SafetyKernel kernel(pool_model("bench", pooled ? "squad" : ""), o);
-  const Proposal p{0, {}};
-  for (auto _ : st) benchmark::DoNotOptimize(kernel.execute(p));
-}
-BENCHMARK(BM_Pools_InProcess)->ArgName("levels3")->Arg(0)->Arg(1);
+// In process, the same commit is bench_kernel's BM_Kernel_ExecuteAtomicPools.
 
 // On PostgreSQL (DATABASE_URL): SharedKernel::execute, one process, each run on a fresh task.
 void BM_Pools_Postgres(benchmark::State& st) {

@@ -822,7 +822,8 @@ TraceEntry SharedKernel::record_attested(TraceEntry entry) {
     kept.cost = model_->format_amount(0);
     const Situation now = local_->situation();
     stamp(kept, *model_, now, options_.clock());
-    if (commit_locked(kept, now)) return kept;
+    if (commit_locked(kept, now) == CommitStatus::committed)
+      return kept;  // no charge: never refused
     count_conflict(conflicts, options_.max_conflicts);
   }
 }
