@@ -338,13 +338,8 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
       } else {
         files.push_back(given);
       }
-      for (const std::string& f : files) {
-        try {
-          models.push_back(ck::load_spec_file(f));
-        } catch (const clampai::SpecError& e) {
-          throw clampai::InvalidArgument(clampai::cli::describe(f, e));
-        }
-      }
+      // A spec's error names its file, line and column, as for every command.
+      for (const std::string& f : files) models.push_back(ck::load_spec_file(f));
     }
     const auto model = models.front();
     ck::TraceReadOptions read;

@@ -15,7 +15,7 @@
 #include <variant>
 
 #include "clampai/kernel/file.hpp"
-#include "decision/decide.hpp"
+#include "decide.hpp"
 #include "json.hpp"
 #include "trace_codec.hpp"
 
