@@ -22,6 +22,7 @@
 #include "clampai/kernel/security.hpp"
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/suggest.hpp"
+#include "clampai/ledger/ledger.hpp"
 #include "decision_log.hpp"
 #include "json_out.hpp"
 #include "live.hpp"
@@ -523,6 +524,8 @@ struct Service::Impl {
   }
 
   Response route(const Request& req);
+  // The budget pools: --pools' tree, or a PostgreSQL ledger's rows (none otherwise).
+  std::vector<ck::PoolStatus> pool_figures() const;
   Response task_route(Task& task, std::string_view op, const Request& req, const Principal* who);
   Response answer_route(Task& task,
                         std::string_view ticket,
@@ -697,6 +700,16 @@ Response Service::handle(const Request& request) noexcept {
   return r;
 }
 
+std::vector<ck::PoolStatus> Service::Impl::pool_figures() const {
+  if (options.pools) return options.pools->status();
+  // On a PostgreSQL ledger, the pools are its rows, read afresh (other processes charge them).
+  if (clampai::ledger::is_postgres_url(options.ledger))
+    return clampai::ledger::pool_status(
+        clampai::ledger::read_pools(clampai::ledger::split_postgres_url(options.ledger).conninfo),
+        false);
+  return {};
+}
+
 Response Service::Impl::route(const Request& req) {
   // A body that could not be read is never taken for an empty one, whatever the route.
   if (!req.body_unreadable.empty())
@@ -733,7 +746,7 @@ Response Service::Impl::route(const Request& req) {
       for (const auto& [name, task] : tasks) counters.emplace_back(name, &task->counters);
     }
     std::string text = metrics.render(counters);
-    if (options.pools) text += render_pools(options.pools->status());
+    if (const auto pools = pool_figures(); !pools.empty()) text += render_pools(pools);
     return {200, "text/plain; version=0.0.4", std::move(text), {}};
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "pools") {
@@ -741,7 +754,7 @@ Response Service::Impl::route(const Request& req) {
     require(who, Right::read, "");  // on `*`: the pools cover every task, as /metrics does
     JsonOut j;
     j.begin_object().key("pools");
-    report::write_pools(j, options.pools ? options.pools->status() : std::vector<ck::PoolStatus>{});
+    report::write_pools(j, pool_figures());
     j.end_object();
     return {200, "application/json", j.take(), {}};
   }

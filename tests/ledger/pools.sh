@@ -239,6 +239,12 @@ case "$scenario" in
     done
     [[ "$answers" == "True True False budget_exceeded@pool:team-a " ]] || fail "serve answered: $answers"
     [[ "$(sql "SELECT net = 2 FROM clampai_ledger_pools WHERE name = 'org'")" == t ]] || fail "org not charged"
+    # GET /v1/pools and /metrics show the ledger's rows, parents first.
+    listed="$(curl -sS "$url/v1/pools" | python3 -c 'import json,sys
+print(" ".join(p["name"] + ":" + p["net"] + "/" + p["total"] for p in json.load(sys.stdin)["pools"]))')"
+    [[ "$listed" == "org:2.000/5.000 team-a:2.000/2.000" ]] || fail "GET /v1/pools: $listed"
+    curl -sS "$url/metrics" | grep -Eq '^clampai_pool_net\{pool="team-a"\} 2(\.0+)?$' ||
+      fail "/metrics has no clampai_pool_net of team-a: $(curl -sS "$url/metrics" | grep pool)"
     check_pools 2 t1
     echo "ok ($scenario)"
     ;;
