@@ -487,16 +487,7 @@ class Gateway {
     (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
     // A cancelled request is not answered (MCP's cancellation).
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
-    if (answer.kind == UpstreamAnswer::Kind::result) {
-      std::string raw;
-      append_json(raw, answer.body);
-      return result_message(id, raw);
-    }
-    if (answer.kind == UpstreamAnswer::Kind::error) {
-      std::string raw = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
-      append_json(raw, answer.body);
-      return raw + "}";
-    }
+    if (auto message = answered(id, answer)) return *std::move(message);
     throw RpcError{kInternalError,
                    "tool `" + b->tool + "`: " + why +
                        "; the outcome is unknown (the tool may have acted): its charge stays"};
@@ -511,17 +502,22 @@ class Gateway {
       append_json(p, *params);
     }
     const UpstreamAnswer a = upstream_.request(method, p);
+    if (auto message = answered(id, a)) return *std::move(message);
+    upstream_failed(a, method);
+  }
+
+  // The client's answer to its request `id` when the upstream answered it (a result or an
+  // error, passed on as given); nothing otherwise.
+  static std::optional<std::string> answered(const std::string& id, const UpstreamAnswer& a) {
     std::string raw;
     if (a.kind == UpstreamAnswer::Kind::result) {
       append_json(raw, a.body);
       return result_message(id, raw);
     }
-    if (a.kind == UpstreamAnswer::Kind::error) {
-      std::string m = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
-      append_json(m, a.body);
-      return m + "}";
-    }
-    upstream_failed(a, method);
+    if (a.kind != UpstreamAnswer::Kind::error) return std::nullopt;
+    raw = R"({"jsonrpc":"2.0","id":)" + id + ",\"error\":";
+    append_json(raw, a.body);
+    return raw + "}";
   }
 
   std::shared_ptr<const ck::TaskModel> model_;
