@@ -447,6 +447,23 @@ SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
   return Snapshot{state_, budget_, steps_, impl_->next_sequence()};
 }
 
+void SafetyKernel::commit_step_locked(std::size_t action,
+                                      bool emergency,
+                                      const BudgetController& budget_after,
+                                      State&& next) noexcept {
+  budget_ = budget_after;
+  if (emergency) {
+    ++emergency_steps_;
+  } else {
+    ++steps_;
+  }
+  completions_[action].store(completions_[action].load(std::memory_order_relaxed) + 1,
+                             std::memory_order_release);  // after the entry: see CompletionsRef
+  state_ = std::move(next);
+  Impl& k = *impl_;
+  if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) k.drop_undo_front();
+}
+
 Outcome SafetyKernel::execute(const Proposal& proposal) {
   // The effects' values from the decision, for the undo record (T7); one buffer per thread.
   thread_local std::vector<Value> operands;
@@ -659,17 +676,7 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       // Commit: nothing below throws. INVARIANT (budget-safe), (step-bound), (state-valid),
       // (chain); budget-safe at every pool level.
       if (chain) chain->apply(pool_charges);
-      budget_ = budget_after;
-      if (a.emergency) {
-        ++emergency_steps_;
-      } else {
-        ++steps_;
-      }
-      completions_[proposal.action].store(
-          completions_[proposal.action].load(std::memory_order_relaxed) + 1,
-          std::memory_order_release);  // after the entry: see CompletionsRef
-      state_ = std::move(next);
-      if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) k.drop_undo_front();
+      commit_step_locked(proposal.action, a.emergency, budget_after, std::move(next));
       receipt = Receipt{sequence, proposal.action, cost};
       after = state_;
     }

@@ -94,17 +94,7 @@ ShadowStep SafetyKernel::execute_unenforced(const Proposal& proposal) {
       }
       // Commit: nothing below throws. The theorems' invariants (budget-safe, step-bound,
       // state-valid) are not kept by this step: that is what shadow mode is.
-      budget_ = budget_after;
-      if (a.emergency) {
-        ++emergency_steps_;
-      } else {
-        ++steps_;
-      }
-      completions_[proposal.action].store(
-          completions_[proposal.action].load(std::memory_order_relaxed) + 1,
-          std::memory_order_release);
-      state_ = std::move(next);
-      if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) k.drop_undo_front();
+      commit_step_locked(proposal.action, a.emergency, budget_after, std::move(next));
       k.trim(options_.trace_window);
       Decision done;
       done.approved = true;

@@ -474,6 +474,12 @@ class SafetyKernel {
   // Appends a `rejected` entry with `enforced: false` (shadow mode: the step could not be
   // followed) and returns the step. Requires the lock; `line` as append_locked.
   ShadowStep unenforced_rejection_locked(TraceEntry entry, Decision&& decision, std::string* line);
+  // The commit of a step of action `action` whose entry is appended: the budget, the step
+  // counters, the completions, the state, the undo window. Never throws. Requires the lock.
+  void commit_step_locked(std::size_t action,
+                          bool emergency,
+                          const BudgetController& budget_after,
+                          State&& next) noexcept;
   // Replays the entries `next` gives (KernelOptions::resume, resume_from) into this fresh
   // kernel; `continued`: after a spec change (no genesis entry).
   void resume(const std::function<bool(TraceEntry&)>& next, bool continued = false);
