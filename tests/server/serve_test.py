@@ -367,7 +367,8 @@ class ServeTest(unittest.TestCase):
                 # SIGHUP reads --spec again: the file now holds spec c.
                 write(spec_file, c)
                 srv.proc.send_signal(signal.SIGHUP)
-                log_until(srv, "replaced by")
+                # SIGHUP's own line (the HTTP reload above logged a "replaced by" too).
+                log_until(srv, f"SIGHUP: {spec_file}: task `acct`: spec")
                 digest_c = root.tasks()[0]["spec_digest"]
                 self.assertNotIn(digest_c, (digest_a, done["spec_digest"]))
                 self.assertEqual(root.execute("acct", "deposit")["state"]["balance"], 11)
