@@ -746,7 +746,11 @@ Response Service::Impl::route(const Request& req) {
       for (const auto& [name, task] : tasks) counters.emplace_back(name, &task->counters);
     }
     std::string text = metrics.render(counters);
-    if (const auto pools = pool_figures(); !pools.empty()) text += render_pools(pools);
+    try {
+      if (const auto pools = pool_figures(); !pools.empty()) text += render_pools(pools);
+    } catch (const LedgerUnavailable& e) {  // the other figures still answer a scrape
+      log(std::string("/metrics: the ledger's pools left out: ") + e.what());
+    }
     return {200, "text/plain; version=0.0.4", std::move(text), {}};
   }
   if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "pools") {
