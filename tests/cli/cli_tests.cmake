@@ -101,6 +101,28 @@ if(DEFINED VALIDATE_JSON)
                   OUTPUT_FILE ${WORK_DIR}/agent.report.json)
   expect("agent json matches its schema" 0 "" ${VALIDATE_JSON}
          ${SOURCE_DIR}/schema/agent-report.schema.json ${WORK_DIR}/agent.report.json)
+  # The members a run adds in a pool (--pools) or on a ledger are in the schemas too.
+  file(WRITE ${WORK_DIR}/report-pools.json "{\"pools\": {\"org\": {\"total\": 9}, \"team\": {\"total\": 4, \"parent\": \"org\"}}}\n")
+  file(WRITE ${WORK_DIR}/report-pooled.json [=[{"name": "pooled", "variables": {"n": {"type": "int", "initial": 0}},
+ "actions": [{"id": "inc", "cost": 1, "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+ "goal": "n >= 3", "budget": {"total": 10, "min_action_cost": 1, "pool": "team"}}
+]=])
+  foreach(cmd run agent)
+    set(llm "")
+    if(cmd STREQUAL "agent")
+      set(llm --llm mock)
+    endif()
+    execute_process(COMMAND ${CLAMPAI} ${cmd} ${WORK_DIR}/report-pooled.json ${llm} --pools
+                            ${WORK_DIR}/report-pools.json --format json -q
+                    OUTPUT_FILE ${WORK_DIR}/${cmd}.pools.json)
+    expect("${cmd} json in a pool matches its schema" 0 "" ${VALIDATE_JSON}
+           ${SOURCE_DIR}/schema/${cmd}-report.schema.json ${WORK_DIR}/${cmd}.pools.json)
+    execute_process(COMMAND ${CLAMPAI} ${cmd} ${ex}/quickstart.json ${llm} --ledger memory:
+                            --format json -q
+                    OUTPUT_FILE ${WORK_DIR}/${cmd}.ledger.json)
+    expect("${cmd} json on a ledger matches its schema" 0 "" ${VALIDATE_JSON}
+           ${SOURCE_DIR}/schema/${cmd}-report.schema.json ${WORK_DIR}/${cmd}.ledger.json)
+  endforeach()
   execute_process(COMMAND ${CLAMPAI} run ${WORK_DIR}/typo.json --format json OUTPUT_FILE ${WORK_DIR}/run.error.json)
   expect("run's error json matches its schema" 0 "" ${VALIDATE_JSON}
          ${SOURCE_DIR}/schema/run-report.schema.json ${WORK_DIR}/run.error.json)
