@@ -5,7 +5,8 @@ AMOUNT` and exits mid-call), `ask` (asks the client `METHOD` first, its `method`
 answers with the client's reply; the reply goes to $FAKE_LOG as `answer JSON`), `slow` (logs
 `slow`, says `started` in a log notification, and answers only a cancellation: `cancelled ID`), `hold` (logs `hold TAG`, says `held TAG` in a
 log notification and does not answer yet; a call with `release: true` answers every call held,
-itself first and then the newest first, logging `answer TAG` for each; a held call cancelled is
+itself first and then the newest first, logging `answer TAG` for each, with a JSON-RPC error
+for a TAG that starts with `fail`; a held call cancelled is
 dropped, logging `cancelled ID`). $FAKE_DESC changes `transfer`'s description (a rug pull).
 With $FAKE_REPORT_ENV naming a variable, `initialize` logs `init env NAME=VALUE` (`<unset>`)."""
 
@@ -110,7 +111,11 @@ while True:
             if args.get("release"):
                 for j, tag in [held[-1]] + held[-2::-1]:
                     log("answer " + tag)
-                    send({"jsonrpc": "2.0", "id": j, "result": text("held " + tag)})
+                    if tag.startswith("fail"):
+                        send({"jsonrpc": "2.0", "id": j,
+                              "error": {"code": -32000, "message": "failed " + tag}})
+                    else:
+                        send({"jsonrpc": "2.0", "id": j, "result": text("held " + tag)})
                 held = []
             continue
         if name == "ask":

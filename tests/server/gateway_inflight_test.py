@@ -5,7 +5,8 @@ every call held, newest first). Checked: three calls are forwarded before any is
 their answers, out of order, reach the right ids; a fourth waits until a slot frees (the
 cancellation of one of the three, which alone ends `unknown`); the budget is charged at the
 decision, so calls in flight never overspend it (the call past it is rejected, never forwarded);
-a request id already in flight is refused. No duration is asserted: each step waits for what the
+a request id already in flight is refused; an error for a step no longer the latest reaches its
+own id. No duration is asserted: each step waits for what the
 upstream said. Run by ctest with CLAMPAI in the environment."""
 
 import json
@@ -136,6 +137,27 @@ def main():
                             "json"], capture_output=True, text=True, timeout=60)
         assert v.returncode == 0, (v.stdout, v.stderr)
         assert json.loads(v.stdout).get("steps_without_outcome", []) == [], v.stdout
+
+        # An error answered for a step that is no longer the latest (another call committed
+        # after it): passed to its own id; the step's outcome is `error` in the trace.
+        trace = os.path.join(tmp, "u.jsonl")
+        c = Client(spec, env, trace, ["--max-in-flight", "2"])
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {}}})
+        assert "result" in c.read()
+        c.send(call(60, "fail-k"))
+        c.send(call(61, "l", release=True))
+        assert [held(c.read()) for _ in range(2)] == ["fail-k", "l"]
+        assert answer(c.read()) == (61, "held l")
+        r = c.read()
+        assert r["id"] == 60 and r["error"]["message"] == "failed fail-k", r
+        code, out, err = c.close()
+        assert code == 0 and out == "", (code, out, err)
+        assert "step 1 (`hold`): error: failed fail-k" in err, err
+        v = subprocess.run([CLAMPAI, "trace", "verify", trace, "--spec", spec],
+                           capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0, (v.stdout, v.stderr)
     print("1 passed, 0 failed")
 
 
