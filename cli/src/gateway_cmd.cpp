@@ -50,7 +50,9 @@ CLI::App* add_gateway_command(CLI::App& app) {
                   "postgresql://..., file:PATH or memory:");
   cmd->add_option("--max-in-flight",
                   options.max_in_flight,
-                  "Calls forwarded at once (default 1: calls are serialised; only 1 yet)")
+                  "Calls forwarded and not answered yet at once (default 1: calls are "
+                  "serialised); each is decided and committed before it is forwarded, and past N "
+                  "the next waits")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-message-bytes",
                   options.max_message_bytes,
