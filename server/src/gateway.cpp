@@ -134,7 +134,7 @@ class Gateway {
     std::function<bool()> stop;
     if (or_message) stop = [this] { return !backlog_.empty() && !full(); };
     if (auto a = upstream_.next_answer(stop)) return write(finish(a->first, a->second));
-    if (or_message) return;
+    if (or_message && !backlog_.empty()) return;
     // None outstanding any more: what is still in flight had no answer.
     while (!in_flight_.empty()) write(finish(in_flight_.begin()->first, UpstreamAnswer{}));
   }
