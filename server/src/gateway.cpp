@@ -538,7 +538,16 @@ class Gateway {
                                 ? "the client cancelled the call after "
                                   "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
-    (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
+    try {
+      (void)settle_step(
+          *committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
+    } catch (const std::exception& e) {  // a ledger gone, say: the client is answered all the same
+      log_ << "clampai gateway: step " << call.receipt.sequence << " not settled: " << e.what()
+           << "\n";
+      if (answer.kind != UpstreamAnswer::Kind::cancelled)
+        return error_message(
+            call.client_id, kInternalError, std::string("gateway error: ") + e.what());
+    }
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
     if (auto message = answered(call.client_id, answer)) return *std::move(message);
     return error_message(call.client_id,
