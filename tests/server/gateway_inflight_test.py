@@ -6,7 +6,8 @@ their answers, out of order, reach the right ids; a fourth waits until a slot fr
 cancellation of one of the three, which alone ends `unknown`); the budget is charged at the
 decision, so calls in flight never overspend it (the call past it is rejected, never forwarded);
 a request id already in flight is refused; an error for a step no longer the latest reaches its
-own id. No duration is asserted: each step waits for what the
+own id; a gateway killed with three calls in flight leaves exactly three steps without an
+outcome, which `trace verify` names. No duration is asserted: each step waits for what the
 upstream said. Run by ctest with CLAMPAI in the environment."""
 
 import json
@@ -158,6 +159,26 @@ def main():
         v = subprocess.run([CLAMPAI, "trace", "verify", trace, "--spec", spec],
                            capture_output=True, text=True, timeout=60)
         assert v.returncode == 0, (v.stdout, v.stderr)
+
+        # A gateway killed with three calls in flight leaves three committed steps without an
+        # outcome, and no more: `trace verify --spec` names them.
+        trace = os.path.join(tmp, "k.jsonl")
+        c = Client(spec, env, trace, ["--max-in-flight", "3"])
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {}}})
+        assert "result" in c.read()
+        for i, tag in ((70, "m"), (71, "n"), (72, "o"), (73, "p")):
+            c.send(call(i, tag))
+        assert [held(c.read()) for _ in range(3)] == ["m", "n", "o"]
+        c.p.kill()
+        c.p.wait(timeout=60)
+        v = subprocess.run([CLAMPAI, "trace", "verify", trace, "--allow-unsealed", "--spec", spec,
+                            "--format", "json"], capture_output=True, text=True, timeout=60)
+        steps = [json.loads(line)["seq"] for line in open(trace)
+                 if json.loads(line)["kind"] == "executed"]
+        assert len(steps) == 3, steps
+        assert json.loads(v.stdout).get("steps_without_outcome") == steps, (v.stdout, v.stderr)
     print("1 passed, 0 failed")
 
 
