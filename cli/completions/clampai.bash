@@ -71,7 +71,7 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
-    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --upstream-timeout-ms --clear-env --env --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --mode --shadow --help" ;;
     keygen) opts="--help" ;;
     ledger)

@@ -15,6 +15,7 @@
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/report/agent.hpp"
 #include "clampai/server/gateway.hpp"
+#include "gateway_cmd.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
 #include "sign_cmd.hpp"
@@ -32,9 +33,10 @@ struct Args {
   std::optional<unsigned> lookahead;
   std::optional<std::uint32_t> llm_timeout_ms;
   std::vector<std::string> allow_programs;
-  bool upstream = false;             // --upstream: each step through its bound tool
-  std::vector<std::string> command;  // the upstream MCP server, after `--`
-  std::string approvals;             // --approvals
+  bool upstream = false;                    // --upstream: each step through its bound tool
+  std::vector<std::string> command;         // the upstream MCP server, after `--`
+  server::GatewayOptions upstream_options;  // --env, --clear-env, --upstream-timeout-ms
+  std::string approvals;                    // --approvals
   std::string signing_key;
   std::uint64_t checkpoint_every = 0;
 } args;
@@ -170,9 +172,9 @@ int agent_command() {
     base = std::make_unique<driver::LocalCommitter>(*own);
   std::unique_ptr<driver::Committer> tools;
   if (args.upstream) {
-    server::GatewayOptions upstream;
-    upstream.command = args.command;
-    tools = server::upstream_committer(*base, own, shared.get(), bindings, upstream, std::cerr);
+    args.upstream_options.command = args.command;
+    tools = server::upstream_committer(
+        *base, own, shared.get(), bindings, args.upstream_options, std::cerr);
   }
   const ca::OrchestratorResult r =
       ca::Orchestrator(tools ? *tools : *base, shared != nullptr, *client, orchestrator_options)
@@ -303,6 +305,9 @@ CLI::App* add_agent_command(CLI::App& app) {
   cmd->add_option("COMMAND",
                   args.command,
                   "With --upstream: the upstream MCP server and its arguments, after `--`");
+  add_upstream_options(cmd, args.upstream_options);
+  for (const char* name : {"--upstream-timeout-ms", "--clear-env", "--env"})
+    cmd->get_option(name)->needs("--upstream");
   add_allow_program_option(cmd, args.allow_programs);
   add_approvals_option(cmd, args.approvals);
   cmd->add_option("--signing-key",

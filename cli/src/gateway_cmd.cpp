@@ -19,6 +19,20 @@ bool print = false;
 
 }  // namespace
 
+void add_upstream_options(CLI::App* cmd, server::GatewayOptions& options) {
+  cmd->add_option("--upstream-timeout-ms",
+                  options.upstream_timeout_ms,
+                  "Milliseconds the upstream has to answer one request (default 300000); past "
+                  "it the upstream is stopped and a call's outcome is unknown")
+      ->check(CLI::Range(1, 24 * 3600 * 1000));
+  cmd->add_flag("--clear-env",
+                options.clear_env,
+                "Start the upstream with an empty environment (then only --env)");
+  // One value a flag: `--env A=1 SPEC` must not take SPEC as a second variable.
+  cmd->add_option("--env", options.env, "Set NAME=VALUE in the upstream's environment (repeatable)")
+      ->allow_extra_args(false);
+}
+
 CLI::App* add_gateway_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "gateway",
@@ -36,24 +50,16 @@ CLI::App* add_gateway_command(CLI::App& app) {
                   "postgresql://..., file:PATH or memory:");
   cmd->add_option("--max-in-flight",
                   options.max_in_flight,
-                  "Calls forwarded at once (default 1: calls are serialised; only 1 yet)")
+                  "Calls forwarded and not answered yet at once (default 1: calls are "
+                  "serialised); each is decided and committed before it is forwarded, and past N "
+                  "the next waits")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-message-bytes",
                   options.max_message_bytes,
                   "Longest message the client may send (default 1048576); the upstream's answers "
                   "have their own limit of 64 MiB")
       ->check(CLI::Range(1024, 1 << 30));
-  cmd->add_option("--upstream-timeout-ms",
-                  options.upstream_timeout_ms,
-                  "Milliseconds the upstream has to answer one request (default 300000); past "
-                  "it the upstream is stopped and a call's outcome is unknown")
-      ->check(CLI::Range(1, 24 * 3600 * 1000));
-  cmd->add_flag("--clear-env",
-                options.clear_env,
-                "Start the upstream with an empty environment (then only --env)");
-  // One value a flag: `--env A=1 SPEC` must not take SPEC as a second variable.
-  cmd->add_option("--env", options.env, "Set NAME=VALUE in the upstream's environment (repeatable)")
-      ->allow_extra_args(false);
+  add_upstream_options(cmd, options);
   cmd->add_flag("--print-bindings",
                 print,
                 "Start COMMAND, list its tools and write a starting `bindings` section with "

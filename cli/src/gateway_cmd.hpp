@@ -3,7 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+namespace clampai::server {
+struct GatewayOptions;
+}
+
 namespace clampai::cli {
+
+/// Adds the options of the upstream MCP server's process to `cmd`, into `options`:
+/// `--upstream-timeout-ms`, `--clear-env` and `--env NAME=VALUE` (repeatable). The one
+/// definition of them, for `gateway` and `agent --upstream`.
+void add_upstream_options(CLI::App* cmd, server::GatewayOptions& options);
 
 /// Registers the `gateway` subcommand on `app` and returns it.
 CLI::App* add_gateway_command(CLI::App& app);

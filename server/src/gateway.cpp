@@ -40,6 +40,8 @@ using namespace jsonrpc;  // NOLINT(google-build-using-namespace)
 namespace {
 
 constexpr std::uint32_t kSolverMs = 2000;  // repair's limit for the closest approved values
+// The client's messages read (while calls are in flight) and not handled yet, at most.
+constexpr std::size_t kMaxBacklog = 1024;
 
 // The answer to a client's line longer than --max-message-bytes.
 std::string too_long_message(std::size_t limit) {
@@ -103,9 +105,13 @@ class Gateway {
     if (fd < 0 || wait_ms == nullptr) return;
     client_wait_ms_ = wait_ms;
     ClientWatch w;
-    w.fd = [this, fd] { return client_ended_ ? -1 : fd; };
-    w.buffered = [this] { return !client_ended_ && client_->buffered(); };
-    w.drain = [this] { return drain(); };
+    // A client that floods: past kMaxBacklog messages read and not handled yet, it is not read
+    // until they are (its pipe fills and it waits).
+    w.fd = [this, fd] { return client_ended_ || backlog_.size() >= kMaxBacklog ? -1 : fd; };
+    w.buffered = [this] {
+      return !client_ended_ && backlog_.size() < kMaxBacklog && client_->buffered();
+    };
+    w.drain = [this] { drain(); };
     upstream_.watch(std::move(w));
   }
   /// A message of the client read while it was being asked something, to handle next.
@@ -116,6 +122,22 @@ class Gateway {
     return line;
   }
   [[nodiscard]] bool client_ended() const { return client_ended_; }
+  void set_client_ended() { client_ended_ = true; }
+
+  /// Whether calls are forwarded and not answered yet; whether --max-in-flight of them are.
+  [[nodiscard]] bool calls_in_flight() const { return !in_flight_.empty(); }
+  [[nodiscard]] bool full() const { return in_flight_.size() >= options_.max_in_flight; }
+  /// Waits for the answer of a call in flight and answers the client (reading its messages
+  /// meanwhile when its input is watched). With `or_message`, stops waiting as soon as a
+  /// message of the client waits to be handled, and a call could be forwarded.
+  void await_answer(bool or_message) {
+    std::function<bool()> stop;
+    if (or_message) stop = [this] { return !backlog_.empty() && !full(); };
+    if (auto a = upstream_.next_answer(stop)) return write(finish(a->first, a->second));
+    if (or_message && !backlog_.empty()) return;
+    // None outstanding any more: what is still in flight had no answer.
+    while (!in_flight_.empty()) write(finish(in_flight_.begin()->first, UpstreamAnswer{}));
+  }
 
   // Answers one line of the client (nothing for a notification or a reply).
   void handle(const std::string& line) {
@@ -231,15 +253,22 @@ class Gateway {
     return id_json(target);
   }
 
-  // Reads what the client sent while a call is forwarded, without waiting: a cancellation of
-  // the call in flight is reported (true); one of a request not handled yet drops it before
-  // the kernel decides anything; the rest is kept for after, in order.
-  bool drain() {
-    if (client_ == nullptr || client_ended_ || client_wait_ms_ == nullptr) return false;
+  // Cancels the call in flight whose client id is `target` (JSON text), if any.
+  bool cancel_in_flight(const std::string& target) {
+    for (const auto& [upstream_id, call] : in_flight_) {
+      if (call.client_id == target) return upstream_.cancel(upstream_id);
+    }
+    return false;
+  }
+
+  // Reads what the client sent while calls are forwarded, without waiting: a cancellation of
+  // a call in flight cancels it; one of a request not handled yet drops it before the kernel
+  // decides anything; the rest is kept for after, in order (at most kMaxBacklog messages).
+  void drain() {
+    if (client_ == nullptr || client_ended_ || client_wait_ms_ == nullptr) return;
     *client_wait_ms_ = 0;
-    bool cancelled = false;
     std::string line;
-    for (;;) {
+    while (backlog_.size() < kMaxBacklog) {
       const LineReader::Got got = client_->next(line);
       if (got == LineReader::Got::timeout) break;
       if (got == LineReader::Got::end) {
@@ -256,10 +285,7 @@ class Gateway {
         backlog_.push_back(std::move(line));
         continue;
       }
-      if (in_flight_ && *target == *in_flight_) {
-        cancelled = true;
-        continue;
-      }
+      if (cancel_in_flight(*target)) continue;
       const auto queued = std::find_if(backlog_.begin(), backlog_.end(), [&](const std::string& l) {
         std::string refusal;
         const auto e = read_envelope(l, ck::jsonio::JsonLimits{}, refusal);
@@ -272,13 +298,19 @@ class Gateway {
       }
     }
     *client_wait_ms_ = -1;
-    return cancelled;
   }
 
   void notify(const std::string& method, const JsonNode* params) {
-    // The lifecycle's notification goes on, and the roots' when the upstream may ask for them;
-    // cancellations cannot reach a call in flight (calls are serialised: the client's next
-    // message is read when the answer is in).
+    // A cancellation of a call in flight (read while the client was asked something, or
+    // without a watched input); of anything else, it comes too late.
+    if (method == "notifications/cancelled") {
+      if (params != nullptr && params->kind == JsonNode::Kind::object) {
+        if (const JsonNode* target = params->find("requestId"))
+          (void)cancel_in_flight(id_json(target));
+      }
+      return;
+    }
+    // The lifecycle's notification goes on, and the roots' when the upstream may ask for them.
     if (method != "notifications/initialized" &&
         !(method == "notifications/roots/list_changed" && bindings_.allows("roots/list")))
       return;
@@ -401,6 +433,13 @@ class Gateway {
   }
 
   std::string call_tool(const std::string& id, const JsonNode* params) {
+    // Its answer, and a cancellation, must name one call.
+    for (const auto& [upstream_id, call] : in_flight_) {
+      if (call.client_id == id)
+        throw RpcError{kInvalidRequest,
+                       "tools/call: request id " + id +
+                           " is already in flight: ids of requests in flight must differ"};
+    }
     if (params == nullptr || params->kind != JsonNode::Kind::object)
       throw RpcError{kInvalidParams, "tools/call: params must be an object with `name`"};
     const JsonNode* name = params->find("name");
@@ -475,22 +514,47 @@ class Gateway {
       append_json(forward, *meta);
     }
     forward += "}";
-    in_flight_ = id;
-    const UpstreamAnswer answer = upstream_.request("tools/call", forward);
-    in_flight_.reset();
+    // Not waited for: its answer is the client's when it comes (`finish`), and the client's
+    // next messages are handled meanwhile, up to --max-in-flight calls in flight.
+    const std::string upstream_id = upstream_.start("tools/call", forward);
+    if (upstream_id.empty()) {
+      in_flight_.emplace("", InFlight{id, b->action, b->tool, *out.receipt});
+      return finish("", UpstreamAnswer{});
+    }
+    in_flight_.emplace(upstream_id, InFlight{id, b->action, b->tool, *out.receipt});
+    return "";
+  }
+
+  // What became of the call in flight `upstream_id` (its step settled), answered `answer`: the
+  // client's answer, or nothing for a call it cancelled (MCP's cancellation).
+  std::string finish(const std::string& upstream_id, const UpstreamAnswer& answer) {
+    auto node = in_flight_.extract(upstream_id);
+    if (node.empty()) return "";
+    const InFlight& call = node.mapped();
+    const ck::Action& a = model_->actions[call.action];
     const std::string why = answer.kind == UpstreamAnswer::Kind::timeout
                                 ? "the upstream did not answer in time"
                             : answer.kind == UpstreamAnswer::Kind::cancelled
                                 ? "the client cancelled the call after "
                                   "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
-    (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
-    // A cancelled request is not answered (MCP's cancellation).
+    try {
+      (void)settle_step(
+          *committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
+    } catch (const std::exception& e) {  // a ledger gone, say: the client is answered all the same
+      log_ << "clampai gateway: step " << call.receipt.sequence << " not settled: " << e.what()
+           << "\n";
+      if (answer.kind != UpstreamAnswer::Kind::cancelled)
+        return error_message(
+            call.client_id, kInternalError, std::string("gateway error: ") + e.what());
+    }
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
-    if (auto message = answered(id, answer)) return *std::move(message);
-    throw RpcError{kInternalError,
-                   "tool `" + b->tool + "`: " + why +
-                       "; the outcome is unknown (the tool may have acted): its charge stays"};
+    if (auto message = answered(call.client_id, answer)) return *std::move(message);
+    return error_message(call.client_id,
+                         kInternalError,
+                         "tool `" + call.tool + "`: " + why +
+                             "; the outcome is unknown (the tool may have acted): its charge "
+                             "stays");
   }
 
   std::string pass_through(const std::string& id,
@@ -532,17 +596,24 @@ class Gateway {
   UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
   LineReader* client_ = nullptr;
-  int* client_wait_ms_ = nullptr;         // the client's reads wait this long (-1: at will)
-  std::optional<std::string> in_flight_;  // the client's id of the call being forwarded
+  int* client_wait_ms_ = nullptr;  // the client's reads wait this long (-1: at will)
+  // A call forwarded and not answered yet.
+  struct InFlight {
+    std::string client_id;  // JSON text
+    std::size_t action = 0;
+    std::string tool;
+    ck::Receipt receipt;
+  };
+  std::map<std::string, InFlight> in_flight_;  // by the upstream's request id
   std::deque<std::string> backlog_;
   bool client_ended_ = false;
   std::uint64_t asks_ = 0;
 };
 
 void check_options(const GatewayOptions& o) {
-  if (o.max_in_flight != 1)
+  if (o.max_in_flight < 1 || o.max_in_flight > 1024)
     throw InvalidArgument("--max-in-flight " + std::to_string(o.max_in_flight) +
-                          ": only 1 is supported yet (calls are serialised)");
+                          ": must be 1 to 1024");
   if (!o.trace.empty() && !o.ledger.empty())
     throw InvalidArgument("--trace and --ledger exclude each other: a ledger keeps the trace");
 }
@@ -599,15 +670,29 @@ int serve(std::shared_ptr<const ck::TaskModel> model,
   }
   Gateway& gateway = *started;
   gateway.attach(reader, fd, wait_ms);
+  // Up to --max-in-flight calls are forwarded at once; while that many are, the client is read
+  // (for its cancellations) but nothing it sends is handled until one is answered.
+  const bool watched = fd >= 0 && wait_ms != nullptr;
   std::string line;
   for (;;) {
+    if (gateway.full()) {
+      gateway.await_answer(false);
+      continue;
+    }
     if (auto kept = gateway.take_backlog()) {
       gateway.handle(*kept);
       continue;
     }
+    if (gateway.calls_in_flight() && (watched || gateway.client_ended())) {
+      gateway.await_answer(watched && !gateway.client_ended());
+      continue;
+    }
     if (gateway.client_ended()) break;
     const LineReader::Got got = reader.next(line);
-    if (got == LineReader::Got::end || got == LineReader::Got::timeout) break;
+    if (got == LineReader::Got::end || got == LineReader::Got::timeout) {
+      gateway.set_client_ended();  // the calls in flight are still answered
+      continue;
+    }
     if (got == LineReader::Got::too_long) {
       out << too_long_message(options.max_message_bytes) << '\n' << std::flush;
       continue;

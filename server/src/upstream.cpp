@@ -68,7 +68,6 @@ class UpstreamProcess {
   explicit UpstreamProcess(const GatewayOptions& o)
       : reader_([this](char* buf, std::size_t cap) { return read_some(buf, cap); },
                 o.max_upstream_bytes),
-        timeout_ms_(o.upstream_timeout_ms),
         limit_(o.max_upstream_bytes) {
     if (o.command.empty()) throw InvalidArgument("no upstream command: give it after `--`");
     std::vector<std::string> env;
@@ -132,12 +131,6 @@ class UpstreamProcess {
       at += static_cast<std::size_t>(n);
     }
     return true;
-  }
-
-  /// Starts the time the upstream has for its answer: `upstream_timeout_ms` from now, however
-  /// many other messages it sends meanwhile.
-  void start_clock() {
-    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   }
 
   enum class Got : std::uint8_t { message, gone, timeout };
@@ -208,10 +201,11 @@ class UpstreamProcess {
  private:
   std::ptrdiff_t read_some(char* buf, std::size_t cap) {
     for (;;) {
-      // The client is read meanwhile, when it is watched: a cancellation of the request in
-      // flight ends the wait (as a timeout, with `cancelled_` set).
-      if (watch_ && watch_->buffered() && watch_->drain()) {
-        cancelled_ = true;
+      // The client is read meanwhile, when it is watched: once it has cancelled a request, or
+      // `stop_` holds for another reason, the wait ends (as a timeout, with `stopped_` set).
+      if (watch_ && watch_->buffered()) watch_->drain();
+      if (stop_ && stop_()) {
+        stopped_ = true;
         return -1;
       }
       const int client = watch_ ? watch_->fd() : -1;
@@ -223,10 +217,7 @@ class UpstreamProcess {
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) return -1;
       if (p[0].revents == 0) {
-        if (watch_->drain()) {
-          cancelled_ = true;
-          return -1;
-        }
+        watch_->drain();
         continue;
       }
       const ssize_t n = ::read(from_, buf, cap);
@@ -237,7 +228,9 @@ class UpstreamProcess {
 
  public:
   std::optional<ClientWatch> watch_;
-  bool cancelled_ = false;
+  std::function<bool()> stop_;  // while a message is waited for: whether to stop waiting
+  bool stopped_ = false;        // the last wait ended by `stop_`, not by a deadline
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
 
  private:
   void gone(const std::string& why) {
@@ -250,11 +243,9 @@ class UpstreamProcess {
   int to_ = -1;
   int from_ = -1;
   LineReader reader_;
-  int timeout_ms_;
   std::size_t limit_;
   bool alive_ = true;
   std::string why_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::now();
 };
 
 namespace {
@@ -273,7 +264,8 @@ UpstreamClient::UpstreamClient(const GatewayOptions& options,
     : process_(start_upstream(options)),
       log_(log),
       notify_(std::move(notify)),
-      ask_(std::move(ask)) {}
+      ask_(std::move(ask)),
+      timeout_ms_(options.upstream_timeout_ms) {}
 UpstreamClient::~UpstreamClient() = default;
 
 void UpstreamClient::watch(std::optional<ClientWatch> watch) {
@@ -286,76 +278,139 @@ std::string UpstreamClient::why_gone() const {
 }
 bool UpstreamClient::notify(const std::string& message) { return process_->send(message); }
 
-UpstreamAnswer UpstreamClient::request(const std::string& method, const std::string& params_json) {
-  UpstreamAnswer a;
+std::string UpstreamClient::start(const std::string& method, const std::string& params_json) {
   UpstreamProcess& up = *process_;
-  if (!up.alive()) return a;
-  const std::string id = "\"clampai-gateway-" + std::to_string(++next_id_) + "\"";
+  if (!up.alive()) return "";
+  std::string id = "\"clampai-gateway-" + std::to_string(++next_id_) + "\"";
   std::string m = R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":)";
   append_json_string(m, method);
   m += ",\"params\":" + params_json + "}";
-  if (!up.send(m)) return a;
-  up.start_clock();
-  up.cancelled_ = false;
-  Envelope env;
+  if (!up.send(m)) return "";
+  pending_.emplace(
+      id,
+      Pending{method, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_)});
+  return id;
+}
+
+bool UpstreamClient::cancel(const std::string& id) {
+  const auto it = pending_.find(id);
+  if (it == pending_.end()) return false;
+  pending_.erase(it);
+  // Passed on; the upstream's late answer, if any, is dropped as one to an unknown id.
+  (void)process_->send(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + id +
+      R"(,"reason":"cancelled by the client"}})");
+  UpstreamAnswer a;
+  a.kind = UpstreamAnswer::Kind::cancelled;
+  done_.emplace_back(id, std::move(a));
+  return true;
+}
+
+UpstreamAnswer UpstreamClient::request(const std::string& method, const std::string& params_json) {
+  const std::string id = start(method, params_json);
+  if (id.empty()) return UpstreamAnswer{};
   for (;;) {
-    const UpstreamProcess::Got got = up.next(env, log_);
-    if (got == UpstreamProcess::Got::gone) {
-      a.kind = UpstreamAnswer::Kind::gone;
+    const auto it =
+        std::find_if(done_.begin(), done_.end(), [&](const auto& d) { return d.first == id; });
+    if (it != done_.end()) {
+      UpstreamAnswer a = std::move(it->second);
+      done_.erase(it);
       return a;
     }
-    if (got == UpstreamProcess::Got::timeout && up.cancelled_) {
-      // Passed on; the upstream's late answer, if any, is dropped as one to an unknown id.
-      up.cancelled_ = false;
-      up.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + id +
-              R"(,"reason":"cancelled by the client"}})");
-      a.kind = UpstreamAnswer::Kind::cancelled;
-      return a;
+    pump({});
+  }
+}
+
+std::optional<std::pair<std::string, UpstreamAnswer>> UpstreamClient::next_answer(
+    const std::function<bool()>& stop) {
+  for (;;) {
+    if (!done_.empty()) {
+      auto d = std::move(done_.front());
+      done_.pop_front();
+      return d;
     }
-    if (got == UpstreamProcess::Got::timeout) {
-      up.kill_it("it did not answer `" + method + "` in time");
-      a.kind = UpstreamAnswer::Kind::timeout;
-      return a;
+    if (pending_.empty() || (stop && stop())) return std::nullopt;
+    pump(stop);
+  }
+}
+
+void UpstreamClient::pump(const std::function<bool()>& stop) {
+  UpstreamProcess& up = *process_;
+  const auto all_gone = [&] {
+    for (auto& [id, p] : pending_) done_.emplace_back(id, UpstreamAnswer{});
+    pending_.clear();
+  };
+  if (!up.alive() || pending_.empty()) return all_gone();
+  // The time the upstream has: until the first deadline of the requests outstanding, however
+  // many other messages it sends meanwhile.
+  const auto first =
+      std::min_element(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+        return a.second.deadline < b.second.deadline;
+      });
+  up.deadline_ = first->second.deadline;
+  const std::size_t before = done_.size();
+  up.stop_ = [&] { return done_.size() > before || (stop && stop()); };
+  up.stopped_ = false;
+  Envelope env;
+  const UpstreamProcess::Got got = up.next(env, log_);
+  up.stop_ = nullptr;
+  if (got == UpstreamProcess::Got::gone) return all_gone();
+  if (got == UpstreamProcess::Got::timeout) {
+    if (up.stopped_) return;
+    // The first deadline passed: the upstream cannot be trusted to answer any more.
+    const auto late =
+        std::min_element(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+          return a.second.deadline < b.second.deadline;
+        });
+    up.kill_it("it did not answer `" + late->second.method + "` in time");
+    UpstreamAnswer a;
+    a.kind = UpstreamAnswer::Kind::timeout;
+    done_.emplace_back(late->first, std::move(a));
+    pending_.erase(late);
+    return all_gone();
+  }
+  if (env.reply) {
+    const auto it = pending_.find(env.id);
+    if (it == pending_.end()) {
+      log_ << "clampai gateway: the upstream answered an unknown id " << env.id << ": dropped\n";
+      return;
     }
-    if (env.reply) {
-      if (env.id != id) {
-        log_ << "clampai gateway: the upstream answered an unknown id " << env.id << ": dropped\n";
-        continue;
-      }
-      if (const JsonNode* r = env.message.find("result")) {
-        a.kind = UpstreamAnswer::Kind::result;
-        a.body = *r;
-      } else {
-        a.kind = UpstreamAnswer::Kind::error;
-        a.body = *env.message.find("error");
-      }
-      return a;
+    UpstreamAnswer a;
+    if (const JsonNode* r = env.message.find("result")) {
+      a.kind = UpstreamAnswer::Kind::result;
+      a.body = *r;
+    } else {
+      a.kind = UpstreamAnswer::Kind::error;
+      a.body = *env.message.find("error");
     }
-    const std::string& what = env.method->text;
-    if (!env.notification) {
-      // Roots, sampling, elicitation: asked of the client only when the spec allows them by
-      // name (the `ask` hook decides), refused otherwise.
-      std::string reply;
-      if (what == "ping") {
-        reply = result_message(env.id, "{}");
-      } else if (ask_) {
-        reply = ask_(what, env.id, env.params);
-      }
-      if (reply.empty()) {
-        log_ << "clampai gateway: refused the upstream's request `" << what << "`\n";
-        reply = error_message(env.id,
-                              kMethodNotFound,
-                              "refused by the gateway: `" + what + "` is not passed to the client");
-      }
-      up.send(reply);
-      continue;
+    done_.emplace_back(it->first, std::move(a));
+    pending_.erase(it);
+    return;
+  }
+  const std::string& what = env.method->text;
+  if (!env.notification) {
+    // Roots, sampling, elicitation: asked of the client only when the spec allows them by
+    // name (the `ask` hook decides), refused otherwise.
+    std::string reply;
+    if (what == "ping") {
+      reply = result_message(env.id, "{}");
+    } else if (ask_) {
+      reply = ask_(what, env.id, env.params);
     }
-    if (what == "notifications/tools/list_changed") tools_.reset();
-    if (notify_ && (what == "notifications/message" || what == "notifications/progress")) {
-      std::string n;
-      append_json(n, env.message);
-      notify_(n);
+    if (reply.empty()) {
+      log_ << "clampai gateway: refused the upstream's request `" << what << "`\n";
+      reply = error_message(env.id,
+                            kMethodNotFound,
+                            "refused by the gateway: `" + what + "` is not passed to the client");
     }
+    up.send(reply);
+    return;
+  }
+  if (what == "notifications/tools/list_changed") tools_.reset();
+  if (notify_ && (what == "notifications/message" || what == "notifications/progress")) {
+    std::string n;
+    append_json(n, env.message);
+    notify_(n);
   }
 }
 

@@ -4,13 +4,16 @@
 // Private to the server library.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/json.hpp"
@@ -47,16 +50,16 @@ struct ListedTool {
 
 class UpstreamProcess;
 
-/// The client, read while the upstream is waited for (so that it may cancel the request).
+/// The client, read while the upstream is waited for (so that it may cancel a request in
+/// flight, with `UpstreamClient::cancel`).
 struct ClientWatch {
-  std::function<int()> fd;         // its input, or -1 once it has ended
+  std::function<int()> fd;         // its input, or -1 once it has ended (or is not to be read)
   std::function<bool()> buffered;  // whether bytes it sent wait in its reader already
-  /// Reads what the client has sent, without waiting; true iff it cancelled the request in
-  /// flight.
-  std::function<bool()> drain;
+  std::function<void()> drain;     // reads what the client has sent, without waiting
 };
 
-/// The upstream server and the requests made of it, one at a time.
+/// The upstream server and the requests made of it: several may be outstanding at once, their
+/// answers matched to them by their JSON-RPC ids.
 class UpstreamClient {
  public:
   /// Passes on a notification of the upstream (`notifications/message`, `.../progress`) as the
@@ -82,8 +85,22 @@ class UpstreamClient {
   /// Sends a notification (a whole JSON-RPC message); false if the upstream is gone.
   bool notify(const std::string& message);
   /// Sends a request and waits for its answer, refusing what the upstream asks of the client
-  /// meanwhile and passing on its log and progress notifications. A timeout stops the upstream.
+  /// meanwhile and passing on its log and progress notifications; the answers to requests
+  /// `start`ed before that come meanwhile are kept for `next_answer`. A timeout of any request
+  /// stops the upstream (every other request outstanding is then `gone`).
   UpstreamAnswer request(const std::string& method, const std::string& params_json);
+  /// Sends a request without waiting for its answer (`next_answer` gives it): its id, as JSON
+  /// text, or empty when the upstream is gone. It has `upstream_timeout_ms` from now.
+  std::string start(const std::string& method, const std::string& params_json);
+  /// The id and answer of one request `start`ed, waiting for it as `request` does (and reading
+  /// the client meanwhile when it is watched); nothing when none is outstanding, or once `stop`
+  /// holds (asked each time the client was read).
+  std::optional<std::pair<std::string, UpstreamAnswer>> next_answer(
+      const std::function<bool()>& stop = {});
+  /// Cancels the outstanding request `id` (the upstream is told with `notifications/cancelled`;
+  /// its answer, if it comes, is dropped): its answer is `cancelled`. False if it is not
+  /// outstanding.
+  bool cancel(const std::string& id);
   /// `initialize` at `version`, offering the client capabilities `capabilities` (a JSON
   /// object's text), then `notifications/initialized` when `then_initialized`.
   UpstreamAnswer initialize(std::string_view version,
@@ -104,8 +121,18 @@ class UpstreamClient {
   std::ostream& log_;
   Notify notify_;
   Ask ask_;
+  int timeout_ms_;
   std::uint64_t next_id_ = 0;
   std::optional<std::map<std::string, ListedTool>> tools_;
+  struct Pending {
+    std::string method;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::map<std::string, Pending> pending_;                   // by id (JSON text)
+  std::deque<std::pair<std::string, UpstreamAnswer>> done_;  // answered, not taken yet
+  // Reads one message of the upstream (or until the client cancelled something, `stop` held or
+  // a request timed out), moving what is answered to `done_`.
+  void pump(const std::function<bool()>& stop);
 };
 
 /// What became of a committed step whose call was forwarded.

@@ -84,7 +84,7 @@ def spec(pin, pay_binding="amount"):
     }
 
 
-def run_agent(tmp, name, spec_json, script, env, ledger=None):
+def run_agent(tmp, name, spec_json, script, env, ledger=None, extra=()):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(spec_json, f)
@@ -96,7 +96,7 @@ def run_agent(tmp, name, spec_json, script, env, ledger=None):
         where = ["--ledger", "file:" + ledger] if ledger else ["--trace", trace]
         p = subprocess.run([CLAMPAI, "agent", path, "--llm", "openai", "--base-url",
                             "http://127.0.0.1:%d/v1" % llm.server_address[1], "--format", "json",
-                            *where, "--upstream", "--", *UPSTREAM],
+                            *where, *extra, "--upstream", "--", *UPSTREAM],
                            capture_output=True, text=True, env=env, timeout=120)
     finally:
         llm.shutdown()
@@ -190,9 +190,33 @@ def main():
             assert not prompts, (name, "the LLM was asked")
             assert calls(log) == [], (name, calls(log))
 
-        # COMMAND and --upstream go together.
+        # The upstream's process as the gateway's (the same options): --env reaches it, and
+        # with --clear-env nothing else does; --upstream-timeout-ms ends a call never answered
+        # (`slow`). Before the fix: --env, --clear-env and --upstream-timeout-ms were unknown.
+        for name, extra, seen in (
+                ("env", ["--env", "FAKE_PROBE=from-env"], "FAKE_PROBE=from-env"),
+                ("clear", ["--clear-env", "--env", "FAKE_LOG=" + log], "FAKE_PROBE=<unset>")):
+            os.remove(log)
+            p, _, _, _ = run_agent(tmp, name, spec(pin), [("pay", {"amount": 10})],
+                                   dict(env, FAKE_PROBE="inherited"),
+                                   extra=[*extra, "--env", "FAKE_REPORT_ENV=FAKE_PROBE"])
+            assert p.returncode == 1, (extra, p.returncode, p.stderr)  # goal not reached
+            with open(log) as f:
+                assert "init env " + seen in f.read().splitlines(), (extra, open(log).read())
+            assert calls(log) == ["transfer 10"], calls(log)
+        slow = spec(pin)
+        slow["bindings"]["tools"].pop("crash")
+        slow["bindings"]["tools"]["slow"] = {"action": "crash_pay", "pin": pin["slow"],
+                                             "params": {"amount": "amount"}}
+        p, _, _, _ = run_agent(tmp, "timeout", slow, [("crash_pay", {"amount": 6})], env,
+                               extra=["--upstream-timeout-ms", "5000"])
+        assert p.returncode == 1, (p.returncode, p.stderr)
+        assert "unknown: the upstream did not answer in time" in p.stderr, p.stderr
+        assert "outcome is unknown" in json.loads(p.stdout)["message"], p.stdout
+
+        # COMMAND and --upstream go together; so do the upstream's options.
         ex = os.path.join(os.environ["CLAMPAI_SOURCE_DIR"], "examples", "quickstart.json")
-        for args in (["--upstream"], ["--", *UPSTREAM]):
+        for args in (["--upstream"], ["--", *UPSTREAM], ["--env", "A=1"], ["--clear-env"]):
             p = subprocess.run([CLAMPAI, "agent", ex, "--llm", "mock", *args],
                                capture_output=True, text=True, timeout=60)
             assert p.returncode == 2 and "--upstream" in p.stderr, (args, p.returncode, p.stderr)

@@ -34,10 +34,10 @@ const printBindings = (command, env = {}) => {
   return JSON.parse(r.stdout).bindings.tools;
 };
 
-const connect = async (spec, trace, command, env = {}) => {
+const connect = async (spec, trace, command, env = {}, extra = []) => {
   const client = new Client({ name: "clampai-gateway-test", version: "1.0.0" });
   const transport = new StdioClientTransport({
-    command: clampai, args: ["gateway", spec, "--trace", trace, "--", ...command],
+    command: clampai, args: ["gateway", spec, "--trace", trace, ...extra, "--", ...command],
     env: { ...process.env, ...env }, stderr: "pipe" });
   let log = "";
   transport.stderr.on("data", (d) => { log += d; });
@@ -64,9 +64,9 @@ const refused = async (promise, pattern) => {
   assert.match(r.stderr, /cannot start the upstream `.*no-such-server`: No such file or directory/);
   r = run("--print-bindings", "--", path.join(tmp, "no-such-server"));
   assert.equal(r.status, 1, r.stderr);
-  r = run(example, "--max-in-flight", "2", "--", "node", fake);
+  r = run(example, "--max-in-flight", "0", "--", "node", fake);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /--max-in-flight 2: only 1 is supported yet/);
+  assert.match(r.stderr, /--max-in-flight/);
   r = run(example, "--trace", path.join(tmp, "t.jsonl"), "--ledger", "memory:", "--", "node", fake);
   assert.equal(r.status, 2);
   const bad = path.join(tmp, "bad.json");
@@ -151,6 +151,40 @@ const refused = async (promise, pattern) => {
   assert.equal(entries.at(-1).kind, "sealed");
   // 3 writes of 5 + 5 + 10 bytes ("💡" is 4 bytes in UTF-8).
   assert.deepEqual(kinds("executed").filter((e) => e.action === "write").map((e) => e.params.bytes), [5, 5, 10]);
+}
+
+// ---- 1a. Several calls at once (--max-in-flight 4): the SDK's client sends five writes without
+// waiting; they are decided in the order sent (the 4th and 5th past the 3 writes allowed, rejected,
+// never forwarded), the three approved are forwarded together, and each answer reaches its call. ----
+{
+  const root = path.join(tmp, "root-inflight");
+  const sandbox = path.join(root, "sandbox");
+  fs.mkdirSync(sandbox, { recursive: true });
+  const command = ["node", fsServer, root];
+  const example = JSON.parse(fs.readFileSync(path.join(source, "examples/gateway_filesystem.json"), "utf8"));
+  for (const b of Object.values(example.bindings.tools))
+    for (const p of Object.keys(b.params)) b.params[p] = b.params[p].replaceAll("/srv/sandbox", sandbox);
+  const spec = path.join(tmp, "fs-inflight.json");
+  const trace = path.join(tmp, "fs-inflight.jsonl");
+  fs.writeFileSync(spec, JSON.stringify(example));
+  const { client } = await connect(spec, trace, command, {}, ["--max-in-flight", "4"]);
+  await client.listTools();
+  const names = ["f1.txt", "f2.txt", "f3.txt", "f4.txt", "f5.txt"];
+  const results = await Promise.all(names.map((n) =>
+    client.callTool({ name: "write_file", arguments: { path: path.join(sandbox, n), content: n } })));
+  for (const [i, r] of results.entries()) {
+    if (i < 3) {
+      assert.notEqual(r.isError, true, text(r));
+      assert.ok(text(r).includes(names[i]), `the answer of ${names[i]}: ${text(r)}`);
+    } else {
+      assert.equal(r.isError, true, text(r));
+      assert.ok(decision(r).reasons.some((x) => x.code === "invariant_violated"), JSON.stringify(r));
+    }
+  }
+  await client.close();
+  assert.deepEqual(fs.readdirSync(sandbox).sort(), names.slice(0, 3));
+  verifies(trace, spec);
+  assert.equal(traceOf(trace).filter((e) => e.kind === "executed").length, 3);
 }
 
 // ---- 1b. The memory server: at most 3 entities, observations counted, no deletion. ----

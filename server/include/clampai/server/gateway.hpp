@@ -118,15 +118,17 @@ struct GatewayOptions {
   std::vector<std::string> env{};  // NAME=VALUE
   std::string trace{};             // the kernel's trace file (this process's own kernel)
   std::string ledger{};            // a shared ledger's URL
-  std::size_t max_in_flight = 1;
+  std::size_t max_in_flight = 1;   // calls forwarded and not answered yet at once (1 to 1024)
   std::size_t max_message_bytes = 1 << 20;    // of the client's messages
   std::size_t max_upstream_bytes = 64 << 20;  // of the upstream's
   int upstream_timeout_ms = 5 * 60 * 1000;    // for one answer of the upstream
 };
 
 /// Serves one client on `in`/`out` in front of the upstream `options.command`, until `in`
-/// ends. Writes what it refuses and hides to `log`. Returns 0, or 1 if the upstream could not
-/// be started.
+/// ends and every call in flight is answered. Writes what it refuses and hides to `log`.
+/// Returns 0, or 1 if the upstream could not be started. `in` is not read while calls are
+/// forwarded: with `max_in_flight` above 1, the answers of the calls in flight are read once
+/// `max_in_flight` of them are, or `in` has ended.
 int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
                 const Bindings& bindings,
                 const GatewayOptions& options,
@@ -156,8 +158,9 @@ std::unique_ptr<driver::Committer> upstream_committer(driver::Committer& inner,
                                                       std::ostream& log);
 
 /// The same on the file descriptor `in_fd` (the CLI's standard input), which is also read while
-/// a call is forwarded: the client may cancel it (`notifications/cancelled`), and a request it
-/// cancels before the gateway handles it is dropped unanswered.
+/// calls are forwarded: the client may cancel one (`notifications/cancelled`), a request it
+/// cancels before the gateway handles it is dropped unanswered, and its next calls are
+/// forwarded while the others wait for their answers, up to `max_in_flight` at once.
 int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
                 const Bindings& bindings,
                 const GatewayOptions& options,
