@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -130,6 +131,15 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   std::optional<std::size_t> pool;
   if (options_.pools && !model_->budget.pool.empty())
     pool = options_.pools->bind(model_->budget.pool, model_->budget.scale);
+  // A constructor that throws once the pool is bound unbinds it (the destructor does otherwise).
+  struct UnbindOnThrow {
+    PoolTree* tree;
+    std::optional<std::size_t> pool;
+    int uncaught = std::uncaught_exceptions();
+    ~UnbindOnThrow() {
+      if (pool && std::uncaught_exceptions() > uncaught) tree->unbind(*pool);
+    }
+  } unbind_on_throw{options_.pools.get(), pool};
   const auto join_pool_after_resume = [&] {
     if (!pool || budget_.net() == 0) {
       pool_ = pool;
@@ -190,7 +200,9 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   if (options_.writer) write_line(0, std::move(line));
 }
 
-SafetyKernel::~SafetyKernel() = default;
+SafetyKernel::~SafetyKernel() {
+  if (pool_) options_.pools->unbind(*pool_);
+}
 
 std::variant<Proposal, Reason> SafetyKernel::resolve(std::string_view action_id,
                                                      const ParamMap& params) const {

@@ -1,6 +1,7 @@
 """Budget pools from Python (docs/POOLS.md, issue 41): SafetyKernel(task, pool=...) with a
 PoolTree built in Python or loaded from a pools file; the pools' figures read from Python."""
 
+import gc
 import json
 from decimal import Decimal
 
@@ -163,3 +164,14 @@ def test_an_emergency_action_registered_later_keeps_the_pool():
     assert k.execute("spend").approved
     assert reasons(k.execute("spend")) == [("budget_exceeded", "pool:org")]
     assert tree.status()["org"]["spent_net"] == 3
+
+
+def test_a_kernel_gone_leaves_its_pool_with_its_spend():
+    tree = PoolTree({"org": {"total": 5}})
+    k = SafetyKernel(spec(), pool=tree["org"])
+    assert k.execute("spend").approved
+    assert tree.status()["org"]["tasks"] == 1
+    del k
+    gc.collect()
+    assert tree.status()["org"]["tasks"] == 0
+    assert tree.status()["org"]["spent_net"] > 0

@@ -188,6 +188,27 @@ TEST_CASE("Pools: a charge must fit every level, and the refusal names the level
   REQUIRE(again.pools[1].net == again.pools[1].total);
 }
 
+TEST_CASE("Pools: a pool counts the kernels bound to it now; their spend outlives them",
+          "[pools]") {
+  const auto tree = load_pools(R"({"pools": {"org": {"total": 100}}})");
+  KernelOptions options;
+  options.pools = tree;
+  {
+    SafetyKernel a(load_spec(task("org", "50", "10")), options);
+    REQUIRE(a.execute("spend").receipt);
+    SafetyKernel b(load_spec(task("org", "50", "10")), options);
+    REQUIRE(by_name(*tree)["org"].tasks == 2);
+  }
+  // Both gone: none bound, their spend stays charged (and a kernel replacing one counts once).
+  REQUIRE(by_name(*tree)["org"].tasks == 0);
+  REQUIRE(by_name(*tree)["org"].net == 10000);
+  // A kernel whose construction fails after binding (its trace does not replay) unbinds.
+  KernelOptions resume = options;
+  resume.resume.push_back(TraceEntry{});
+  REQUIRE_THROWS(SafetyKernel(load_spec(task("org", "50", "10")), resume));
+  REQUIRE(by_name(*tree)["org"].tasks == 0);
+}
+
 TEST_CASE("Pools: amounts exact at the finest scale of the tasks under them", "[pools]") {
   const auto tree = load_pools(R"({"pools": {"org": {"total": "100.005"}}})");
   KernelOptions options;

@@ -123,6 +123,13 @@ std::size_t PoolTree::bind(std::string_view name, int scale) {
   return *found;
 }
 
+void PoolTree::unbind(std::size_t pool) noexcept {
+  if (pool >= nodes_.size()) return;
+  Node& n = *nodes_[pool];
+  std::lock_guard lock(n.mutex);
+  if (n.tasks > 0) --n.tasks;
+}
+
 void PoolTree::set_total(std::string_view name, const Decimal& total) {
   const std::optional<std::size_t> found = find(name);
   if (!found) {

@@ -41,7 +41,7 @@ struct PoolStatus {
   Amount total = 0;
   Amount gross = 0;       // everything ever charged (T4: never decreases)
   Amount net = 0;         // gross minus refunds (T1: within [0, total])
-  std::size_t tasks = 0;  // tasks bound directly to this pool
+  std::size_t tasks = 0;  // kernels bound directly to this pool now (`bind`, `unbind`)
   /// An amount of this pool as decimal text at its scale (`40.000`).
   [[nodiscard]] std::string format(Amount a) const;
 };
@@ -83,6 +83,9 @@ class PoolTree {
   /// at `scale` (it has more digits after the point), or rescaling a level leaves the int64
   /// range; nothing changes then.
   std::size_t bind(std::string_view name, int scale);
+  /// Undoes one `bind` of pool `pool` (an index `bind` returned): its kernel is gone. Its spend
+  /// stays charged at every level, and a scale the binding fixed stays.
+  void unbind(std::size_t pool) noexcept;
 
   /// Raises or lowers pool `name`'s total at run time (never below what it has spent: T1 at
   /// that level; gross spend unchanged: T4). Coq: `PSetTotal` (coq/theories/Pools.v).
