@@ -246,6 +246,14 @@ print(" ".join(p["name"] + ":" + p["net"] + "/" + p["total"] for p in json.load(
     curl -sS "$url/metrics" | grep -Eq '^clampai_pool_net\{pool="team-a"\} 2(\.0+)?$' ||
       fail "/metrics has no clampai_pool_net of team-a: $(curl -sS "$url/metrics" | grep pool)"
     check_pools 2 t1
+    # The database gone: /metrics still answers a scrape, without the pools, and the log says so.
+    $CLAMPAI_PG_AS "$CLAMPAI_PG_BINDIR/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
+    scraped="$(curl -sS -w '\n%{http_code}' "$url/metrics")"
+    [[ "${scraped##*$'\n'}" == 200 ]] || fail "/metrics without the database: ${scraped##*$'\n'}"
+    grep -q '^clampai_' <<<"$scraped" || fail "/metrics without the database has no figures"
+    if grep -q '^clampai_pool_' <<<"$scraped"; then fail "/metrics shows pools it cannot read"; fi
+    grep -q "/metrics: the ledger's pools left out" "$work/serve.err" ||
+      fail "the log does not say the pools were left out: $(cat "$work/serve.err")"
     echo "ok ($scenario)"
     ;;
   *)
