@@ -13,6 +13,7 @@
 
 #include "clampai/kernel/budget.hpp"
 #include "clampai/kernel/digest.hpp"
+#include "clampai/kernel/json.hpp"
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
 #include "types.hpp"
@@ -113,63 +114,8 @@ bool write_json_string(PyObject* o, std::string& out) {
     PyErr_Clear();
     return false;
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  const auto unit = [&out](unsigned u) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u >> shift) & 0xf];
-  };
-  out += '"';
-  const auto* p = reinterpret_cast<const unsigned char*>(utf8);
-  const auto* end = p + size;
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7f)
-            unit(c);
-          else
-            out += static_cast<char>(c);
-      }
-      continue;
-    }
-    // Python's UTF-8 is well formed: a lead byte and its continuation bytes.
-    const int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-    unsigned cp = c & (0x3fu >> extra);
-    for (int i = 1; i <= extra; ++i) cp = (cp << 6) | (p[i] & 0x3fu);
-    p += extra + 1;
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      unit(0xd800 | (cp >> 10));
-      unit(0xdc00 | (cp & 0x3ff));
-    } else {
-      unit(cp);
-    }
-  }
-  out += '"';
-  return true;
+  return ck::jsonio::append_json_string_ascii(
+      out, std::string_view(utf8, static_cast<std::size_t>(size)));
 }
 
 bool write_json_ascii(PyObject* o, std::string& out, int depth) {

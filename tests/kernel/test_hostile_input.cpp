@@ -260,3 +260,19 @@ TEST_CASE("JSON: a refused document's top-level member is read when the text is 
   many += R"(1],"id":1})";
   CHECK_FALSE(find_top_level_member(many, "id").is_json);
 }
+
+TEST_CASE("JSON: the ASCII escaper writes what Python's json.dumps writes", "[kernel][json]") {
+  using jsonio::append_json_string_ascii;
+  std::string out = "x";
+  // Short escapes, other controls and DEL as \u00XX, BMP characters as one unit, others as a
+  // surrogate pair (Python's default, ensure_ascii).
+  REQUIRE(append_json_string_ascii(out, "a\"\\\n\x01\x7f\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80~"));
+  CHECK(out == R"(x"a\"\\\n\u0001\u007f\u00e9\u4e2d\ud83d\ude00~")");
+  // Not UTF-8 (a lone continuation byte, a truncated sequence, an encoded surrogate): refused,
+  // nothing written.
+  for (const std::string bad : {"\x80", "a\xE4\xB8", "\xED\xA0\x80"}) {
+    std::string kept = "x";
+    CHECK_FALSE(append_json_string_ascii(kept, bad));
+    CHECK(kept == "x");
+  }
+}

@@ -562,8 +562,50 @@ bool utf16_less(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Appends the escape of `c`, a byte that JSON requires escaped (a quote, a backslash, a control
+// character): its short form where JSON has one, else \u00XX.
+void append_escape(std::string& out, unsigned char c) {
+  switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\b':
+      out += "\\b";
+      break;
+    case '\f':
+      out += "\\f";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default: {
+      const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+      out.append(escape, sizeof escape);
+    }
+  }
+}
+
+void append_unit(std::string& out, unsigned u) {
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u >> shift) & 0xF];
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invalid) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
   std::size_t run = 0;  // start of the pending run of characters that need no escape
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -582,36 +624,46 @@ void append_json_string(std::string& out, std::string_view s, InvalidUtf8 invali
     }
     out.append(s.data() + run, i - run);
     run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default: {
-        const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(escape, sizeof escape);
-      }
-    }
+    append_escape(out, c);
   }
   out.append(s.data() + run, s.size() - run);
   out += '"';
+}
+
+bool append_json_string_ascii(std::string& out, std::string_view s) {
+  const std::size_t start = out.size();
+  out += '"';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7F) {
+        out += static_cast<char>(c);
+      } else if (c == 0x7F) {
+        append_unit(out, c);
+      } else {
+        append_escape(out, c);
+      }
+      continue;
+    }
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out.resize(start);
+      return false;
+    }
+    unsigned cp = c & (0x7Fu >> n);
+    for (std::size_t k = 1; k < n; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+    i += n - 1;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      append_unit(out, 0xD800 | (cp >> 10));
+      append_unit(out, 0xDC00 | (cp & 0x3FF));
+    } else {
+      append_unit(out, cp);
+    }
+  }
+  out += '"';
+  return true;
 }
 
 bool append_canonical(std::string& out, const JsonNode& n) {

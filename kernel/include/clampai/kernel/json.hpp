@@ -92,6 +92,10 @@ enum class InvalidUtf8 : std::uint8_t {
 void append_json_string(std::string& out,
                         std::string_view s,
                         InvalidUtf8 invalid = InvalidUtf8::keep);
+/// The same escaper in ASCII: every character outside printable ASCII (DEL included) as
+/// `\uXXXX`, in UTF-16 code units (a surrogate pair above U+FFFF), as Python's `json.dumps`
+/// writes by default. Returns false, `out` unchanged, if `s` is not valid UTF-8.
+bool append_json_string_ascii(std::string& out, std::string_view s);
 /// Appends the RFC 8785 canonical form of `n` (keys sorted by UTF-16 code units, no whitespace;
 /// a number as the double it reads as, written as ECMAScript writes it: `1E2` is `100`, `-0`
 /// is `0`, `1e-7` is `1e-7`). Returns false (leaving `out` partly written) for a number beyond
