@@ -98,7 +98,14 @@ driver::StepResult Task::remember(driver::StepResult step) {
 }
 
 void Task::checkpoint() {
-  if (shared_) (void)shared_->checkpoint();
+  if (shared_) {
+    // After a committed request: a ledger lost now must not fail it. The checkpoint stays due
+    // (the count is the shared trace's), so the next request of any server commits it.
+    try {
+      (void)shared_->checkpoint();
+    } catch (const LedgerUnavailable&) {
+    }
+  }
   if (checkpoints_) (void)checkpoints_->after(*kernel_);
 }
 
