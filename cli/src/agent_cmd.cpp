@@ -126,8 +126,11 @@ int agent_command() {
   } else {
     refuse_pools_file_on_ledger(args.pools, args.ledger);
     refuse_monitor_on_ledger(*model);
-    ledger = clampai::ledger::open_ledger(args.ledger, model->name);
     ck::SharedOptions options;
+    // The key is read before the ledger is opened: a bad key touches no ledger.
+    if (!args.signing_key.empty()) options.signer = signer_from_key_file(args.signing_key);
+    options.checkpoint_every = args.checkpoint_every;
+    ledger = clampai::ledger::open_ledger(args.ledger, model->name);
     options.record_rejections = true;
     options.guard = std::move(guard);
     shared = std::make_unique<ck::SharedKernel>(model, ledger, std::move(options));
@@ -158,6 +161,8 @@ int agent_command() {
     checkpoints.emplace(args.checkpoint_every, own->trace_length());
     orchestrator_options.between_steps = [&checkpoints, own] { (void)checkpoints->after(*own); };
   }
+  if (shared && args.checkpoint_every > 0)
+    orchestrator_options.between_steps = [&shared] { (void)shared->checkpoint(); };
   const bool live = !quiet() && isatty(STDERR_FILENO) == 1;
   if (live) {
     orchestrator_options.on_step = [&](const ca::StepRecord& s) {
@@ -181,7 +186,9 @@ int agent_command() {
           .run();
   std::optional<MonitorVerdict> verdict;
   if (monitor) verdict = finish_monitored(*monitor, r.goal_reached);
-  // A shared trace is never sealed by one of its processes: the others go on.
+  // A shared trace is never sealed by one of its processes: the others go on (a checkpoint
+  // covers what is there when this process signs or checkpoints).
+  if (shared) (void)shared->checkpoint(/*final=*/true);
   const std::optional<ck::TraceEntry> seal =
       own ? std::optional<ck::TraceEntry>(own->seal()) : std::nullopt;
   const ck::TraceCheck check = kernel.verify_trace();
@@ -313,15 +320,14 @@ CLI::App* add_agent_command(CLI::App& app) {
   cmd->add_option("--signing-key",
                   args.signing_key,
                   "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "
-                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them")
-      ->option_text("FILE")
-      ->excludes("--ledger");
+                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them. With "
+                  "--ledger: the checkpoints this process commits, and one at its end")
+      ->option_text("FILE");
   cmd->add_option("--checkpoint-every",
                   args.checkpoint_every,
                   "Append a checkpoint entry (signed with --signing-key) every N trace entries")
       ->option_text("N")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))
-      ->excludes("--ledger");
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   cmd->add_option("--format", args.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

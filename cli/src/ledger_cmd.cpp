@@ -14,6 +14,7 @@
 #include "clampai/report.hpp"
 #include "escrow_run.hpp"
 #include "output.hpp"
+#include "sign_cmd.hpp"
 
 namespace clampai::cli {
 
@@ -21,10 +22,20 @@ namespace ck = clampai::kernel;
 namespace cl = clampai::ledger;
 
 int run_on_ledger(const LedgerRun& args) {
-  if (cl::is_escrow_url(args.ledger)) return run_on_escrow(args);
+  if (cl::is_escrow_url(args.ledger)) {
+    if (!args.signing_key.empty() || args.checkpoint_every > 0)
+      throw InvalidArgument("--signing-key and --checkpoint-every: the ledger `" +
+                            cl::redact_url(args.ledger) +
+                            "` is in escrow mode, whose trace is not checkpointed; drop escrow= "
+                            "for the shared mode, or the options");
+    return run_on_escrow(args);
+  }
   const auto model = ck::load_spec_file(args.spec);
-  const auto ledger = cl::open_ledger(args.ledger, model->name);
   ck::SharedOptions shared_options;
+  // The key is read before the ledger is opened: a bad key touches no ledger.
+  if (!args.signing_key.empty()) shared_options.signer = signer_from_key_file(args.signing_key);
+  shared_options.checkpoint_every = args.checkpoint_every;
+  const auto ledger = cl::open_ledger(args.ledger, model->name);
   shared_options.record_rejections = args.record_rejections;
   if (args.lookahead) {
     driver::LookaheadOptions lookahead;
@@ -37,11 +48,14 @@ int run_on_ledger(const LedgerRun& args) {
   driver::RunOptions options;
   options.max_steps = args.max_steps;
   options.recover = args.recover;
+  options.between_steps = [&shared] { (void)shared.checkpoint(); };
   report::Progress progress(report::Progress::for_stderr("run", quiet()));
   progress.phase("running on " + ledger->describe());
   progress.status([&shared] { return std::to_string(shared.length()) + " entries"; });
   const driver::RunResult r = driver::run(shared, chooser, options);
   progress.stop();
+  // The run's end: a checkpoint (the other processes go on: never a seal).
+  (void)shared.checkpoint(/*final=*/true);
   const ck::SafetyKernel& local = shared.local();
   const auto budget = local.budget();
   const ck::SharedStats stats = shared.stats();
@@ -229,7 +243,11 @@ std::optional<std::string> ledger_file(const std::string& target) {
 int verify_ledger_trace(const std::string& url,
                         const std::string& spec,
                         const std::string& format,
-                        std::size_t undo_depth) {
+                        std::size_t undo_depth,
+                        const std::string& public_key) {
+  // The key first: a bad key file is bad input (2), not a broken trace.
+  std::optional<ck::VerifyingKey> key;
+  if (!public_key.empty()) key.emplace(public_key_from_file(public_key));
   cl::PostgresUrl parts = cl::split_postgres_url(url);
   std::shared_ptr<const ck::TaskModel> model;
   if (!spec.empty()) model = ck::load_spec_file(spec);
@@ -245,6 +263,8 @@ int verify_ledger_trace(const std::string& url,
   ck::TraceReadOptions read;
   read.allow_unsealed = true;  // a ledger is live: its task goes on
   ck::TraceCheck check = ck::read_ledger(ledger, read)->finish();
+  std::optional<ck::SignatureCheck> signatures;
+  if (key && check.ok) signatures = check_signed(*ck::read_ledger(ledger, read), *key, check);
   std::string replay = "not requested";
   if (check.ok && model) {
     const auto reader = ck::read_ledger(ledger, read);
@@ -262,7 +282,9 @@ int verify_ledger_trace(const std::string& url,
       replay = "ok";
     }
   }
-  report::write_trace_check(std::cout, format_of(format), {ledger.describe(), spec, replay, check});
+  report::write_trace_check(std::cout,
+                            format_of(format),
+                            {ledger.describe(), spec, replay, check, {}, std::move(signatures)});
   return check.ok ? 0 : 1;
 }
 

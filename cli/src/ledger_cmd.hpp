@@ -29,11 +29,15 @@ struct LedgerRun {
   std::optional<unsigned> lookahead;
   std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
+  std::string signing_key;             // --signing-key: signs the checkpoints this run commits
+  std::uint64_t checkpoint_every = 0;  // --checkpoint-every
 };
 
 /// Runs `args.spec` with the deterministic driver on the shared ledger `args.ledger` (the task
 /// is the URL's fragment, else the spec's `name`); prints the run report, whose `actions` are
-/// what this process committed. Returns 0 if the goal is reached, else 1.
+/// what this process committed. With a signing key or `checkpoint_every`, commits the
+/// checkpoints due between steps and one at its end (`SharedKernel::checkpoint`). Returns 0 if
+/// the goal is reached, else 1.
 int run_on_ledger(const LedgerRun& args);
 
 /// True iff `target` of `trace verify` names a database ledger rather than a file.
@@ -46,12 +50,14 @@ std::optional<std::string> ledger_file(const std::string& target);
 
 /// `trace verify URL#TASK`: verifies the task's chain in the database as a trace file is
 /// verified (each line canonical, byte for byte, then the chain; a shared ledger is open, so
-/// no seal is required) and, with `spec`, replays it (keeping `undo_depth` undo records).
+/// no seal is required) and, with `spec`, replays it (keeping `undo_depth` undo records); with
+/// `public_key` (a file), checks that every checkpoint is signed by its key (`--public-key`).
 /// The entries are read page by page, streaming, at any length. Returns 0 if it verifies,
 /// else 1.
 int verify_ledger_trace(const std::string& url,
                         const std::string& spec,
                         const std::string& format,
-                        std::size_t undo_depth);
+                        std::size_t undo_depth,
+                        const std::string& public_key = {});
 
 }  // namespace clampai::cli

@@ -195,7 +195,9 @@ int cmd_run(const RunArgs& args, const Common& common) {
                                         args.record_rejections,
                                         args.lookahead,
                                         args.lookahead_timeout_ms,
-                                        args.recover});
+                                        args.recover,
+                                        args.signing_key,
+                                        args.checkpoint_every});
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
@@ -282,13 +284,9 @@ struct TraceArgs {
 };
 
 int cmd_trace_verify(const TraceArgs& args, const Common& common) {
-  if (!args.public_key.empty() &&
-      (clampai::cli::names_ledger(args.file) || clampai::cli::ledger_file(args.file).has_value()))
-    throw clampai::InvalidArgument(
-        "--public-key checks the signatures of a trace file; a ledger's entries are written by "
-        "every process on it and are not signed");
   if (clampai::cli::names_ledger(args.file))
-    return clampai::cli::verify_ledger_trace(args.file, args.spec, common.format, args.undo_depth);
+    return clampai::cli::verify_ledger_trace(
+        args.file, args.spec, common.format, args.undo_depth, args.public_key);
   if (const auto path = clampai::cli::ledger_file(args.file)) {  // file:PATH, as --ledger takes it
     TraceArgs file = args;
     file.file = *path;
@@ -300,13 +298,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
   // records, never the trace).
   // The key first: a bad key file is bad input (2), not a broken trace.
   std::optional<ck::VerifyingKey> key;
-  if (!args.public_key.empty()) {
-    try {
-      key.emplace(ck::VerifyingKey::load(args.public_key));
-    } catch (const clampai::Error& e) {
-      throw clampai::FileError(std::string("--public-key: ") + e.what());
-    }
-  }
+  if (!args.public_key.empty()) key.emplace(clampai::cli::public_key_from_file(args.public_key));
   ck::TraceCheck check = ck::verify_trace_file(args.file, args.allow_unsealed);
   // With --public-key: every seal and checkpoint signed by it, streaming like the chain.
   std::optional<ck::SignatureCheck> signatures;
@@ -314,12 +306,7 @@ int cmd_trace_verify(const TraceArgs& args, const Common& common) {
     ck::TraceReadOptions read;
     read.allow_unsealed = args.allow_unsealed;
     ck::TraceReader reader(args.file, read);
-    signatures = ck::check_signatures(reader, *key);
-    if (!signatures->ok) {
-      check.ok = false;
-      check.first_bad = signatures->first_bad;
-      check.message = "signatures: " + signatures->message;
-    }
+    signatures = clampai::cli::check_signed(reader, *key, check);
   }
   std::string replay = "not requested";
   std::optional<std::vector<std::uint64_t>> unresolved;
@@ -557,7 +544,8 @@ int main(int argc, char** argv) {
   run->add_option("--signing-key",
                   run_args.signing_key,
                   "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "
-                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them")
+                  "PKCS#8: `clampai keygen`); `trace verify --public-key` checks them. With "
+                  "--ledger: the checkpoints this process commits, and one at its end")
       ->option_text("FILE");
   run->add_option("--checkpoint-every",
                   run_args.checkpoint_every,
@@ -565,14 +553,8 @@ int main(int argc, char** argv) {
       ->option_text("N")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   clampai::cli::add_approvals_option(run, run_args.approvals);
-  for (const char* other : {"--trace",
-                            "--approvals",
-                            "--append",
-                            "--force",
-                            "--flush",
-                            "--allow-program",
-                            "--signing-key",
-                            "--checkpoint-every"})
+  for (const char* other :
+       {"--trace", "--approvals", "--append", "--force", "--flush", "--allow-program"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 

@@ -82,13 +82,7 @@ int serve_command() {
     options.ledger = args.ledger;
   }
   options.limits.request_timeout_ms = args.request_timeout_ms;
-  if (!args.signing_key.empty()) {
-    if (!args.ledger.empty())
-      throw InvalidArgument(
-          "--signing-key and --checkpoint-every sign the traces this server keeps; a --ledger's "
-          "entries are written by every process on it (use --data-dir)");
-    options.signer = signer_from_key_file(args.signing_key);
-  }
+  if (!args.signing_key.empty()) options.signer = signer_from_key_file(args.signing_key);
   options.checkpoint_every = args.checkpoint_every;
   options.decision_log = args.decision_log;
   options.shadow = args.shadow;
@@ -219,7 +213,8 @@ CLI::App* add_serve_command(CLI::App& app) {
   cmd->add_option("--signing-key",
                   args.signing_key,
                   "Sign each task's seal and checkpoints with this Ed25519 private key (PEM, "
-                  "PKCS#8: `clampai keygen`); not with --ledger")
+                  "PKCS#8: `clampai keygen`); with --ledger, the checkpoints this server commits "
+                  "and one at shutdown (every process of a task signs with one key)")
       ->option_text("FILE");
   cmd->add_option("--checkpoint-every",
                   args.checkpoint_every,

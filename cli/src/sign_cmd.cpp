@@ -72,4 +72,24 @@ std::function<std::string(std::string_view)> signer_from_key_file(const std::str
   return [key](std::string_view bytes) { return key->sign_hex(bytes); };
 }
 
+ck::VerifyingKey public_key_from_file(const std::string& path) {
+  try {
+    return ck::VerifyingKey::load(path);
+  } catch (const Error& e) {  // the message names the file
+    throw FileError(std::string("--public-key: ") + e.what());
+  }
+}
+
+ck::SignatureCheck check_signed(ck::TraceReader& reader,
+                                const ck::VerifyingKey& key,
+                                ck::TraceCheck& check) {
+  ck::SignatureCheck signatures = ck::check_signatures(reader, key);
+  if (!signatures.ok) {
+    check.ok = false;
+    check.first_bad = signatures.first_bad;
+    check.message = "signatures: " + signatures.message;
+  }
+  return signatures;
+}
+
 }  // namespace clampai::cli

@@ -396,6 +396,8 @@ SharedKernel::SharedKernel(std::shared_ptr<const TaskModel> model,
     k.guard = [this](const Situation& s, const Proposal& p, const Decision& d) {
       return guard(s, p, d);
     };
+    // A replayed seal or checkpoint keeps the signature it was committed with.
+    k.signer = [this](std::string_view) { return replay_signature_; };
     k.resume = std::move(resume);
     return std::make_unique<SafetyKernel>(model_, std::move(k));
   };
@@ -512,11 +514,13 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
     SharedKernel& k;
     explicit Replaying(SharedKernel& kernel) : k(kernel) {
       k.replay_veto_.reset();
+      k.replay_signature_.clear();
       k.replayer_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     }
     ~Replaying() {
       k.replayer_.store(std::thread::id(), std::memory_order_relaxed);
       k.replay_veto_.reset();
+      k.replay_signature_.clear();
     }
     Replaying(const Replaying&) = delete;
     Replaying& operator=(const Replaying&) = delete;
@@ -524,6 +528,7 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
   if (e.sequence != length_ || e.prev != head_ || e.compute_hash() != e.hash)
     fail("does not link to the entry before");
   replay_time_ = e.time_us;
+  replay_signature_ = e.signature;
   const ParamMap params = e.kind == EntryKind::attested ? ParamMap{} : recorded_params(e, index);
   switch (e.kind) {
     case EntryKind::attested:
@@ -592,6 +597,7 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
     }
   }
   if (local_->trace().back().hash != e.hash) fail("does not replay to the recorded entry");
+  if (e.kind == EntryKind::checkpoint) last_checkpoint_ = e.sequence;
   ++length_;
   head_ = e.hash;
 }
@@ -622,6 +628,11 @@ std::vector<std::string> SharedKernel::read(std::uint64_t from) {
 CommitStatus SharedKernel::commit_locked(TraceEntry& entry, const Situation& after) {
   entry.sequence = length_;
   entry.prev = head_;
+  // Signed as it extends this very head (after a lost compare-and-set: afresh on the new one).
+  if (options_.signer && (entry.kind == EntryKind::sealed || entry.kind == EntryKind::checkpoint)) {
+    entry.signature.clear();
+    entry.signature = options_.signer(entry.signed_bytes());  // may throw: nothing committed
+  }
   entry.hash = entry.compute_hash();
   LedgerRecord r;
   r.sequence = entry.sequence;
@@ -824,6 +835,27 @@ TraceEntry SharedKernel::record_attested(TraceEntry entry) {
     stamp(kept, *model_, now, options_.clock());
     if (commit_locked(kept, now) == CommitStatus::committed)
       return kept;  // no charge: never refused
+    count_conflict(conflicts, options_.max_conflicts);
+  }
+}
+
+std::optional<TraceEntry> SharedKernel::checkpoint(bool final) {
+  if (options_.checkpoint_every == 0 && !(final && options_.signer)) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  if (final) refresh_locked();  // what is there now, whatever this kernel saw last
+  std::uint64_t conflicts = 0;
+  while (true) {
+    // Due on the head this kernel knows; after a lost compare-and-set, on the one it caught up
+    // with (where another kernel's checkpoint may have made it due no longer).
+    const std::uint64_t since = length_ - 1 - last_checkpoint_.value_or(0);
+    const bool due = final ? since > 0 || !last_checkpoint_ : since >= options_.checkpoint_every;
+    if (!due || local_->is_sealed()) return std::nullopt;
+    TraceEntry entry;
+    entry.kind = EntryKind::checkpoint;
+    entry.cost = model_->format_amount(0);  // as `SafetyKernel::record_note` keeps a note
+    const Situation now = local_->situation();
+    stamp(entry, *model_, now, options_.clock());
+    if (commit_locked(entry, now) == CommitStatus::committed) return entry;
     count_conflict(conflicts, options_.max_conflicts);
   }
 }

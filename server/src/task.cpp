@@ -98,6 +98,14 @@ driver::StepResult Task::remember(driver::StepResult step) {
 }
 
 void Task::checkpoint() {
+  if (shared_) {
+    // After a committed request: a ledger lost now must not fail it. The checkpoint stays due
+    // (the count is the shared trace's), so the next request of any server commits it.
+    try {
+      (void)shared_->checkpoint();
+    } catch (const LedgerUnavailable&) {
+    }
+  }
   if (checkpoints_) (void)checkpoints_->after(*kernel_);
 }
 
@@ -143,8 +151,14 @@ ck::Outcome Task::rollback_locked(std::optional<std::uint64_t> sequence,
 }
 
 bool Task::seal() {
+  if (shared_) {
+    // The other processes go on: a checkpoint covers what is there (if this server signs or
+    // checkpoints), never a seal.
+    (void)shared_->checkpoint(/*final=*/true);
+    return false;
+  }
   std::lock_guard lock(mutex_);
-  if (shared_ || kernel_->is_sealed()) return false;
+  if (kernel_->is_sealed()) return false;
   kernel_->seal();
   if (writer_) writer_->close();
   return true;
@@ -227,11 +241,6 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
                               "` waits for an approval, which a task on a shared ledger cannot "
                               "do yet (its tickets would not be shared): serve it with "
                               "--data-dir, or without `approval`");
-    if (storage.signer || storage.checkpoint_every > 0)
-      throw InvalidArgument("task `" + model->name +
-                            "`: a shared ledger's entries are written by every process on it; "
-                            "--signing-key and --checkpoint-every sign a trace one server keeps "
-                            "(use --data-dir)");
     if (!storage.data_dir.empty())
       throw InvalidArgument(
           "a data directory and a ledger cannot both keep task `" + model->name +
@@ -241,6 +250,10 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     options.undo_depth = kUndoDepth;
     // A request waits for a lost database at most ~10 s (then 503 ledger_unavailable).
     options.reconnect_attempts = 8;
+    // Checkpoints are committed to the shared trace like any entry, signed with this server's
+    // key (SharedKernel::checkpoint); at shutdown a checkpoint, never a seal.
+    options.signer = storage.signer;
+    options.checkpoint_every = storage.checkpoint_every;
     auto shared = std::make_unique<ck::SharedKernel>(
         model, ledger::open_ledger(storage.ledger, model->name), std::move(options));
     say("task `" + model->name + "`: on the ledger " + shared->ledger().describe() + " (" +

@@ -47,7 +47,8 @@ struct TaskStorage {
   /// The task's clock: microseconds since the epoch, the time of its trace entries and of its
   /// approvals' deadlines (tests inject one); empty: the system clock.
   std::function<std::int64_t()> clock{};
-  /// Signs each seal and checkpoint (KernelOptions::signer; `--signing-key`); not on a ledger.
+  /// Signs each seal and checkpoint (KernelOptions::signer, on a ledger SharedOptions::signer;
+  /// `--signing-key`).
   std::function<std::string(std::string_view)> signer{};
   /// A checkpoint entry every this many entries (`--checkpoint-every`); 0: none.
   std::uint64_t checkpoint_every = 0;
@@ -158,7 +159,8 @@ class Task {
   /// The trace's length: the position of the next entry (what the decision log records).
   [[nodiscard]] std::uint64_t trace_length();
   /// Seals the trace and closes its file (once). Returns false if it was sealed already, or
-  /// lives in a shared ledger (which the other processes go on writing: never sealed here).
+  /// lives in a shared ledger (which the other processes go on writing: never sealed here; a
+  /// checkpoint is committed instead, `SharedKernel::checkpoint(true)`).
   bool seal();
 
   /// The cached verify report (JSON) of the model, computed at first use by `compute`.
@@ -193,7 +195,7 @@ class Task {
   // INVARIANT (receipts): sorted by sequence; the last is the most recent commit still in
   // effect (what `rollback` undoes first); at most kUndoDepth.
   std::deque<kernel::Receipt> receipts_;
-  std::unique_ptr<kernel::Checkpoints> checkpoints_;  // null: none (or on a shared ledger)
+  std::unique_ptr<kernel::Checkpoints> checkpoints_;  // null: none (on a ledger: shared_'s own)
   std::mutex verify_mutex_;
   std::optional<std::string> verify_json_;  // GUARDED_BY verify_mutex_; reset by a reload
   std::uint64_t checkpoint_every_ = 0;

@@ -1,7 +1,7 @@
 """Signed traces and the decision log, end to end (issue 40): `clampai keygen`, `run
---signing-key --checkpoint-every`, `trace verify --public-key` against a rewritten chain, another
-key and an unsigned trace, and `serve --signing-key --decision-log` with SIGHUP reopening the
-log. Run by ctest with CLAMPAI, CLAMPAI_SOURCE_DIR and (optionally) VALIDATE_JSON in the
+--signing-key --checkpoint-every` (on a trace file and on a shared ledger), `trace verify
+--public-key` against a rewritten chain, another key and an unsigned trace, and `serve
+--signing-key --decision-log` with SIGHUP reopening the log. Run by ctest with CLAMPAI, CLAMPAI_SOURCE_DIR and (optionally) VALIDATE_JSON in the
 environment. No timing is asserted: waits are bounded polls."""
 
 import hashlib
@@ -176,11 +176,55 @@ class SignedTraceTest(unittest.TestCase):
         write_lines(self.path("agent-rewritten.jsonl"), changed)
         r = clampai("trace", "verify", self.path("agent-rewritten.jsonl"), "--public-key", pub)
         self.assertEqual(r.returncode, 1, r.stdout)
-        # Not on a shared ledger (its entries are not signed yet): a usage error.
-        r = clampai("agent", QUICKSTART, "--llm", "mock", "--ledger", "memory:",
-                    "--signing-key", self.key)
+
+    def test_signed_checkpoints_on_a_shared_ledger(self):
+        # `run --ledger` and `agent --ledger` on one file ledger, signing with the group's key:
+        # checkpoints (never a seal), each signed; `trace verify file:PATH --public-key`.
+        ledger = self.path("shared.jsonl")
+        pub = self.key + ".pub"
+        r = clampai("agent", AUTOSCALE, "--llm", "mock", "--ledger", "file:" + ledger,
+                    "--quiet", "--max-steps", "3", "--signing-key", self.key,
+                    "--checkpoint-every", "2")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        r = clampai("run", AUTOSCALE, "--ledger", "file:" + ledger, "--quiet",
+                    "--max-steps", "3", "--signing-key", self.key, "--checkpoint-every", "2")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        entries = read_lines(ledger)
+        kinds = [e["kind"] for e in entries]
+        self.assertNotIn("sealed", kinds)
+        self.assertGreaterEqual(kinds.count("checkpoint"), 2)
+        self.assertEqual(kinds[-1], "checkpoint")  # the run's end
+        for e in entries:
+            self.assertEqual("signature" in e, e["kind"] == "checkpoint")
+        r = clampai("trace", "verify", "file:" + ledger, "--public-key", pub, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        report = json.loads(r.stdout)
+        self.assertTrue(report["signatures"]["ok"])
+        self.assertEqual(report["signatures"]["uncovered_entries"], 0)
+
+        # Rewritten after the fact, every hash recomputed: the chain verifies, the signatures
+        # do not.
+        changed = [dict(e) for e in entries]
+        executed = next(i for i, e in enumerate(changed) if e["kind"] == "executed")
+        changed[executed]["time"] += 1
+        rechain(changed)
+        rewritten = self.path("rewritten.jsonl")
+        write_lines(rewritten, changed)
+        self.assertEqual(clampai("trace", "verify", "file:" + rewritten).returncode, 0)
+        r = clampai("trace", "verify", "file:" + rewritten, "--public-key", pub)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("does not verify", r.stdout)
+        # Another key: the group signs with one.
+        clampai("keygen", self.path("other.pem"))
+        r = clampai("trace", "verify", "file:" + ledger, "--public-key",
+                    self.path("other.pem.pub"))
+        self.assertEqual(r.returncode, 1, r.stdout)
+        # A bad key touches no ledger.
+        r = clampai("run", AUTOSCALE, "--ledger", "file:" + self.path("never.jsonl"),
+                    "--signing-key", pub)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("--signing-key", r.stderr)
+        self.assertIn("a public key, where the private key is needed", r.stderr)
+        self.assertFalse(os.path.exists(self.path("never.jsonl")))
 
     def test_bad_key_files_are_named(self):
         r = clampai("trace", "verify", self.signed_run(), "--public-key", self.key)

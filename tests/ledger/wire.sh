@@ -7,6 +7,9 @@
 #                their committed actions add up to the shared trace, which verifies, and T1 holds.
 #   serve-race   two `clampai serve --ledger` processes on one task race for the last unit of
 #                budget: exactly one wins; both then answer on the shared head.
+#   serve-signed two `clampai serve --ledger --signing-key --checkpoint-every 2` processes on
+#                one task: their checkpoints in the shared trace, one at each shutdown, verify
+#                with the group's public key (`trace verify URL#TASK --public-key`), not another.
 # Waits are for the processes and the servers' `listening on` lines, never for a duration.
 set -euo pipefail
 
@@ -130,6 +133,49 @@ case "$scenario" in
     done
     check 3
     echo "ok ($scenario): one of two servers won the last unit"
+    ;;
+  serve-signed)
+    spec 40
+    "$clampai" keygen "$work/key.pem" >/dev/null
+    "$clampai" keygen "$work/other.pem" >/dev/null
+    for s in a b; do
+      "$clampai" serve --spec "$work/spec.json" --ledger "$DATABASE_URL" --port 0 \
+        --insecure-no-auth --signing-key "$work/key.pem" --checkpoint-every 2 \
+        >"$work/$s.out" 2>"$work/$s.err" &
+      pids+=($!)
+    done
+    for s in a b; do
+      until grep -q '^listening on ' "$work/$s.out"; do
+        kill -0 "${pids[0]}" "${pids[1]}" 2>/dev/null || fail "a server died: $(cat "$work"/*.err)"
+        sleep 0.01
+      done
+      eval "url_$s=\"\$(sed -n 's/^listening on //p' \"\$work/\$s.out\")\""
+    done
+    # shellcheck disable=SC2154
+    for url in "$url_a" "$url_b" "$url_a" "$url_b" "$url_a"; do
+      [[ "$(curl -sS -X POST -H 'Content-Type: application/json' -d '{"action": "inc"}' \
+        "$url/v1/tasks/wire/execute" | python3 -c 'import json,sys; print(json.load(sys.stdin)["executed"])')" == True ]] ||
+        fail "a server refused a unit within the budget"
+    done
+    # Stopped one after the other: a checkpoint at each shutdown unless the ledger ends in one.
+    for i in 0 1; do
+      kill -TERM "${pids[$i]}"
+      wait "${pids[$i]}" || fail "a server did not stop cleanly: $(cat "$work"/*.err)"
+    done
+    pids=()
+    check 5
+    [[ "$(sql "SELECT count(*) >= 2 FROM clampai_ledger_entries WHERE task = 'wire' AND kind = 'checkpoint'")" == t ]] ||
+      fail "fewer than 2 checkpoints in the shared trace"
+    [[ "$(sql "SELECT kind FROM clampai_ledger_entries WHERE task = 'wire' ORDER BY seq DESC LIMIT 1")" == checkpoint ]] ||
+      fail "the shared trace does not end in a checkpoint"
+    "$clampai" trace verify "$DATABASE_URL#wire" --public-key "$work/key.pem.pub" >"$work/verify.out" ||
+      fail "the checkpoints do not verify: $(cat "$work/verify.out")"
+    grep -q "covering every entry" "$work/verify.out" || fail "$(cat "$work/verify.out")"
+    if "$clampai" trace verify "$DATABASE_URL#wire" --public-key "$work/other.pem.pub" >"$work/other.out"; then
+      fail "the checkpoints verify with another key"
+    fi
+    grep -q "does not verify with the public key" "$work/other.out" || fail "$(cat "$work/other.out")"
+    echo "ok ($scenario): the servers' checkpoints verify with the group's key"
     ;;
   *)
     fail "unknown scenario"

@@ -132,12 +132,61 @@ TEST_CASE("Serve: entries record the principal, seals and checkpoints are signed
   fs::remove(log + ".1");
 }
 
-TEST_CASE("Serve: signing is refused on a shared ledger", "[server][sign]") {
+TEST_CASE("Serve: on a shared ledger, checkpoints are signed and committed by each server",
+          "[server][sign][ledger]") {
+  // Two servers on one file ledger, signing with the group's key: a checkpoint every 2 entries
+  // of the shared trace, whichever server noticed, and one at each shutdown.
+  const std::string path = fresh("signed-ledger.jsonl");
+  const auto key = std::make_shared<ck::SigningKey>(ck::SigningKey::generate());
   cs::ServiceOptions o;
-  o.ledger = "memory:";
-  o.signer = [](std::string_view) { return std::string("x"); };
-  cs::Service s(o);
-  REQUIRE_THROWS_WITH(
-      s.add_task(ck::read_text_file(clampai::test::source_path("examples/autoscale.json")), "a"),
-      Catch::Matchers::Contains("--signing-key and --checkpoint-every"));
+  o.ledger = "file:" + path;
+  o.signer = [key](std::string_view bytes) { return key->sign_hex(bytes); };
+  o.checkpoint_every = 2;
+  const std::string spec =
+      ck::read_text_file(clampai::test::source_path("examples/autoscale.json"));
+  {
+    cs::Service a(o);
+    cs::Service b(o);
+    a.add_task(spec, "a.json");
+    b.add_task(spec, "b.json");
+    for (int i = 0; i < 5; ++i) {
+      cs::Service& s = i % 2 == 0 ? a : b;
+      const auto r = call(
+          s, "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})", false);
+      REQUIRE(r.status == 200);
+    }
+    REQUIRE(call(a, "/v1/tasks/autoscale/rollback", "{}", false).status == 200);
+    a.shutdown();  // a checkpoint, not a seal: b goes on
+    const auto r =
+        call(b, "/v1/tasks/autoscale/execute", R"({"action":"scale_up","params":{"n":1}})", false);
+    REQUIRE(r.status == 200);
+    b.shutdown();
+  }
+  const std::vector<json> entries = json_lines(path);
+  std::size_t checkpoints = 0;
+  for (const json& e : entries) {
+    INFO(e.dump());
+    const std::string kind = e["kind"];
+    CHECK(kind != "sealed");
+    if (kind == "checkpoint") ++checkpoints;
+    CHECK(e.contains("signature") == (kind == "checkpoint"));
+  }
+  CHECK(checkpoints >= 3);
+  CHECK(entries.back()["kind"] == "checkpoint");
+  ck::TraceReadOptions read;
+  read.allow_unsealed = true;
+  {
+    ck::TraceReader reader(path, read);
+    const ck::SignatureCheck c =
+        ck::check_signatures(reader, ck::VerifyingKey::from_pem(key->public_pem(), "public key"));
+    INFO(c.message);
+    CHECK(c.ok);
+    CHECK(c.uncovered == 0);
+  }
+  // Another key: the first checkpoint fails.
+  const ck::SigningKey other = ck::SigningKey::generate();
+  ck::TraceReader reader(path, read);
+  CHECK_FALSE(
+      ck::check_signatures(reader, ck::VerifyingKey::from_pem(other.public_pem(), "other")).ok);
+  fs::remove(path);
 }

@@ -45,7 +45,7 @@ struct LedgerRecord {
   std::string prev;            // the hash of the ledger's last entry (all zeros for the genesis)
   std::string hash;            // the entry's hash: the new head
   std::string kind;            // `genesis`, `executed`, `rejected`, `rolled_back`, `sealed`,
-                               // `attested`
+                               // `attested`, `checkpoint`, `approval_*`
   std::string line;            // the entry's canonical JSON line (no newline)
   std::string spec;            // the model's digest
   std::string state;           // the state after the entry, as a canonical JSON object
@@ -214,6 +214,15 @@ struct SharedOptions {
   /// recorded by any kernel of the group (`record_rejections`) is replayed as recorded, so the
   /// kernels of a task may have different guards, or none. May be empty.
   std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
+  /// Signs every `checkpoint` entry this kernel commits (`--signing-key`), as
+  /// `KernelOptions::signer` does in process: given the entry's `signed_bytes()` as it extends
+  /// the head it is committed on, returns the signature (hex). Empty: not signed. The kernels of
+  /// a task should all sign with one key (`trace verify --public-key` checks every checkpoint
+  /// with one). A throw commits nothing.
+  std::function<std::string(std::string_view)> signer{};
+  /// `--checkpoint-every N`: `checkpoint()` commits a `checkpoint` entry once N entries of the
+  /// shared trace follow the last checkpoint (or the genesis); 0: only at shutdown.
+  std::uint64_t checkpoint_every = 0;
 };
 
 /// Counters of a `SharedKernel`'s protocol.
@@ -281,6 +290,18 @@ class SharedKernel {
   /// @throws InvalidArgument if `entry` is not a well-formed attested entry or names an unknown
   /// action, or the trace is sealed; LedgerUnavailable as `execute`.
   TraceEntry record_attested(TraceEntry entry);
+  /// Commits a `checkpoint` entry (signed by `SharedOptions::signer`, if any) with the latest
+  /// head's counters, budget and time, by compare-and-set like any other, if one is due: N
+  /// (`SharedOptions::checkpoint_every`) entries of the shared trace follow its last checkpoint
+  /// (or the genesis), whichever kernel committed them. With `final` (a process's shutdown:
+  /// never a seal, the other kernels go on), one is due unless the ledger's last entry (read
+  /// afresh) is a checkpoint already, or the kernel neither signs nor checkpoints. On a lost
+  /// compare-and-set it catches up and checks again whether one is still due (another kernel
+  /// may have committed it), so a checkpoint always extends a head on which it was due: no two
+  /// kernels commit one for the same due point. Call it between operations, as
+  /// `Checkpoints::after` in process. Returns the entry committed, if any.
+  /// @throws what the signer throws (nothing committed); LedgerUnavailable as `execute`.
+  std::optional<TraceEntry> checkpoint(bool final = false);
   /// Replays the entries other kernels committed since. Returns how many; for a task in a pool,
   /// also reads the pools' rows afresh, a change of them counting as one more.
   std::uint64_t refresh();
@@ -333,6 +354,8 @@ class SharedKernel {
   std::int64_t replay_time_ = 0;  // the local replica's clock: the entry being replayed
   std::atomic<std::thread::id> replayer_{};
   std::optional<Reason> replay_veto_;  // read only by `replayer_`
+  std::string replay_signature_;       // the signature of the entry replayed (the replica's signer)
+  std::optional<std::uint64_t> last_checkpoint_;  // the sequence of the trace's last checkpoint
   std::unique_ptr<SafetyKernel> local_;
   std::uint64_t length_ = 0;
   std::string head_;

@@ -43,8 +43,8 @@ struct ServiceOptions {
   /// 403 forbidden. Not with `token` (which stands for one principal with every right).
   std::vector<Principal> principals{};
   Limits limits{};
-  /// Signs each task's seal and checkpoints (`--signing-key`: `KernelOptions::signer`); not
-  /// with `ledger`.
+  /// Signs each task's seal and checkpoints (`--signing-key`: `KernelOptions::signer`); with
+  /// `ledger`, the checkpoints this server commits (`SharedOptions::signer`), one at shutdown.
   std::function<std::string(std::string_view)> signer{};
   /// A `checkpoint` entry every this many trace entries (`--checkpoint-every`); 0: none.
   std::uint64_t checkpoint_every = 0;
