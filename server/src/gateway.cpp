@@ -484,10 +484,12 @@ class Gateway {
                                 ? "the client cancelled the call after "
                                   "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
-    (void)settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
+    const Settled settled =
+        settle_step(*committer_, {own_.get(), shared_.get()}, a, *out.receipt, answer, why, log_);
     // A cancelled request is not answered (MCP's cancellation).
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
-    if (auto message = answered(id, answer)) return *std::move(message);
+    if (auto message = answered(id, settled_answer(answer, settled, *out.receipt)))
+      return *std::move(message);
     throw RpcError{kInternalError,
                    "tool `" + b->tool + "`: " + why +
                        "; the outcome is unknown (the tool may have acted): its charge stays"};
