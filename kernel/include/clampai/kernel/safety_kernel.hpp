@@ -137,8 +137,8 @@ struct KernelOptions {
   bool defer_hash = true;
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
-  /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
-  /// actions are never vetoed. `driver::lookahead_guard` (clampai/driver/lookahead.hpp) is one.
+  /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks, compensations
+  /// and emergency actions are never vetoed. `driver::lookahead_guard` is one (driver library).
   /// Must not call back into the kernel. May be empty.
   std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
   /// Consulted only by `execute`, under the kernel's lock, when it would commit a non-emergency
