@@ -402,6 +402,14 @@ std::optional<Outcome> SharedCommitter::rollback(const Receipt& receipt) {
     return std::nullopt;  // another process committed on top of it
   }
 }
+Outcome LocalCommitter::compensate(const Receipt& receipt) { return kernel_.compensate(receipt); }
+Outcome SharedCommitter::compensate(const Receipt& receipt) {
+  return kernel_.compensate(receipt.sequence);
+}
+Outcome Committer::compensate(const Receipt& receipt) {
+  throw InvalidArgument("cannot compensate trace entry " + std::to_string(receipt.sequence) +
+                        ": this committer does not compensate");
+}
 std::uint64_t SharedCommitter::refresh() { return kernel_.refresh(); }
 std::uint64_t SharedCommitter::head() const { return kernel_.length(); }
 std::uint64_t Committer::head() const { return 0; }

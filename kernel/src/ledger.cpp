@@ -584,6 +584,19 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
       }
       break;
     }
+    case EntryKind::compensated: {
+      const std::optional<std::uint64_t> step = compensated_step(e);
+      if (!step) fail("a compensation without its step (`compensates`)");
+      try {
+        (void)local_->compensate(*step, e.principal);
+      } catch (const InvalidArgument& err) {
+        fail(err.what());
+      }
+      // Nothing committed before a compensation can be rolled back after it.
+      undo_.clear();
+      compensated_at_ = e.sequence;
+      break;
+    }
     case EntryKind::rolled_back: {
       if (undo_.empty()) fail("a rollback with nothing to roll back");
       const Undo& u = undo_.back();
@@ -648,7 +661,8 @@ CommitStatus SharedKernel::commit_locked(TraceEntry& entry, const Situation& aft
   r.steps = after.steps;
   r.emergency_steps = after.emergency_steps;
   if (!model_->budget.pool.empty() &&
-      (entry.kind == EntryKind::executed || entry.kind == EntryKind::rolled_back) &&
+      (entry.kind == EntryKind::executed || entry.kind == EntryKind::rolled_back ||
+       entry.kind == EntryKind::compensated) &&
       entry.cost != model_->format_amount(0)) {
     r.pool = model_->budget.pool;
     r.pool_amount = entry.cost;
@@ -888,6 +902,12 @@ Outcome SharedKernel::rollback(const Receipt& receipt, std::string_view principa
     if (undo_.empty() || undo_.back().sequence != receipt.sequence) {
       // Perhaps the replica is behind; the answer must come from the latest head.
       if (refresh_locked() > 0) continue;
+      if (receipt.sequence < compensated_at_) {
+        throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                              ": entry " + std::to_string(compensated_at_) +
+                              " compensated a step after it, so the state is not the one it "
+                              "produced (compensate it instead)");
+      }
       if (undo_.empty()) {
         throw InvalidArgument(
             undo_dropped_ > 0 ? "cannot roll back trace entry " + std::to_string(receipt.sequence) +
@@ -930,6 +950,41 @@ Outcome SharedKernel::rollback(const Receipt& receipt, std::string_view principa
       undone.changes = std::move(restored);
       return Outcome{std::move(undone), std::nullopt, local_->state()};
     }
+  }
+}
+
+Outcome SharedKernel::compensate(std::uint64_t sequence, std::string_view principal) {
+  std::lock_guard lock(mutex_);
+  std::uint64_t conflicts = 0;
+  while (true) {
+    // Decided by the replica on the latest head it knows; a refusal stands only on the
+    // ledger's latest head.
+    Decision d;
+    try {
+      d = local_->plan_compensation(sequence);
+    } catch (const InvalidArgument&) {
+      if (refresh_locked() > 0) continue;
+      throw;
+    }
+    const Action& a = model_->actions[d.action];
+    Situation after = local_->situation();
+    TraceEntry entry;
+    entry.kind = EntryKind::compensated;
+    entry.action = a.id;
+    entry.principal = std::string(principal);
+    entry.params.emplace_back("compensates", Value::integer(static_cast<std::int64_t>(sequence)));
+    for (const auto& [id, v] : d.changes) entry.changes.emplace_back(model_->variables[id].name, v);
+    entry.cost = model_->format_amount(d.cost);
+    entry.emergency = a.emergency;
+    entry.warnings = d.warnings;
+    after.state = after.state.with(d.changes);
+    after.budget.refund(d.cost);
+    --after.completions[d.action];
+    stamp(entry, *model_, after, options_.clock());
+    // Applied on commit through the replica's `compensate`, which must give this very entry.
+    if (commit_locked(entry, after) == CommitStatus::committed)
+      return Outcome{std::move(d), std::nullopt, local_->state()};
+    count_conflict(conflicts, options_.max_conflicts);
   }
 }
 

@@ -63,6 +63,7 @@ SafetyKernel::SafetyKernel(std::shared_ptr<const TaskModel> model, KernelOptions
   impl_->worker_stop = detail::test_no_background_hasher.load(std::memory_order_relaxed);
   impl_->scale = model_->budget.scale;
   impl_->line.reserve(1024);
+  impl_->last_write.assign(model_->variables.size(), 0);
   impl_->flat.reserve(model_->invariants.size());
   for (const Invariant& inv : model_->invariants)
     impl_->flat.push_back(inv.expr ? detail::flatten(*inv.expr) : detail::FlatComparison{});
@@ -459,9 +460,11 @@ SafetyKernel::Snapshot SafetyKernel::snapshot_locked() const {
   return Snapshot{state_, budget_, steps_, impl_->next_sequence()};
 }
 
-void SafetyKernel::commit_step_locked(std::size_t action,
+void SafetyKernel::commit_step_locked(std::uint64_t sequence,
+                                      std::size_t action,
                                       bool emergency,
                                       const BudgetController& budget_after,
+                                      const Changes& changes,
                                       State&& next) noexcept {
   budget_ = budget_after;
   if (emergency) {
@@ -473,6 +476,7 @@ void SafetyKernel::commit_step_locked(std::size_t action,
                              std::memory_order_release);  // after the entry: see CompletionsRef
   state_ = std::move(next);
   Impl& k = *impl_;
+  for (const auto& change : changes) k.last_write[change.first] = sequence;
   if (options_.undo_depth > 0 && k.undo.size() > options_.undo_depth) k.drop_undo_front();
 }
 
@@ -688,7 +692,8 @@ Outcome SafetyKernel::commit_if_head_unchanged(const Snapshot& at,
       // Commit: nothing below throws. INVARIANT (budget-safe), (step-bound), (state-valid),
       // (chain); budget-safe at every pool level.
       if (chain) chain->apply(pool_charges);
-      commit_step_locked(proposal.action, a.emergency, budget_after, std::move(next));
+      commit_step_locked(
+          sequence, proposal.action, a.emergency, budget_after, d.changes, std::move(next));
       receipt = Receipt{sequence, proposal.action, cost};
       after = state_;
     }
@@ -814,6 +819,12 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
     }
     const Undo& u = k.undo.back();
     if (k.undo_dropped > 0 && receipt.sequence < k.undo.front().sequence) throw beyond_depth();
+    if (receipt.sequence < k.barrier) {
+      throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
+                            ": entry " + std::to_string(k.barrier) +
+                            " compensated a step after it, so the state is not the one it "
+                            "produced (compensate it instead)");
+    }
     if (receipt.sequence != u.sequence) {
       throw InvalidArgument("cannot roll back trace entry " + std::to_string(receipt.sequence) +
                             ": the state is not the one it produced (the most recent action still "
@@ -903,11 +914,150 @@ Outcome SafetyKernel::rollback(const Receipt& receipt, std::string_view principa
     completions_[u.action].store(completions_[u.action].load(std::memory_order_relaxed) - 1,
                                  std::memory_order_release);  // after the entry
     state_ = before;
+    for (const auto& change : undone.changes) k.last_write[change.first] = sequence;
     k.pop_undo_back();
     k.trim(options_.trace_window);
     after = state_;
   }
   if (options_.writer) write_line(sequence, std::move(line));
+  return Outcome{std::move(undone), std::nullopt, std::move(*after), std::move(refunds)};
+}
+
+Decision SafetyKernel::plan_compensation(std::uint64_t sequence) const {
+  std::lock_guard lock(mutex_);
+  std::size_t record = 0;
+  return plan_compensation_locked(sequence, record);
+}
+
+// The one computation of a compensation's inverse (compensate, plan_compensation, and through
+// them a resumed trace, TraceReplay and a SharedKernel's replica).
+Decision SafetyKernel::plan_compensation_locked(std::uint64_t sequence, std::size_t& record) const {
+  const Impl& k = *impl_;
+  const std::string entry_name = "trace entry " + std::to_string(sequence);
+  auto refuse = [&](const std::string& why) {
+    return InvalidArgument("cannot compensate " + entry_name + ": " + why);
+  };
+  if (sealed_) throw refuse("the kernel is sealed");
+  // The undo records are in sequence order: the step's, if it is kept.
+  const auto it =
+      std::lower_bound(k.undo.begin(), k.undo.end(), sequence, [](const Undo& u, std::uint64_t s) {
+        return u.sequence < s;
+      });
+  if (it == k.undo.end() || it->sequence != sequence) {
+    if (k.undo_dropped > 0 && (k.undo.empty() || sequence < k.undo.front().sequence))
+      throw refuse("its undo record was dropped (only the last " +
+                   std::to_string(options_.undo_depth) +
+                   " committed actions are kept: KernelOptions::undo_depth)");
+    throw refuse(
+        "it is not a committed action in effect (not an executed entry, or rolled "
+        "back)");
+  }
+  const Undo& u = *it;
+  if (u.compensated_by != 0)
+    throw refuse("it was compensated already, by entry " + std::to_string(u.compensated_by));
+  const Action& a = model_->actions[u.action];
+  if (!a.reversible)
+    throw refuse("action `" + a.id + "` is declared irreversible (neither rolled back nor " +
+                 "compensated)");
+  record = static_cast<std::size_t>(it - k.undo.begin());
+  const std::size_t n = a.effects.size();
+  const std::vector<Value> values = k.undo_values(record, 3 * n + a.parameters.size());
+  const Value* operands = values.data();
+  const Value* old = operands + n;
+  const Value* written = old + n;
+  const Value* params = written + n;
+  Decision d;
+  d.action = u.action;
+  d.cost = u.cost;
+  d.emergency = a.emergency;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Effect& e = a.effects[i];
+    const Variable& var = model_->variables[e.variable];
+    const Value& now = state_.get(e.variable);
+    if (e.mode == EffectMode::increment || e.mode == EffectMode::decrement) {
+      // The opposite change by the amount the step applied, whatever came after.
+      if (now.kind() != Value::Kind::number)
+        throw refuse("`" + var.name + "` is " + now.to_string() + " now, not a number");
+      const auto r = e.mode == EffectMode::increment
+                         ? checked_sub(now.as_number(), operands[i].as_number())
+                         : checked_add(now.as_number(), operands[i].as_number());
+      Value v = r ? Value::number(*r) : Value();
+      if (!r || !detail::normalise(var.type, v))
+        throw refuse("undoing its " + std::string(to_string(e.mode)) + " of `" + var.name +
+                     "` overflows");
+      d.changes.emplace_back(e.variable, std::move(v));
+    } else {
+      // Any other effect is undone only where nothing wrote its variable since.
+      if (k.last_write[e.variable] != sequence)
+        throw refuse("its `" + std::string(to_string(e.mode)) + "` of `" + var.name +
+                     "` cannot be inverted: entry " + std::to_string(k.last_write[e.variable]) +
+                     " wrote `" + var.name + "` after it");
+      CLAMPAI_ALWAYS_ASSERT(now == written[i]);
+      d.changes.emplace_back(e.variable, old[i]);
+    }
+  }
+  // The compensated state, checked as a step's post-state is (T3).
+  detail::check_post_state(*model_, state_, params, d, k.flat.data());
+  if (!d.reasons.empty()) {
+    std::string why;
+    for (const Reason& r : d.reasons) why += (why.empty() ? "" : "; ") + r.message;
+    throw refuse("the compensated state is refused: " + why);
+  }
+  d.approved = true;
+  return d;
+}
+
+Outcome SafetyKernel::compensate(std::uint64_t sequence, std::string_view principal) {
+  std::string line;
+  std::uint64_t at = 0;
+  Decision undone;
+  std::optional<State> after;
+  std::vector<PoolCharge> refunds;  // what the compensation returned to each pool level
+  {
+    std::lock_guard lock(mutex_);
+    Impl& k = *impl_;
+    std::size_t record = 0;
+    undone = plan_compensation_locked(sequence, record);
+    const Action& a = model_->actions[undone.action];
+    TraceEntry entry;
+    entry.kind = EntryKind::compensated;
+    entry.action = a.id;
+    entry.principal = std::string(principal);
+    entry.params.emplace_back("compensates", Value::integer(static_cast<std::int64_t>(sequence)));
+    entry.changes = named(*model_, undone.changes);
+    entry.cost = model_->format_amount(undone.cost);
+    entry.emergency = a.emergency;
+    entry.warnings = undone.warnings;
+    State next = state_.with(undone.changes);
+    BudgetController budget_after = budget_;
+    budget_after.refund(undone.cost);  // once: the record is marked compensated below
+    // The refund returns to every pool level, as a rollback's (with the chain held).
+    std::optional<PoolTree::Chain> chain;
+    if (pool_ && undone.cost > 0) {
+      chain.emplace(*options_.pools, *pool_, model_->budget.scale);
+      refunds = chain->plan_refund(undone.cost);  // throws with nothing changed
+      entry.pools = pool_levels(refunds);
+    } else if (resume_pools_ != nullptr) {
+      entry.pools = *resume_pools_;
+    }
+    // Stores the entry's line; may throw with nothing changed.
+    append_locked(entry, steps_, emergency_steps_, budget_after, options_.writer ? &line : nullptr);
+    at = entry.sequence;
+
+    // Commit: nothing below throws.
+    if (chain) chain->apply(refunds);
+    budget_ = budget_after;
+    completions_[undone.action].store(
+        completions_[undone.action].load(std::memory_order_relaxed) - 1,
+        std::memory_order_release);  // after the entry
+    state_ = std::move(next);
+    k.undo[record].compensated_by = at;
+    k.barrier = at;
+    for (const auto& change : undone.changes) k.last_write[change.first] = at;
+    k.trim(options_.trace_window);
+    after = state_;
+  }
+  if (options_.writer) write_line(at, std::move(line));
   return Outcome{std::move(undone), std::nullopt, std::move(*after), std::move(refunds)};
 }
 
@@ -1072,6 +1222,19 @@ void SafetyKernel::resume(const std::function<bool(TraceEntry&)>& next, bool con
           resume_failed(i, "does not link to the entry before");
         TraceEntry kept = e;
         append_locked(kept, steps_, emergency_steps_, budget_, nullptr);
+        break;
+      }
+      case EntryKind::compensated: {
+        const std::optional<std::uint64_t> step = compensated_step(e);
+        if (!step) resume_failed(i, "a compensation without its step (`compensates`)");
+        try {
+          resume_pools_ = &e.pools;
+          (void)compensate(*step, e.principal);
+          resume_pools_ = nullptr;
+        } catch (const InvalidArgument& err) {
+          resume_pools_ = nullptr;
+          resume_failed(i, err.what());
+        }
         break;
       }
       case EntryKind::rolled_back:
@@ -1357,6 +1520,23 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
         return std::string(err.what());
       }
       impl_->receipts.pop_back();
+      break;
+    }
+    case EntryKind::compensated: {
+      const std::optional<std::uint64_t> step = compensated_step(e);
+      if (!step) return std::string("a compensation without its step (`compensates`)");
+      try {
+        Outcome o = kernel.compensate(*step, e.principal);
+        if (e.action != model.actions[o.decision.action].id)
+          return "the compensation of entry " + std::to_string(*step) + " is of `" +
+                 model.actions[o.decision.action].id + "` on replay";
+        if (text(e.changes) != text(named(model, o.decision.changes)))
+          return std::string("the compensation changes other values on replay");
+        if (e.cost != model.format_amount(o.decision.cost))
+          return "the compensation refunds " + model.format_amount(o.decision.cost) + " on replay";
+      } catch (const InvalidArgument& err) {
+        return std::string(err.what());
+      }
       break;
     }
     case EntryKind::attested:

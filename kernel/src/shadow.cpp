@@ -94,7 +94,8 @@ ShadowStep SafetyKernel::execute_unenforced(const Proposal& proposal) {
       }
       // Commit: nothing below throws. The theorems' invariants (budget-safe, step-bound,
       // state-valid) are not kept by this step: that is what shadow mode is.
-      commit_step_locked(proposal.action, a.emergency, budget_after, std::move(next));
+      commit_step_locked(
+          sequence, proposal.action, a.emergency, budget_after, changes, std::move(next));
       k.trim(options_.trace_window);
       Decision done;
       done.approved = true;

@@ -263,7 +263,7 @@ CommitStatus PostgresLedger::commit(const LedgerRecord& rec) {
       // locked root first (depth, then name: one global order, so no deadlock), checked and
       // charged (refunded) in this transaction. A level that cannot take a charge refuses the
       // whole commit: `w` rolls back, nothing changed.
-      const bool refund = rec.kind == "rolled_back";
+      const bool refund = rec.kind == "rolled_back" || rec.kind == "compensated";
       const pqxx::result levels = w.exec_params(
           std::string(kPoolPath) +
               "SELECT l.name, l.total - l.net >= $2::numeric FROM clampai_ledger_pools l "

@@ -133,7 +133,8 @@ std::string outcome_of(ck::EntryKind k) {
     case ck::EntryKind::approval_granted:
     case ck::EntryKind::approval_denied:
     case ck::EntryKind::approval_expired:
-    case ck::EntryKind::spec_changed: {
+    case ck::EntryKind::spec_changed:
+    case ck::EntryKind::compensated: {
       std::string name(ck::to_string(k));
       std::replace(name.begin(), name.end(), '_', ' ');
       return name;
@@ -217,7 +218,7 @@ void add_entry(Run& run,
   }
   if (model != nullptr && replay != nullptr &&
       (e.kind == ck::EntryKind::genesis || e.kind == ck::EntryKind::executed ||
-       e.kind == ck::EntryKind::rolled_back))
+       e.kind == ck::EntryKind::rolled_back || e.kind == ck::EntryKind::compensated))
     observe_state(run, *model, replay->state(), e.kind != ck::EntryKind::genesis);
   for (const auto& c : run.comparisons) b.least.push_back(c.current);
   // Into the last bucket while it has room; a new one else; when there are twice as many

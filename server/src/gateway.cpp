@@ -538,8 +538,9 @@ class Gateway {
                                 ? "the client cancelled the call after "
                                   "the kernel committed it"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
+    Settled settled = Settled::unknown;
     try {
-      (void)settle_step(
+      settled = settle_step(
           *committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
     } catch (const std::exception& e) {  // a ledger gone, say: the client is answered all the same
       log_ << "clampai gateway: step " << call.receipt.sequence << " not settled: " << e.what()
@@ -548,8 +549,10 @@ class Gateway {
         return error_message(
             call.client_id, kInternalError, std::string("gateway error: ") + e.what());
     }
+    // A cancelled request is not answered (MCP's cancellation).
     if (answer.kind == UpstreamAnswer::Kind::cancelled) return "";
-    if (auto message = answered(call.client_id, answer)) return *std::move(message);
+    if (auto message = answered(call.client_id, settled_answer(answer, settled, call.receipt)))
+      return *std::move(message);
     return error_message(call.client_id,
                          kInternalError,
                          "tool `" + call.tool + "`: " + why +

@@ -201,7 +201,8 @@ void note_receipt(const ck::TaskModel& model,
     if (!receipts.empty()) receipts.pop_back();
     return;
   }
-  if (e.kind == ck::EntryKind::spec_changed) {  // nothing before it can be rolled back after
+  // Nothing before a spec change or a compensation can be rolled back after it.
+  if (e.kind == ck::EntryKind::spec_changed || e.kind == ck::EntryKind::compensated) {
     receipts.clear();
     return;
   }

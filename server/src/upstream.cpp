@@ -498,13 +498,20 @@ void record_outcome(OutcomeTrace trace,
   }
 }
 
-// Undoes a step whose call failed: rolled back when it is still the latest.
-bool undo_step(driver::Committer& committer, const ck::Receipt& receipt, std::ostream& log) {
+// Undoes a step whose call failed: rolled back when it is still the latest step in effect,
+// else compensated; `why` gets why neither could be done.
+Settled undo_step(driver::Committer& committer, const ck::Receipt& receipt, std::string& why) {
   try {
-    return committer.rollback(receipt).has_value();
+    if (committer.rollback(receipt).has_value()) return Settled::undone;
+  } catch (const InvalidArgument&) {
+    // Not the latest (or irreversible: compensation says so too).
+  }
+  try {
+    (void)committer.compensate(receipt);
+    return Settled::compensated;
   } catch (const InvalidArgument& e) {
-    log << "clampai gateway: step " << receipt.sequence << " not undone: " << e.what() << "\n";
-    return false;
+    why = e.what();
+    return Settled::charged;
   }
 }
 
@@ -539,11 +546,36 @@ Settled settle_step(driver::Committer& committer,
       record_outcome(trace, a, receipt, "unknown", why_gone, log);
       return Settled::unknown;
   }
-  record_outcome(trace, a, receipt, "error", error, log);
-  const bool undone = undo_step(committer, receipt, log);
-  log << "clampai gateway: step " << receipt.sequence
-      << (undone ? " rolled back" : " stays charged") << "\n";
-  return undone ? Settled::undone : Settled::charged;
+  std::string why;
+  const Settled settled = undo_step(committer, receipt, why);
+  const std::string what = settled == Settled::undone        ? "rolled back"
+                           : settled == Settled::compensated ? "compensated"
+                                                             : "stays charged: " + why;
+  // Recorded after the undo, so that it says what became of the step (first: the detail is
+  // cut at kAttestationExcerptBytes).
+  record_outcome(trace, a, receipt, "error", what + (error.empty() ? "" : " (" + error + ")"), log);
+  return settled;
+}
+
+UpstreamAnswer settled_answer(UpstreamAnswer answer, Settled settled, const ck::Receipt& receipt) {
+  if (settled != Settled::undone && settled != Settled::compensated && settled != Settled::charged)
+    return answer;
+  if (answer.body.kind != JsonNode::Kind::object) return answer;
+  const char* const key = answer.kind == UpstreamAnswer::Kind::error ? "data" : "_meta";
+  JsonNode* holder = nullptr;
+  for (auto& [k, v] : answer.body.members)
+    if (k == key) holder = &v;
+  if (holder == nullptr) holder = &answer.body.add(key, JsonNode::make_object());
+  if (holder->kind != JsonNode::Kind::object || holder->find("clampai/step") != nullptr)
+    return answer;  // the upstream's own: left as it is
+  JsonNode step = JsonNode::make_object();
+  step.add("sequence", JsonNode::make_integer(static_cast<std::int64_t>(receipt.sequence)));
+  step.add("settled",
+           JsonNode::make_string(settled == Settled::undone        ? "rolled_back"
+                                 : settled == Settled::compensated ? "compensated"
+                                                                   : "charged"));
+  holder->add("clampai/step", std::move(step));
+  return answer;
 }
 
 }  // namespace clampai::server

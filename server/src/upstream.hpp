@@ -137,11 +137,13 @@ class UpstreamClient {
 
 /// What became of a committed step whose call was forwarded.
 enum class Settled : std::uint8_t {
-  ok,       // the tool answered a result: the step stands
-  undone,   // the tool answered an error: the step was rolled back
-  charged,  // the tool answered an error, but the step could not be undone: it stays charged
-  unknown,  // no answer (the upstream is gone or timed out, or the client cancelled the call):
-            // the charge stays, the tool may have acted
+  ok,           // the tool answered a result: the step stands
+  undone,       // the tool answered an error: the step was rolled back (it was the latest)
+  compensated,  // the tool answered an error: the step was compensated (others came after it)
+  charged,      // the tool answered an error, but the step could not be undone: it stays
+                // charged (the outcome recorded says why)
+  unknown,      // no answer (the upstream is gone or timed out, or the client cancelled the call):
+                // the charge stays, the tool may have acted
 };
 
 /// Where a step's outcome is recorded: the trace of `own`, or the shared trace of `shared`
@@ -152,7 +154,10 @@ struct OutcomeTrace {
 };
 
 /// Records what became of step `receipt` of action `a` after its call was answered `answer`,
-/// and undoes the step on an error. `why_gone` says why there was no answer.
+/// and undoes the step on an error: rolled back when it is still the latest step in effect,
+/// compensated otherwise (`Committer::compensate`), left charged when neither can be done.
+/// The outcome (an `attested` entry of attestor `gateway`, recorded after the undo) says which,
+/// or why it stays charged. `why_gone` says why there was no answer.
 Settled settle_step(driver::Committer& committer,
                     OutcomeTrace trace,
                     const kernel::Action& a,
@@ -160,5 +165,15 @@ Settled settle_step(driver::Committer& committer,
                     const UpstreamAnswer& answer,
                     const std::string& why_gone,
                     std::ostream& log);
+
+/// `answer`, an answer of the upstream to the call of step `receipt`, as the client gets it
+/// once the step is settled `settled`: when the tool answered an error (`undone`,
+/// `compensated` or `charged`), the client is told what became of the step in `_meta` (of an
+/// `isError` result) or `data` (of a JSON-RPC error) under `clampai/step`: `{"sequence": N,
+/// "settled": "rolled_back" | "compensated" | "charged"}` (left out when the upstream put
+/// something other than an object there). Otherwise `answer` as it is.
+UpstreamAnswer settled_answer(UpstreamAnswer answer,
+                              Settled settled,
+                              const kernel::Receipt& receipt);
 
 }  // namespace clampai::server

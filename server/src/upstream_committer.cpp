@@ -95,6 +95,7 @@ class ToolCommitter final : public driver::Committer {
   std::optional<ck::Outcome> rollback(const ck::Receipt& receipt) override {
     return inner_.rollback(receipt);
   }
+  ck::Outcome compensate(const ck::Receipt& receipt) override { return inner_.compensate(receipt); }
   std::uint64_t refresh() override { return inner_.refresh(); }
   [[nodiscard]] std::uint64_t head() const override { return inner_.head(); }
   std::optional<ck::Proposal> when_stuck(const driver::Choice& choice) override {
@@ -185,11 +186,13 @@ class ToolCommitter final : public driver::Committer {
                                 ? "the upstream did not answer in time"
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
     const ck::Receipt receipt = *out.receipt;
-    switch (settle_step(inner_, trace_, a, receipt, answer, why, log_)) {
+    const Settled settled = settle_step(inner_, trace_, a, receipt, answer, why, log_);
+    switch (settled) {
       case Settled::ok:
       case Settled::charged:
         return out;
-      case Settled::undone: {
+      case Settled::undone:
+      case Settled::compensated: {
         std::string said = "the tool answered an error";
         if (answer.kind == UpstreamAnswer::Kind::error) {
           if (const JsonNode* m = answer.body.find("message");
@@ -198,7 +201,8 @@ class ToolCommitter final : public driver::Committer {
         }
         return refusal(action,
                        t.tool,
-                       said + "; step " + std::to_string(receipt.sequence) + " was rolled back");
+                       said + "; step " + std::to_string(receipt.sequence) + " was " +
+                           (settled == Settled::undone ? "rolled back" : "compensated"));
       }
       case Settled::unknown:
         break;

@@ -209,6 +209,34 @@ TEST_CASE("Pools: a pool counts the kernels bound to it now; their spend outlive
   REQUIRE(by_name(*tree)["org"].tasks == 0);
 }
 
+TEST_CASE("Pools: a compensation refunds every level once, as a rollback does",
+          "[pools][compensation]") {
+  const auto tree = load_pools(R"({"pools": {"org": {"total": 100},
+      "team-a": {"total": 40, "parent": "org"}}})");
+  KernelOptions options;
+  options.pools = tree;
+  SafetyKernel a(load_spec(task("team-a", "50", "10")), options);
+  const Outcome first = a.execute("spend");
+  REQUIRE(first.receipt);
+  REQUIRE(a.execute("spend").receipt);
+  const Outcome undone = a.compensate(*first.receipt);  // not the latest: compensated
+  REQUIRE(undone.pools.size() == 2);
+  REQUIRE(undone.pools[0].pool == "team-a");
+  REQUIRE(undone.pools[0].refund);
+  REQUIRE(undone.pools[1].pool == "org");
+  auto s = by_name(*tree);
+  REQUIRE(s["team-a"].net == 10000);
+  REQUIRE(s["team-a"].gross == 20000);
+  REQUIRE(s["org"].net == 10000);
+  REQUIRE(s["org"].gross == 20000);
+  REQUIRE(a.budget().net() == 10000);
+  REQUIRE(a.state().get("n") == Value::integer(1));
+  REQUIRE(a.trace().back().pools.size() == 2);
+  REQUIRE_THROWS(a.compensate(*first.receipt));  // once
+  s = by_name(*tree);
+  REQUIRE(s["org"].net == 10000);
+}
+
 TEST_CASE("Pools: amounts exact at the finest scale of the tasks under them", "[pools]") {
   const auto tree = load_pools(R"({"pools": {"org": {"total": "100.005"}}})");
   KernelOptions options;

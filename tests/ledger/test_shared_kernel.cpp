@@ -426,3 +426,44 @@ TEST_CASE("SharedKernel: a task in a pool needs a ledger that keeps pools", "[le
                    std::make_shared<PooledLedger>(std::make_shared<MemoryLedger>(), rows)),
       Catch::Contains("is not exact at the task's budget scale"));
 }
+
+TEST_CASE("SharedKernel: a step compensated after another kernel's commit",
+          "[ledger][compensation]") {
+  const auto model = load_spec(kSpec);
+  auto ledger = std::make_shared<MemoryLedger>();
+  SharedOptions so;
+  so.clock = fixed_clock;
+  SharedKernel k1(model, ledger, so);
+  SharedKernel k2(model, ledger->share(), so);
+  const Outcome a = k1.execute("inc");  // n 3, by k1
+  REQUIRE(a.receipt);
+  const Outcome b = k2.execute("pay", {{"amount", Value::number(*Decimal::parse("2.00"))}});
+  REQUIRE(b.receipt);  // by k2, on top of a: k1's replica has not seen it yet
+  // k1 cannot roll `a` back (b came after it), but compensates it on the latest head.
+  REQUIRE_THROWS_WITH(k1.rollback(*a.receipt), Catch::Contains("not the one it produced"));
+  const Outcome undone = k1.compensate(a.receipt->sequence, "k1");
+  REQUIRE(undone.decision.approved);
+  REQUIRE(undone.state.get("n") == Value::integer(0));
+  REQUIRE(undone.state.get("m") == Value::integer(1));  // b's effects stay
+  // a's cost refunded once: net is b's cost, gross both (T4).
+  REQUIRE(k1.local().budget().net() == b.receipt->cost);
+  REQUIRE(k1.local().budget().gross() == a.receipt->cost + b.receipt->cost);
+  // Once; and `b`, committed before the compensation, can no longer be rolled back.
+  REQUIRE_THROWS_WITH(k2.compensate(a.receipt->sequence), Catch::Contains("compensated already"));
+  REQUIRE_THROWS_WITH(k2.rollback(*b.receipt), Catch::Contains("compensate it instead"));
+  REQUIRE(k2.local().state() == k1.local().state());
+  // The ledger's trace verifies and replays, and a third kernel follows it to the same state.
+  const std::vector<std::string> lines = ledger->read(0);
+  REQUIRE(verify_trace_lines(lines, "memory", true).ok);
+  const std::vector<TraceEntry> entries = parse_trace_lines(lines, "memory");
+  REQUIRE(entries.at(3).kind == EntryKind::compensated);
+  REQUIRE(compensated_step(entries.at(3)) == a.receipt->sequence);
+  State replayed = model->initial_state();
+  REQUIRE(replay_trace(model, entries, &replayed) == std::nullopt);
+  REQUIRE(replayed == k1.local().state());
+  SharedKernel k3(model, ledger->share(), so);
+  REQUIRE(k3.local().state() == k1.local().state());
+  REQUIRE(k3.local().budget().net() == b.receipt->cost);
+  // A compensation refused on the latest head (an entry that is no committed action).
+  REQUIRE_THROWS_WITH(k3.compensate(99), Catch::Contains("not a committed action"));
+}

@@ -2,9 +2,10 @@
 // Tools: `note` (appends `text` to $FAKE_LOG and succeeds), `fail` (an isError result),
 // `reject` (a JSON-RPC error), `crash` (exits mid-call), `stall` (sends log notifications and
 // never answers), `fds` (lists its open files), `ask` (asks the client for sampling
-// before answering). $FAKE_DESC changes `note`'s description (a rug pull); $FAKE_GARBAGE
-// makes it write a malformed line before each answer.
-import { appendFileSync, readdirSync, readlinkSync } from 'node:fs';
+// before answering), `hold` (answers an isError result once the file $FAKE_GO exists).
+// $FAKE_DESC changes `note`'s description (a rug pull); $FAKE_GARBAGE makes it write a
+// malformed line before each answer.
+import { appendFileSync, existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const desc = process.env.FAKE_DESC ?? 'Append a note to the log';
@@ -18,6 +19,7 @@ const tools = [
   { name: 'stall', description: 'Logs for ever, never answers', inputSchema: { type: 'object' } },
   { name: 'fds', description: 'Lists what its open files are', inputSchema: { type: 'object' } },
   { name: 'unbound', description: 'Never bound', inputSchema: { type: 'object' } },
+  { name: 'hold', description: 'Fails once told to', inputSchema: { type: 'object' } },
 ];
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 const log = (line) => { if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, line + '\n'); };
@@ -55,6 +57,14 @@ rl.on('line', (line) => {
       if (name === 'stall') {
         log(`pid ${process.pid}`);
         setInterval(() => send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } }), 20);
+        return;
+      }
+      if (name === 'hold') {
+        const wait = setInterval(() => {
+          if (!existsSync(process.env.FAKE_GO ?? '')) return;
+          clearInterval(wait);
+          send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'held, failed' }], isError: true } });
+        }, 20);
         return;
       }
       if (name === 'ask') {

@@ -397,6 +397,58 @@ const refused = async (promise, pattern) => {
     assert.equal(v.status, 0, v.stdout + v.stderr);
   }
 
+  // Two gateways on one ledger: a step whose tool fails after the other gateway committed is no
+  // longer the latest, so it is compensated (its exact inverse, its cost refunded), and the
+  // client is told so.
+  {
+    const calls = path.join(tmp, "held.log");
+    const go = path.join(tmp, "held.go");
+    const ledger = `file:${path.join(tmp, "held.ledger")}`;
+    const heldSpec = path.join(tmp, "held.json");
+    fs.writeFileSync(heldSpec, JSON.stringify({
+      name: "gateway_held",
+      variables: { n: { type: "int", initial: 0, min: 0 }, level: { type: "int", initial: 0 } },
+      actions: [
+        { id: "hold", cost: 2, effects: [{ variable: "n", mode: "increment", value: 2 }, { variable: "level", mode: "set", value: 7 }] },
+        { id: "bump", cost: 1, effects: [{ variable: "n", mode: "increment", value: 1 }] },
+      ],
+      budget: { total: 10, min_action_cost: 1 },
+      bindings: { tools: { hold: { action: "hold", pin: pins.hold.pin }, note: { action: "bump", pin: pins.note.pin } } },
+    }));
+    const clients = [];
+    for (let i = 0; i < 2; ++i) {
+      const client = new Client({ name: `h${i}`, version: "1.0.0" });
+      await client.connect(new StdioClientTransport({
+        command: clampai, args: ["gateway", heldSpec, "--ledger", ledger, "--", "node", fake],
+        env: { ...process.env, FAKE_LOG: calls, FAKE_GO: go }, stderr: "ignore" }));
+      clients.push(client);
+    }
+    const held = clients[0].callTool({ name: "hold", arguments: {} });
+    // Forwarded, so committed: then the other gateway commits on top of it.
+    while (!(fs.existsSync(calls) && fs.readFileSync(calls, "utf8").includes("call hold")))
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(text(await clients[1].callTool({ name: "note", arguments: { text: "x" } })), "noted");
+    fs.writeFileSync(go, "");
+    const r = await held;
+    await Promise.all(clients.map((c) => c.close()));
+    assert.equal(r.isError, true);
+    assert.equal(text(r), "held, failed");
+    const entries = fs.readFileSync(ledger.slice(5), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const step = entries.find((e) => e.kind === "executed" && e.action === "hold");
+    assert.deepEqual(r._meta?.["clampai/step"], { sequence: step.seq, settled: "compensated" });
+    const undone = entries.filter((e) => e.kind === "compensated");
+    assert.equal(undone.length, 1);
+    assert.equal(undone[0].params.compensates, step.seq);
+    assert.deepEqual(undone[0].changes, { level: 0, n: 1 });  // bump's increment stays
+    assert.equal(entries.filter((e) => e.kind === "rolled_back").length, 0);
+    assert.equal(entries.at(-1).net, "1.000");  // hold's 2 refunded
+    assert.equal(entries.at(-1).gross, "3.000");
+    const outcome = entries.filter((e) => e.kind === "attested" && e.params.detail.startsWith(`step ${step.seq}:`));
+    assert.match(outcome[0].params.detail, /^step \d+: error: compensated \(the tool answered isError\)/);
+    const v = spawnSync(clampai, ["trace", "verify", ledger, "--spec", heldSpec], { encoding: "utf8" });
+    assert.equal(v.status, 0, v.stdout + v.stderr);
+  }
+
   // An upstream that keeps talking but never answers: timed out, the outcome unknown. (The
   // limit also covers the upstream's start: 5 s, so that a loaded machine answers in time.)
   {

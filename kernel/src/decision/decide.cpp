@@ -248,6 +248,67 @@ namespace {
 
 }  // namespace
 
+// Checks 9 and 10 of the decision on the post-state `state` patched by `d.changes` (`old(x)`
+// reads `state`): a reason per bound or blocking invariant broken, a warning per monitoring
+// invariant. The decision's, and a compensation's (SafetyKernel::compensate) on its inverse.
+void detail::check_post_state(const TaskModel& model,
+                              const State& state,
+                              const Value* params,
+                              Decision& d,
+                              const detail::FlatComparison* flat) {
+  // 9. Declared bounds of each written variable (T3): min or max, or max_length; one reason
+  //    per variable at most (step.cpp 9, `declared_bounds`).
+  for (const auto& [id, v] : d.changes) {
+    const Variable& var = model.variables[id];
+    if (v.kind() == Value::Kind::number) {
+      if (var.min && v.as_number() < *var.min) {
+        d.reasons.push_back(reason(ReasonCode::bound_violated,
+                                   var.name,
+                                   "`" + var.name + "` would be " + v.to_string() +
+                                       ", below its minimum " + var.min->to_string()));
+      } else if (var.max && v.as_number() > *var.max) {
+        d.reasons.push_back(reason(ReasonCode::bound_violated,
+                                   var.name,
+                                   "`" + var.name + "` would be " + v.to_string() +
+                                       ", above its maximum " + var.max->to_string()));
+      }
+    } else if (v.kind() == Value::Kind::list && var.max_length &&
+               static_cast<std::int64_t>(v.as_list().size()) > *var.max_length) {
+      d.reasons.push_back(
+          reason(ReasonCode::bound_violated,
+                 var.name,
+                 "`" + var.name + "` would have " + std::to_string(v.as_list().size()) +
+                     " items, more than its maximum length " + std::to_string(*var.max_length)));
+    }
+  }
+  // 10. Invariants on the simulated post-state (T3), in the model's order; a blocking one
+  //     that fails is a reason, a monitoring one a warning (step.cpp 10). Expressions read
+  //     the pre-state patched by the changes, so no state is built unless a native predicate
+  //     needs one.
+  const EvalEnv post{&state, d.changes, &state, params};
+  std::optional<State> post_state;
+  const std::size_t invariants = model.invariants.size();
+  for (std::size_t i = 0; i < invariants; ++i) {
+    // With `flat` (a kernel's: one per invariant), a simple comparison is read from that
+    // contiguous array: no pointer followed for an invariant that holds.
+    if (flat != nullptr && flat[i].shape != detail::NumericProgram::Shape::general) {
+      bool value = false;
+      if (detail::evaluate_flat(flat[i], post, value) == EvalError::none && value) [[likely]]
+        continue;
+    }
+    const Invariant& inv = model.invariants[i];
+    EvalError err = EvalError::none;
+    if (inv.expr) {
+      // The common case first, with nothing to build: an expression that holds.
+      bool value = false;
+      err = evaluate_bool(*inv.expr, post, value);
+      if (err == EvalError::none && value) [[likely]]
+        continue;
+    }
+    invariant_failure(inv, err, state, post_state, d);
+  }
+}
+
 // Every check of SafetyKernel::evaluate, on an explicit situation (T1, T2, T3, T8).
 //
 // The checks in order, each with its theorem and its twin in verifier/src/step.cpp
@@ -407,59 +468,7 @@ void detail::decide_at(const TaskModel& model,
     }
     d.changes.emplace_back(e.variable, std::move(out));
   }
-  if (simulated) {
-    // 9. Declared bounds of each written variable (T3): min or max, or max_length; one reason
-    //    per variable at most (step.cpp 9, `declared_bounds`).
-    for (const auto& [id, v] : d.changes) {
-      const Variable& var = model_->variables[id];
-      if (v.kind() == Value::Kind::number) {
-        if (var.min && v.as_number() < *var.min) {
-          d.reasons.push_back(reason(ReasonCode::bound_violated,
-                                     var.name,
-                                     "`" + var.name + "` would be " + v.to_string() +
-                                         ", below its minimum " + var.min->to_string()));
-        } else if (var.max && v.as_number() > *var.max) {
-          d.reasons.push_back(reason(ReasonCode::bound_violated,
-                                     var.name,
-                                     "`" + var.name + "` would be " + v.to_string() +
-                                         ", above its maximum " + var.max->to_string()));
-        }
-      } else if (v.kind() == Value::Kind::list && var.max_length &&
-                 static_cast<std::int64_t>(v.as_list().size()) > *var.max_length) {
-        d.reasons.push_back(
-            reason(ReasonCode::bound_violated,
-                   var.name,
-                   "`" + var.name + "` would have " + std::to_string(v.as_list().size()) +
-                       " items, more than its maximum length " + std::to_string(*var.max_length)));
-      }
-    }
-    // 10. Invariants on the simulated post-state (T3), in the model's order; a blocking one
-    //     that fails is a reason, a monitoring one a warning (step.cpp 10). Expressions read
-    //     the pre-state patched by the changes, so no state is built unless a native predicate
-    //     needs one.
-    const EvalEnv post{&state, d.changes, &state, p.params.data()};
-    std::optional<State> post_state;
-    const std::size_t invariants = model_->invariants.size();
-    for (std::size_t i = 0; i < invariants; ++i) {
-      // With `flat` (a kernel's: one per invariant), a simple comparison is read from that
-      // contiguous array: no pointer followed for an invariant that holds.
-      if (flat != nullptr && flat[i].shape != detail::NumericProgram::Shape::general) {
-        bool value = false;
-        if (detail::evaluate_flat(flat[i], post, value) == EvalError::none && value) [[likely]]
-          continue;
-      }
-      const Invariant& inv = model_->invariants[i];
-      EvalError err = EvalError::none;
-      if (inv.expr) {
-        // The common case first, with nothing to build: an expression that holds.
-        bool value = false;
-        err = evaluate_bool(*inv.expr, post, value);
-        if (err == EvalError::none && value) [[likely]]
-          continue;
-      }
-      invariant_failure(inv, err, state, post_state, d);
-    }
-  }
+  if (simulated) check_post_state(*model_, state, p.params.data(), d, flat);
   d.approved = d.reasons.empty();
   return;
 }

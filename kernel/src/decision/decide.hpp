@@ -61,6 +61,16 @@ void decide_at(const TaskModel& model,
                std::vector<Value>* operands = nullptr,
                const detail::FlatComparison* flat = nullptr);
 
+// Checks 9 and 10 (declared bounds, invariants) of the post-state `state` patched by
+// `d.changes`, `old(x)` reading `state` and expressions reading `params` (the action's
+// parameter values; may be null if none): adds a reason per bound or blocking invariant broken
+// and a warning per monitoring invariant. `decide_at`'s, and a compensation's.
+void check_post_state(const TaskModel& model,
+                      const State& state,
+                      const Value* params,
+                      Decision& d,
+                      const detail::FlatComparison* flat = nullptr);
+
 // Check 4b, pools (decision/pools.cpp): with the task's pool chain held, the rejection naming
 // the first level, from the task's own pool up to the root, that cannot take `cost`
 // (`budget_exceeded`, subject `pool:NAME`); nullopt if every level can. The kernel asks it of

@@ -217,10 +217,12 @@ void SafetyKernel::Impl::trim(std::size_t window) noexcept {
   lines.drop_before(slots.front().text);
 }
 
-std::vector<Value> SafetyKernel::Impl::last_undo_values(std::size_t count) const {
-  const Undo& u = undo.back();
+std::vector<Value> SafetyKernel::Impl::undo_values(std::size_t index, std::size_t count) const {
+  const Undo& u = undo[index];
   const char* p = u.values;
-  std::size_t next_boxed = boxed.size() - u.boxed;
+  // The record's boxed values are after those of the records before it, in record order.
+  std::size_t next_boxed = boxed.size();
+  for (std::size_t i = undo.size(); i > index; --i) next_boxed -= undo[i - 1].boxed;
   std::vector<Value> out(count);
   for (Value& v : out) {
     const auto tag = static_cast<unsigned char>(*p++);

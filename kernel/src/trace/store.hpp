@@ -44,6 +44,9 @@ struct SafetyKernel::Undo {
   Amount cost = 0;
   std::uint32_t action = 0;
   std::uint32_t boxed = 0;  // how many of the values are strings or lists (in Impl::boxed)
+  // The `compensated` entry that undid the action (SafetyKernel::compensate), or 0: not
+  // compensated. A compensated record stays in place (records are dropped in order only).
+  std::uint64_t compensated_by = 0;
 };
 
 namespace store {
@@ -258,6 +261,11 @@ struct SafetyKernel::Impl {
   std::deque<Value> boxed;           // the undo records' strings and lists, in record order
   std::uint64_t undo_dropped = 0;    // undo records dropped by the depth limit
   mutable std::atomic<int> pins{0};  // live views
+  // What compensation (SafetyKernel::compensate) needs beyond the undo records: per variable,
+  // the sequence of the last entry that wrote it (0: none since the kernel started), and the
+  // last `compensated` entry (0: none): no action committed before it can be rolled back.
+  std::vector<std::uint64_t> last_write;
+  std::uint64_t barrier = 0;
 
   std::string line;  // an entry other than an execution being built, without its hash
   std::vector<ActionLayout> layouts;
@@ -579,7 +587,7 @@ struct SafetyKernel::Impl {
       for (const Effect& e : a.effects) put(before.get(e.variable));
       for (const auto& change : changes) put(change.second);
       for (const Value& v : params) put(v);
-      undo.push_back(Undo{sequence, at, cost, static_cast<std::uint32_t>(action), n_boxed});
+      undo.push_back(Undo{sequence, at, cost, static_cast<std::uint32_t>(action), n_boxed, 0});
     } catch (...) {
       for (; n_boxed > 0; --n_boxed) boxed.pop_back();
       throw;
@@ -588,8 +596,12 @@ struct SafetyKernel::Impl {
     undo_bytes.commit(at, std::max<std::size_t>(static_cast<std::size_t>(p - at), 1));
   }
 
-  // The values of the last undo record (`count` of them), as push_undo was given them.
-  [[nodiscard]] std::vector<Value> last_undo_values(std::size_t count) const;
+  // The values of undo record `index` (`count` of them), as push_undo was given them.
+  [[nodiscard]] std::vector<Value> undo_values(std::size_t index, std::size_t count) const;
+  // The values of the last undo record.
+  [[nodiscard]] std::vector<Value> last_undo_values(std::size_t count) const {
+    return undo_values(undo.size() - 1, count);
+  }
 
   // Drops the last undo record (its action was rolled back, or its commit failed).
   void pop_undo_back() noexcept {

@@ -60,7 +60,8 @@ constexpr std::string_view kKindNames[] = {"genesis",
                                            "approval_granted",
                                            "approval_denied",
                                            "approval_expired",
-                                           "spec_changed"};
+                                           "spec_changed",
+                                           "compensated"};
 static_assert(std::size(kKindNames) == kEntryKinds, "every kind is named");
 
 void append_named_values(std::string& out,
@@ -712,10 +713,10 @@ class CanonicalReader {
 };
 
 // The entry kind named `name`, if it is one (kKindNames, compared by length first).
-// The kinds added with the optional members (checkpoint, approvals, spec changes) are rare:
-// their lines take the general path.
+// The kinds added with the optional members (checkpoint, approvals, spec changes) and
+// compensations are rare: their lines take the general path.
 CLAMPAI_INLINE bool kind_named(std::string_view name, EntryKind& kind) {
-  static_assert(std::size(kKindNames) == 12, "the kinds read here are the first six");
+  static_assert(std::size(kKindNames) == 13, "the kinds read here are the first six");
   EntryKind k{};
   switch (name.size()) {
     case 6:
@@ -1066,9 +1067,20 @@ bool is_note(EntryKind kind) {
     case EntryKind::rolled_back:
     case EntryKind::sealed:
     case EntryKind::spec_changed:
+    case EntryKind::compensated:
       return false;
   }
   return false;
+}
+
+std::optional<std::uint64_t> compensated_step(const TraceEntry& entry) {
+  if (entry.kind != EntryKind::compensated || entry.params.size() != 1 ||
+      entry.params.front().first != "compensates")
+    return std::nullopt;
+  const Value& v = entry.params.front().second;
+  if (v.kind() != Value::Kind::number || v.as_number().scale != 0 || v.as_number().units < 0)
+    return std::nullopt;
+  return static_cast<std::uint64_t>(v.as_number().units);
 }
 
 std::string TraceEntry::signed_bytes() const {

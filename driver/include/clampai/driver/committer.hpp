@@ -76,6 +76,10 @@ class Committer {
   /// Undoes `receipt`'s action (T7). None when it can no longer be undone because another
   /// process committed on top of it. @throws InvalidArgument as SafetyKernel::rollback does.
   virtual std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) = 0;
+  /// Undoes `receipt`'s action by its exact inverse on the current state, whatever was
+  /// committed after it (SafetyKernel::compensate). @throws InvalidArgument saying why when it
+  /// cannot be compensated; the default (a committer that cannot compensate) always throws.
+  virtual kernel::Outcome compensate(const kernel::Receipt& receipt);
   /// Catches up with what other processes committed; the number of entries that were new.
   virtual std::uint64_t refresh() { return 0; }
   /// A count that grows when commits of other processes arrive (a shared ledger's length at the
@@ -138,6 +142,7 @@ class LocalCommitter final : public Committer {
   [[nodiscard]] bool records_rejections() const override;
   /// @throws InvalidArgument if another thread committed since `receipt` (as the kernel does).
   std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+  kernel::Outcome compensate(const kernel::Receipt& receipt) override;
   kernel::SafetyKernel* own_kernel() override { return &kernel_; }
 
  private:
@@ -157,6 +162,7 @@ class SharedCommitter final : public Committer {
   [[nodiscard]] bool records_rejections() const override;
   /// None when another process committed on top of `receipt`.
   std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+  kernel::Outcome compensate(const kernel::Receipt& receipt) override;
   std::uint64_t refresh() override;
   [[nodiscard]] std::uint64_t head() const override;
 

@@ -274,6 +274,13 @@ class SharedKernel {
   /// `principal` is recorded in the entry, as `SafetyKernel::rollback` records it.
   /// @throws InvalidArgument as `SafetyKernel::rollback` does.
   Outcome rollback(const Receipt& receipt, std::string_view principal = {});
+  /// Compensates trace entry `sequence`'s action (`SafetyKernel::compensate`), which need not be
+  /// the latest of the shared trace: its exact inverse applied to the latest head, decided by
+  /// the local replica on that head and committed by compare-and-set like any other entry (on
+  /// a conflict it catches up and decides again), refunding its cost once across all kernels.
+  /// `principal` is recorded in the entry.
+  /// @throws InvalidArgument as `SafetyKernel::compensate` does, on the latest head.
+  Outcome compensate(std::uint64_t sequence, std::string_view principal = {});
   /// For drivers that screen proposals on `local()`: decides `proposal` on the local replica
   /// and, if it is rejected and rejections are recorded (`SharedOptions::record_rejections`),
   /// commits the rejected entry, by compare-and-set like any other (on a conflict it catches
@@ -365,6 +372,7 @@ class SharedKernel {
   mutable std::mutex pools_mutex_;
   std::vector<LedgerPool> pools_view_;
   std::uint64_t undo_dropped_ = 0;
+  std::uint64_t compensated_at_ = 0;  // the last `compensated` entry (0: none)
   SharedStats stats_;
 };
 

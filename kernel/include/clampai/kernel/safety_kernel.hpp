@@ -44,7 +44,7 @@ struct Situation {
   BudgetController budget;
   std::uint64_t steps = 0;
   std::uint64_t emergency_steps = 0;
-  std::vector<std::uint64_t> completions{};  // per action: executions minus rollbacks
+  std::vector<std::uint64_t> completions{};  // per action: executions minus undone ones
 
   /// A fresh kernel's situation: the initial state, nothing spent, no steps.
   static Situation initial(const TaskModel& model);
@@ -137,8 +137,8 @@ struct KernelOptions {
   bool defer_hash = true;
   /// Consulted, under the kernel's lock, after every decision that approves a non-emergency
   /// action (by `evaluate`, `evaluate_in` and `execute`); a returned reason turns the decision
-  /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks and emergency
-  /// actions are never vetoed. `driver::lookahead_guard` (clampai/driver/lookahead.hpp) is one.
+  /// into a rejection with that reason, so `execute` stays atomic (T5). Rollbacks, compensations
+  /// and emergency actions are never vetoed. `driver::lookahead_guard` is one (driver library).
   /// Must not call back into the kernel. May be empty.
   std::function<std::optional<Reason>(const Situation&, const Proposal&, const Decision&)> guard;
   /// Consulted only by `execute`, under the kernel's lock, when it would commit a non-emergency
@@ -388,6 +388,37 @@ class SafetyKernel {
   /// `principal`: who asks (a server's principal), recorded in the entry; empty: nobody named.
   Outcome rollback(const Receipt& receipt, std::string_view principal = {});
 
+  /// Compensation (docs/THEOREMS.md, "Compensation"): undoes the committed action of trace
+  /// entry `sequence`, which need not be the latest, by the exact inverse of its effects applied
+  /// to the current state, and appends a `compensated` entry naming it. The exact inverse, per
+  /// effect: an `increment`/`decrement` by the amount the step applied is undone by the opposite
+  /// change of that amount, whatever came after; any other effect (`set`, `multiply`, `append`,
+  /// `remove`, `delete`) only if no later entry wrote its variable (even one rolled back since),
+  /// which then returns to its value before the step. The compensated state is checked as a
+  /// step's post-state is (bounds, invariants; `old(x)` reads the state before the
+  /// compensation). Refunds the step's cost once (net spend down, gross kept; every level of
+  /// the task's pool, as rollback does); decreases the action's completions; step counters are
+  /// not decreased (T2 is not loosened). A step is compensated at most once, never after it
+  /// was rolled back; and once a compensation is appended, nothing committed before it can be
+  /// rolled back (the state is no longer the one those actions produced). Emergency actions
+  /// are compensated as any other (their cost is 0); non-reversible ones never.
+  /// @throws InvalidArgument, with nothing changed, naming why when the step cannot be
+  /// compensated: the kernel is sealed; the entry is not a committed action in effect (never
+  /// one, rolled back, already compensated, or its undo record dropped: `undo_depth`); the
+  /// action is irreversible; an effect is not invertible (naming the variable and the later
+  /// entry that wrote it); the inverse overflows or reads an undefined value; the compensated
+  /// state would break a bound or a blocking invariant (naming it).
+  Outcome compensate(std::uint64_t sequence, std::string_view principal = {});
+  /// The same for `receipt`'s step.
+  Outcome compensate(const Receipt& receipt, std::string_view principal = {}) {
+    return compensate(receipt.sequence, principal);
+  }
+  /// What `compensate(sequence)` would do now, without doing it: an approved decision with the
+  /// step's action, its cost (the refund), and the inverse changes (the variables' values
+  /// after), with the monitoring invariants it would break as warnings. For a `SharedKernel`,
+  /// which commits the entry to its ledger. @throws InvalidArgument as `compensate` does.
+  [[nodiscard]] Decision plan_compensation(std::uint64_t sequence) const;
+
   /// Appends the seal entry (final state digest). Nothing can be executed afterwards.
   /// @throws InvalidArgument if already sealed.
   TraceEntry seal();
@@ -403,7 +434,8 @@ class SafetyKernel {
   [[nodiscard]] std::uint64_t steps() const;
   [[nodiscard]] std::uint64_t emergency_steps() const;
   [[nodiscard]] std::int64_t step_limit() const noexcept { return model_->budget.step_limit; }
-  /// How many times action `index` has completed (executions minus rollbacks).
+  /// How many times action `index` has completed (executions minus rollbacks and
+  /// compensations).
   [[nodiscard]] std::uint64_t completions(std::size_t index) const;
   /// True iff the model has a goal and the current state satisfies it.
   [[nodiscard]] bool goal_reached() const;
@@ -436,6 +468,9 @@ class SafetyKernel {
   };
   // Under the lock: the head as it is now.
   [[nodiscard]] Snapshot snapshot_locked() const;
+  // Under the lock: `plan_compensation`, and the index of the step's undo record in `record`.
+  [[nodiscard]] Decision plan_compensation_locked(std::uint64_t sequence,
+                                                  std::size_t& record) const;
   // The one commit path of `execute` (optimistic, as a database's compare-and-set on its head):
   // under the lock, if the head is still `at`'s (nothing was appended since the snapshot that
   // `decision` was made on), consults the guard, appends the entry and commits an approval
@@ -476,9 +511,11 @@ class SafetyKernel {
   ShadowStep unenforced_rejection_locked(TraceEntry entry, Decision&& decision, std::string* line);
   // The commit of a step of action `action` whose entry is appended: the budget, the step
   // counters, the completions, the state, the undo window. Never throws. Requires the lock.
-  void commit_step_locked(std::size_t action,
+  void commit_step_locked(std::uint64_t sequence,
+                          std::size_t action,
                           bool emergency,
                           const BudgetController& budget_after,
+                          const Changes& changes,
                           State&& next) noexcept;
   // Replays the entries `next` gives (KernelOptions::resume, resume_from) into this fresh
   // kernel; `continued`: after a spec change (no genesis entry).

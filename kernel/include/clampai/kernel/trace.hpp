@@ -30,8 +30,9 @@ enum class EntryKind : std::uint8_t {
   approval_denied,     // the ticket was denied; changes nothing
   approval_expired,    // the ticket's time ran out; changes nothing
   spec_changed,        // the task's spec was replaced (a reload behind proofs)
+  compensated,  // an earlier executed step was undone by its exact inverse (docs/SPEC.md, 13)
 };
-inline constexpr std::size_t kEntryKinds = 12;
+inline constexpr std::size_t kEntryKinds = 13;
 std::string_view to_string(EntryKind kind);
 
 /// Whether an entry of `kind` changes nothing but the trace (no state, budget or counter).
@@ -82,6 +83,11 @@ struct TraceEntry {
   /// (it names `prev`, so it covers the whole chain before the entry).
   [[nodiscard]] std::string signed_bytes() const;
 };
+
+/// The sequence of the step a `compensated` entry compensates: its one parameter,
+/// `compensates`, a non-negative integer. Nullopt if `entry` is of another kind or has another
+/// shape.
+std::optional<std::uint64_t> compensated_step(const TraceEntry& entry);
 
 /// An attestation's result as the trace records it: an `attested` entry (docs/SPEC.md, 13).
 struct AttestationRecord {
