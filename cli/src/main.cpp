@@ -566,7 +566,6 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   clampai::cli::add_approvals_option(run, run_args.approvals);
   for (const char* other : {"--trace",
-                            "--approvals",
                             "--append",
                             "--force",
                             "--flush",

@@ -532,13 +532,13 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
     case EntryKind::approval_granted:
     case EntryKind::approval_denied:
     case EntryKind::approval_expired:
-      if (std::optional<std::string> refused = ticket_refusal(e)) fail(*refused);
+      if (std::optional<std::string> refused = open_tickets_.refusal(e)) fail(*refused);
       try {
         (void)local_->record_note(e);  // changes nothing but the trace
       } catch (const InvalidArgument& err) {
         fail(err.what());
       }
-      note_ticket(e);
+      open_tickets_.note(e);
       break;
     case EntryKind::spec_changed:
       fail("a spec change on a shared ledger (a reload is refused on a shared ledger)");
@@ -898,44 +898,9 @@ SharedStats SharedKernel::stats() const {
 
 // ---- notes and approvals' tickets ----
 
-std::optional<std::string> SharedKernel::ticket_refusal(const TraceEntry& e) const {
-  const std::string kind(to_string(e.kind));
-  switch (e.kind) {
-    case EntryKind::approval_requested:
-      if (e.ticket.empty()) return "an `approval_requested` entry without a ticket";
-      if (open_tickets_.count(e.ticket) > 0)
-        return "ticket `" + e.ticket + "` is requested again while it is open";
-      return std::nullopt;
-    case EntryKind::approval_granted:
-    case EntryKind::approval_denied:
-    case EntryKind::approval_expired: {
-      if (e.ticket.empty()) return "an `" + kind + "` entry without a ticket";
-      const auto open = open_tickets_.find(e.ticket);
-      if (open == open_tickets_.end())
-        return "an `" + kind + "` entry of ticket `" + e.ticket +
-               "`, which is not open at the ledger's head (answered or expired already, or "
-               "never requested)";
-      if (open->second != e.action)
-        return "an `" + kind + "` entry of ticket `" + e.ticket + "` names action `" + e.action +
-               "`, and the ticket is for `" + open->second + "`";
-      return std::nullopt;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-void SharedKernel::note_ticket(const TraceEntry& e) {
-  if (e.kind == EntryKind::approval_requested)
-    open_tickets_.emplace(e.ticket, e.action);
-  else if (e.kind == EntryKind::approval_granted || e.kind == EntryKind::approval_denied ||
-           e.kind == EntryKind::approval_expired)
-    open_tickets_.erase(e.ticket);
-}
-
 bool SharedKernel::ticket_open(std::string_view ticket) const {
   std::lock_guard lock(mutex_);
-  return open_tickets_.find(ticket) != open_tickets_.end();
+  return open_tickets_.open(ticket);
 }
 
 TraceEntry SharedKernel::record_note(TraceEntry entry) {
@@ -957,7 +922,7 @@ TraceEntry SharedKernel::record_note(TraceEntry entry) {
       throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
     // Checked on the head the entry extends (after a lost compare-and-set, on the new one); a
     // refusal is final only on the ledger's latest head.
-    if (std::optional<std::string> refused = ticket_refusal(entry)) {
+    if (std::optional<std::string> refused = open_tickets_.refusal(entry)) {
       if (refresh_locked() > 0) continue;
       throw InvalidArgument(what + *refused);
     }

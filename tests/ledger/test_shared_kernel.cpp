@@ -465,8 +465,9 @@ TEST_CASE("SharedKernel: a ticket is answered once across kernels, on the head i
   // a's answer, on a head where the ticket is open, loses its compare-and-set to b's: caught
   // up, a finds the ticket answered, and commits nothing.
   CHECK(a.ticket_open("t1"));
-  REQUIRE_THROWS_WITH(a.record_note(note(EntryKind::approval_denied, "t1", "carol")),
-                      Catch::Contains("ticket `t1`, which is not open at the ledger's head"));
+  REQUIRE_THROWS_WITH(
+      a.record_note(note(EntryKind::approval_denied, "t1", "carol")),
+      Catch::Contains("ticket `t1`, which is not open (answered or expired already"));
   CHECK(a.stats().conflicts == 1);
   CHECK(a.length() == 3);
   REQUIRE_THROWS_WITH(a.record_note(note(EntryKind::approval_expired, "never", "")),
@@ -509,4 +510,11 @@ TEST_CASE("SharedKernel: a ledger with an answer to a ticket that is not open is
   REQUIRE_THROWS_WITH(SharedKernel(model, std::make_shared<FileLedger>(path), so),
                       Catch::Contains("entry 3") && Catch::Contains("not open"));
   std::filesystem::remove(path);
+  // `trace verify --spec` (TraceReplay) finds it too, at that entry.
+  TraceReplay replay(model);
+  const std::vector<TraceEntry> entries = plain.trace();
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(replay.add(entries[i]));
+  const std::optional<std::string> broken = replay.add(entries[3]);
+  REQUIRE(broken);
+  CHECK_THAT(*broken, Catch::Contains("ticket `t1`, which is not open"));
 }

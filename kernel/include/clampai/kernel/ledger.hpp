@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +23,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/tickets.hpp"
 #include "clampai/kernel/trace_reader.hpp"
 
 namespace clampai {
@@ -303,9 +303,9 @@ class SharedKernel {
   /// counters, budget and time, by compare-and-set like any other: as
   /// `SafetyKernel::record_note` appends it to a local trace, and replayed by every replica as
   /// recorded. Changes nothing but the trace. A ticket's answer (granted, denied, expired) is
-  /// committed only while the ticket is open at the head it extends (requested, for that
-  /// action, and not answered), and a request only for a ticket not open: so of two answers,
-  /// in any processes, exactly one is committed (the other catches up and is refused), and
+  /// committed only while the ticket is open at the head it extends (`OpenTickets`: requested,
+  /// for that action, and not answered), and a request only for a ticket not open: so of two
+  /// answers, in any processes, exactly one is committed (the other catches up and is refused), and
   /// every replica refuses a ledger that breaks the rule. Returns the entry as committed.
   /// @throws InvalidArgument if `entry` is of another kind (or a checkpoint), a malformed
   /// attestation, names an unknown action, answers a ticket that is not open (naming it), or
@@ -360,13 +360,7 @@ class SharedKernel {
   SharedStats stats_;
 
   // ---- Approvals' tickets ----
-  // The tickets open at the head (requested, not answered): ticket -> its action.
-  std::map<std::string, std::string, std::less<>> open_tickets_;
-  // Why `e` cannot extend the head (an answer to a ticket that is not open, a request for an
-  // open one), or nullopt. Requires mutex_.
-  [[nodiscard]] std::optional<std::string> ticket_refusal(const TraceEntry& e) const;
-  // Keeps `open_tickets_` the tickets open after `e`. Requires mutex_.
-  void note_ticket(const TraceEntry& e);
+  OpenTickets open_tickets_;  // GUARDED_BY mutex_: the tickets open at the head
 };
 
 }  // namespace clampai::kernel
