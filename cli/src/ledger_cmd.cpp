@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "approval_prompt.hpp"
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/kernel/file.hpp"
@@ -37,6 +38,7 @@ int run_on_ledger(const LedgerRun& args) {
   driver::RunOptions options;
   options.max_steps = args.max_steps;
   options.recover = args.recover;
+  options.approve = make_approver(args.approvals);
   report::Progress progress(report::Progress::for_stderr("run", quiet()));
   progress.phase("running on " + ledger->describe());
   progress.status([&shared] { return std::to_string(shared.length()) + " entries"; });

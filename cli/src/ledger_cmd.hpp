@@ -29,6 +29,7 @@ struct LedgerRun {
   std::optional<unsigned> lookahead;
   std::uint32_t lookahead_timeout_ms = 1000;
   bool recover = false;
+  std::string approvals{};  // --approvals: the tickets live in the shared trace
 };
 
 /// Runs `args.spec` with the deterministic driver on the shared ledger `args.ledger` (the task

@@ -195,7 +195,8 @@ int cmd_run(const RunArgs& args, const Common& common) {
                                         args.record_rejections,
                                         args.lookahead,
                                         args.lookahead_timeout_ms,
-                                        args.recover});
+                                        args.recover,
+                                        args.approvals});
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;

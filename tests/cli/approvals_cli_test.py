@@ -172,7 +172,7 @@ class Approvals(unittest.TestCase):
         self.assertEqual([e["kind"] for e in kinds(path)],
                          ["genesis", "executed", "approval_requested", "approval_requested",
                           "approval_granted", "executed"])
-        r = clampai("trace", "verify", path)
+        r = clampai("trace", "verify", ledger, "--spec", self.spec)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
