@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "approval_prompt.hpp"
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/kernel/file.hpp"
@@ -49,6 +50,7 @@ int run_on_ledger(const LedgerRun& args) {
   options.max_steps = args.max_steps;
   options.recover = args.recover;
   options.between_steps = [&shared] { (void)shared.checkpoint(); };
+  options.approve = make_approver(args.approvals);
   report::Progress progress(report::Progress::for_stderr("run", quiet()));
   progress.phase("running on " + ledger->describe());
   progress.status([&shared] { return std::to_string(shared.length()) + " entries"; });

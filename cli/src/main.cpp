@@ -197,7 +197,8 @@ int cmd_run(const RunArgs& args, const Common& common) {
                                         args.lookahead_timeout_ms,
                                         args.recover,
                                         args.signing_key,
-                                        args.checkpoint_every});
+                                        args.checkpoint_every,
+                                        args.approvals});
   }
   const auto model = ck::load_spec_file(args.spec);
   ck::KernelOptions options;
@@ -553,8 +554,7 @@ int main(int argc, char** argv) {
       ->option_text("N")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   clampai::cli::add_approvals_option(run, run_args.approvals);
-  for (const char* other :
-       {"--trace", "--approvals", "--append", "--force", "--flush", "--allow-program"})
+  for (const char* other : {"--trace", "--append", "--force", "--flush", "--allow-program"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);
 

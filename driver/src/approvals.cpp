@@ -86,8 +86,14 @@ void TicketLog::note(const ck::TaskModel& model, const ck::TraceEntry& e) {
   }
 }
 
+Approvals::Approvals(Committer& committer, Clock clock, TicketLog tickets)
+    : committer_(committer), clock_(std::move(clock)), tickets_(std::move(tickets)) {}
+
 Approvals::Approvals(ck::SafetyKernel& kernel, Clock clock, TicketLog tickets)
-    : kernel_(kernel), clock_(std::move(clock)), tickets_(std::move(tickets)) {}
+    : own_(std::make_unique<LocalCommitter>(kernel)),
+      committer_(*own_),
+      clock_(std::move(clock)),
+      tickets_(std::move(tickets)) {}
 
 std::int64_t Approvals::now() const {
   if (clock_) return clock_();
@@ -96,8 +102,23 @@ std::int64_t Approvals::now() const {
       .count();
 }
 
+void Approvals::catch_up_locked() {
+  (void)committer_.refresh();  // decisions on the latest head
+  // Entries this book recorded itself may come again: noted in order, they leave the same book.
+  for (const ck::TraceEntry& e : committer_.trace_since(seen_)) {
+    tickets_.note(committer_.model(), e);
+    seen_ = e.sequence + 1;
+  }
+}
+
+ck::TraceEntry Approvals::record_locked(ck::TraceEntry e) {
+  const ck::TraceEntry kept = committer_.record_note(std::move(e));
+  tickets_.note(committer_.model(), kept);
+  return kept;
+}
+
 void Approvals::expire_due_locked(std::int64_t now) {
-  if (kernel_.is_sealed()) return;  // nothing can be recorded, nor approved, any more
+  if (committer_.view().is_sealed()) return;  // nothing can be recorded, nor approved, any more
   std::vector<std::string> due;
   for (const auto& [id, t] : tickets_.pending)
     if (t.expires_us <= now) due.push_back(id);
@@ -112,21 +133,28 @@ void Approvals::expire_due_locked(std::int64_t now) {
         {ck::ReasonCode::approval_expired,
          t.action,
          "ticket " + t.id + " of `" + t.action + "` expired: nobody approved it within its ttl_s"});
-    const ck::TraceEntry kept = kernel_.record_note(std::move(e));  // throws: stays pending
-    tickets_.note(kernel_.model(), kept);
+    try {
+      (void)record_locked(std::move(e));  // throws: stays pending
+    } catch (const InvalidArgument&) {
+      // On a shared ledger, another process answered it or recorded its expiry first: once.
+      catch_up_locked();
+      if (tickets_.pending.count(id) == 0) continue;
+      throw;
+    }
     if (on_expiry) on_expiry(t);
   }
 }
 
 Approvals::Asked Approvals::ask(const ck::Proposal& proposal) {
-  const ck::TaskModel& model = kernel_.model();
+  const ck::TaskModel& model = committer_.model();
   const ck::Action& a = model.actions.at(proposal.action);
   if (!a.approval)
     throw InvalidArgument("action `" + a.id + "` of task `" + model.name +
                           "` asks for no approval (its spec has no `approval`): execute it");
   std::lock_guard lock(mutex_);
+  catch_up_locked();
   expire_due_locked(now());
-  ck::Decision d = kernel_.evaluate(proposal);
+  ck::Decision d = committer_.view().evaluate(proposal);
   if (!d.approved) return {std::move(d), std::nullopt};
   if (tickets_.pending.size() >= kMaxPendingTickets)
     throw TicketRefused(TicketRefused::Why::too_many,
@@ -139,13 +167,13 @@ Approvals::Asked Approvals::ask(const ck::Proposal& proposal) {
     e.params.emplace_back(a.parameters[i].name, proposal.params[i]);
   e.principal = proposal.principal;
   e.ticket = new_ticket_id();
-  const ck::TraceEntry kept = kernel_.record_note(std::move(e));
-  tickets_.note(model, kept);
+  const ck::TraceEntry kept = record_locked(std::move(e));
   return {std::move(d), tickets_.pending.at(kept.ticket)};
 }
 
 std::vector<Ticket> Approvals::pending() {
   std::lock_guard lock(mutex_);
+  catch_up_locked();
   expire_due_locked(now());
   std::vector<Ticket> out;
   for (const auto& [id, t] : tickets_.pending) out.push_back(t);
@@ -160,31 +188,32 @@ Approvals::Answered Approvals::answer(std::string_view id,
                                       const std::string& principal,
                                       const std::function<void(const Ticket&)>& check,
                                       const Commit& commit) {
-  const ck::TaskModel& model = kernel_.model();
-  const auto unknown = [&](const std::string& why) {
-    return TicketRefused(
-        TicketRefused::Why::unknown,
-        "task `" + model.name + "` has no pending ticket `" + std::string(id) + "`" + why);
+  const ck::TaskModel& model = committer_.model();
+  const auto refused = [&]() {
+    const auto was = std::find_if(tickets_.answered.rbegin(),
+                                  tickets_.answered.rend(),
+                                  [&](const auto& a) { return a.first == id; });
+    const std::string none =
+        "task `" + model.name + "` has no pending ticket `" + std::string(id) + "`";
+    if (was == tickets_.answered.rend()) return TicketRefused(TicketRefused::Why::unknown, none);
+    if (was->second == "expired")
+      return TicketRefused(TicketRefused::Why::expired,
+                           "ticket `" + std::string(id) + "` of task `" + model.name +
+                               "` expired: nobody approved it within its ttl_s; ask again");
+    return TicketRefused(TicketRefused::Why::unknown, none + ": it was " + was->second);
   };
   Ticket ticket;
   std::uint64_t sequence = 0;
   {
     // The ticket is taken and its answer recorded under the lock: of two answers, the second
-    // finds it answered.
+    // finds it answered. On a shared ledger, the answer is committed only while the ticket is
+    // open at the ledger's head: of two processes' answers, the second catches up and finds it
+    // answered.
     std::lock_guard lock(mutex_);
+    catch_up_locked();
     expire_due_locked(now());
     const auto it = tickets_.pending.find(id);
-    if (it == tickets_.pending.end()) {
-      const auto was = std::find_if(tickets_.answered.rbegin(),
-                                    tickets_.answered.rend(),
-                                    [&](const auto& a) { return a.first == id; });
-      if (was == tickets_.answered.rend()) throw unknown("");
-      if (was->second == "expired")
-        throw TicketRefused(TicketRefused::Why::expired,
-                            "ticket `" + std::string(id) + "` of task `" + model.name +
-                                "` expired: nobody approved it within its ttl_s; ask again");
-      throw unknown(": it was " + was->second);
-    }
+    if (it == tickets_.pending.end()) throw refused();
     if (check) check(it->second);
     ticket = it->second;
     ck::TraceEntry e;
@@ -198,8 +227,14 @@ Approvals::Answered Approvals::answer(std::string_view id,
                            ticket.action,
                            "ticket " + ticket.id + " of `" + ticket.action + "` was denied by `" +
                                principal + "`"});
-    const ck::TraceEntry kept = kernel_.record_note(std::move(e));
-    tickets_.note(model, kept);
+    ck::TraceEntry kept;
+    try {
+      kept = record_locked(std::move(e));
+    } catch (const InvalidArgument&) {
+      catch_up_locked();
+      if (tickets_.pending.count(ticket.id) == 0) throw refused();  // another process won
+      throw;
+    }
     sequence = kept.sequence;
     if (!approve) {
       const std::size_t action = model.find_action(ticket.action).value_or(0);
@@ -207,25 +242,24 @@ Approvals::Answered Approvals::answer(std::string_view id,
           approval_refusal(
               action, ck::ReasonCode::approval_denied, ticket.action, kept.reasons.at(0).message),
           std::nullopt,
-          kernel_.state()};
+          committer_.view().state()};
       return {
           std::move(ticket), false, sequence, StepResult{StepOutcome::rejected, std::move(out)}};
     }
   }
-  // Decided afresh on the state of now, and committed atomically if approved (T5): the world
-  // may have moved since the ticket was asked for. The commit names who asked.
-  auto resolved = kernel_.resolve(ticket.action, ticket.params);
+  // Decided afresh on the latest head, and committed atomically if approved (T5): the world
+  // may have moved since the ticket was asked for (in any process). The commit names who asked.
+  auto resolved = committer_.view().resolve(ticket.action, ticket.params);
   if (auto* r = std::get_if<ck::Reason>(&resolved)) {
     ck::Decision d;
     d.reasons.push_back(std::move(*r));
-    ck::Outcome out{std::move(d), std::nullopt, kernel_.state()};
+    ck::Outcome out{std::move(d), std::nullopt, committer_.view().state()};
     return {std::move(ticket), true, sequence, StepResult{StepOutcome::rejected, std::move(out)}};
   }
   ck::Proposal& p = std::get<ck::Proposal>(resolved);
   p.principal = ticket.principal;
   if (commit) return {std::move(ticket), true, sequence, commit(p)};
-  LocalCommitter local(kernel_);
-  return {std::move(ticket), true, sequence, step(local, p)};
+  return {std::move(ticket), true, sequence, step(committer_, p)};
 }
 
 }  // namespace clampai::driver

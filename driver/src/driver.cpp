@@ -135,7 +135,7 @@ class Loop {
   // make the run spin. A refusal on a newer head starts the count again.
   unsigned refused_in_a_row_ = 0;
   std::uint64_t refused_at_ = 0;
-  // The approvals' ticket book on the committer's own kernel, made at the first approval.
+  // The approvals' ticket book on the committer's trace, made at the first approval.
   std::optional<Approvals> approvals_;
 };
 
@@ -222,12 +222,7 @@ bool Loop::refused(const Decision& d) {
 bool Loop::ask(Proposal proposal) {
   const TaskModel& m = c_.model();
   const std::string& id = m.actions[proposal.action].id;
-  kernel::SafetyKernel* own = c_.own_kernel();
-  if (own == nullptr)
-    throw InvalidArgument("action `" + id +
-                          "` asks for an approval, and a shared ledger keeps no approval "
-                          "tickets yet: run it without --ledger (its own trace keeps them)");
-  if (!approvals_) approvals_.emplace(*own, options_.clock);
+  if (!approvals_) approvals_.emplace(c_, options_.clock);
   // Asked already and still waiting (the run moved on): nothing is asked anew.
   for (const Ticket& t : result_.waiting) {
     std::variant<Proposal, Reason> same = c_.view().resolve(t.action, t.params);
@@ -413,7 +408,20 @@ Outcome Committer::compensate(const Receipt& receipt) {
 std::uint64_t SharedCommitter::refresh() { return kernel_.refresh(); }
 std::uint64_t SharedCommitter::head() const { return kernel_.length(); }
 std::uint64_t Committer::head() const { return 0; }
-kernel::SafetyKernel* Committer::own_kernel() { return nullptr; }
+kernel::TraceEntry Committer::record_note(kernel::TraceEntry entry) {
+  throw InvalidArgument("action `" + entry.action + "` of task `" + model().name +
+                        "` asks for an approval, and this committer keeps no approval tickets");
+}
+std::vector<kernel::TraceEntry> Committer::trace_since(std::uint64_t /*from*/) { return {}; }
+kernel::TraceEntry LocalCommitter::record_note(kernel::TraceEntry entry) {
+  return kernel_.record_note(std::move(entry));
+}
+kernel::TraceEntry SharedCommitter::record_note(kernel::TraceEntry entry) {
+  return kernel_.record_note(std::move(entry));
+}
+std::vector<kernel::TraceEntry> SharedCommitter::trace_since(std::uint64_t from) {
+  return kernel::parse_trace_lines(kernel_.read(from), "the ledger " + kernel_.ledger().describe());
+}
 
 bool steps_left(const SafetyKernel& view) {
   return view.steps() < static_cast<std::uint64_t>(view.step_limit());

@@ -537,11 +537,13 @@ void SharedKernel::apply_locked(const TraceEntry& e, std::size_t index) {
     case EntryKind::approval_granted:
     case EntryKind::approval_denied:
     case EntryKind::approval_expired:
+      if (std::optional<std::string> refused = open_tickets_.refusal(e)) fail(*refused);
       try {
         (void)local_->record_note(e);  // changes nothing but the trace
       } catch (const InvalidArgument& err) {
         fail(err.what());
       }
+      open_tickets_.note(e);
       break;
     case EntryKind::spec_changed:
       fail("a spec change on a shared ledger (a reload is refused on a shared ledger)");
@@ -828,29 +830,7 @@ TraceEntry SharedKernel::record_attested(TraceEntry entry) {
   if (entry.kind != EntryKind::attested)
     throw InvalidArgument("record_attested: a `" + std::string(to_string(entry.kind)) +
                           "` entry is not an attestation");
-  if (auto bad = malformed_attestation(entry)) throw InvalidArgument("record_attested: " + *bad);
-  if (!entry.action.empty() && !model_->find_action(entry.action))
-    throw InvalidArgument("record_attested: unknown action `" + entry.action + "`");
-  std::lock_guard lock(mutex_);
-  std::uint64_t conflicts = 0;
-  while (true) {
-    if (local_->is_sealed())
-      throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
-    // What `SafetyKernel::record_note` keeps of it, so that every replica replays it as is.
-    TraceEntry kept;
-    kept.kind = EntryKind::attested;
-    kept.action = entry.action;
-    kept.params = entry.params;
-    kept.reasons = entry.reasons;
-    kept.principal = entry.principal;
-    kept.ticket = entry.ticket;
-    kept.cost = model_->format_amount(0);
-    const Situation now = local_->situation();
-    stamp(kept, *model_, now, options_.clock());
-    if (commit_locked(kept, now) == CommitStatus::committed)
-      return kept;  // no charge: never refused
-    count_conflict(conflicts, options_.max_conflicts);
-  }
+  return record_note(std::move(entry));
 }
 
 std::optional<TraceEntry> SharedKernel::checkpoint(bool final) {
@@ -1001,6 +981,53 @@ std::string SharedKernel::head() const {
 SharedStats SharedKernel::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
+}
+
+// ---- notes and approvals' tickets ----
+
+bool SharedKernel::ticket_open(std::string_view ticket) const {
+  std::lock_guard lock(mutex_);
+  return open_tickets_.open(ticket);
+}
+
+TraceEntry SharedKernel::record_note(TraceEntry entry) {
+  const std::string what =
+      entry.kind == EntryKind::attested ? "record_attested: " : "record_note: ";
+  if (!is_note(entry.kind))
+    throw InvalidArgument(what + "a `" + std::string(to_string(entry.kind)) +
+                          "` entry changes more than the trace");
+  if (entry.kind == EntryKind::checkpoint)
+    throw InvalidArgument(what + "a checkpoint signs a trace one process keeps, not a ledger");
+  if (entry.kind == EntryKind::attested)
+    if (auto bad = malformed_attestation(entry)) throw InvalidArgument(what + *bad);
+  if (!entry.action.empty() && !model_->find_action(entry.action))
+    throw InvalidArgument(what + "unknown action `" + entry.action + "`");
+  std::lock_guard lock(mutex_);
+  std::uint64_t conflicts = 0;
+  while (true) {
+    if (local_->is_sealed())
+      throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
+    // Checked on the head the entry extends (after a lost compare-and-set, on the new one); a
+    // refusal is final only on the ledger's latest head.
+    if (std::optional<std::string> refused = open_tickets_.refusal(entry)) {
+      if (refresh_locked() > 0) continue;
+      throw InvalidArgument(what + *refused);
+    }
+    // What `SafetyKernel::record_note` keeps of it, so that every replica replays it as is.
+    TraceEntry kept;
+    kept.kind = entry.kind;
+    kept.action = entry.action;
+    kept.params = entry.params;
+    kept.reasons = entry.reasons;
+    kept.principal = entry.principal;
+    kept.ticket = entry.ticket;
+    kept.cost = model_->format_amount(0);
+    const Situation now = local_->situation();
+    stamp(kept, *model_, now, options_.clock());
+    if (commit_locked(kept, now) == CommitStatus::committed)
+      return kept;  // no charge: never refused
+    count_conflict(conflicts, options_.max_conflicts);
+  }
 }
 
 }  // namespace clampai::kernel

@@ -19,6 +19,7 @@
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/parallel.hpp"
 #include "clampai/kernel/suggest.hpp"
+#include "clampai/kernel/tickets.hpp"
 #include "decide.hpp"
 #include "json.hpp"
 #include "numeric_program.hpp"
@@ -1378,6 +1379,7 @@ struct TraceReplay::Impl {
   std::uint64_t dropped = 0;     // receipts let go with their undo records
   std::size_t entries = 0;
   SpecsByDigest specs{};  // set_specs
+  OpenTickets tickets;    // each answered at most once, across spec changes too
 };
 
 TraceReplay::TraceReplay(std::shared_ptr<const TaskModel> model, std::size_t undo_depth)
@@ -1551,10 +1553,13 @@ std::optional<std::string> TraceReplay::add(const TraceEntry& e) {
     case EntryKind::approval_granted:
     case EntryKind::approval_denied:
     case EntryKind::approval_expired:
-      // Notes change nothing (the counters below must not move); what they name must exist.
+      // Notes change nothing (the counters below must not move); what they name must exist,
+      // and a ticket is answered at most once.
       if (!e.action.empty() && !model.find_action(e.action))
         return "a `" + std::string(to_string(e.kind)) + "` entry of unknown action `" + e.action +
                "`";
+      if (std::optional<std::string> refused = impl_->tickets.refusal(e)) return refused;
+      impl_->tickets.note(e);
       break;
     case EntryKind::spec_changed:
       return std::string("a spec change at entry 0");

@@ -45,7 +45,7 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       checkpoint_every_(checkpoint_every),
       clock_(clock),
       approvals_(
-          std::make_unique<driver::Approvals>(*kernel_, std::move(clock), std::move(tickets))) {
+          std::make_unique<driver::Approvals>(*committer_, std::move(clock), std::move(tickets))) {
   watch_expiries();
   if (checkpoint_every > 0)
     checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every, kernel_->trace_length());
@@ -58,11 +58,18 @@ void Task::watch_expiries() {
   };
 }
 
-Task::Task(std::shared_ptr<const ck::TaskModel> model, std::unique_ptr<ck::SharedKernel> shared)
+Task::Task(std::shared_ptr<const ck::TaskModel> model,
+           std::unique_ptr<ck::SharedKernel> shared,
+           std::function<std::int64_t()> clock)
     : model_(std::move(model)),
       shared_(std::move(shared)),
       view_(&shared_->local()),
-      committer_(std::make_unique<driver::SharedCommitter>(*shared_)) {}
+      committer_(std::make_unique<driver::SharedCommitter>(*shared_)),
+      clock_(clock),
+      // The tickets live in the shared chain: the book reads every process's.
+      approvals_(std::make_unique<driver::Approvals>(*committer_, std::move(clock))) {
+  watch_expiries();
+}
 
 driver::StepResult Task::execute(std::string_view action,
                                  const ck::ParamMap& params,
@@ -182,7 +189,7 @@ void Task::replace_kernel(std::unique_ptr<ck::SafetyKernel> next) {
   committer_ = std::make_unique<driver::LocalCommitter>(*kernel_);
   receipts_.clear();  // INVARIANT (receipts): the new kernel has no undo record
   // The ticket book decides on the kernel in force: a new one (a reload needs none pending).
-  approvals_ = std::make_unique<driver::Approvals>(*kernel_, clock_, TicketLog{});
+  approvals_ = std::make_unique<driver::Approvals>(*committer_, clock_, TicketLog{});
   watch_expiries();
   if (checkpoints_)
     checkpoints_ = std::make_unique<ck::Checkpoints>(checkpoint_every_, kernel_->trace_length());
@@ -236,12 +243,6 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
                     "task `" + model->name + "`: its budget is in pool `" + model->budget.pool +
                         "`, and the server has no pools: start it with --pools FILE");
   if (!storage.ledger.empty()) {
-    for (const ck::Action& a : model->actions)
-      if (a.approval)
-        throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
-                              "` waits for an approval, which a task on a shared ledger cannot "
-                              "do yet (its tickets would not be shared): serve it with "
-                              "--data-dir, or without `approval`");
     if (!storage.data_dir.empty())
       throw InvalidArgument(
           "a data directory and a ledger cannot both keep task `" + model->name +
@@ -255,11 +256,12 @@ std::unique_ptr<Task> open_task(std::shared_ptr<const ck::TaskModel> model,
     // key (SharedKernel::checkpoint); at shutdown a checkpoint, never a seal.
     options.signer = storage.signer;
     options.checkpoint_every = storage.checkpoint_every;
+    if (storage.clock) options.clock = storage.clock;
     auto shared = std::make_unique<ck::SharedKernel>(
         model, ledger::open_ledger(storage.ledger, model->name), std::move(options));
     say("task `" + model->name + "`: on the ledger " + shared->ledger().describe() + " (" +
         std::to_string(shared->length()) + " entries replayed)");
-    return std::make_unique<Task>(model, std::move(shared));
+    return std::make_unique<Task>(model, std::move(shared), storage.clock);
   }
   ck::KernelOptions options;
   options.signer = storage.signer;

@@ -83,9 +83,10 @@ class Task {
        TicketLog tickets = {},
        std::function<std::int64_t()> clock = {},
        std::uint64_t checkpoint_every = 0);
-  /// A task on a shared ledger.
+  /// A task on a shared ledger (its approvals' tickets in the shared chain).
   Task(std::shared_ptr<const kernel::TaskModel> model,
-       std::unique_ptr<kernel::SharedKernel> shared);
+       std::unique_ptr<kernel::SharedKernel> shared,
+       std::function<std::int64_t()> clock = {});
 
   [[nodiscard]] const kernel::TaskModel& model() const { return *model_; }
   [[nodiscard]] const std::shared_ptr<const kernel::TaskModel>& model_ptr() const { return model_; }
@@ -133,17 +134,19 @@ class Task {
   /// Asks for the approval of `proposal` (an action with an `approval`): decided on the state
   /// of now, and if approved, an `approval_requested` entry (the proposal's principal) and a
   /// pending ticket; nothing is committed.
+  /// On a shared ledger, the tickets are every process's (driver::Approvals).
   /// @throws TicketRefused (too_many) past kMaxPendingTickets; InvalidArgument if the trace is
-  /// sealed or the task is on a shared ledger.
+  /// sealed; LedgerUnavailable on a shared ledger that cannot be reached.
   Asked ask(const kernel::Proposal& proposal);
   /// The pending tickets, oldest first; those whose time ran out expire first (an
-  /// `approval_expired` entry each).
+  /// `approval_expired` entry each, recorded once across the processes of a shared ledger).
   std::vector<Ticket> pending();
   /// What became of an answered ticket (driver::Approvals::answer).
   using Answered = driver::Approvals::Answered;
   /// Answers ticket `id` for `principal`. `check` is called with the ticket before anything
   /// is recorded (the caller's right, and self-approval: it throws to refuse). Exactly one
-  /// answer wins a ticket; the others get TicketRefused (unknown, naming what became of it).
+  /// answer wins a ticket, in any process of a shared ledger; the others get TicketRefused
+  /// (unknown, naming what became of it).
   /// @throws TicketRefused (unknown, expired: its `approval_expired` entry recorded then);
   /// what `check` throws; InvalidArgument if the trace is sealed.
   Answered answer(std::string_view id,
@@ -201,7 +204,7 @@ class Task {
   std::uint64_t checkpoint_every_ = 0;
   std::vector<kernel::TraceEntry> earlier_;       // in memory: the entries of the kernels replaced
   std::function<std::int64_t()> clock_;           // empty: the system clock
-  std::unique_ptr<driver::Approvals> approvals_;  // the tickets; null on a shared ledger
+  std::unique_ptr<driver::Approvals> approvals_;  // the tickets (on committer_)
   bool shadow_ = false;                           // enter_shadow_mode
   // Keeps the receipt of a commit (for rollback); returns `step`.
   driver::StepResult remember(driver::StepResult step);

@@ -1,7 +1,7 @@
 """Approvals from `clampai run` and `clampai agent` (issue 40): `--approvals prompt` reads the
 answer from standard input (a terminal or not), `deny` denies, `skip` (the default without a
 terminal) leaves the ticket waiting; each records the ticket's life in the trace as `serve`
-does, `trace verify --spec` replays it, and a run on a shared ledger refuses clearly. Run by
+does, `trace verify --spec` replays it, and on a shared ledger the tickets live in the shared trace. Run by
 ctest with CLAMPAI, CLAMPAI_SOURCE_DIR and (optionally) VALIDATE_JSON in the environment."""
 
 import json
@@ -150,17 +150,30 @@ class Approvals(unittest.TestCase):
         self.assertIn("stays waiting", r.stderr)
         self.assertEqual(len(json.loads(r.stdout)["approvals"]["waiting"]), 1)
 
-    def test_bad_mode_and_shared_ledger(self):
+    def test_bad_mode(self):
         r = clampai("run", self.spec, "--approvals", "always")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--approvals", r.stderr)
-        ledger = "file:" + self.path("ledger.jsonl")
-        r = clampai("run", self.spec, "--ledger", ledger)
-        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-        self.assertIn("asks for an approval, and a shared ledger keeps no approval tickets",
-                      r.stdout + r.stderr)
-        r = clampai("run", self.spec, "--ledger", ledger, "--approvals", "deny")
-        self.assertEqual(r.returncode, 2)
+
+    def test_shared_ledger(self):
+        # The tickets live in the shared chain: a run left waiting leaves its ticket there, a
+        # later run on the ledger asks and is granted, and the shared trace verifies.
+        path = self.path("ledger.jsonl")
+        ledger = "file:" + path
+        r = clampai("run", self.spec, "--ledger", ledger, "--approvals", "skip",
+                    "--format", "json")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)["approvals"]["waiting"]), 1)
+        r = clampai("run", self.spec, "--ledger", ledger, "--approvals", "prompt",
+                    "--format", "json", stdin="y\n")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        report = json.loads(r.stdout)
+        self.assertEqual(report["approvals"]["granted"], 1)
+        self.assertEqual([e["kind"] for e in kinds(path)],
+                         ["genesis", "executed", "approval_requested", "approval_requested",
+                          "approval_granted", "executed"])
+        r = clampai("trace", "verify", ledger, "--spec", self.spec)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 // Approvals on the one run loop (`clampai run`, `agent`; issue 40): an action whose spec asks
 // for an approval is asked for (a ticket), answered by RunOptions::approve, and decided again
 // when granted; denials, expiries (an injected clock: no test waits) and tickets left waiting
-// are trace entries that rebuild the ticket book; a shared ledger refuses clearly.
+// are trace entries that rebuild the ticket book; on a shared ledger, the tickets are every
+// process's, and each is answered once across them.
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -195,15 +198,222 @@ TEST_CASE("Run approvals: the same proposal waiting is not asked for again",
   REQUIRE(requests == 1);
 }
 
-TEST_CASE("Run approvals: a shared ledger refuses them clearly", "[driver][approvals]") {
+namespace {
+
+// One process on a shared ledger: its kernel, committer and ticket book, on the test's clock.
+struct Process {
+  SharedKernel kernel;
+  SharedCommitter committer{kernel};
+  Approvals book;
+  Process(const Fixture& f, std::shared_ptr<Ledger> ledger, std::function<void(SharedPhase)> hook)
+      : kernel(f.model, std::move(ledger), shared_options(f, std::move(hook))),
+        book(committer, [now = f.now] { return *now; }) {}
+  static SharedOptions shared_options(const Fixture& f, std::function<void(SharedPhase)> hook) {
+    SharedOptions o;
+    o.clock = [now = f.now] { return *now; };
+    o.hook = std::move(hook);
+    return o;
+  }
+  Proposal deploy(const std::string& principal) {
+    Proposal p = std::get<Proposal>(kernel.local().resolve("deploy", {}));
+    p.principal = principal;
+    return p;
+  }
+};
+
+std::size_t count(Ledger& ledger, EntryKind kind) {
+  std::size_t n = 0;
+  for (const TraceEntry& e : parse_trace_lines(ledger.read(0), "ledger"))
+    n += e.kind == kind ? 1 : 0;
+  return n;
+}
+
+// Two handles on one log: a memory ledger's, or a file ledger's (two opens of one file,
+// removed with the handles).
+struct TwoHandles {
+  std::string path;
+  std::shared_ptr<Ledger> a, b;
+  explicit TwoHandles(bool file) {
+    if (!file) {
+      auto log = std::make_shared<MemoryLedger>();
+      a = log;
+      b = log->share();
+      return;
+    }
+    path = (std::filesystem::temp_directory_path() /
+            ("clampai-shared-approvals-" + std::to_string(::getpid()) + ".jsonl"))
+               .string();
+    std::filesystem::remove(path);
+    a = std::make_shared<FileLedger>(path);
+    b = std::make_shared<FileLedger>(path);
+  }
+  ~TwoHandles() {
+    if (!path.empty()) std::filesystem::remove(path);
+  }
+  TwoHandles(const TwoHandles&) = delete;
+  TwoHandles& operator=(const TwoHandles&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("Shared approvals: a ticket asked by one process is listed and approved by another",
+          "[driver][approvals][ledger]") {
+  const bool file = GENERATE(false, true);
+  INFO((file ? "file ledger" : "memory ledger"));
   Fixture f;
-  SharedKernel shared(f.model, std::make_shared<MemoryLedger>());
-  SharedCommitter committer(shared);
+  TwoHandles ledgers(file);
+  const std::shared_ptr<Ledger> la = ledgers.a;
+  Process a(f, ledgers.a, {}), b(f, ledgers.b, {});
+  REQUIRE(a.kernel.execute("build").receipt);
+  const Approvals::Asked asked = a.book.ask(a.deploy("alice"));
+  REQUIRE(asked.ticket);
+  const std::vector<Ticket> listed = b.book.pending();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].id == asked.ticket->id);
+  CHECK(listed[0].principal == "alice");
+  CHECK(listed[0].sequence == asked.ticket->sequence);
+  CHECK(listed[0].expires_us == kStart + 60'000'000);
+  const Approvals::Answered won = b.book.answer(asked.ticket->id, true, "bob");
+  CHECK(won.granted);
+  REQUIRE(won.step.committed());  // decided afresh on the latest head, committed by b
+  CHECK(a.kernel.refresh() > 0);
+  CHECK(a.kernel.local().state().get("deployed") == Value::boolean(true));
+  // Answered once, across processes: a's book finds it answered, by whom.
+  CHECK(a.book.pending().empty());
+  REQUIRE_THROWS_MATCHES(a.book.answer(asked.ticket->id, true, "carol"),
+                         TicketRefused,
+                         Catch::Matchers::Predicate<TicketRefused>([](const TicketRefused& e) {
+                           return e.why == TicketRefused::Why::unknown &&
+                                  std::string(e.what()).find("approved by `bob`") !=
+                                      std::string::npos;
+                         }));
+  const std::vector<std::string> lines = la->read(0);
+  CHECK(verify_trace_lines(lines, "the ledger", true).ok);
+  const std::vector<TraceEntry> trace = parse_trace_lines(lines, "the ledger");
+  REQUIRE(trace.size() == 5);
+  CHECK(trace[2].kind == EntryKind::approval_requested);
+  CHECK(trace[3].kind == EntryKind::approval_granted);
+  CHECK(trace[3].principal == "bob");
+  CHECK(trace[4].kind == EntryKind::executed);
+  CHECK(trace[4].principal == "alice");  // the commit names who asked
+}
+
+TEST_CASE("Shared approvals: two approvers race on two processes; exactly one wins",
+          "[driver][approvals][ledger]") {
+  Fixture f;
+  auto log = std::make_shared<MemoryLedger>();
+  // Process a answers the ticket while b's answer is on its way to the ledger: b's
+  // compare-and-set is lost, and b, caught up, finds the ticket answered.
+  std::unique_ptr<Process> a;
+  std::string ticket;
+  bool armed = false;
+  std::optional<Approvals::Answered> first;
+  const bool a_approves = GENERATE(true, false);
+  Process b(f, log->share(), [&](SharedPhase phase) {
+    if (phase != SharedPhase::committing || !armed) return;
+    armed = false;
+    first = a->book.answer(ticket, a_approves, "carol");
+  });
+  a = std::make_unique<Process>(f, log, std::function<void(SharedPhase)>{});
+  REQUIRE(a->kernel.execute("build").receipt);
+  ticket = a->book.ask(a->deploy("alice")).ticket.value().id;
+  REQUIRE(b.book.pending().size() == 1);  // b knows the ticket, open
+  armed = true;
+  try {
+    (void)b.book.answer(ticket, true, "bob");
+    FAIL("both answers won");
+  } catch (const TicketRefused& e) {
+    CHECK(e.why == TicketRefused::Why::unknown);
+    CHECK_THAT(e.what(), Catch::Contains(a_approves ? "approved by `carol`" : "denied by `carol`"));
+  }
+  REQUIRE(first);
+  CHECK(first->granted == a_approves);
+  CHECK(b.kernel.stats().conflicts >= 1);
+  CHECK(count(*log, EntryKind::approval_granted) + count(*log, EntryKind::approval_denied) == 1);
+  CHECK(count(*log, EntryKind::executed) == (a_approves ? 2U : 1U));
+  CHECK(verify_trace_lines(log->read(0), "memory", true).ok);
+}
+
+TEST_CASE("Shared approvals: a ticket's expiry is recorded once across processes",
+          "[driver][approvals][ledger]") {
+  Fixture f;
+  auto log = std::make_shared<MemoryLedger>();
+  std::unique_ptr<Process> a;
+  bool armed = false;
+  std::size_t a_expired = 0, b_expired = 0;
+  // a records the expiry while b's is on its way: b's is the one lost.
+  Process b(f, log->share(), [&](SharedPhase phase) {
+    if (phase != SharedPhase::committing || !armed) return;
+    armed = false;
+    CHECK(a->book.pending().empty());
+  });
+  b.book.on_expiry = [&](const Ticket&) { ++b_expired; };
+  a = std::make_unique<Process>(f, log, std::function<void(SharedPhase)>{});
+  a->book.on_expiry = [&](const Ticket&) { ++a_expired; };
+  REQUIRE(a->kernel.execute("build").receipt);
+  const std::string ticket = a->book.ask(a->deploy("alice")).ticket.value().id;
+  REQUIRE(b.book.pending().size() == 1);
+  *f.now += 61'000'000;  // past its ttl_s of 60
+  armed = true;
+  CHECK(b.book.pending().empty());
+  CHECK(a_expired == 1);
+  CHECK(b_expired == 0);
+  CHECK(count(*log, EntryKind::approval_expired) == 1);
+  REQUIRE_THROWS_MATCHES(b.book.answer(ticket, true, "bob"),
+                         TicketRefused,
+                         Catch::Matchers::Predicate<TicketRefused>([](const TicketRefused& e) {
+                           return e.why == TicketRefused::Why::expired;
+                         }));
+  CHECK(count(*log, EntryKind::approval_expired) == 1);
+}
+
+TEST_CASE("Shared approvals: a change by another process makes the approval a rejection",
+          "[driver][approvals][ledger]") {
+  Fixture f;
+  auto log = std::make_shared<MemoryLedger>();
+  Process a(f, log, {}), b(f, log->share(), {});
+  REQUIRE(a.kernel.execute("build").receipt);
+  const std::string ticket = a.book.ask(a.deploy("alice")).ticket.value().id;
+  REQUIRE(b.kernel.execute("freeze").receipt);  // a does not know yet
+  const Approvals::Answered r = a.book.answer(ticket, true, "bob");
+  CHECK(r.granted);
+  REQUIRE_FALSE(r.step.committed());
+  REQUIRE_FALSE(r.step.outcome.decision.reasons.empty());
+  CHECK(r.step.outcome.decision.reasons[0].code == ReasonCode::requires_failed);
+  CHECK(a.kernel.local().state().get("deployed") == Value::boolean(false));
+}
+
+TEST_CASE("Shared approvals: a new process on the ledger rebuilds the pending tickets",
+          "[driver][approvals][ledger]") {
+  Fixture f;
+  auto log = std::make_shared<MemoryLedger>();
+  std::string ticket;
+  {
+    Process a(f, log, {});
+    REQUIRE(a.kernel.execute("build").receipt);
+    ticket = a.book.ask(a.deploy("alice")).ticket.value().id;
+  }
+  Process restarted(f, log->share(), {});
+  const std::vector<Ticket> pending = restarted.book.pending();
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].id == ticket);
+  CHECK(pending[0].principal == "alice");
+  CHECK(restarted.book.answer(ticket, true, "bob").step.committed());
+}
+
+TEST_CASE("Shared approvals: the run loop asks and commits on a shared ledger",
+          "[driver][approvals][ledger]") {
+  Fixture f;
+  auto log = std::make_shared<MemoryLedger>();
+  Process p(f, log, {});
   FirstApprovableDriver d;
-  RunOptions o =
-      f.options([](const Ticket&, const Decision&) { return answer(ApprovalAnswer::Kind::grant); });
-  REQUIRE_THROWS_WITH(run(committer, d, o),
-                      Catch::Contains("`deploy` asks for an approval, and a shared ledger keeps no "
-                                      "approval tickets"));
-  REQUIRE(shared.local().state().get("deployed") == Value::boolean(false));
+  const RunResult r = run(p.committer, d, f.options([](const Ticket&, const Decision&) {
+    return answer(ApprovalAnswer::Kind::grant);
+  }));
+  REQUIRE(r.goal_reached);
+  CHECK(r.approvals_granted == 1);
+  CHECK(r.actions == std::vector<std::string>{"build", "deploy"});
+  CHECK(count(*log, EntryKind::approval_requested) == 1);
+  CHECK(count(*log, EntryKind::approval_granted) == 1);
+  CHECK(verify_trace_lines(log->read(0), "memory", true).ok);
 }

@@ -3,6 +3,7 @@
 // T4, T6 and T7 for the group; conflicts are retried with fresh decisions.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -466,4 +467,95 @@ TEST_CASE("SharedKernel: a step compensated after another kernel's commit",
   REQUIRE(k3.local().budget().net() == b.receipt->cost);
   // A compensation refused on the latest head (an entry that is no committed action).
   REQUIRE_THROWS_WITH(k3.compensate(99), Catch::Contains("not a committed action"));
+}
+
+namespace {
+
+const char* kApprovalSpec = R"J({"name": "approve",
+  "variables": {"n": {"type": "int", "initial": 0}},
+  "actions": [{"id": "go", "cost": 1, "approval": {"ttl_s": 60},
+               "effects": [{"variable": "n", "mode": "increment", "value": 1}]}],
+  "budget": {"total": 10, "min_action_cost": 1}})J";
+
+TraceEntry note(EntryKind kind, const std::string& ticket, const std::string& who) {
+  TraceEntry e;
+  e.kind = kind;
+  e.action = "go";
+  e.ticket = ticket;
+  e.principal = who;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("SharedKernel: a ticket is answered once across kernels, on the head it extends",
+          "[ledger][approvals]") {
+  const auto model = load_spec(kApprovalSpec);
+  SharedOptions so;
+  so.clock = fixed_clock;
+  auto log = std::make_shared<MemoryLedger>();
+  SharedKernel a(model, log, so), b(model, log->share(), so);
+  const TraceEntry asked = a.record_note(note(EntryKind::approval_requested, "t1", "alice"));
+  CHECK(asked.sequence == 1);
+  CHECK(a.ticket_open("t1"));
+  CHECK_FALSE(b.ticket_open("t1"));  // b has not read it yet
+  // On its stale head b does not know the ticket: a refusal is final only on the latest head.
+  const TraceEntry granted = b.record_note(note(EntryKind::approval_granted, "t1", "bob"));
+  CHECK(granted.sequence == 2);
+  CHECK_FALSE(b.ticket_open("t1"));
+  // a's answer, on a head where the ticket is open, loses its compare-and-set to b's: caught
+  // up, a finds the ticket answered, and commits nothing.
+  CHECK(a.ticket_open("t1"));
+  REQUIRE_THROWS_WITH(
+      a.record_note(note(EntryKind::approval_denied, "t1", "carol")),
+      Catch::Contains("ticket `t1`, which is not open (answered or expired already"));
+  CHECK(a.stats().conflicts == 1);
+  CHECK(a.length() == 3);
+  REQUIRE_THROWS_WITH(a.record_note(note(EntryKind::approval_expired, "never", "")),
+                      Catch::Contains("not open"));
+  // A request for an open ticket, an answer naming another action or no ticket: refused.
+  (void)a.record_note(note(EntryKind::approval_requested, "t2", "alice"));
+  REQUIRE_THROWS_WITH(a.record_note(note(EntryKind::approval_requested, "t2", "alice")),
+                      Catch::Contains("requested again while it is open"));
+  REQUIRE_THROWS_WITH(a.record_note(note(EntryKind::approval_granted, "", "bob")),
+                      Catch::Contains("without a ticket"));
+  TraceEntry other = note(EntryKind::approval_granted, "t2", "bob");
+  other.action.clear();
+  REQUIRE_THROWS_WITH(a.record_note(other), Catch::Contains("the ticket is for `go`"));
+  REQUIRE(log->read(0).size() == 4);  // genesis, t1 asked and granted, t2 asked
+  CHECK(verify_trace_lines(log->read(0), "memory", true).ok);
+  // A kernel opened on the ledger rebuilds the open tickets.
+  SharedKernel c(model, log->share(), so);
+  CHECK(c.ticket_open("t2"));
+  CHECK_FALSE(c.ticket_open("t1"));
+}
+
+TEST_CASE("SharedKernel: a ledger with an answer to a ticket that is not open is refused",
+          "[ledger][approvals]") {
+  // A local kernel records what it is given: a second answer, written to a file ledger.
+  const auto model = load_spec(kApprovalSpec);
+  KernelOptions ko;
+  ko.clock = fixed_clock;
+  SafetyKernel plain(model, ko);
+  (void)plain.record_note(note(EntryKind::approval_requested, "t1", "alice"));
+  (void)plain.record_note(note(EntryKind::approval_granted, "t1", "bob"));
+  (void)plain.record_note(note(EntryKind::approval_denied, "t1", "carol"));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "clampai-twice-answered.jsonl").string();
+  {
+    std::ofstream out(path, std::ios::trunc);
+    for (const TraceEntry& e : plain.trace()) out << e.to_json_line() << '\n';
+  }
+  SharedOptions so;
+  so.clock = fixed_clock;
+  REQUIRE_THROWS_WITH(SharedKernel(model, std::make_shared<FileLedger>(path), so),
+                      Catch::Contains("entry 3") && Catch::Contains("not open"));
+  std::filesystem::remove(path);
+  // `trace verify --spec` (TraceReplay) finds it too, at that entry.
+  TraceReplay replay(model);
+  const std::vector<TraceEntry> entries = plain.trace();
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(replay.add(entries[i]));
+  const std::optional<std::string> broken = replay.add(entries[3]);
+  REQUIRE(broken);
+  CHECK_THAT(*broken, Catch::Contains("ticket `t1`, which is not open"));
 }

@@ -10,6 +10,8 @@
 #   serve-signed two `clampai serve --ledger --signing-key --checkpoint-every 2` processes on
 #                one task: their checkpoints in the shared trace, one at each shutdown, verify
 #                with the group's public key (`trace verify URL#TASK --public-key`), not another.
+#   approvals    `clampai run --ledger --approvals`: a run leaves its ticket waiting in the shared
+#                trace, a second run asks and is granted; the trace verifies and replays.
 # Waits are for the processes and the servers' `listening on` lines, never for a duration.
 set -euo pipefail
 
@@ -176,6 +178,33 @@ case "$scenario" in
     fi
     grep -q "does not verify with the public key" "$work/other.out" || fail "$(cat "$work/other.out")"
     echo "ok ($scenario): the servers' checkpoints verify with the group's key"
+    ;;
+  approvals)
+    cat >"$work/spec.json" <<JSON
+{"name": "wire-approvals", "goal": "deployed",
+ "variables": {"built": {"type": "bool", "initial": false},
+               "deployed": {"type": "bool", "initial": false}},
+ "actions": [{"id": "build", "cost": 1, "requires": "!built",
+              "effects": [{"variable": "built", "mode": "set", "value": true}]},
+             {"id": "deploy", "cost": 2, "requires": "built", "approval": {"ttl_s": 300},
+              "effects": [{"variable": "deployed", "mode": "set", "value": true}]}],
+ "budget": {"total": 10, "min_action_cost": 1}}
+JSON
+    rc=0
+    "$clampai" run "$work/spec.json" --ledger "$DATABASE_URL" --approvals skip --format json \
+      </dev/null >"$work/skip.json" || rc=$?
+    [[ "$rc" == 1 ]] || fail "the run left waiting exited with $rc"
+    [[ "$(json "$work/skip.json" 'len(d["approvals"]["waiting"])')" == 1 ]] ||
+      fail "the first run left no ticket waiting"
+    echo y | "$clampai" run "$work/spec.json" --ledger "$DATABASE_URL" --approvals prompt \
+      --format json >"$work/grant.json" || fail "the granted run did not reach the goal"
+    [[ "$(json "$work/grant.json" 'd["approvals"]["granted"]')" == 1 ]] || fail "nothing granted"
+    "$clampai" trace verify "$DATABASE_URL#wire-approvals" --spec "$work/spec.json" ||
+      fail "the shared trace does not verify"
+    kinds="$(sql "SELECT string_agg(kind, ' ' ORDER BY seq) FROM clampai_ledger_entries WHERE task = 'wire-approvals'")"
+    [[ "$kinds" == "genesis executed approval_requested approval_requested approval_granted executed" ]] ||
+      fail "the shared trace holds $kinds"
+    echo "ok ($scenario): a ticket left waiting and one granted, in the shared trace"
     ;;
   *)
     fail "unknown scenario"

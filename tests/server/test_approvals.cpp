@@ -65,12 +65,15 @@ struct Fixture {
       std::make_shared<std::atomic<std::int64_t>>(kStart);
   std::unique_ptr<cs::Service> service;
 
-  explicit Fixture(const std::string& data_dir = "") { open(data_dir); }
-  void open(const std::string& data_dir) {
+  explicit Fixture(const std::string& data_dir = "", const std::string& ledger = "") {
+    open(data_dir, ledger);
+  }
+  void open(const std::string& data_dir, const std::string& ledger = "") {
     service.reset();
     cs::ServiceOptions o;
     o.principals = cs::parse_principals(principals(), "principals.json");
     o.data_dir = data_dir;
+    o.ledger = ledger;
     o.clock = [now = now] { return now->load(); };
     service = std::make_unique<cs::Service>(std::move(o));
     service->add_task(kSpec, "pay.json");
@@ -531,4 +534,57 @@ TEST_CASE("Approvals: the gateway refuses a spec it would forward unapproved",
   REQUIRE_THROWS_WITH(
       cs::run_gateway(ck::load_spec(kSpec), cs::Bindings{}, cs::GatewayOptions{}, in, out, log),
       Catch::Matchers::Contains("action `pay` waits for an approval"));
+}
+
+TEST_CASE("Approvals: on a shared ledger, any server answers a ticket once",
+          "[server][approvals]") {
+  const fs::path path = fs::temp_directory_path() / "clampai-serve-shared-approvals.jsonl";
+  fs::remove(path);
+  {
+    // Two servers on one file ledger (as two processes on one database).
+    Fixture one("", "file:" + path.string());
+    Fixture two("", "file:" + path.string());
+    two.now = one.now;  // one clock for both (the ledger's entries carry its time)
+    two.open("", "file:" + path.string());
+    const json asked = one.ask("dave", 3);
+    REQUIRE(asked["pending"] == true);
+    const std::string ticket = asked["ticket"];
+    const json listed = two.pending();  // the other server lists it
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["ticket"] == ticket);
+    CHECK(listed[0]["principal"] == "dave");
+    auto r = two.answer(ticket, true, "dave");  // nobody approves their own request
+    CHECK(r.status == 403);
+    CHECK(message(r).find("`dave` asked for ticket") != std::string::npos);
+    r = two.answer(ticket, true, "bob");
+    REQUIRE(r.status == 200);
+    CHECK(body(r)["executed"] == true);
+    CHECK(two.state()["paid"] == 3);
+    CHECK(one.state()["paid"] == 3);
+    const auto again = one.answer(ticket, true, "carol");
+    CHECK(again.status == 404);
+    CHECK(code(again) == "unknown_ticket");
+    CHECK(message(again).find("approved by `bob`") != std::string::npos);
+    // Expired on the clock, recorded once whichever server lists it first.
+    const std::string late = one.ask("alice", 1)["ticket"];
+    *one.now += 61'000'000;
+    CHECK(two.pending().empty());
+    CHECK(one.pending().empty());
+    CHECK(code(one.answer(late, true, "bob")) == "ticket_expired");
+    std::size_t expired = 0;
+    for (const json& e : one.trace()) expired += e["kind"] == "approval_expired";
+    CHECK(expired == 1);
+  }
+  // A restart rebuilds the pending tickets from the ledger.
+  std::string ticket;
+  {
+    Fixture one("", "file:" + path.string());
+    ticket = one.ask("alice", 2)["ticket"];
+  }
+  Fixture restarted("", "file:" + path.string());
+  const json pending = restarted.pending();
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0]["ticket"] == ticket);
+  CHECK(restarted.answer(ticket, false, "bob").status == 200);
+  fs::remove(path);
 }

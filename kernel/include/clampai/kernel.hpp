@@ -17,6 +17,7 @@
 #include "clampai/kernel/spec_loader.hpp"
 #include "clampai/kernel/state.hpp"
 #include "clampai/kernel/suggest.hpp"
+#include "clampai/kernel/tickets.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/kernel/trace_reader.hpp"
 #include "clampai/kernel/type.hpp"

@@ -3,13 +3,16 @@
 // the state of that moment, and committed atomically or rejected) or denies it, or its time runs
 // out. Every step of a ticket's life is a trace entry (a note: it changes nothing), so a trace
 // rebuilds the pending tickets. One ticket book, `Approvals`, used by `clampai serve` (HTTP,
-// MCP), the run loop (`clampai run` and `agent`: RunOptions::approve) and the Python bindings.
+// MCP), the run loop (`clampai run` and `agent`: RunOptions::approve) and the Python bindings,
+// over a committer: the local kernel, or a shared ledger, where the tickets live in the shared
+// chain (each step of one a compare-and-set) and every process's book sees every process's.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -55,14 +58,19 @@ struct TicketLog {
   void answer(const std::string& ticket, std::string what);
 };
 
-/// The ticket book of one kernel (this process's own: a shared ledger keeps no tickets yet).
-/// Thread-safe: one answer wins a ticket; the others find it answered.
+/// The ticket book of one committer's trace (`Committer::record_note`): this process's kernel,
+/// or a shared ledger, whose tickets any process on it may list and answer (before each
+/// operation the book reads what the others recorded: `Committer::trace_since`).
+/// Thread-safe: one answer wins a ticket, in any process; the others find it answered.
 class Approvals {
  public:
   /// Microseconds since the epoch.
   using Clock = std::function<std::int64_t()>;
-  /// `tickets`: what the trace so far left (a TicketLog fed its entries); `clock`: the
-  /// deadlines' clock (tests inject one), the system clock when empty. Requires `kernel` to
+  /// `tickets`: what the trace so far left (a TicketLog fed its entries; on a shared ledger the
+  /// book reads them itself); `clock`: the deadlines' clock (tests inject one), the system
+  /// clock when empty. Requires `committer` to outlive the book.
+  explicit Approvals(Committer& committer, Clock clock = {}, TicketLog tickets = {});
+  /// The book of `kernel`, a local kernel (on its `LocalCommitter`). Requires `kernel` to
   /// outlive the book.
   explicit Approvals(kernel::SafetyKernel& kernel, Clock clock = {}, TicketLog tickets = {});
 
@@ -100,7 +108,7 @@ class Approvals {
   /// Answers ticket `id` for `principal`. `check` (may be empty) is called with the ticket
   /// before anything is recorded (the caller's rights, self-approval: it throws to refuse).
   /// On approval the ticket's action is resolved afresh and committed by `commit` (empty: a
-  /// step on the kernel itself), naming who asked. Exactly one answer wins a ticket.
+  /// step on the committer), naming who asked. Exactly one answer wins a ticket.
   /// @throws TicketRefused (unknown, naming what became of it; expired: its `approval_expired`
   /// entry recorded then); what `check` throws; InvalidArgument if the trace is sealed.
   Answered answer(std::string_view id,
@@ -109,18 +117,27 @@ class Approvals {
                   const std::function<void(const Ticket&)>& check = {},
                   const Commit& commit = {});
 
-  /// Called (under the book's lock) with each ticket that expires, once its entry is recorded;
-  /// set before the book is shared between threads. May be empty.
+  /// Called (under the book's lock) with each ticket that expires, once this book recorded its
+  /// entry (on a shared ledger, the one book that did); set before the book is shared between
+  /// threads. May be empty.
   std::function<void(const Ticket&)> on_expiry{};
 
  private:
-  kernel::SafetyKernel& kernel_;
+  std::unique_ptr<Committer> own_;  // the local kernel's committer, when made on a kernel
+  Committer& committer_;
   Clock clock_;  // empty: the system clock
   // Held across an approval's notes (ticket taken, then its entry), never inside the kernel's.
   std::mutex mutex_;
-  TicketLog tickets_;  // GUARDED_BY mutex_
+  TicketLog tickets_;       // GUARDED_BY mutex_
+  std::uint64_t seen_ = 0;  // GUARDED_BY mutex_: the trace is read from here (trace_since)
+  // Brings the committer to its latest head and `tickets_` up to the trace's end (what other
+  // processes recorded). Requires mutex_.
+  void catch_up_locked();
   // Records the expiry of every pending ticket due at `now`. Requires mutex_.
   void expire_due_locked(std::int64_t now);
+  // Records note `e` (a ticket's step) and keeps it in `tickets_`; on a shared ledger, throws
+  // InvalidArgument if its ticket was answered meanwhile (then `tickets_` says by whom).
+  kernel::TraceEntry record_locked(kernel::TraceEntry e);
 };
 
 /// A rejection of action `action` whose one reason is `code` (what a denied or expired ticket

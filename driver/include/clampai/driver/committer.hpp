@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "clampai/kernel/ledger.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
@@ -93,9 +94,15 @@ class Committer {
   /// When `commit` refused a proposal: the termination that ends the run at once (escrow), or
   /// none (the default: the loop chooses again, RunOptions::refusals_before_stop).
   virtual std::optional<Termination> on_refusal(const kernel::Decision& decision);
-  /// The kernel this process owns, on which approvals' tickets are recorded (driver::Approvals),
-  /// or null when there is none (a shared ledger, which keeps no tickets yet). The default: null.
-  virtual kernel::SafetyKernel* own_kernel();
+  /// Appends `entry`, a note (`approval_*`: a ticket's step, driver::Approvals), to the trace
+  /// (`SafetyKernel::record_note`; on a shared ledger `SharedKernel::record_note`, a
+  /// compare-and-set that answers a ticket only while it is open). Returns it as recorded.
+  /// The default throws InvalidArgument: this committer keeps no approval tickets.
+  virtual kernel::TraceEntry record_note(kernel::TraceEntry entry);
+  /// The trace's entries from sequence `from` on that other processes may have recorded (a
+  /// shared ledger's), in order; empty when only this process writes the trace (the default).
+  /// @throws LedgerUnavailable as `refresh`.
+  virtual std::vector<kernel::TraceEntry> trace_since(std::uint64_t from);
 };
 
 /// What became of a step. Callers switch on it; values will be added (see the file's comment:
@@ -143,7 +150,7 @@ class LocalCommitter final : public Committer {
   /// @throws InvalidArgument if another thread committed since `receipt` (as the kernel does).
   std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
   kernel::Outcome compensate(const kernel::Receipt& receipt) override;
-  kernel::SafetyKernel* own_kernel() override { return &kernel_; }
+  kernel::TraceEntry record_note(kernel::TraceEntry entry) override;
 
  private:
   kernel::SafetyKernel& kernel_;
@@ -165,6 +172,8 @@ class SharedCommitter final : public Committer {
   kernel::Outcome compensate(const kernel::Receipt& receipt) override;
   std::uint64_t refresh() override;
   [[nodiscard]] std::uint64_t head() const override;
+  kernel::TraceEntry record_note(kernel::TraceEntry entry) override;
+  std::vector<kernel::TraceEntry> trace_since(std::uint64_t from) override;
 
  private:
   kernel::SharedKernel& kernel_;

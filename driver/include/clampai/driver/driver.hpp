@@ -119,8 +119,8 @@ struct RunOptions {
   /// now and the ticket. A grant is decided afresh (an answer that comes after the ticket's
   /// `ttl_s` records `approval_expired` instead); empty: every such choice waits
   /// (`ApprovalAnswer::Kind::wait`), nothing that needs an approval is taken without one.
-  /// Approvals need the committer's own kernel (Committer::own_kernel): on a shared ledger
-  /// such a choice throws InvalidArgument.
+  /// The tickets are the committer's (Committer::record_note; on a shared ledger, the shared
+  /// chain's); a committer that keeps none (escrow, an upstream) throws InvalidArgument.
   std::function<ApprovalAnswer(const Ticket&, const kernel::Decision&)> approve{};
   /// Who asks for approvals (`run`, `agent`), recorded in `approval_requested` entries.
   std::string principal{};

@@ -23,6 +23,7 @@
 
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/safety_kernel.hpp"
+#include "clampai/kernel/tickets.hpp"
 #include "clampai/kernel/trace_reader.hpp"
 
 namespace clampai {
@@ -289,11 +290,8 @@ class SharedKernel {
   Decision record_rejection(const Proposal& proposal);
   /// True iff rejected proposals are committed to the shared trace.
   [[nodiscard]] bool records_rejections() const noexcept { return options_.record_rejections; }
-  /// Commits `entry`, an `attested` entry (`attestation_entry`), to the shared trace with the
-  /// latest head's counters, budget and time, by compare-and-set like any other (a gateway's
-  /// outcome of a step): as `SafetyKernel::record_attested` appends it to a local trace, and
-  /// replayed by every replica as recorded. Changes nothing but the trace. Returns the entry as
-  /// committed.
+  /// Commits `entry`, an `attested` entry (`attestation_entry`), to the shared trace: as
+  /// `record_note` does (a gateway's outcome of a step).
   /// @throws InvalidArgument if `entry` is not a well-formed attested entry or names an unknown
   /// action, or the trace is sealed; LedgerUnavailable as `execute`.
   TraceEntry record_attested(TraceEntry entry);
@@ -326,6 +324,23 @@ class SharedKernel {
   [[nodiscard]] std::string head() const;
   [[nodiscard]] SharedStats stats() const;
   [[nodiscard]] const Ledger& ledger() const noexcept { return *ledger_; }
+
+  // ---- Notes and approvals' tickets (docs/LEDGER.md, "Approvals") ----
+  /// Commits `entry`, a note (`attested`, `approval_requested`, `approval_granted`,
+  /// `approval_denied`, `approval_expired`), to the shared trace with the latest head's
+  /// counters, budget and time, by compare-and-set like any other: as
+  /// `SafetyKernel::record_note` appends it to a local trace, and replayed by every replica as
+  /// recorded. Changes nothing but the trace. A ticket's answer (granted, denied, expired) is
+  /// committed only while the ticket is open at the head it extends (`OpenTickets`: requested,
+  /// for that action, and not answered), and a request only for a ticket not open: so of two
+  /// answers, in any processes, exactly one is committed (the other catches up and is refused), and
+  /// every replica refuses a ledger that breaks the rule. Returns the entry as committed.
+  /// @throws InvalidArgument if `entry` is of another kind (or a checkpoint), a malformed
+  /// attestation, names an unknown action, answers a ticket that is not open (naming it), or
+  /// the trace is sealed; LedgerUnavailable as `execute`.
+  TraceEntry record_note(TraceEntry entry);
+  /// True iff `ticket` is open (requested, not answered) at the latest head this kernel knows.
+  [[nodiscard]] bool ticket_open(std::string_view ticket) const;
 
  private:
   struct Undo {
@@ -374,6 +389,9 @@ class SharedKernel {
   std::uint64_t undo_dropped_ = 0;
   std::uint64_t compensated_at_ = 0;  // the last `compensated` entry (0: none)
   SharedStats stats_;
+
+  // ---- Approvals' tickets ----
+  OpenTickets open_tickets_;  // GUARDED_BY mutex_: the tickets open at the head
 };
 
 }  // namespace clampai::kernel
