@@ -114,6 +114,8 @@ class Loop {
   // One step of the chooser's `proposal` (`decided`: its decision on the view, if the chooser
   // made one). False iff the run stops.
   bool commit(Proposal proposal, std::optional<kernel::Decided> decided = std::nullopt);
+  // Shadow mode: lists the step of `proposal` if the enforcing kernel would have rejected it.
+  void note(const Proposal& proposal, const StepResult& s);
   // What follows a step of `proposal` whose outcome is `o` (committed or refused). False iff
   // the run stops.
   bool settle(Proposal proposal, const Outcome& o);
@@ -165,7 +167,10 @@ bool Loop::recover() {
       tally(d.decision());
       continue;
     }
-    const Outcome o = step(c_, std::move(d)).outcome;
+    const Proposal emergency = d.proposal();
+    const StepResult s = step(c_, std::move(d));
+    note(emergency, s);
+    const Outcome& o = s.outcome;
     if (!o.decision.approved) {
       tally(o.decision);
       continue;
@@ -181,11 +186,22 @@ bool Loop::recover() {
 }
 
 bool Loop::commit(Proposal proposal, std::optional<kernel::Decided> decided) {
-  if (c_.model().actions[proposal.action].approval) return ask(std::move(proposal));
+  // In shadow mode an action that asks for an approval is followed without one, as any other.
+  if (c_.model().actions[proposal.action].approval && c_.enforces())
+    return ask(std::move(proposal));
   const bool mine = decided && decided->proposal().action == proposal.action &&
                     decided->proposal().params == proposal.params;
-  const Outcome o = (mine ? step(c_, std::move(*decided)) : step(c_, proposal)).outcome;
-  return settle(std::move(proposal), o);
+  const StepResult s = mine ? step(c_, std::move(*decided)) : step(c_, proposal);
+  note(proposal, s);
+  return settle(std::move(proposal), s.outcome);
+}
+
+void Loop::note(const Proposal& proposal, const StepResult& s) {
+  if (!s.would_be_rejected()) return;
+  result_.shadow_rejections.push_back(
+      ShadowRejection{c_.model().actions[proposal.action].id,
+                      s.outcome.receipt ? std::optional(s.outcome.receipt->sequence) : std::nullopt,
+                      s.would_be->reasons});
 }
 
 bool Loop::settle(Proposal proposal, const Outcome& o) {
@@ -287,6 +303,7 @@ RunResult Loop::run() {
 
 RunResult Loop::steps() {
   refused_at_ = c_.head();
+  result_.shadow = !c_.enforces();
   while (true) {
     if (options_.between_steps) options_.between_steps();
     if (options_.refresh_each_step) (void)c_.refresh();
@@ -335,7 +352,15 @@ RunResult Loop::steps() {
 }  // namespace
 
 std::string_view to_string(StepOutcome o) noexcept {
-  return o == StepOutcome::committed ? "committed" : "rejected";
+  switch (o) {
+    case StepOutcome::committed:
+      return "committed";
+    case StepOutcome::shadowed:
+      return "shadowed";
+    case StepOutcome::rejected:
+      break;
+  }
+  return "rejected";
 }
 
 namespace {
@@ -343,15 +368,21 @@ StepResult result_of(Outcome&& o) {
   const StepOutcome kind = o.receipt ? StepOutcome::committed : StepOutcome::rejected;
   return StepResult{kind, std::move(o)};
 }
+StepResult result_of(kernel::ShadowStep&& s) {
+  return StepResult{StepOutcome::shadowed, std::move(s.outcome), std::move(s.would_be)};
+}
 }  // namespace
 
 StepResult step(Committer& committer, const Proposal& proposal) {
+  if (!committer.enforces()) return result_of(committer.follow(proposal));
   return result_of(committer.commit(proposal));
 }
 StepResult step(Committer& committer, kernel::Decided&& decided) {
+  if (!committer.enforces()) return result_of(committer.follow(decided.proposal()));
   return result_of(committer.commit_decided(std::move(decided)));
 }
 StepResult step(Committer& committer, std::string_view action_id, const kernel::ParamMap& params) {
+  if (!committer.enforces()) return result_of(committer.follow(action_id, params));
   return result_of(committer.commit_named(action_id, params));
 }
 
