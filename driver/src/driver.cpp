@@ -48,6 +48,7 @@ Proposal default_proposal(const TaskModel& model, std::size_t index) {
 void Driver::rolled_back(const State& /*state*/, const Proposal& /*undone*/) {}
 void Driver::committed(const Proposal& /*proposal*/, const Outcome& /*outcome*/) {}
 void Driver::waiting(const Proposal& /*proposal*/, const Ticket& /*ticket*/) {}
+void Driver::shadowed(const Proposal& /*proposal*/, const Decision& /*would_be*/) {}
 
 void FirstApprovableDriver::rolled_back(const State& state, const Proposal& undone) {
   avoid_.emplace_back(state, undone.action);
@@ -197,7 +198,9 @@ bool Loop::commit(Proposal proposal, std::optional<kernel::Decided> decided) {
 }
 
 void Loop::note(const Proposal& proposal, const StepResult& s) {
-  if (!s.would_be_rejected()) return;
+  if (!s.would_be) return;
+  driver_.shadowed(proposal, *s.would_be);
+  if (s.would_be->approved) return;
   result_.shadow_rejections.push_back(
       ShadowRejection{c_.model().actions[proposal.action].id,
                       s.outcome.receipt ? std::optional(s.outcome.receipt->sequence) : std::nullopt,

@@ -57,6 +57,9 @@ class Driver {
   /// not wait for (ApprovalAnswer::Kind::wait): it is not taken now; proposing it again while
   /// it waits asks nothing anew and counts as a refusal. The default does nothing.
   virtual void waiting(const Proposal& proposal, const Ticket& ticket);
+  /// Shadow mode: told by `run`, before `committed`, what the enforcing kernel would have
+  /// decided on `proposal` (the step is followed whatever it is). The default does nothing.
+  virtual void shadowed(const Proposal& proposal, const kernel::Decision& would_be);
 };
 
 /// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
