@@ -264,26 +264,6 @@ void write_pending(
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
-// Shadow mode's members of an execute answer (docs/SERVE.md): `enforced` false and `shadow`,
-// what the enforcing kernel would have answered (the decision's members; `pending` when an
-// enforcing server would have waited for an approval).
-void write_shadow_members(JsonOut& j,
-                          const ck::TaskModel& m,
-                          std::string_view id,
-                          const ck::Decision& would_be,
-                          bool pending) {
-  j.key("enforced").value(false).key("shadow").begin_object().key("task").value(m.name);
-  if (pending) {
-    ck::Decision waits = would_be;
-    waits.approved = false;
-    write_decision_members(j, m, id, waits);
-    j.key("pending").value(true);
-  } else {
-    write_decision_members(j, m, id, would_be);
-  }
-  j.end_object();
-}
-
 void count_decision(Task& task, std::size_t endpoint, const ck::Decision& d) {
   task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
   for (const ck::Reason& r : d.reasons)
