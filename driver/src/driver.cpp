@@ -115,7 +115,8 @@ class Loop {
   // One step of the chooser's `proposal` (`decided`: its decision on the view, if the chooser
   // made one). False iff the run stops.
   bool commit(Proposal proposal, std::optional<kernel::Decided> decided = std::nullopt);
-  // Shadow mode: lists the step of `proposal` if the enforcing kernel would have rejected it.
+  // Shadow mode: tells the chooser the step's would-be decision, and lists the step if the
+  // enforcing kernel would have rejected it.
   void note(const Proposal& proposal, const StepResult& s);
   // What follows a step of `proposal` whose outcome is `o` (committed or refused). False iff
   // the run stops.
@@ -317,6 +318,11 @@ RunResult Loop::steps() {
     }
     if (options_.max_steps && result_.executed >= *options_.max_steps) {
       result_.termination = Termination::max_steps;
+      break;
+    }
+    // Shadow mode: the kernel does not stop a step past its bound (T2), so the run does.
+    if (!c_.enforces() && !steps_left(view)) {
+      result_.termination = Termination::step_limit;
       break;
     }
     Choice choice = driver_.next(view);

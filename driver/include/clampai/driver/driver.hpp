@@ -170,8 +170,9 @@ struct RunResult {
 /// this run's last commit, else one emergency action) or stop; else commit the choice (decided
 /// afresh on the latest head only if it moved since the chooser decided: `step`) and tell the
 /// chooser. In shadow mode (a committer that does not enforce) every step is followed whatever
-/// its decision, nothing waits for an approval, and each would-be rejection is listed
-/// (`RunResult::shadow_rejections`). Ends when the goal is reached, the chooser
+/// its decision, nothing waits for an approval, each would-be rejection is listed
+/// (`RunResult::shadow_rejections`), and the run stops (`step_limit`) when the kernel's step
+/// bound is reached, which its kernel does not enforce. Ends when the goal is reached, the chooser
 /// stops it or has nothing to propose (and recovery, if asked for, cannot help), or the run's
 /// cap is reached. Terminates: every committed non-emergency action counts against the
 /// kernel's step limit (T2), refusals in a row are bounded (`refusals_before_stop`, else by the
