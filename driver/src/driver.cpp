@@ -323,6 +323,7 @@ RunResult Loop::steps() {
     // Shadow mode: the kernel does not stop a step past its bound (T2), so the run does.
     if (!c_.enforces() && !steps_left(view)) {
       result_.termination = Termination::step_limit;
+      result_.message = "the kernel's step bound (T2) of " + std::to_string(view.step_limit());
       break;
     }
     Choice choice = driver_.next(view);
