@@ -104,6 +104,9 @@ struct Orchestrator::Impl final : driver::Driver {
   // The chosen action waits for a person's approval (the loop moved on): a step that commits
   // nothing, and the LLM is told so.
   void waiting(const kernel::Proposal& chosen, const driver::Ticket& ticket) override;
+  void shadowed(const kernel::Proposal& /*chosen*/, const kernel::Decision& would_be) override {
+    step.would_be = would_be;
+  }
   // The end of every step: what it left, recorded and shown.
   void finish_step();
   // The run so far, and the step being taken (chosen in `next`, completed in `committed`).
@@ -328,6 +331,8 @@ OrchestratorResult Orchestrator::Impl::run() {
   result.approvals_denied = r.approvals_denied;
   result.approvals_expired = r.approvals_expired;
   result.approvals_waiting = r.waiting;
+  result.shadow = r.shadow;
+  result.shadow_rejections = r.shadow_rejections;
   result.goal_reached = r.termination == Termination::goal_reached;
   result.message = result.goal_reached ? "the goal holds" : r.message;
   return std::move(result);

@@ -57,7 +57,7 @@ _clampai() {
   case $cmd in
     check) opts="--format --quiet --help" ;;
     evaluate) opts="--action --params --state --format --quiet --help" ;;
-    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --pools --signing-key --checkpoint-every --approvals --format --quiet --help" ;;
+    run) opts="--trace --append --force --flush --max-steps --record-rejections --lookahead --lookahead-timeout-ms --recover --allow-program --ledger --pools --signing-key --checkpoint-every --approvals --shadow --format --quiet --help" ;;
     trace)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "verify --help" -- "$cur"))
@@ -71,7 +71,7 @@ _clampai() {
     lookahead) opts="--state --action --params --depth --max-param-values --engine --timeout-ms --format --quiet --help" ;;
     repair) opts="--state --action --params --norm --weights --timeout-ms --format --quiet --help" ;;
     report) opts="--html --spec --force --layout --help" ;;
-    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --upstream --upstream-timeout-ms --clear-env --env --format --quiet --help" ;;
+    agent) opts="--llm --model --base-url --llm-timeout-ms --max-steps --trace --transcript --lookahead --allow-program --ledger --pools --approvals --signing-key --checkpoint-every --shadow --upstream --upstream-timeout-ms --clear-env --env --format --quiet --help" ;;
     serve) opts="--spec --host --port --token-file --principals --insecure-no-auth --data-dir --ledger --pools --tls-cert --tls-key --request-timeout-ms --threads --signing-key --checkpoint-every --decision-log --mode --shadow --help" ;;
     keygen) opts="--help" ;;
     ledger)
@@ -81,7 +81,7 @@ _clampai() {
       fi
       opts="apply show --ledger --format --help"
       ;;
-    mcp) opts="--help" ;;
+    mcp) opts="--shadow --help" ;;
     gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;
   esac

@@ -18,6 +18,7 @@
 #include "gateway_cmd.hpp"
 #include "monitor_setup.hpp"
 #include "output.hpp"
+#include "shadow_flag.hpp"
 #include "sign_cmd.hpp"
 
 namespace clampai::cli {
@@ -39,6 +40,7 @@ struct Args {
   std::string approvals;                    // --approvals
   std::string signing_key;
   std::uint64_t checkpoint_every = 0;
+  bool shadow = false;  // --shadow
 } args;
 
 // The vendor's client. The key comes from the environment and goes only to the adapter.
@@ -84,6 +86,11 @@ int agent_command() {
                         : "a COMMAND after `--` is the upstream of --upstream");
   const std::string spec_text = ck::read_text_file(args.spec);
   const auto model = ck::load_spec(spec_text);
+  if (args.shadow)
+    refuse_shadow({.model = model.get(),
+                   .ledger = args.ledger,
+                   .approvals = args.approvals,
+                   .upstream = args.upstream});
   // The spec's bindings: each action's tool on the upstream (docs/GATEWAY.md).
   const server::Bindings bindings =
       args.upstream ? server::load_bindings(spec_text, *model) : server::Bindings{};
@@ -147,6 +154,7 @@ int agent_command() {
     step.approved = s.approved;
     step.reasons = s.reasons;
     step.repair = s.repair;
+    step.would_be = s.would_be;
     step.cost = s.cost;
     step.spent = s.spent;
     step.input_tokens = s.tokens.input_tokens;
@@ -173,6 +181,8 @@ int agent_command() {
   std::unique_ptr<driver::Committer> base;
   if (shared)
     base = std::make_unique<driver::SharedCommitter>(*shared);
+  else if (args.shadow)  // each step followed whatever the kernel decides
+    base = std::make_unique<driver::ShadowCommitter>(*own);
   else
     base = std::make_unique<driver::LocalCommitter>(*own);
   std::unique_ptr<driver::Committer> tools;
@@ -235,6 +245,7 @@ int agent_command() {
   if (shared) out.ledger = report::LedgerSection{ledger->describe(), shared->stats()};
   if (pools) out.pools = pools->status();
   out.approvals = {r.approvals_granted, r.approvals_denied, r.approvals_expired, {}};
+  out.shadow = {r.shadow, r.shadow_rejections};
   for (const driver::Ticket& t : r.approvals_waiting)
     out.approvals.waiting.emplace_back(t.id, t.action);
   // On a ledger: the pools of the task's path as the ledger has them now.
@@ -317,6 +328,10 @@ CLI::App* add_agent_command(CLI::App& app) {
     cmd->get_option(name)->needs("--upstream");
   add_allow_program_option(cmd, args.allow_programs);
   add_approvals_option(cmd, args.approvals);
+  add_shadow_flag(cmd,
+                  args.shadow,
+                  "the report lists the steps the kernel would have rejected and marks them "
+                  "in its log");
   cmd->add_option("--signing-key",
                   args.signing_key,
                   "Sign the seal and every checkpoint with this Ed25519 private key (PEM, "

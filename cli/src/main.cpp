@@ -34,6 +34,7 @@
 #include "repair_cmd.hpp"
 #include "report_cmd.hpp"
 #include "serve_cmd.hpp"
+#include "shadow_flag.hpp"
 #include "sign_cmd.hpp"
 #include "suggestions.hpp"
 
@@ -92,6 +93,7 @@ struct RunArgs {
   std::string signing_key;
   std::uint64_t checkpoint_every = 0;
   std::string approvals;  // --approvals: empty, prompt, deny or skip
+  bool shadow = false;    // --shadow
 };
 
 // True iff `a` and `b` name one file (the same inode), however they are spelt.
@@ -184,6 +186,7 @@ void open_trace(const RunArgs& args,
 }
 
 int cmd_run(const RunArgs& args, const Common& common) {
+  if (args.shadow) clampai::cli::refuse_shadow({.ledger = args.ledger});
   if (!args.ledger.empty()) {
     clampai::cli::refuse_pools_file_on_ledger(args.pools, args.ledger);
     const auto model = ck::load_spec_file(args.spec);
@@ -201,6 +204,10 @@ int cmd_run(const RunArgs& args, const Common& common) {
                                         args.approvals});
   }
   const auto model = ck::load_spec_file(args.spec);
+  if (args.shadow)
+    clampai::cli::refuse_shadow({.model = model.get(),
+                                 .approvals = args.approvals,
+                                 .record_rejections = args.record_rejections});
   ck::KernelOptions options;
   options.pools = clampai::cli::load_pools_option(args.pools, model.get());
   options.record_rejections = args.record_rejections;
@@ -236,7 +243,13 @@ int cmd_run(const RunArgs& args, const Common& common) {
       clampai::report::Progress::for_stderr("run", clampai::cli::quiet()));
   progress.phase("running");
   progress.status([&kernel] { return std::to_string(kernel.steps()) + " steps"; });
-  cd::RunResult r = cd::run(kernel, driver, run_options);
+  // Shadow mode: each step followed whatever the kernel decides (driver::ShadowCommitter).
+  std::unique_ptr<cd::Committer> committer;
+  if (args.shadow)
+    committer = std::make_unique<cd::ShadowCommitter>(kernel);
+  else
+    committer = std::make_unique<cd::LocalCommitter>(kernel);
+  cd::RunResult r = cd::run(*committer, driver, run_options);
   progress.stop();
   if (monitor) {
     if (auto verdict = clampai::cli::finish_monitored(*monitor, r.goal_reached)) {
@@ -554,6 +567,11 @@ int main(int argc, char** argv) {
       ->option_text("N")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   clampai::cli::add_approvals_option(run, run_args.approvals);
+  clampai::cli::add_shadow_flag(
+      run,
+      run_args.shadow,
+      "where nothing is approvable, the first ready action the kernel rejects is taken, within "
+      "the step bound (T2); the report lists the steps the kernel would have rejected");
   for (const char* other : {"--trace", "--append", "--force", "--flush", "--allow-program"})
     ledger_opt->excludes(run->get_option(other));
   add_format(run, common);

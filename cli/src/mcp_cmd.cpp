@@ -5,12 +5,14 @@
 #include "clampai/kernel.hpp"
 #include "clampai/server.hpp"
 #include "output.hpp"
+#include "shadow_flag.hpp"
 
 namespace clampai::cli {
 
 namespace {
 
 std::string spec;
+bool shadow = false;  // --shadow
 
 }  // namespace
 
@@ -24,6 +26,10 @@ CLI::App* add_mcp_command(CLI::App& app) {
                   "clampai mcp examples/quickstart.json",
                   "docs/SERVE.md");
   cmd->add_option("SPEC", spec, "Task spec (JSON)")->required();
+  add_shadow_flag(cmd,
+                  shadow,
+                  "each tool call's result says so (`enforced`) and what the kernel would "
+                  "have answered (`shadow`)");
   return cmd;
 }
 
@@ -32,7 +38,7 @@ int run_mcp_command() {
     const auto model = kernel::load_spec_file(spec);
     // std::cin then reads stdin in blocks (synchronised with C's stdio, one byte a call).
     std::ios::sync_with_stdio(false);
-    return server::serve_mcp(model, std::cin, std::cout);
+    return server::serve_mcp(model, std::cin, std::cout, shadow);
   } catch (const Error& e) {
     if (dynamic_cast<const SpecError*>(&e) != nullptr)
       return fail("text", "mcp", spec, describe(spec, e));

@@ -48,6 +48,7 @@ Proposal default_proposal(const TaskModel& model, std::size_t index) {
 void Driver::rolled_back(const State& /*state*/, const Proposal& /*undone*/) {}
 void Driver::committed(const Proposal& /*proposal*/, const Outcome& /*outcome*/) {}
 void Driver::waiting(const Proposal& /*proposal*/, const Ticket& /*ticket*/) {}
+void Driver::shadowed(const Proposal& /*proposal*/, const Decision& /*would_be*/) {}
 
 void FirstApprovableDriver::rolled_back(const State& state, const Proposal& undone) {
   avoid_.emplace_back(state, undone.action);
@@ -114,6 +115,9 @@ class Loop {
   // One step of the chooser's `proposal` (`decided`: its decision on the view, if the chooser
   // made one). False iff the run stops.
   bool commit(Proposal proposal, std::optional<kernel::Decided> decided = std::nullopt);
+  // Shadow mode: tells the chooser the step's would-be decision, and lists the step if the
+  // enforcing kernel would have rejected it.
+  void note(const Proposal& proposal, const StepResult& s);
   // What follows a step of `proposal` whose outcome is `o` (committed or refused). False iff
   // the run stops.
   bool settle(Proposal proposal, const Outcome& o);
@@ -165,7 +169,10 @@ bool Loop::recover() {
       tally(d.decision());
       continue;
     }
-    const Outcome o = step(c_, std::move(d)).outcome;
+    const Proposal emergency = d.proposal();
+    const StepResult s = step(c_, std::move(d));
+    note(emergency, s);
+    const Outcome& o = s.outcome;
     if (!o.decision.approved) {
       tally(o.decision);
       continue;
@@ -181,11 +188,24 @@ bool Loop::recover() {
 }
 
 bool Loop::commit(Proposal proposal, std::optional<kernel::Decided> decided) {
-  if (c_.model().actions[proposal.action].approval) return ask(std::move(proposal));
+  // In shadow mode an action that asks for an approval is followed without one, as any other.
+  if (c_.model().actions[proposal.action].approval && c_.enforces())
+    return ask(std::move(proposal));
   const bool mine = decided && decided->proposal().action == proposal.action &&
                     decided->proposal().params == proposal.params;
-  const Outcome o = (mine ? step(c_, std::move(*decided)) : step(c_, proposal)).outcome;
-  return settle(std::move(proposal), o);
+  const StepResult s = mine ? step(c_, std::move(*decided)) : step(c_, proposal);
+  note(proposal, s);
+  return settle(std::move(proposal), s.outcome);
+}
+
+void Loop::note(const Proposal& proposal, const StepResult& s) {
+  if (!s.would_be) return;
+  driver_.shadowed(proposal, *s.would_be);
+  if (s.would_be->approved) return;
+  result_.shadow_rejections.push_back(
+      ShadowRejection{c_.model().actions[proposal.action].id,
+                      s.outcome.receipt ? std::optional(s.outcome.receipt->sequence) : std::nullopt,
+                      s.would_be->reasons});
 }
 
 bool Loop::settle(Proposal proposal, const Outcome& o) {
@@ -282,6 +302,7 @@ RunResult Loop::run() {
 
 RunResult Loop::steps() {
   refused_at_ = c_.head();
+  result_.shadow = !c_.enforces();
   while (true) {
     if (options_.between_steps) options_.between_steps();
     if (options_.refresh_each_step) (void)c_.refresh();
@@ -292,6 +313,12 @@ RunResult Loop::steps() {
     }
     if (options_.max_steps && result_.executed >= *options_.max_steps) {
       result_.termination = Termination::max_steps;
+      break;
+    }
+    // Shadow mode: the kernel does not stop a step past its bound (T2), so the run does.
+    if (!c_.enforces() && !steps_left(view)) {
+      result_.termination = Termination::step_limit;
+      result_.message = "the kernel's step bound (T2) of " + std::to_string(view.step_limit());
       break;
     }
     Choice choice = driver_.next(view);
@@ -330,7 +357,15 @@ RunResult Loop::steps() {
 }  // namespace
 
 std::string_view to_string(StepOutcome o) noexcept {
-  return o == StepOutcome::committed ? "committed" : "rejected";
+  switch (o) {
+    case StepOutcome::committed:
+      return "committed";
+    case StepOutcome::shadowed:
+      return "shadowed";
+    case StepOutcome::rejected:
+      break;
+  }
+  return "rejected";
 }
 
 namespace {
@@ -338,15 +373,21 @@ StepResult result_of(Outcome&& o) {
   const StepOutcome kind = o.receipt ? StepOutcome::committed : StepOutcome::rejected;
   return StepResult{kind, std::move(o)};
 }
+StepResult result_of(kernel::ShadowStep&& s) {
+  return StepResult{StepOutcome::shadowed, std::move(s.outcome), std::move(s.would_be)};
+}
 }  // namespace
 
 StepResult step(Committer& committer, const Proposal& proposal) {
+  if (!committer.enforces()) return result_of(committer.follow(proposal));
   return result_of(committer.commit(proposal));
 }
 StepResult step(Committer& committer, kernel::Decided&& decided) {
+  if (!committer.enforces()) return result_of(committer.follow(decided.proposal()));
   return result_of(committer.commit_decided(std::move(decided)));
 }
 StepResult step(Committer& committer, std::string_view action_id, const kernel::ParamMap& params) {
+  if (!committer.enforces()) return result_of(committer.follow(action_id, params));
   return result_of(committer.commit_named(action_id, params));
 }
 

@@ -15,6 +15,12 @@ std::string agent_step_line(const kernel::TaskModel& model, const AgentStep& s) 
   for (std::size_t i = 0; i < s.reasons.size(); ++i)
     line += (i ? ", " : " (") + std::string(kernel::to_string(s.reasons[i].code)) +
             (i + 1 == s.reasons.size() ? ")" : "");
+  if (s.would_be && !s.would_be->approved) {  // shadow mode: followed all the same
+    line += "  shadow: would be REJECTED";
+    for (std::size_t i = 0; i < s.would_be->reasons.size(); ++i)
+      line += (i ? ", " : " (") + std::string(kernel::to_string(s.would_be->reasons[i].code)) +
+              (i + 1 == s.would_be->reasons.size() ? ")" : "");
+  }
   line += "  spent " + model.format_amount(s.spent) + "/" + model.format_amount(model.budget.total);
   line += "  (" + s.source + (s.failure.empty() ? "" : " after " + s.failure) + ")";
   return line;
@@ -48,6 +54,11 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
       if (!s.failure.empty()) j.key("failure").value(s.failure);
       if (!s.reasons.empty()) write_reasons(j.key("reasons"), s.reasons);
       if (!s.repair.empty()) j.key("repair").value(s.repair);
+      if (s.would_be) {  // shadow mode: what the enforcing kernel would have decided
+        j.key("shadow").begin_object().key("approved").value(s.would_be->approved);
+        write_reasons(j.key("reasons"), s.would_be->reasons);
+        j.end_object();
+      }
       if (s.input_tokens + s.output_tokens > 0) {
         j.key("tokens").begin_object().key("input").value(s.input_tokens);
         j.key("output").value(s.output_tokens).end_object();
@@ -57,6 +68,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
     j.end_array();
     if (r.lookahead) j.key("lookahead").value(*r.lookahead);
     if (!r.approvals.empty()) detail::write_approvals(j, r.approvals);
+    detail::write_shadow(j, r.shadow);
     j.key("trace").begin_object().key("entries").value(r.trace_entries);
     j.key("head").value(r.trace_head).key("verified").value(r.trace_verified);
     if (!r.trace_file.empty()) j.key("file").value(r.trace_file);
@@ -111,6 +123,7 @@ void write_agent(std::ostream& out, Format format, const AgentReport& r) {
   out << (first ? "(none)\n" : "\n");
   if (r.lookahead) out << "  lookahead   " << *r.lookahead << " steps\n";
   detail::print_approvals(out, r.approvals);
+  detail::print_shadow(out, r.shadow);
   out << "  trace       " << r.trace_entries
       << " entries, head sha256:" << r.trace_head.substr(0, 16) << "..., "
       << (r.trace_verified ? "chain verified" : "CHAIN BROKEN");

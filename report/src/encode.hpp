@@ -18,6 +18,7 @@
 #include "clampai/report/approvals.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
+#include "clampai/report/shadow.hpp"
 #include "clampai/report/wire.hpp"
 #include "clampai/verifier/verify.hpp"
 
@@ -49,6 +50,13 @@ void print_ledger(std::ostream& out, const LedgerSection& l);
 void write_approvals(JsonWriter& j, const ApprovalsSection& a);
 /// Its text line: `  approvals   1 granted, 0 denied, 0 expired, 1 waiting: ticket T of `a``.
 void print_approvals(std::ostream& out, const ApprovalsSection& a);
+
+/// A shadow run's `shadow` member: `{"would_be_rejected": N, "rejections": [{"action",
+/// "sequence" (null when not followed), "reasons"}]}`; nothing when the run enforced.
+void write_shadow(JsonWriter& j, const ShadowSection& s);
+/// Its text lines: `  shadow      nothing enforced; 1 step the kernel would have rejected`,
+/// then one line per such step.
+void print_shadow(std::ostream& out, const ShadowSection& s);
 
 /// The lines a text report gives the budget pools: `  pool        NAME (in PARENT): NET of
 /// TOTAL (gross GROSS)`.

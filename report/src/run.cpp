@@ -95,6 +95,38 @@ void print_approvals(std::ostream& out, const ApprovalsSection& a) {
   out << "\n";
 }
 
+void write_shadow(JsonWriter& j, const ShadowSection& s) {
+  if (!s.on) return;
+  j.key("shadow").begin_object().key("would_be_rejected").value(s.rejected.size());
+  j.key("rejections").begin_array();
+  for (const driver::ShadowRejection& r : s.rejected) {
+    j.begin_object().key("action").value(r.action).key("sequence");
+    if (r.sequence) {
+      j.value(*r.sequence);
+    } else {
+      j.null();
+    }
+    write_reasons(j.key("reasons"), r.reasons);
+    j.end_object();
+  }
+  j.end_array().end_object();
+}
+
+void print_shadow(std::ostream& out, const ShadowSection& s) {
+  if (!s.on) return;
+  const std::size_t n = s.rejected.size();
+  out << "  shadow      nothing enforced; " << n << " step" << (n == 1 ? "" : "s")
+      << " the kernel would have rejected\n";
+  for (const driver::ShadowRejection& r : s.rejected) {
+    out << "              `" << r.action << "`"
+        << (r.sequence ? " (entry " + std::to_string(*r.sequence) + ")" : " (not followed)");
+    for (std::size_t i = 0; i < r.reasons.size(); ++i)
+      out << (i ? "; " : ": ") << kernel::to_string(r.reasons[i].code)
+          << (r.reasons[i].message.empty() ? "" : " (" + r.reasons[i].message + ")");
+    out << "\n";
+  }
+}
+
 }  // namespace detail
 
 void write_run(std::ostream& out, Format format, const RunReport& in) {
@@ -122,6 +154,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
       j.key("recovery").array_of(r.recovery);
     }
     if (const ApprovalsSection a = approvals_of(r); !a.empty()) detail::write_approvals(j, a);
+    detail::write_shadow(j, {r.shadow, r.shadow_rejections});
     j.key("trace").begin_object().key("entries").value(in.trace_entries);
     j.key("head").value(in.trace_head).key("verified").value(in.trace_verified);
     if (!in.trace_file.empty()) j.key("file").value(in.trace_file);
@@ -155,6 +188,7 @@ void write_run(std::ostream& out, Format format, const RunReport& in) {
     out << "\n";
   }
   detail::print_approvals(out, approvals_of(r));
+  detail::print_shadow(out, {r.shadow, r.shadow_rejections});
   if (!r.goal_reached) {
     for (const auto& reason : r.last_reasons)
       out << "  why         " << kernel::to_string(reason.code) << ": " << reason.message << "\n";

@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 
+#include "clampai/kernel/decision.hpp"
 #include "clampai/kernel/json.hpp"
+#include "clampai/kernel/model.hpp"
 #include "clampai/report/wire.hpp"
 
 namespace clampai::server {
@@ -21,6 +23,15 @@ using report::write_state;
 inline void append_json_string(std::string& out, std::string_view s) {
   kernel::jsonio::append_json_string(out, s, kernel::jsonio::InvalidUtf8::replace);
 }
+
+/// Shadow mode's members of an execute answer or an MCP tool result (docs/SERVE.md, "Shadow
+/// mode"): `"enforced": false` and `"shadow"`, what the enforcing kernel would have answered
+/// (the decision's members; `"pending": true` when it would have waited for an approval).
+void write_shadow_members(JsonOut& j,
+                          const kernel::TaskModel& m,
+                          std::string_view id,
+                          const kernel::Decision& would_be,
+                          bool pending);
 
 /// `json` (one valid JSON document) without the white space between its tokens: one line, as
 /// a message on MCP's stdio must be (white space inside strings is escaped, so kept as is).

@@ -167,17 +167,20 @@ struct McpSession::Impl {
     const ck::TaskModel& m = task->model();
     const ck::Action& a = m.actions[index];
     const ck::ParamMap params = action_arguments(a, args);
-    if (a.approval) return ask_approval(index, params);
-    std::optional<ck::Outcome> executed;
+    if (a.approval && !task->shadow()) return ask_approval(index, params);
+    std::optional<driver::StepResult> executed;
     try {
-      executed = task->execute(a.id, params).outcome;
+      executed = task->execute(a.id, params);
     } catch (const InvalidArgument& e) {
       return tool_result(std::string("not executed: ") + e.what(), "{}", true);
     }
-    ck::Outcome& out = *executed;
+    ck::Outcome& out = executed->outcome;
     JsonOut s;
     s.begin_object();
     write_decision_members(s, m, a.id, out.decision);
+    if (executed->would_be)  // shadow mode: followed whatever the kernel decided
+      write_shadow_members(
+          s, m, a.id, *executed->would_be, a.approval.has_value() && executed->would_be->approved);
     if (out.decision.approved) {
       s.key("state");
       write_state(s, out.state);
@@ -185,7 +188,15 @@ struct McpSession::Impl {
       write_budget(s, m, task->kernel().budget());
       s.key("goal_reached").value(m.goal_holds(out.state)).end_object();
       std::string text =
-          "executed `" + a.id + "` (cost " + m.format_amount(out.decision.cost) + "); state:";
+          "executed `" + a.id + "` (cost " + m.format_amount(out.decision.cost) + ")";
+      if (executed->would_be_rejected()) {
+        text += ", not enforced: the kernel would have rejected it (";
+        const std::vector<ck::Reason>& why = executed->would_be->reasons;
+        for (std::size_t i = 0; i < why.size(); ++i)
+          text += (i ? "; " : "") + std::string(ck::to_string(why[i].code)) + ": " + why[i].message;
+        text += ")";
+      }
+      text += "; state:";
       for (std::size_t i = 0; i < out.state.size(); ++i) {
         const auto v = static_cast<ck::VarId>(i);
         text += " " + out.state.schema().name(v) + "=" + out.state.get(v).to_string();
@@ -369,7 +380,7 @@ struct McpSession::Impl {
   }
 };
 
-McpSession::McpSession(std::shared_ptr<const ck::TaskModel> model)
+McpSession::McpSession(std::shared_ptr<const ck::TaskModel> model, bool shadow)
     : impl_(std::make_unique<Impl>()) {
   for (const ck::Action& a : model->actions) {
     if (std::find(std::begin(kBuiltins), std::end(kBuiltins), a.id) != std::end(kBuiltins))
@@ -378,6 +389,7 @@ McpSession::McpSession(std::shared_ptr<const ck::TaskModel> model)
                             "lookahead, repair): rename it");
   }
   impl_->task = open_task(std::move(model), TaskStorage{}, {});
+  if (shadow) impl_->task->enter_shadow_mode();
 }
 
 McpSession::~McpSession() = default;
@@ -390,8 +402,11 @@ std::string McpSession::handle(std::string_view message) noexcept {
   }
 }
 
-int serve_mcp(std::shared_ptr<const ck::TaskModel> model, std::istream& in, std::ostream& out) {
-  McpSession session(std::move(model));
+int serve_mcp(std::shared_ptr<const ck::TaskModel> model,
+              std::istream& in,
+              std::ostream& out,
+              bool shadow) {
+  McpSession session(std::move(model), shadow);
   LineReader reader(in, kMaxMessage);
   std::string line;
   for (;;) {

@@ -264,26 +264,6 @@ void write_pending(
   j.key("goal_reached").value(m.goal_holds(state));
 }
 
-// Shadow mode's members of an execute answer (docs/SERVE.md): `enforced` false and `shadow`,
-// what the enforcing kernel would have answered (the decision's members; `pending` when an
-// enforcing server would have waited for an approval).
-void write_shadow_members(JsonOut& j,
-                          const ck::TaskModel& m,
-                          std::string_view id,
-                          const ck::Decision& would_be,
-                          bool pending) {
-  j.key("enforced").value(false).key("shadow").begin_object().key("task").value(m.name);
-  if (pending) {
-    ck::Decision waits = would_be;
-    waits.approved = false;
-    write_decision_members(j, m, id, waits);
-    j.key("pending").value(true);
-  } else {
-    write_decision_members(j, m, id, would_be);
-  }
-  j.end_object();
-}
-
 void count_decision(Task& task, std::size_t endpoint, const ck::Decision& d) {
   task.counters.decisions[endpoint][d.approved ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
   for (const ck::Reason& r : d.reasons)
@@ -555,9 +535,7 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
         "again), so there is nothing to keep in a data directory; give one of them");
   if (!impl_->options.ledger.empty() &&
       (impl_->options.shadow_all || !impl_->options.shadow.empty()))
-    throw InvalidArgument(
-        "shadow mode (--mode shadow, --shadow) cannot be used with --ledger: a task on a shared "
-        "ledger commits steps every process on it relies on, so none can be left unenforced");
+    driver::refuse_shadow_on_ledger("shadow mode (--mode shadow, --shadow)");
   const std::string& dir = impl_->options.data_dir;
   if (dir.empty()) return;
   std::error_code ec;
@@ -913,14 +891,15 @@ Response Service::Impl::task_route(Task& task,
     } else if (task.shadow()) {
       // Shadow mode: followed whatever the decision, never blocked; `shadow` is the answer the
       // enforcing kernel would have given (an action that waits for an approval does not).
-      std::optional<ck::ShadowStep> step;
+      std::optional<driver::StepResult> step;
       try {
-        step = task.execute_shadow(id, params, principal);
+        step = task.execute(id, params, principal);
       } catch (const InvalidArgument& e) {
         throw Refusal{409, "task_sealed", e.what()};
       }
       ck::Outcome& out = step->outcome;
-      const bool pending = m.actions[*m.find_action(id)].approval && step->would_be.approved;
+      const ck::Decision& would_be = *step->would_be;
+      const bool pending = m.actions[*m.find_action(id)].approval && would_be.approved;
       if (!out.receipt) {  // what it does could not be computed: not followed, nor blocked
         out.decision.approved = true;
         out.decision.reasons.clear();
@@ -928,19 +907,19 @@ Response Service::Impl::task_route(Task& task,
         out.decision.cost = 0;
       }
       write_execute_members(j, m, id, out.decision, out.receipt, out.state, task, out.pools);
-      write_shadow_members(j, m, id, step->would_be, pending);
+      write_shadow_members(j, m, id, would_be, pending);
       if (decisions)
         log_decision(task,
                      principal,
                      op,
                      id,
                      body.find("params"),
-                     step->would_be,
+                     would_be,
                      out.receipt ? out.receipt->sequence : task.trace_length() - 1,
-                     pending                   ? "shadow_pending"
-                     : step->would_be.approved ? "shadow_approved"
-                                               : "shadow_rejected");
-      for (const ck::Reason& r : step->would_be.reasons)
+                     pending             ? "shadow_pending"
+                     : would_be.approved ? "shadow_approved"
+                                         : "shadow_rejected");
+      for (const ck::Reason& r : would_be.reasons)
         task.counters.shadow_rejections[static_cast<std::size_t>(r.code)].fetch_add(
             1, std::memory_order_relaxed);
       j.end_object();

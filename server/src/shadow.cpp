@@ -1,8 +1,8 @@
 // Shadow mode (docs/SERVE.md, "Shadow mode"): a task's executes decided as the kernel decides
-// them and followed whatever the decision (`SafetyKernel::execute_unenforced`).
-#include <variant>
-
+// them and followed whatever the decision, through the driver's one shadow step
+// (`driver::ShadowCommitter`).
 #include "clampai/kernel/error.hpp"
+#include "json_out.hpp"
 #include "task.hpp"
 
 namespace clampai::server {
@@ -10,37 +10,31 @@ namespace clampai::server {
 namespace ck = clampai::kernel;
 
 void Task::enter_shadow_mode() {
-  if (shared_)
-    throw InvalidArgument("task `" + model_->name +
-                          "` is on a shared ledger, whose steps every process on it makes: it "
-                          "cannot run in shadow mode (serve it without --ledger)");
-  if (!model_->budget.pool.empty())
-    throw InvalidArgument("task `" + model_->name + "`: its budget is in pool `" +
-                          model_->budget.pool +
-                          "`, shared with other tasks that a step not enforced would overdraw: "
-                          "it cannot run in shadow mode");
+  if (shared_) driver::refuse_shadow_on_ledger("task `" + model_->name + "`: shadow mode");
+  committer_ = committer_for(*kernel_, true);  // refuses a budget in a pool
   shadow_ = true;
 }
 
-ck::ShadowStep Task::execute_shadow(std::string_view action,
-                                    const ck::ParamMap& params,
-                                    std::string_view principal) {
-  if (!shadow_ || !kernel_)
-    throw InvalidArgument("task `" + model_->name + "` is not in shadow mode");
-  std::variant<ck::Proposal, ck::Reason> resolved =
-      ck::resolve(*model_, action, params, ck::ParamCheck::fitted);
-  ck::ShadowStep step = [&] {
-    if (ck::Proposal* proposal = std::get_if<ck::Proposal>(&resolved)) {
-      proposal->principal = std::string(principal);
-      return kernel_->execute_unenforced(*proposal);
-    }
-    return kernel_->execute_unenforced(action, params);
-  }();
-  driver::StepResult done{
-      step.outcome.receipt ? driver::StepOutcome::committed : driver::StepOutcome::rejected,
-      step.outcome};
-  (void)remember(std::move(done));  // the receipt, for rollback; a checkpoint if one is due
-  return step;
+void write_shadow_members(JsonOut& j,
+                          const ck::TaskModel& m,
+                          std::string_view id,
+                          const ck::Decision& would_be,
+                          bool pending) {
+  j.key("enforced").value(false).key("shadow").begin_object().key("task").value(m.name);
+  if (pending) {
+    ck::Decision waits = would_be;
+    waits.approved = false;
+    write_decision_members(j, m, id, waits);
+    j.key("pending").value(true);
+  } else {
+    write_decision_members(j, m, id, would_be);
+  }
+  j.end_object();
+}
+
+std::unique_ptr<driver::Committer> Task::committer_for(ck::SafetyKernel& kernel, bool shadow) {
+  if (shadow) return std::make_unique<driver::ShadowCommitter>(kernel);
+  return std::make_unique<driver::LocalCommitter>(kernel);
 }
 
 }  // namespace clampai::server

@@ -40,7 +40,7 @@ Task::Task(std::shared_ptr<const ck::TaskModel> model,
       writer_(std::move(writer)),
       kernel_(std::move(kernel)),
       view_(kernel_.get()),
-      committer_(std::make_unique<driver::LocalCommitter>(*kernel_)),
+      committer_(committer_for(*kernel_, false)),
       receipts_(std::move(receipts)),
       checkpoint_every_(checkpoint_every),
       clock_(clock),
@@ -76,7 +76,10 @@ driver::StepResult Task::execute(std::string_view action,
                                  std::string_view principal) {
   // Resolved here so that the proposal carries who asks; what does not resolve is a rejection
   // decided (and, when recorded, traced) by the committer.
-  std::variant<ck::Proposal, ck::Reason> resolved = view_->resolve(action, params);
+  // In shadow mode without the parameters' bounds: a step out of them is followed.
+  std::variant<ck::Proposal, ck::Reason> resolved =
+      shadow_ ? ck::resolve(*model_, action, params, ck::ParamCheck::fitted)
+              : view_->resolve(action, params);
   if (ck::Proposal* proposal = std::get_if<ck::Proposal>(&resolved)) {
     proposal->principal = std::string(principal);
     return execute(*proposal);
@@ -179,6 +182,7 @@ const std::string& Task::verify_json(const std::function<std::string()>& compute
 
 void Task::replace_kernel(std::unique_ptr<ck::SafetyKernel> next) {
   if (shared_) throw InvalidArgument("a task on a shared ledger cannot change its spec");
+  std::unique_ptr<driver::Committer> committer = committer_for(*next, shadow_);
   std::lock_guard lock(mutex_);
   if (trace_path_.empty()) {
     earlier_ = trace();  // the last kTraceWindow entries so far
@@ -186,7 +190,7 @@ void Task::replace_kernel(std::unique_ptr<ck::SafetyKernel> next) {
   model_ = next->model_ptr();
   kernel_ = std::move(next);
   view_ = kernel_.get();
-  committer_ = std::make_unique<driver::LocalCommitter>(*kernel_);
+  committer_ = std::move(committer);
   receipts_.clear();  // INVARIANT (receipts): the new kernel has no undo record
   // The ticket book decides on the kernel in force: a new one (a reload needs none pending).
   approvals_ = std::make_unique<driver::Approvals>(*committer_, clock_, TicketLog{});

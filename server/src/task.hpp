@@ -106,25 +106,23 @@ class Task {
   /// @throws LedgerUnavailable if the ledger cannot be reached.
   std::vector<kernel::TraceEntry> trace();
   /// One step by id (`driver::step`, what HTTP's execute and MCP's tool call do); remembers
-  /// the receipt of a commit. `principal` (who asks) is recorded in the entries it causes.
+  /// the receipt of a commit. `principal` (who asks) is recorded in the entries it causes. In
+  /// shadow mode the step is followed whatever its decision (`driver::StepOutcome::shadowed`,
+  /// the would-be decision in `StepResult::would_be`), its parameters resolved without their
+  /// bounds (a would-be rejection says so).
+  /// @throws InvalidArgument if the trace is sealed.
   driver::StepResult execute(std::string_view action,
                              const kernel::ParamMap& params,
                              std::string_view principal = {});
   /// The same for a resolved proposal (which names its principal).
   driver::StepResult execute(const kernel::Proposal& proposal);
-  /// Puts the task in shadow mode (ServiceOptions::shadow), before it serves a request.
+  /// Puts the task in shadow mode (ServiceOptions::shadow), before it serves a request: its
+  /// committer becomes a `driver::ShadowCommitter`.
   /// @throws InvalidArgument if it is on a shared ledger (its steps are every process's) or its
   /// budget is in a pool (shared with other tasks, which it would overdraw).
   void enter_shadow_mode();
   /// True iff the task runs in shadow mode.
   [[nodiscard]] bool shadow() const noexcept { return shadow_; }
-  /// Shadow mode's execute (shadow.cpp): decided as `execute` decides, and followed whatever
-  /// the decision (`SafetyKernel::execute_unenforced`, its parameters resolved without their
-  /// bounds); remembers the receipt of a commit.
-  /// @throws InvalidArgument if the trace is sealed or the task is not in shadow mode.
-  kernel::ShadowStep execute_shadow(std::string_view action,
-                                    const kernel::ParamMap& params,
-                                    std::string_view principal = {});
 
   // ---- Approvals (approvals.cpp) ----
   /// The task's clock (microseconds since the epoch).
@@ -206,6 +204,10 @@ class Task {
   std::function<std::int64_t()> clock_;           // empty: the system clock
   std::unique_ptr<driver::Approvals> approvals_;  // the tickets (on committer_)
   bool shadow_ = false;                           // enter_shadow_mode
+  // The committer on the task's own kernel: shadow mode's, or the enforcing one (shadow.cpp).
+  // @throws InvalidArgument as ShadowCommitter's constructor.
+  static std::unique_ptr<driver::Committer> committer_for(kernel::SafetyKernel& kernel,
+                                                          bool shadow);
   // Keeps the receipt of a commit (for rollback); returns `step`.
   driver::StepResult remember(driver::StepResult step);
   // Counts each expiry of the ticket book in `counters`.

@@ -44,6 +44,25 @@ file(WRITE ${WORK_DIR}/typo.json [=[{"variables": {"balance": {"type": "int", "i
 expect("agent bad spec" 2 "unknown variable `balnce`" ${noenv} ${CLAMPAI} agent ${WORK_DIR}/typo.json --llm anthropic)
 expect("agent help" 0 "--transcript" ${CLAMPAI} agent --help)
 
+# --shadow (issue 40): the mock's sends that the kernel rejects are followed, listed and marked
+# in the log; the trace replays; without --shadow they are rejected.
+file(WRITE ${WORK_DIR}/sends.json [=[{"name": "sends", "goal": "sent >= 20",
+  "variables": {"balance": {"type": "int", "initial": 10, "min": -1000},
+                "sent": {"type": "int", "initial": 0}},
+  "actions": [{"id": "send", "cost": 1, "reversible": true,
+               "effects": [{"variable": "balance", "mode": "decrement", "value": 4},
+                           {"variable": "sent", "mode": "increment", "value": 4}]}],
+  "invariants": [{"name": "solvent", "check": "balance >= 0"}],
+  "budget": {"total": 25, "min_action_cost": 1}}]=])
+expect("agent shadow" 0 "goal reached.*shadow      nothing enforced; 3 steps the kernel would have rejected\n +`send` \\(entry 3\\): invariant_violated" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock --shadow --trace ${WORK_DIR}/sends-shadow.jsonl)
+expect("agent shadow trace replays" 0 "ok: .*replays through the kernel" ${CLAMPAI} trace verify ${WORK_DIR}/sends-shadow.jsonl --spec ${WORK_DIR}/sends.json)
+expect("agent shadow json" 0 "\"approved\": true,[^}]*\"shadow\": \\{\n +\"approved\": false,\n +\"reasons\": \\[\n +\\{\n +\"code\": \"invariant_violated\".*\"would_be_rejected\": 3" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock --shadow --format json -q)
+expect("agent enforcing" 1 "goal NOT reached.*rejections  invariant_violated 5" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock)
+expect("agent shadow with a ledger" 2 "--shadow cannot be used with --ledger" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock --shadow --ledger memory:)
+expect("agent shadow with approvals" 2 "--approvals cannot be used with --shadow" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock --shadow --approvals skip)
+expect("agent shadow upstream" 2 "--upstream cannot be used with --shadow" ${CLAMPAI} agent ${WORK_DIR}/sends.json --llm mock --shadow --upstream -- /bin/true)
+expect("agent help shadow" 0 "--shadow" ${CLAMPAI} agent --help)
+
 # --llm-timeout-ms: its range, and not with the mock (the timeout itself: agent_llm_timeout.py).
 expect("agent llm timeout zero" 2 "--llm-timeout-ms" ${CLAMPAI} agent ${ex}/quickstart.json --llm openai --llm-timeout-ms 0)
 expect("agent llm timeout too long" 2 "--llm-timeout-ms" ${CLAMPAI} agent ${ex}/quickstart.json --llm openai --llm-timeout-ms 3600001)

@@ -240,6 +240,23 @@ expect("run lookahead" 0 "goal reached.*lookahead_trap 1.*actions +top_up, top_u
 expect("run recover" 0 "goal reached.*recovery +3 rollbacks, 0 emergency actions: rolled back `fill`" ${CLAMPAI} run ${pv} --recover)
 expect("run recover json" 0 "\"rollbacks\": 3" ${CLAMPAI} run ${pv} --recover --format json)
 expect("run lookahead range" 2 "--lookahead" ${CLAMPAI} run ${pv} --lookahead 100)
+# --shadow (issue 40): where the enforcing run is trapped, the first ready action the kernel
+# rejects is followed (its entry `enforced: false`), listed, and the trace replays.
+expect("run shadow" 1 "goal NOT reached \\(step_limit\\).*shadow      nothing enforced; 7 steps the kernel would have rejected\n +`open_valve` \\(entry 6\\): requires_failed" ${CLAMPAI} run ${pv} --shadow --trace ${WORK_DIR}/pv-shadow.jsonl)
+expect("run shadow trace replays" 0 "ok: .*replays through the kernel" ${CLAMPAI} trace verify ${WORK_DIR}/pv-shadow.jsonl --spec ${pv})
+file(READ ${WORK_DIR}/pv-shadow.jsonl pv_shadow)
+string(REGEX MATCHALL "\"enforced\":false" pv_unenforced "${pv_shadow}")
+list(LENGTH pv_unenforced pv_unenforced_n)
+if(NOT pv_unenforced_n EQUAL 12)
+  message(SEND_ERROR "run shadow: ${pv_unenforced_n} entries say `enforced: false`, expected 12:\n${pv_shadow}")
+endif()
+expect("run shadow json" 1 "\"shadow\": \\{\n +\"rejections\": \\[\n +\\{\n +\"action\": \"open_valve\",.*\"sequence\": 6\n.*\"would_be_rejected\": 7" ${CLAMPAI} run ${pv} --shadow --format json)
+expect("run shadow with a ledger" 2 "--shadow cannot be used with --ledger: a task on a shared ledger" ${CLAMPAI} run ${pv} --shadow --ledger memory:)
+expect("run shadow with approvals" 2 "--approvals cannot be used with --shadow: in shadow mode nothing waits" ${CLAMPAI} run ${pv} --shadow --approvals deny)
+expect("run shadow recording rejections" 2 "--record-rejections cannot be used with --shadow" ${CLAMPAI} run ${pv} --shadow --record-rejections --trace ${WORK_DIR}/pv-refused.jsonl)
+if(EXISTS ${WORK_DIR}/pv-refused.jsonl)
+  message(SEND_ERROR "run shadow recording rejections: the refused run wrote its trace")
+endif()
 # Parameters at the int64 edge (max = 2^63 - 1, min = -2^63) are enumerated by count: the
 # explicit lookahead ends (it used to step past the bound, wrap around and exhaust memory).
 file(WRITE ${WORK_DIR}/int64_edge.json [=[{"name": "int64_edge", "goal": "x == 9223372036854775807",

@@ -227,3 +227,44 @@ TEST_CASE("Shadow serve: refused on a shared ledger and for a budget in a pool",
                     Catch::Contains("cannot run in shadow mode"));
   CHECK(service.task_names().empty());
 }
+
+TEST_CASE("Shadow MCP (`clampai mcp --shadow`): a call the kernel rejects is followed",
+          "[server][shadow][mcp]") {
+  for (const bool shadow : {true, false}) {
+    INFO("shadow " << shadow);
+    cs::McpSession m(ck::load_spec(kSpec), shadow);
+    const auto call = [&](const std::string& tool, const json& args) {
+      return json::parse(m.handle(json{{"jsonrpc", "2.0"},
+                                       {"id", 1},
+                                       {"method", "tools/call"},
+                                       {"params", {{"name", tool}, {"arguments", args}}}}
+                                      .dump()))["result"];
+    };
+    json r;
+    if (shadow) {
+      // An action that asks for an approval is followed: no ticket, `pending` in `shadow`.
+      r = call("audit", json::object());
+      CHECK(r["isError"] == false);
+      CHECK_FALSE(r["structuredContent"].contains("ticket"));
+      CHECK(r["structuredContent"]["shadow"]["pending"] == true);
+      CHECK(r["structuredContent"]["state"]["sent"] == 0);
+    }
+    r = call("send", {{"amount", 8}});
+    CHECK(r["isError"] == false);
+    CHECK(r["structuredContent"].contains("enforced") == shadow);
+    r = call("send", {{"amount", 8}});  // overdrawn: `solvent` rejects it
+    if (!shadow) {                      // the control: rejected, nothing changed
+      CHECK(r["isError"] == true);
+      CHECK(call("status", json::object())["structuredContent"]["state"]["balance"] == 2);
+      continue;
+    }
+    CHECK(r["isError"] == false);
+    const json& s = r["structuredContent"];
+    CHECK(s["approved"] == true);
+    CHECK(s["enforced"] == false);
+    CHECK(s["shadow"]["approved"] == false);
+    CHECK(s["shadow"]["reasons"][0]["code"] == "invariant_violated");
+    CHECK(s["state"]["balance"] == -6);
+    CHECK(r["content"][0]["text"].get<std::string>().find("not enforced") != std::string::npos);
+  }
+}

@@ -101,6 +101,8 @@ struct StepRecord {
   bool approved = false;
   std::vector<kernel::Reason> reasons{};  ///< the kernel's, when rejected
   std::string repair{};                   ///< the closest approved parameters, if found
+  /// Shadow mode: what the enforcing kernel would have decided (the step was followed).
+  std::optional<kernel::Decision> would_be{};
   kernel::Amount cost = 0;
   kernel::Amount spent = 0;  ///< net spend after the step
   double value = 0.0;        ///< the chosen action's value
@@ -115,6 +117,10 @@ struct OrchestratorResult {
   /// tickets the run moved on from, still pending.
   std::uint64_t approvals_granted = 0, approvals_denied = 0, approvals_expired = 0;
   std::vector<driver::Ticket> approvals_waiting{};
+  /// Shadow mode (a committer that does not enforce): the steps the enforcing kernel would
+  /// have rejected, in order (driver::RunResult::shadow_rejections).
+  bool shadow = false;
+  std::vector<driver::ShadowRejection> shadow_rejections{};
   bool goal_reached = false;
   std::string message{};  ///< why, for people (the error, the stop, what was stuck)
   std::uint64_t steps = 0;

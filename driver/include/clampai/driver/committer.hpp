@@ -9,7 +9,7 @@
 // - approvals (a step waits for a human): a `pending` outcome, the result carrying a ticket to
 //   resume it with; a committer that holds such steps decides when to commit them;
 // - shadow decisions (decided but not enforced): a `shadowed` outcome whose decision is reported
-//   and whose action is let through, chosen by the committer (a shadow committer);
+//   and whose action is let through, chosen by the committer (`ShadowCommitter`);
 // - budget pools: a rejection's reason subject names the pool level that refused it (the
 //   decision's reasons already carry a subject; nothing to add to the result);
 // - a gateway forwarding to a real tool: an `unknown` outcome when the tool may have acted
@@ -103,23 +103,42 @@ class Committer {
   /// shared ledger's), in order; empty when only this process writes the trace (the default).
   /// @throws LedgerUnavailable as `refresh`.
   virtual std::vector<kernel::TraceEntry> trace_since(std::uint64_t from);
+  /// False for a committer in shadow mode (`ShadowCommitter`): `step` then follows each
+  /// proposal whatever its decision (`follow`), and nothing waits for an approval. The default:
+  /// true.
+  [[nodiscard]] virtual bool enforces() const { return true; }
+  /// Shadow mode's step: `proposal` decided as `commit` would decide it and followed whatever
+  /// the decision (`SafetyKernel::execute_unenforced`). The default (an enforcing committer)
+  /// throws InvalidArgument.
+  virtual kernel::ShadowStep follow(const kernel::Proposal& proposal);
+  /// The same by action id and named parameters, resolved without their bounds.
+  virtual kernel::ShadowStep follow(std::string_view action_id, const kernel::ParamMap& params);
 };
 
 /// What became of a step. Callers switch on it; values will be added (see the file's comment:
-/// `pending`, `shadowed`, `unknown`), so a `switch` should have a default.
+/// `pending`, `unknown`), so a `switch` should have a default.
 enum class StepOutcome : std::uint8_t {
   committed,  // approved and committed: the outcome has a receipt
   rejected,   // refused (T5: nothing changed; traced when the committer records rejections)
+  shadowed,   // shadow mode: followed whatever the decision (`would_be`); the outcome has a
+              // receipt unless what the step does could not be computed (nothing changed)
 };
-/// The value's name (`committed`, `rejected`).
+/// The value's name (`committed`, `rejected`, `shadowed`).
 std::string_view to_string(StepOutcome o) noexcept;
 
 /// The result of one step: what became of it and the kernel's outcome (the decision, the
 /// receipt of a commit, the state afterwards).
 struct StepResult {
   StepOutcome kind = StepOutcome::rejected;
+  /// What was done. Shadowed: an approved decision with its receipt when the step was followed
+  /// (`kernel::ShadowStep::outcome`), else `would_be`'s rejection.
   kernel::Outcome outcome;
-  [[nodiscard]] bool committed() const noexcept { return kind == StepOutcome::committed; }
+  /// Shadowed: what the enforcing kernel would have decided on the same call and state.
+  std::optional<kernel::Decision> would_be{};
+  /// True iff the step changed the state (committed, or shadowed and followed).
+  [[nodiscard]] bool committed() const noexcept { return outcome.receipt.has_value(); }
+  /// Shadowed, and the enforcing kernel would have rejected it.
+  [[nodiscard]] bool would_be_rejected() const noexcept { return would_be && !would_be->approved; }
 };
 
 /// One step, the unit every loop and front end shares: decides `proposal` on the committer's
@@ -178,6 +197,44 @@ class SharedCommitter final : public Committer {
  private:
   kernel::SharedKernel& kernel_;
 };
+
+/// Shadow mode (docs/CLI.md, `run --shadow`; docs/SERVE.md, "Shadow mode"): the local kernel,
+/// each step followed whatever its decision (`SafetyKernel::execute_unenforced`: its trace
+/// entry `enforced: false`), `step` saying `shadowed` with the decision an enforcing commit
+/// would have made. Records no screened rejections (a chooser's evaluations are not steps;
+/// every step it takes is traced, its would-be rejection included). When the chooser found
+/// nothing approvable, it follows the first proposal the chooser screened and found rejected
+/// (`when_stuck`: what the enforcing run stopped), while the kernel's step bound (T2) is not
+/// reached.
+class ShadowCommitter final : public Committer {
+ public:
+  /// @throws InvalidArgument if the task's budget is in a pool (`refuse_shadow_in_pool`).
+  explicit ShadowCommitter(kernel::SafetyKernel& kernel);
+  [[nodiscard]] const kernel::SafetyKernel& view() const override { return kernel_; }
+  /// `follow(proposal).outcome`.
+  kernel::Outcome commit(const kernel::Proposal& proposal) override;
+  kernel::Outcome commit_named(std::string_view action_id, const kernel::ParamMap& params) override;
+  /// Decides `proposal` (a rejection is not recorded: see the class).
+  kernel::Decision record_rejection(const kernel::Proposal& proposal) override;
+  [[nodiscard]] bool records_rejections() const override { return false; }
+  std::optional<kernel::Outcome> rollback(const kernel::Receipt& receipt) override;
+  std::optional<kernel::Proposal> when_stuck(const Choice& choice) override;
+  [[nodiscard]] bool enforces() const override { return false; }
+  kernel::ShadowStep follow(const kernel::Proposal& proposal) override;
+  kernel::ShadowStep follow(std::string_view action_id, const kernel::ParamMap& params) override;
+
+ private:
+  kernel::SafetyKernel& kernel_;
+};
+
+/// Shadow mode's refusals, one message each for every front end (`serve`, `run`, `agent`,
+/// `mcp`); `flags` names how shadow mode was asked for (`--shadow`, `shadow mode (--mode
+/// shadow, --shadow)`).
+/// @throws InvalidArgument: on a shared ledger, whose steps every process on it relies on.
+[[noreturn]] void refuse_shadow_on_ledger(std::string_view flags);
+/// @throws InvalidArgument if `model`'s budget is in a pool, shared with other tasks that a
+/// step not enforced would overdraw.
+void refuse_shadow_in_pool(const kernel::TaskModel& model);
 
 /// True iff `view` may still commit a non-emergency step: its T2 bound is not reached.
 [[nodiscard]] bool steps_left(const kernel::SafetyKernel& view);

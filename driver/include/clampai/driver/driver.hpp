@@ -57,6 +57,9 @@ class Driver {
   /// not wait for (ApprovalAnswer::Kind::wait): it is not taken now; proposing it again while
   /// it waits asks nothing anew and counts as a refusal. The default does nothing.
   virtual void waiting(const Proposal& proposal, const Ticket& ticket);
+  /// Shadow mode: told by `run`, before `committed`, what the enforcing kernel would have
+  /// decided on `proposal` (the step is followed whatever it is). The default does nothing.
+  virtual void shadowed(const Proposal& proposal, const kernel::Decision& would_be);
 };
 
 /// A proposal of action `index` with each parameter at its default, else its minimum, else 0:
@@ -129,6 +132,13 @@ struct RunOptions {
   std::function<std::int64_t()> clock{};
 };
 
+/// Shadow mode: a step followed that the enforcing kernel would have rejected.
+struct ShadowRejection {
+  std::string action{};                     // its id
+  std::optional<std::uint64_t> sequence{};  // its trace entry; none when not followed
+  std::vector<Reason> reasons{};            // why the enforcing kernel would reject it
+};
+
 /// A run's summary, like the seed's result summary.
 struct RunResult {
   Termination termination = Termination::no_approvable_action;
@@ -147,6 +157,11 @@ struct RunResult {
   std::uint64_t approvals_denied = 0;
   std::uint64_t approvals_expired = 0;  // answered after their ttl_s
   std::vector<Ticket> waiting{};        // tickets the run moved on from, still pending
+  /// Shadow mode (the committer does not enforce, `Committer::enforces`): the run's steps the
+  /// enforcing kernel would have rejected, in order (each followed unless what it does could
+  /// not be computed).
+  bool shadow = false;
+  std::vector<ShadowRejection> shadow_rejections{};
 };
 
 /// The run loop. Each step: stop if the goal holds or the run's cap is reached; let the chooser
@@ -154,7 +169,10 @@ struct RunResult {
 /// rejections); with nothing to propose, catch up with other processes, recover (a rollback of
 /// this run's last commit, else one emergency action) or stop; else commit the choice (decided
 /// afresh on the latest head only if it moved since the chooser decided: `step`) and tell the
-/// chooser. Ends when the goal is reached, the chooser
+/// chooser. In shadow mode (a committer that does not enforce) every step is followed whatever
+/// its decision, nothing waits for an approval, each would-be rejection is listed
+/// (`RunResult::shadow_rejections`), and the run stops (`step_limit`) when the kernel's step
+/// bound is reached, which its kernel does not enforce. Ends when the goal is reached, the chooser
 /// stops it or has nothing to propose (and recovery, if asked for, cannot help), or the run's
 /// cap is reached. Terminates: every committed non-emergency action counts against the
 /// kernel's step limit (T2), refusals in a row are bounded (`refusals_before_stop`, else by the

@@ -16,6 +16,7 @@
 #include "clampai/report/approvals.hpp"
 #include "clampai/report/format.hpp"
 #include "clampai/report/ledger.hpp"
+#include "clampai/report/shadow.hpp"
 
 namespace clampai::report {
 
@@ -29,6 +30,8 @@ struct AgentStep {
   bool approved = false;
   std::vector<kernel::Reason> reasons{};
   std::string repair{};  ///< the closest approved parameters, after a rejection
+  /// Shadow mode: what the enforcing kernel would have decided (the step was followed).
+  std::optional<kernel::Decision> would_be{};
   kernel::Amount cost = 0, spent = 0;
   std::int64_t input_tokens = 0, output_tokens = 0;  ///< of this step's LLM call, if any
 };
@@ -59,6 +62,7 @@ struct AgentReport {
   std::optional<LedgerSection> ledger{};    // a run on a shared ledger
   std::vector<kernel::PoolStatus> pools{};  // the budget pools at the end (--pools)
   ApprovalsSection approvals{};             // actions that asked for an approval (--approvals)
+  ShadowSection shadow{};                   // a run in shadow mode (--shadow)
 };
 
 /// `agent`. Requires `model`.

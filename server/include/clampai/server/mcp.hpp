@@ -21,10 +21,13 @@ inline constexpr std::string_view mcp_protocol_versions[] = {
 /// One MCP session over one task: a kernel of its own, one message at a time.
 class McpSession {
  public:
-  /// Requires `model`.
+  /// Requires `model`. With `shadow` (`clampai mcp --shadow`; docs/SERVE.md, "Shadow mode"),
+  /// each action tool's call is followed whatever the kernel decides, nothing waits for an
+  /// approval, and its result carries `"enforced": false` and `"shadow"` (the would-be
+  /// decision).
   /// @throws InvalidArgument if an action's id is also the name of a built-in tool (`status`,
-  /// `lookahead`, `repair`), naming it.
-  explicit McpSession(std::shared_ptr<const kernel::TaskModel> model);
+  /// `lookahead`, `repair`), naming it; with `shadow`, if the task's budget is in a pool.
+  explicit McpSession(std::shared_ptr<const kernel::TaskModel> model, bool shadow = false);
   ~McpSession();
   McpSession(const McpSession&) = delete;
   McpSession& operator=(const McpSession&) = delete;
@@ -41,7 +44,10 @@ class McpSession {
 };
 
 /// Serves one session: reads newline-delimited JSON-RPC messages from `in` until it ends and
-/// writes each response on its own line to `out`, flushed. Returns 0.
-int serve_mcp(std::shared_ptr<const kernel::TaskModel> model, std::istream& in, std::ostream& out);
+/// writes each response on its own line to `out`, flushed (`shadow`: as McpSession's). Returns 0.
+int serve_mcp(std::shared_ptr<const kernel::TaskModel> model,
+              std::istream& in,
+              std::ostream& out,
+              bool shadow = false);
 
 }  // namespace clampai::server
