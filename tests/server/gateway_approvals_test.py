@@ -4,8 +4,9 @@ ticket is asked for in the gateway's one ticket book by `gateway-client`, and an
 the client declared the capability), denied, or left pending (the call's answer is the ticket).
 A raw JSON-RPC client on the gateway's pipes, in front of tests/cli/fake_upstream.py. Checked:
 accepted, the step is committed and forwarded, and the trace has approval_requested,
-approval_granted by `client-user` and executed; declined (or accepted with approve false),
-nothing is forwarded and the result says approval_denied; a client without elicitation gets the
+approval_granted by `client-user` and executed; declined (or accepted with approve false, or a
+malformed answer), nothing is forwarded and the result says approval_denied; an error answer
+leaves the ticket pending; a client without elicitation gets the
 pending ticket; --approvals deny and skip; a client that does not answer before the ticket's
 ttl_s: the elicitation is cancelled and the call answered approval_expired; --ledger refused
 at start. `trace verify --spec` passes on every trace. No duration is asserted. Run by ctest
@@ -146,12 +147,16 @@ def main():
         assert requested["ticket"] in message, (requested, message)
         verify(c.trace, spec)
 
-        # (2) Declined, or accepted without approving: denied, nothing forwarded.
+        # (2) Declined, accepted without approving, or answered amiss: denied, nothing forwarded.
         open(log, "w").close()
         c = Client(spec, env, os.path.join(tmp, "decline.jsonl"))
         for i, answer in [(2, {"action": "decline"}),
                           (3, {"action": "accept", "content": {"approve": False}}),
-                          (4, {"action": "cancel"})]:
+                          (4, {"action": "cancel"}),
+                          # Malformed answers deny too.
+                          (5, {"action": "accept", "content": {"approve": "true"}}),
+                          (6, {"action": "accept"}),
+                          (7, [True])]:
             c.call(i, "transfer", {"amount": 7})
             asked = c.read()
             assert asked.get("method") == "elicitation/create", asked
@@ -159,10 +164,20 @@ def main():
             r = c.read()
             assert r["id"] == i and r["result"].get("isError") is True, r
             assert reasons(r["result"]) == ["approval_denied"], r
+        # A client that answers the elicitation with an error: nobody answered, the ticket
+        # stays pending and is the call's answer.
+        c.call(8, "transfer", {"amount": 7})
+        asked = c.read()
+        c.send({"jsonrpc": "2.0", "id": asked["id"],
+                "error": {"code": -32601, "message": "no elicitation here"}})
+        r = c.read()
+        assert r["id"] == 8 and r["result"]["structuredContent"]["pending"] is True, r
         code, out, err = c.close()
         assert code == 0 and out == "", (code, out, err)
+        assert "refused the elicitation" in err, err
         assert upstream_calls(log) == [], upstream_calls(log)
-        assert kinds(c.trace) == ["approval_requested", "approval_denied"] * 3, kinds(c.trace)
+        assert kinds(c.trace) == ["approval_requested", "approval_denied"] * 6 + [
+            "approval_requested"], kinds(c.trace)
         assert all(e["principal"] == "client-user" for e in entries(c.trace)
                    if e["kind"] == "approval_denied")
         verify(c.trace, spec)
