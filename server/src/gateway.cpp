@@ -151,7 +151,7 @@ class Gateway {
     std::string refusal;
     const std::optional<Envelope> env = read_envelope(line, limits, refusal);
     if (!env) return write(refusal);
-    if (env->reply) return;  // the gateway asks the client nothing
+    if (env->reply) return;  // to a request no longer waited for (`request_client`)
     const std::string& method = env->method->text;
     try {
       if (env->notification) return notify(method, env->params);

@@ -7,7 +7,8 @@ accepted, the step is committed and forwarded, and the trace has approval_reques
 approval_granted by `client-user` and executed; declined (or accepted with approve false, or a
 malformed answer), nothing is forwarded and the result says approval_denied; an error answer
 leaves the ticket pending; a client without elicitation gets the
-pending ticket; --approvals deny and skip; a client that does not answer before the ticket's
+pending ticket; --approvals deny and skip; with --max-in-flight 2, a call in flight while
+another waits for its approval; a client that does not answer before the ticket's
 ttl_s: the elicitation is cancelled and the call answered approval_expired; --ledger refused
 at start. `trace verify --spec` passes on every trace. No duration is asserted. Run by ctest
 with CLAMPAI in the environment."""
@@ -52,6 +53,13 @@ class Client:
         line = self.p.stdout.readline()
         assert line, "the gateway closed its output"
         return json.loads(line)
+
+    def read_request(self):
+        """The next message that is not a notification."""
+        while True:
+            m = self.read()
+            if "id" in m:
+                return m
 
     def call(self, i, name, args):
         self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -106,12 +114,14 @@ def main():
                                   "value": "amount"}],
                      "approval": {"ttl_s": 3600}},
                     {"id": "tip", "description": "tip", "cost": 1, "reversible": True,
-                     "approval": {"ttl_s": 1}}],
+                     "approval": {"ttl_s": 1}},
+                    {"id": "hold", "description": "hold", "cost": 1, "reversible": True}],
                 "budget": {"total": 10, "min_action_cost": 1},
                 "bindings": {"tools": {
                     "transfer": {"action": "pay", "pin": pin["transfer"],
                                  "params": {"amount": "amount"}},
-                    "tip": {"action": "tip", "pin": pin["tip"], "params": {}}}},
+                    "tip": {"action": "tip", "pin": pin["tip"], "params": {}},
+                    "hold": {"action": "hold", "pin": pin["hold"], "params": {}}}},
             }, f)
 
         # (1) Accepted at the client: committed, then forwarded.
@@ -216,6 +226,29 @@ def main():
             want = ["approval_requested"] + ([] if pending else ["approval_denied"])
             assert kinds(c.trace) == want, (mode, kinds(c.trace))
             verify(c.trace, spec)
+
+        # --max-in-flight 2: a call in flight while another waits for its approval; both are
+        # answered, each to its own id.
+        open(log, "w").close()
+        c = Client(spec, env, os.path.join(tmp, "inflight.jsonl"), ["--max-in-flight", "2"])
+        c.call(2, "hold", {"tag": "a"})
+        c.call(3, "transfer", {"amount": 5})
+        asked = c.read_request()
+        assert asked.get("method") == "elicitation/create", asked
+        c.send({"jsonrpc": "2.0", "id": asked["id"],
+                "result": {"action": "accept", "content": {"approve": True}}})
+        r = c.read_request()
+        assert r["id"] == 3 and r["result"]["content"][0]["text"] == "done", r
+        c.call(4, "hold", {"tag": "b", "release": True})
+        got = [c.read_request(), c.read_request()]
+        assert sorted(g["id"] for g in got) == [2, 4], got
+        assert all(not g["result"].get("isError") for g in got), got
+        code, out, err = c.close()
+        assert code == 0, (code, out, err)
+        assert upstream_calls(log) == ["hold a", "transfer 5", "hold b", "answer b", "answer a"], \
+            upstream_calls(log)
+        assert kinds(c.trace).count("executed") == 3, kinds(c.trace)
+        verify(c.trace, spec)
 
         # A client that does not answer in time (`tip`: ttl_s 1): the gateway stops waiting
         # when the ticket expires, cancels its request, and the call is answered expired; a
