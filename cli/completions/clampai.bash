@@ -32,7 +32,13 @@ _clampai() {
       return
       ;;
     --flush) COMPREPLY=($(compgen -W "buffered flush fsync" -- "$cur")); return ;;
-    --approvals) COMPREPLY=($(compgen -W "prompt deny skip" -- "$cur")); return ;;
+    --approvals)
+      case $cmd in
+        gateway) COMPREPLY=($(compgen -W "elicit deny skip" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "prompt deny skip" -- "$cur")) ;;
+      esac
+      return
+      ;;
     --llm) COMPREPLY=($(compgen -W "mock anthropic openai" -- "$cur")); return ;;
     --engine) COMPREPLY=($(compgen -W "explicit symbolic" -- "$cur")); return ;;
     --norm) COMPREPLY=($(compgen -W "l1 l2" -- "$cur")); return ;;
@@ -82,7 +88,7 @@ _clampai() {
       opts="apply show --ledger --format --help"
       ;;
     mcp) opts="--shadow --help" ;;
-    gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
+    gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --approvals --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
     *) return ;;
   esac
   if [[ $cur == -* ]]; then

@@ -16,6 +16,7 @@ std::string spec_path;
 std::vector<std::string> command;  // after `--`
 server::GatewayOptions options;
 bool print = false;
+std::string approvals = "elicit";
 
 }  // namespace
 
@@ -59,6 +60,14 @@ CLI::App* add_gateway_command(CLI::App& app) {
                   "Longest message the client may send (default 1048576); the upstream's answers "
                   "have their own limit of 64 MiB")
       ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--approvals",
+                  approvals,
+                  "What happens to a call of an action whose spec asks for an approval: elicit "
+                  "(ask the human at the client, through MCP elicitation, and wait for the "
+                  "answer; a client without elicitation gets the pending ticket), deny (deny "
+                  "it), skip (answer the pending ticket and forward nothing); default: elicit")
+      ->option_text("MODE")
+      ->check(CLI::IsMember({"elicit", "deny", "skip"}));
   add_upstream_options(cmd, options);
   cmd->add_flag("--print-bindings",
                 print,
@@ -83,6 +92,9 @@ int run_gateway_command() {
           "text", "gateway", "", "usage: clampai gateway SPEC [options] -- COMMAND [ARGS...]");
     spec = spec_path;
     options.command = command;
+    options.approvals = approvals == "deny"   ? server::GatewayApprovals::deny
+                        : approvals == "skip" ? server::GatewayApprovals::skip
+                                              : server::GatewayApprovals::elicit;
     const std::string text = kernel::read_text_file(spec);
     const auto model = kernel::load_spec(text);
     const server::Bindings bindings = server::load_bindings(text, *model);

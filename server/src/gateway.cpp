@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <deque>
 #include <istream>
 #include <map>
@@ -16,6 +17,7 @@
 #include <ostream>
 #include <variant>
 
+#include "clampai/driver/approvals.hpp"
 #include "clampai/driver/committer.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/kernel/ledger.hpp"
@@ -78,6 +80,7 @@ class Gateway {
             options.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
       own_ = std::make_unique<ck::SafetyKernel>(model_, std::move(k));
       committer_ = std::make_unique<driver::LocalCommitter>(*own_);
+      approvals_ = std::make_unique<driver::Approvals>(*own_);
     } else {
       ledger_ = clampai::ledger::open_ledger(options.ledger, model_->name);
       ck::SharedOptions s;
@@ -148,7 +151,7 @@ class Gateway {
     std::string refusal;
     const std::optional<Envelope> env = read_envelope(line, limits, refusal);
     if (!env) return write(refusal);
-    if (env->reply) return;  // the gateway asks the client nothing
+    if (env->reply) return;  // to a request no longer waited for (`request_client`)
     const std::string& method = env->method->text;
     try {
       if (env->notification) return notify(method, env->params);
@@ -183,32 +186,71 @@ class Gateway {
   }
 
   // A request of the upstream (roots, sampling, elicitation) passed to the client when the spec
-  // allows it by name: sent with an id of the gateway's, and the client read until it answers
-  // (its other messages kept, in order, for after). The reply for the upstream, or empty to
-  // refuse the request.
+  // allows it by name (`request_client`). The reply for the upstream, or empty to refuse the
+  // request.
   std::string ask_client(const std::string& method,
                          const std::string& upstream_id,
                          const JsonNode* params) {
     if (!is_client_request(method) || !bindings_.allows(method)) return "";
-    const auto refuse = [&](const std::string& why) {
-      log_ << "clampai gateway: the upstream's request `" << method << "`: " << why << "\n";
-      return error_message(upstream_id, kInternalError, "the gateway's client: " + why);
-    };
-    if (client_ == nullptr || client_ended_) return refuse("the client is gone");
+    std::string p;
+    if (params != nullptr) append_json(p, *params);
+    const ClientReply r = request_client(method, p);
+    if (r.kind == ClientReply::Kind::none) {
+      log_ << "clampai gateway: the upstream's request `" << method << "`: " << r.why << "\n";
+      return error_message(upstream_id, kInternalError, "the gateway's client: " + r.why);
+    }
+    std::string reply = R"({"jsonrpc":"2.0","id":)" + upstream_id +
+                        (r.kind == ClientReply::Kind::result ? ",\"result\":" : ",\"error\":");
+    append_json(reply, r.body);
+    return reply + "}";
+  }
+
+  // What the client answered a request of the gateway's: its `result` or `error`, or none (why).
+  struct ClientReply {
+    enum class Kind : std::uint8_t { result, error, none };
+    Kind kind = Kind::none;
+    JsonNode body{};
+    std::string why{};
+  };
+  // Sends the client the request `method` with `params` (JSON text; empty: none) under an id of
+  // the gateway's, and reads the client until it answers (its other messages kept, in order,
+  // for after): the one writer of the gateway's requests to the client. With `left_ms` (the
+  // milliseconds left to wait, <= 0 when the time is up) and a watched input, stops waiting
+  // when the time is up and tells the client its request is cancelled.
+  ClientReply request_client(const std::string& method,
+                             const std::string& params,
+                             const std::function<std::int64_t()>& left_ms = {}) {
+    ClientReply none;
+    if (client_ == nullptr || client_ended_) {
+      none.why = "the client is gone";
+      return none;
+    }
     const std::string id = "\"clampai-gateway-ask-" + std::to_string(++asks_) + "\"";
     std::string m = R"({"jsonrpc":"2.0","id":)" + id + R"(,"method":)";
     append_json_string(m, method);
-    if (params != nullptr) {
-      m += ",\"params\":";
-      append_json(m, *params);
-    }
+    if (!params.empty()) m += ",\"params\":" + params;
     write(m + "}");
+    const bool timed = left_ms && client_wait_ms_ != nullptr;
     std::string line;
     for (;;) {
+      if (timed) {
+        const std::int64_t left = left_ms();
+        if (left <= 0) {
+          *client_wait_ms_ = -1;
+          write(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" +
+                id + R"(,"reason":"the time to answer ran out"}})");
+          none.why = "it did not answer in time";
+          return none;
+        }
+        *client_wait_ms_ = static_cast<int>(std::min<std::int64_t>(left, INT_MAX));
+      }
       const LineReader::Got got = client_->next(line);
+      if (timed) *client_wait_ms_ = -1;
+      if (got == LineReader::Got::timeout && timed) continue;
       if (got == LineReader::Got::end || got == LineReader::Got::timeout) {
         client_ended_ = true;
-        return refuse("it closed its input before it answered");
+        none.why = "it closed its input before it answered";
+        return none;
       }
       if (got == LineReader::Got::too_long) {
         write(too_long_message(options_.max_message_bytes));
@@ -222,18 +264,18 @@ class Gateway {
       std::string refusal;
       std::optional<Envelope> env = read_envelope(line, limits, refusal);
       if (!env || !env->reply || env->id != id) {
-        backlog_.push_back(std::move(line));  // handled in turn once the upstream has answered
+        backlog_.push_back(std::move(line));  // handled in turn once the client has answered
         continue;
       }
-      std::string reply = R"({"jsonrpc":"2.0","id":)" + upstream_id;
-      if (const JsonNode* r = env->message.find("result")) {
-        reply += ",\"result\":";
-        append_json(reply, *r);
+      ClientReply r;
+      if (const JsonNode* result = env->message.find("result")) {
+        r.kind = ClientReply::Kind::result;
+        r.body = *result;
       } else {
-        reply += ",\"error\":";
-        append_json(reply, *env->message.find("error"));
+        r.kind = ClientReply::Kind::error;
+        r.body = *env->message.find("error");
       }
-      return reply + "}";
+      return r;
     }
   }
 
@@ -347,6 +389,7 @@ class Gateway {
       const JsonNode* c = client_caps != nullptr && client_caps->kind == JsonNode::Kind::object
                               ? client_caps->find(cap)
                               : nullptr;
+      if (c != nullptr && std::string_view(cap) == "elicitation") client_elicits_ = true;
       if (c == nullptr || !bindings_.allows(method)) continue;
       std::string raw;
       append_json(raw, *c);
@@ -428,8 +471,8 @@ class Gateway {
   }
 
   // Decides and commits one step: the one place the gateway commits.
-  ck::Outcome commit_step(const ck::Proposal& proposal) {
-    return driver::step(*committer_, proposal).outcome;
+  driver::StepResult commit_step(const ck::Proposal& proposal) {
+    return driver::step(*committer_, proposal);
   }
 
   std::string call_tool(const std::string& id, const JsonNode* params) {
@@ -476,33 +519,145 @@ class Gateway {
       throw RpcError{kInvalidParams, "tool `" + b->tool + "`: " + std::get<std::string>(proposal)};
     std::optional<ck::Outcome> committed;
     try {
-      committed = commit_step(std::get<ck::Proposal>(proposal));
+      if (a.approval) return ask_approval(id, *b, params, args, values, texts, proposal);
+      committed = commit_step(std::get<ck::Proposal>(proposal)).outcome;
     } catch (const InvalidArgument& e) {
       return result_message(id, tool_result(std::string("not executed: ") + e.what(), "{}", true));
     }
     const ck::Outcome& out = *committed;
-    if (!out.decision.approved || !out.receipt) {
-      // The decision goes in `_meta` (and in structuredContent when the tool declares no
-      // output schema, which it would not match).
-      const Rejection r = rejection_result(*model_,
-                                           committer_->view().situation(),
-                                           b->action,
-                                           values,
-                                           out.decision,
-                                           texts,
-                                           kSolverMs);
-      JsonOut j;
-      j.begin_object().key("content").begin_array().begin_object();
-      j.key("type").value("text").key("text").value(r.text).end_object().end_array();
-      if (upstream_tools().at(b->tool).tool.find("outputSchema") == nullptr)
-        j.key("structuredContent").raw(r.structured);
-      j.key("isError").value(true).key("_meta").begin_object().key("clampai/decision");
-      j.raw(r.structured).end_object().end_object();
-      return result_message(id, j.take());
+    if (!out.decision.approved || !out.receipt)
+      return rejected(id, *b, values, texts, out.decision);
+    return forward(id, *b, params, args, *out.receipt);
+  }
+
+  // The client's answer to a call of `b` that the kernel rejected (`decision`): the decision
+  // goes in `_meta` (and in structuredContent when the tool declares no output schema, which
+  // it would not match).
+  std::string rejected(const std::string& id,
+                       const ToolBinding& b,
+                       const ck::ParamMap& values,
+                       const std::vector<std::pair<std::string, std::string>>& texts,
+                       const ck::Decision& decision) {
+    const Rejection r = rejection_result(
+        *model_, committer_->view().situation(), b.action, values, decision, texts, kSolverMs);
+    JsonOut j;
+    j.begin_object().key("content").begin_array().begin_object();
+    j.key("type").value("text").key("text").value(r.text).end_object().end_array();
+    if (upstream_tools().at(b.tool).tool.find("outputSchema") == nullptr)
+      j.key("structuredContent").raw(r.structured);
+    j.key("isError").value(true).key("_meta").begin_object().key("clampai/decision");
+    j.raw(r.structured).end_object().end_object();
+    return result_message(id, j.take());
+  }
+
+  // A call of an action whose spec asks for an approval (docs/GATEWAY.md, "Approvals"): decided
+  // now and, if approved, a ticket of the one book (asked by kGatewayClientPrincipal), answered
+  // by --approvals: the human at the client asked through MCP elicitation (granted: decided
+  // afresh and committed, then forwarded like any call), denied, or left pending (the call's
+  // answer is the ticket, as `clampai mcp` answers it).
+  std::string ask_approval(const std::string& id,
+                           const ToolBinding& b,
+                           const JsonNode* params,
+                           const JsonNode* args,
+                           const ck::ParamMap& values,
+                           const std::vector<std::pair<std::string, std::string>>& texts,
+                           const std::variant<ck::Proposal, std::string>& proposal) {
+    const ck::Action& a = model_->actions[b.action];
+    if (!approvals_)  // serve() refuses such a spec with --ledger
+      throw RpcError{kInternalError, "approvals are kept only in the gateway's own kernel"};
+    ck::Proposal p = std::get<ck::Proposal>(proposal);
+    p.principal = std::string(kGatewayClientPrincipal);
+    driver::Approvals::Asked asked;
+    try {
+      asked = approvals_->ask(p);
+    } catch (const driver::TicketRefused& e) {  // too many waiting already
+      return result_message(id, tool_result(std::string("not executed: ") + e.what(), "{}", true));
     }
-    // Approved and committed: now the call may happen.
+    if (!asked.ticket) return rejected(id, b, values, texts, asked.decision);
+    const driver::Ticket t = *asked.ticket;
+    bool grant = false;
+    std::string approver = "--approvals deny";
+    if (options_.approvals != GatewayApprovals::deny) {
+      if (options_.approvals == GatewayApprovals::skip || !client_elicits_)
+        return result_message(id, pending_result(a, t));
+      const std::optional<bool> said = elicit(b, t);
+      if (!said && approvals_->now() < t.expires_us)  // nobody answered: it stays pending
+        return result_message(id, pending_result(a, t));
+      grant = said.value_or(false);  // too late: the book answers it expired
+      approver = std::string(kGatewayApproverPrincipal);
+    }
+    std::optional<driver::StepResult> step;
+    try {
+      step.emplace(approvals_
+                       ->answer(t.id,
+                                grant,
+                                approver,
+                                {},
+                                [this](const ck::Proposal& q) { return commit_step(q); })
+                       .step);
+    } catch (const driver::TicketRefused& e) {
+      if (e.why != driver::TicketRefused::Why::expired) throw;
+      return rejected(id,
+                      b,
+                      values,
+                      texts,
+                      driver::approval_refusal(b.action,
+                                               ck::ReasonCode::approval_expired,
+                                               a.id,
+                                               "ticket " + t.id + " of `" + a.id +
+                                                   "` expired: nobody approved it within its "
+                                                   "ttl_s"));
+    }
+    const ck::Outcome& out = step->outcome;
+    if (!out.decision.approved || !out.receipt) return rejected(id, b, values, texts, out.decision);
+    return forward(id, b, params, args, *out.receipt);
+  }
+
+  // Asks the human at the client whether to approve ticket `t` (MCP elicitation, a yes/no
+  // question), waiting at most until the ticket expires when the client's input is watched.
+  // Whether they approve (declined or cancelled: no), or nothing when the client did not answer.
+  std::optional<bool> elicit(const ToolBinding& b, const driver::Ticket& t) {
+    const ck::Action& a = model_->actions[b.action];
+    std::string what = "`" + a.id + "` (tool `" + b.tool + "`";
+    for (std::size_t i = 0; i < t.params.size(); ++i)
+      what += (i == 0 ? " with " : ", ") + t.params[i].first + "=" + t.params[i].second.to_string();
+    what += ")";
+    JsonOut j;
+    j.begin_object().key("message").value(
+        "Approve " + what + "? The ClampAI safety kernel approves it now; it waits for " +
+        "your approval (ticket " + t.id + ", valid " + std::to_string(a.approval->ttl_s) +
+        " s) and is decided again before it is forwarded.");
+    j.key("requestedSchema").begin_object().key("type").value("object").key("properties");
+    j.begin_object().key("approve").begin_object().key("type").value("boolean");
+    j.key("title").value("Approve").key("description").value("Approve " + what);
+    j.end_object().end_object().key("required").begin_array().value("approve").end_array();
+    j.end_object().end_object();
+    const ClientReply r = request_client("elicitation/create", j.take(), [this, &t] {
+      return (t.expires_us - approvals_->now() + 999) / 1000;
+    });
+    if (r.kind != ClientReply::Kind::result) {
+      log_ << "clampai gateway: ticket " << t.id << " of `" << a.id << "`: the client "
+           << (r.kind == ClientReply::Kind::error ? "refused the elicitation" : r.why) << "\n";
+      return std::nullopt;
+    }
+    const JsonNode* action = r.body.find("action");
+    const JsonNode* content = r.body.find("content");
+    const JsonNode* approve = content != nullptr && content->kind == JsonNode::Kind::object
+                                  ? content->find("approve")
+                                  : nullptr;
+    return action != nullptr && action->kind == JsonNode::Kind::string &&
+           action->text == "accept" && approve != nullptr &&
+           approve->kind == JsonNode::Kind::boolean && approve->boolean;
+  }
+
+  // Forwards a call of `b` whose step the kernel committed (`receipt`) to the upstream.
+  std::string forward(const std::string& id,
+                      const ToolBinding& b,
+                      const JsonNode* params,
+                      const JsonNode* args,
+                      const ck::Receipt& receipt) {
     std::string forward = "{\"name\":";
-    append_json_string(forward, b->tool);
+    append_json_string(forward, b.tool);
     // The arguments forwarded are those the bindings read: the same parse (duplicate keys and
     // invalid UTF-8 refused by it), written back.
     if (args != nullptr) {
@@ -518,10 +673,10 @@ class Gateway {
     // next messages are handled meanwhile, up to --max-in-flight calls in flight.
     const std::string upstream_id = upstream_.start("tools/call", forward);
     if (upstream_id.empty()) {
-      in_flight_.emplace("", InFlight{id, b->action, b->tool, *out.receipt});
+      in_flight_.emplace("", InFlight{id, b.action, b.tool, receipt});
       return finish("", UpstreamAnswer{});
     }
-    in_flight_.emplace(upstream_id, InFlight{id, b->action, b->tool, *out.receipt});
+    in_flight_.emplace(upstream_id, InFlight{id, b.action, b.tool, receipt});
     return "";
   }
 
@@ -596,6 +751,7 @@ class Gateway {
   std::shared_ptr<ck::Ledger> ledger_;
   std::unique_ptr<ck::SharedKernel> shared_;
   std::unique_ptr<driver::Committer> committer_;
+  std::unique_ptr<driver::Approvals> approvals_;  // the tickets; null on a shared ledger
   UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
   LineReader* client_ = nullptr;
@@ -610,6 +766,7 @@ class Gateway {
   std::map<std::string, InFlight> in_flight_;  // by the upstream's request id
   std::deque<std::string> backlog_;
   bool client_ended_ = false;
+  bool client_elicits_ = false;  // it declared the `elicitation` capability
   std::uint64_t asks_ = 0;
 };
 
@@ -660,10 +817,10 @@ int serve(std::shared_ptr<const ck::TaskModel> model,
   check_options(options);
   if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
   for (const ck::Action& a : model->actions)
-    if (a.approval)
+    if (a.approval && !options.ledger.empty())
       throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
-                            "` waits for an approval, which the gateway cannot ask for yet (it "
-                            "would forward the call unapproved): serve it with `clampai serve`");
+                            "` waits for an approval, whose tickets the gateway keeps only in "
+                            "its own kernel: run it with --trace FILE instead of --ledger");
   std::optional<Gateway> started;
   try {
     started.emplace(std::move(model), bindings, options, out, log);

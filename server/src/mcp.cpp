@@ -231,19 +231,7 @@ struct McpSession::Impl {
           m, task->kernel().situation(), index, params, asked.decision, {}, kSolverMs);
       return tool_result(r.text, r.structured, true);
     }
-    const Ticket& t = *asked.ticket;
-    JsonOut s;
-    s.begin_object().key("action").value(a.id).key("approved").value(false);
-    s.key("pending").value(true).key("ticket").value(t.id).key("params").begin_object();
-    for (const auto& [name, v] : t.params) s.key(name).value(v);
-    s.end_object().key("request_sequence").value(t.sequence);
-    s.key("expires_at_us").value(t.expires_us).end_object();
-    return tool_result("`" + a.id + "` waits for an approval (ticket " + t.id +
-                           "): nothing was executed; a principal with the right `" +
-                           a.approval->right + "` must approve it within " +
-                           std::to_string(a.approval->ttl_s) + " s",
-                       s.take(),
-                       false);
+    return pending_result(a, *asked.ticket);
   }
 
   // The `action` and `params` of the lookahead and repair tools.

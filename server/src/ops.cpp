@@ -13,6 +13,7 @@
 #include "clampai/verifier/repair.hpp"
 #include "clampai/verifier/verify.hpp"
 #include "json_out.hpp"
+#include "jsonrpc.hpp"
 
 namespace clampai::server {
 
@@ -125,6 +126,21 @@ std::variant<std::string, std::string> repair_json(Task& task,
   std::ostringstream out;
   report::write_repair(out, report::Format::json, {m.name, &m, &p, &r});
   return std::variant<std::string, std::string>(std::in_place_index<0>, out.str());
+}
+
+std::string pending_result(const ck::Action& a, const cd::Ticket& t) {
+  JsonOut s;
+  s.begin_object().key("action").value(a.id).key("approved").value(false);
+  s.key("pending").value(true).key("ticket").value(t.id).key("params").begin_object();
+  for (const auto& [name, v] : t.params) s.key(name).value(v);
+  s.end_object().key("request_sequence").value(t.sequence);
+  s.key("expires_at_us").value(t.expires_us).end_object();
+  return jsonrpc::tool_result("`" + a.id + "` waits for an approval (ticket " + t.id +
+                                  "): nothing was executed; a principal with the right `" +
+                                  a.approval->right + "` must approve it within " +
+                                  std::to_string(a.approval->ttl_s) + " s",
+                              s.take(),
+                              false);
 }
 
 const std::string& verify_json(Task& task, std::uint32_t timeout_ms) {

@@ -69,6 +69,11 @@ Rejection rejection_result(const kernel::TaskModel& model,
                            const std::vector<std::pair<std::string, std::string>>& bindings,
                            std::uint32_t timeout_ms);
 
+/// The tool result of an action `a` waiting for an approval as ticket `t` (docs/SERVE.md,
+/// "Approvals"): not an error; structuredContent `{"action", "approved": false, "pending":
+/// true, "ticket", "params", "request_sequence", "expires_at_us"}`.
+std::string pending_result(const kernel::Action& a, const driver::Ticket& t);
+
 /// The verify report (schema/verify-report.schema.json) of the task's model, computed once.
 const std::string& verify_json(Task& task, std::uint32_t timeout_ms);
 

@@ -559,5 +559,54 @@ const refused = async (promise, pattern) => {
   }
 }
 
+// ---- 3. Approvals: the SDK's client answers the gateway's elicitation, as a UI would. ----
+{
+  const { ElicitRequestSchema } = await sdk("types.js");
+  const pins = printBindings(["node", fake]);
+  const spec = {
+    name: "gateway_approved_notes",
+    variables: { notes: { type: "int", initial: 0, min: 0 } },
+    actions: [{ id: "note", cost: 1, approval: { ttl_s: 3600 },
+                effects: [{ variable: "notes", mode: "increment", value: 1 }] }],
+    budget: { total: 5, min_action_cost: 1 },
+    bindings: { tools: { note: { action: "note", pin: pins.note.pin } } },
+  };
+  const specFile = path.join(tmp, "approved.json");
+  fs.writeFileSync(specFile, JSON.stringify(spec));
+  const calls = path.join(tmp, "approved.log");
+  const trace = path.join(tmp, "approved.jsonl");
+  const client = new Client({ name: "clampai-gateway-test", version: "1.0.0" },
+                            { capabilities: { elicitation: {} } });
+  const asked = [];
+  const answers = [{ action: "accept", content: { approve: true } }, { action: "decline" }];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return answers.shift();
+  });
+  const transport = new StdioClientTransport({
+    command: clampai, args: ["gateway", specFile, "--trace", trace, "--", "node", fake],
+    env: { ...process.env, FAKE_LOG: calls }, stderr: "pipe" });
+  await client.connect(transport);
+  // Accepted: committed, then forwarded.
+  let r = await client.callTool({ name: "note", arguments: { text: "yes" } });
+  assert.equal(r.isError, undefined, text(r));
+  assert.equal(text(r), "noted");
+  assert.match(asked[0].message, /`note`.*ticket [0-9a-f]{32}/);
+  assert.equal(asked[0].requestedSchema.properties.approve.type, "boolean");
+  // Declined: nothing forwarded, the rejection says why.
+  r = await client.callTool({ name: "note", arguments: { text: "no" } });
+  assert.equal(r.isError, true);
+  assert.deepEqual(decision(r).reasons.map((x) => x.code), ["approval_denied"]);
+  await client.close();
+  assert.deepEqual(fs.readFileSync(calls, "utf8").trim().split("\n"), ['call note {"text":"yes"}']);
+  const entries = traceOf(trace);
+  assert.deepEqual(entries.filter((e) => e.kind.startsWith("approval_") || e.kind === "executed")
+                     .map((e) => `${e.kind} ${e.principal}`),
+                   ["approval_requested gateway-client", "approval_granted client-user",
+                    "executed gateway-client", "approval_requested gateway-client",
+                    "approval_denied client-user"]);
+  verifies(trace, specFile);
+}
+
 fs.rmSync(tmp, { recursive: true, force: true });
 console.log("gateway: all checks passed");

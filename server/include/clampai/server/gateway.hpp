@@ -112,6 +112,17 @@ class OutcomeTracker {
   std::set<std::uint64_t> pending_;
 };
 
+/// Who answers the approval a call of an action with `approval` waits for (docs/GATEWAY.md,
+/// "Approvals"): the human at the client, asked through MCP elicitation when the client
+/// declared it (`elicit`; otherwise as `skip`); nobody, the ticket denied (`deny`); nobody now,
+/// the ticket left pending and the call answered with it (`skip`).
+enum class GatewayApprovals : std::uint8_t { elicit, deny, skip };
+
+/// The principal a gateway's approval tickets name as who asked, and the one that answers them
+/// through elicitation (the client's user: the gateway trusts the client's UI to be a human's).
+inline constexpr std::string_view kGatewayClientPrincipal = "gateway-client";
+inline constexpr std::string_view kGatewayApproverPrincipal = "client-user";
+
 struct GatewayOptions {
   std::vector<std::string> command{};  // the upstream: program and arguments
   bool clear_env = false;
@@ -119,9 +130,10 @@ struct GatewayOptions {
   std::string trace{};             // the kernel's trace file (this process's own kernel)
   std::string ledger{};            // a shared ledger's URL
   std::size_t max_in_flight = 1;   // calls forwarded and not answered yet at once (1 to 1024)
-  std::size_t max_message_bytes = 1 << 20;    // of the client's messages
-  std::size_t max_upstream_bytes = 64 << 20;  // of the upstream's
-  int upstream_timeout_ms = 5 * 60 * 1000;    // for one answer of the upstream
+  std::size_t max_message_bytes = 1 << 20;                // of the client's messages
+  std::size_t max_upstream_bytes = 64 << 20;              // of the upstream's
+  int upstream_timeout_ms = 5 * 60 * 1000;                // for one answer of the upstream
+  GatewayApprovals approvals = GatewayApprovals::elicit;  // --approvals
 };
 
 /// Serves one client on `in`/`out` in front of the upstream `options.command`, until `in`
