@@ -12,8 +12,10 @@
 #include <deque>
 #include <istream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <variant>
 
 #include "clampai/driver/committer.hpp"
@@ -25,6 +27,7 @@
 #include "clampai/kernel/trace.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/server/mcp.hpp"
+#include "gateway_http.hpp"
 #include "json_out.hpp"
 #include "jsonrpc.hpp"
 #include "ops.hpp"
@@ -644,6 +647,17 @@ void OutcomeTracker::add(const ck::TraceEntry& entry) {
 
 namespace {
 
+// What the gateway refuses to serve whatever its transport.
+void check_servable(const ck::TaskModel& model, const GatewayOptions& options) {
+  check_options(options);
+  if (ck::needs_reference_monitor(model)) throw InvalidArgument(monitor_refusal(model.name));
+  for (const ck::Action& a : model.actions)
+    if (a.approval)
+      throw InvalidArgument("task `" + model.name + "`: action `" + a.id +
+                            "` waits for an approval, which the gateway cannot ask for yet (it "
+                            "would forward the call unapproved): serve it with `clampai serve`");
+}
+
 // The one loop over the client's lines, read by `reader`; through `fd` (reads waiting `*wait_ms`)
 // also while a call is forwarded, when it has one.
 int serve(std::shared_ptr<const ck::TaskModel> model,
@@ -654,13 +668,7 @@ int serve(std::shared_ptr<const ck::TaskModel> model,
           int* wait_ms,
           std::ostream& out,
           std::ostream& log) {
-  check_options(options);
-  if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
-  for (const ck::Action& a : model->actions)
-    if (a.approval)
-      throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
-                            "` waits for an approval, which the gateway cannot ask for yet (it "
-                            "would forward the call unapproved): serve it with `clampai serve`");
+  check_servable(*model, options);
   std::optional<Gateway> started;
   try {
     started.emplace(std::move(model), bindings, options, out, log);
@@ -736,6 +744,35 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
       },
       options.max_message_bytes);
   return serve(std::move(model), bindings, options, reader, in_fd, &wait_ms, out, log);
+}
+
+int run_gateway_http(std::shared_ptr<const ck::TaskModel> model,
+                     const Bindings& bindings,
+                     const GatewayOptions& options,
+                     const GatewayHttpOptions& http,
+                     const std::function<void(const std::string& url)>& on_listening,
+                     std::ostream& log) {
+  check_servable(*model, options);
+  // The gateway writes its answers here; each exchange takes what one message made it write.
+  std::ostringstream sent;
+  std::optional<Gateway> started;
+  try {
+    started.emplace(std::move(model), bindings, options, sent, log);
+  } catch (const UpstreamError& e) {
+    log << "clampai gateway: " << e.what() << "\n";
+    return 1;
+  }
+  Gateway& gateway = *started;
+  std::mutex one_at_a_time;
+  const McpExchange exchange = [&](const std::string& message) {
+    const std::lock_guard lock(one_at_a_time);
+    sent.str("");
+    sent.clear();
+    gateway.handle(message);
+    while (gateway.calls_in_flight()) gateway.await_answer(false);
+    return sent.str();
+  };
+  return serve_mcp_http(exchange, http, on_listening, log);
 }
 
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {

@@ -81,6 +81,11 @@ struct Request {
   /// refuses the request (400 malformed_request) whatever its route, so that no route ever
   /// takes a lost body for an empty one (a rollback for "the latest").
   std::string body_unreadable{};
+  /// Every header field as received (names as sent), for handlers that read more than
+  /// `authorization` (the gateway over HTTP: Origin, Mcp-Session-Id...).
+  std::vector<std::pair<std::string, std::string>> headers{};
+  /// The first header field named `name` (case-insensitive), or nothing.
+  [[nodiscard]] const std::string* header(std::string_view name) const;
 };
 
 /// One response. JSON unless `content_type` says otherwise; when `next_chunk` is set, the body
