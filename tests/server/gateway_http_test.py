@@ -5,13 +5,15 @@ loopback one is served); a request without a session is 400 and with an unknown 
 body over --max-message-bytes is 413; malformed JSON is 400 with a JSON-RPC parse error; GET
 is 405; an unsupported MCP-Protocol-Version is 400; notifications are 202; a call the kernel
 approves reaches the upstream and one it rejects does not; DELETE ends the session (then 404);
-usage errors (no token, --insecure-no-auth off loopback, --token-file without --port). No
+usage errors (no token, --insecure-no-auth off loopback, --token-file without --port); TLS
+with --tls-cert/--tls-key. No
 duration is asserted. Run by ctest with CLAMPAI in the environment."""
 
 import http.client
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -30,11 +32,12 @@ def pins(env):
 
 
 class Gateway:
-    def __init__(self, args, env):
+    def __init__(self, args, env, scheme="http"):
         self.p = subprocess.Popen([CLAMPAI, "gateway", *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env)
         line = self.p.stdout.readline()
-        assert line.startswith("listening on http://127.0.0.1:"), (line, self.p.stderr.read())
+        assert line.startswith("listening on " + scheme + "://127.0.0.1:"), (
+            line, self.p.stderr.read())
         url = line.split()[-1]
         assert url.endswith("/mcp"), url
         self.port = int(url.split(":")[2].split("/")[0])
@@ -218,6 +221,31 @@ def main():
         p = subprocess.run([CLAMPAI, "trace", "verify", os.path.join(tmp, "t.jsonl")],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stdout + p.stderr
+
+        # TLS, as serve has it, here without a token (--insecure-no-auth, on loopback).
+        cert = os.path.join(tmp, "cert.pem")
+        key = os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True)
+        g = Gateway([spec, "--port", "0", "--insecure-no-auth", "--tls-cert", cert, "--tls-key",
+                     key, "--", *UPSTREAM], env, scheme="https")
+        try:
+            c = http.client.HTTPSConnection("127.0.0.1", g.port, timeout=60,
+                                            context=ssl.create_default_context(cafile=cert))
+            c.request("POST", "/mcp", body=json.dumps({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-03-26", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}}),
+                headers={"Content-Type": "application/json", "Accept": "application/json"})
+            r = c.getresponse()
+            body = json.loads(r.read())
+            assert r.status == 200 and body["result"]["protocolVersion"] == "2025-03-26", body
+            assert r.getheader("Mcp-Session-Id"), r.getheaders()
+            c.close()
+        finally:
+            rc, err = g.stop()
+        assert rc == 0, (rc, err)
     print("gateway_http: ok")
 
 
