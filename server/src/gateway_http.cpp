@@ -124,15 +124,13 @@ class Endpoint {
                          "` is not this machine's (a loopback address, localhost or the address "
                          "the gateway listens on)");
     if (!options_.token.empty()) {
-      const std::string_view auth = req.authorization;
-      const bool bearer =
-          auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
-      if (!bearer)
+      const std::optional<std::string_view> given = bearer_token(req.authorization);
+      if (!given)
         return refusal(401,
                        kInvalidRequest,
                        "unauthorized: this gateway needs `Authorization: Bearer TOKEN` (its "
                        "--token-file)");
-      if (!token_matches(auth.substr(7), options_.token))
+      if (!token_matches(*given, options_.token))
         return refusal(401, kInvalidRequest, "unauthorized: the bearer token is wrong");
     }
     const std::string_view target =

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -169,6 +170,10 @@ class Service {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The token of an `Authorization: Bearer TOKEN` header (the scheme in either case the clients
+/// send it: `Bearer`, `bearer`), or nothing when the header carries no bearer token.
+[[nodiscard]] std::optional<std::string_view> bearer_token(std::string_view authorization);
 
 /// True iff `given` equals `expected`, in time that depends on neither (both are hashed with
 /// SHA-256 and the digests compared with CRYPTO_memcmp).
