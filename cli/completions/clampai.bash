@@ -88,7 +88,7 @@ _clampai() {
       opts="apply show --ledger --format --help"
       ;;
     mcp) opts="--shadow --help" ;;
-    gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --approvals --upstream-timeout-ms --clear-env --env --print-bindings --help" ;;
+    gateway) opts="--trace --ledger --max-in-flight --max-message-bytes --approvals --upstream-timeout-ms --clear-env --env --print-bindings --host --port --token-file --insecure-no-auth --tls-cert --tls-key --help" ;;
     *) return ;;
   esac
   if [[ $cur == -* ]]; then

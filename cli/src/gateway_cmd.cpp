@@ -7,6 +7,7 @@
 #include "clampai/kernel.hpp"
 #include "clampai/server/gateway.hpp"
 #include "output.hpp"
+#include "serve_cmd.hpp"
 
 namespace clampai::cli {
 
@@ -17,6 +18,43 @@ std::vector<std::string> command;  // after `--`
 server::GatewayOptions options;
 bool print = false;
 std::string approvals = "elicit";
+// Over HTTP (`--port`).
+std::string host = "127.0.0.1", token_file, tls_cert, tls_key;
+unsigned port = 0;
+bool insecure = false;
+CLI::Option* port_option = nullptr;  // given: over HTTP
+
+// `--port`: the client over MCP's Streamable HTTP, authenticated as `clampai serve`'s clients.
+int serve_over_http(const std::shared_ptr<const kernel::TaskModel>& model,
+                    const server::Bindings& bindings) {
+  if (token_file.empty() && !insecure)
+    throw InvalidArgument(
+        "--port: give --token-file FILE (the bearer token clients must send), or "
+        "--insecure-no-auth to serve without one on a loopback address");
+  if (insecure && !is_loopback(host))
+    throw InvalidArgument(
+        "--insecure-no-auth serves only a loopback address (127.0.0.1 or ::1), not `" + host +
+        "`: give --token-file");
+  server::GatewayHttpOptions http;
+  if (!token_file.empty()) http.token = read_token(token_file);
+  http.http.host = host;
+  http.http.port = static_cast<unsigned short>(port);
+  http.http.threads = 2;  // one may wait for the upstream while the other refuses and ends sessions
+  http.http.tls_cert = tls_cert;
+  http.http.tls_key = tls_key;
+  http.http.limits.max_body_bytes = options.max_message_bytes;
+  const int rc = server::run_gateway_http(
+      model,
+      bindings,
+      options,
+      http,
+      [](const std::string& url) {
+        std::cout << "listening on " << url << "/mcp" << std::endl;  // scripts wait for this line
+      },
+      std::cerr);
+  std::cerr << "clampai gateway: stopped" << std::endl;
+  return rc;
+}
 
 }  // namespace
 
@@ -69,6 +107,24 @@ CLI::App* add_gateway_command(CLI::App& app) {
       ->option_text("MODE")
       ->check(CLI::IsMember({"elicit", "deny", "skip"}));
   add_upstream_options(cmd, options);
+  cmd->add_option("--host", host, "With --port: the address to listen on (default 127.0.0.1)");
+  port_option = cmd->add_option("--port",
+                                port,
+                                "Serve the client over MCP's Streamable HTTP on this TCP port "
+                                "(endpoint /mcp; 0 picks a free one) instead of stdio")
+                    ->check(CLI::Range(0, 65535));
+  auto* token = cmd->add_option("--token-file",
+                                token_file,
+                                "With --port: a file holding the bearer token every request must "
+                                "carry");
+  cmd->add_flag("--insecure-no-auth",
+                insecure,
+                "With --port: serve without a token (a loopback --host only)")
+      ->excludes(token);
+  auto* cert = cmd->add_option("--tls-cert", tls_cert, "With --port: PEM certificate chain: HTTPS");
+  auto* key = cmd->add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  cert->needs(key);
+  key->needs(cert);
   cmd->add_flag("--print-bindings",
                 print,
                 "Start COMMAND, list its tools and write a starting `bindings` section with "
@@ -101,6 +157,13 @@ int run_gateway_command() {
     if (bindings.tools.empty())
       std::cerr << "clampai gateway: " << spec
                 << " binds no tool (bindings.tools): every tool call will be refused\n";
+    if (port_option->count() > 0) return serve_over_http(model, bindings);
+    if (!token_file.empty() || insecure || !tls_cert.empty() || host != "127.0.0.1")
+      return fail("text",
+                  "gateway",
+                  spec,
+                  "--host, --token-file, --insecure-no-auth and --tls-cert need --port (the "
+                  "client is served on stdio without it)");
     std::ios::sync_with_stdio(false);
     return server::run_gateway(model, bindings, options, STDIN_FILENO, std::cout, std::cerr);
   } catch (const Error& e) {

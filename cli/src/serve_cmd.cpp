@@ -18,23 +18,9 @@ namespace ck = clampai::kernel;
 namespace cs = clampai::server;
 
 namespace {
-
-struct Args {
-  std::vector<std::string> specs;
-  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key,
-              pools;
-  std::string signing_key, decision_log;
-  std::string mode = "enforce";
-  std::vector<std::string> shadow;
-  std::uint64_t checkpoint_every = 0;
-  unsigned port = 8765;
-  std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
-  unsigned threads = 0;  // 0: one per core, at least 2
-  bool insecure = false;
-} args;
-
 // The smallest token accepted: 16 bytes (128 bits if random) make guessing hopeless.
 constexpr std::size_t kMinToken = 16;
+}  // namespace
 
 bool is_loopback(const std::string& host) { return host == "::1" || host.starts_with("127."); }
 
@@ -52,6 +38,22 @@ std::string read_token(const std::string& path) {
     throw InvalidArgument("--token-file `" + path + "`: the token contains white space");
   return token;
 }
+
+namespace {
+
+struct Args {
+  std::vector<std::string> specs;
+  std::string host = "127.0.0.1", token_file, principals_file, data_dir, ledger, tls_cert, tls_key,
+              pools;
+  std::string signing_key, decision_log;
+  std::string mode = "enforce";
+  std::vector<std::string> shadow;
+  std::uint64_t checkpoint_every = 0;
+  unsigned port = 8765;
+  std::uint32_t request_timeout_ms = cs::Limits{}.request_timeout_ms;
+  unsigned threads = 0;  // 0: one per core, at least 2
+  bool insecure = false;
+} args;
 
 // The principals file, read whole (the limit is the one every small input file has).
 std::vector<cs::Principal> read_principals(const std::string& path) {

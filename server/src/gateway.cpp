@@ -13,8 +13,10 @@
 #include <deque>
 #include <istream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <variant>
 
 #include "clampai/driver/approvals.hpp"
@@ -27,6 +29,7 @@
 #include "clampai/kernel/trace.hpp"
 #include "clampai/ledger/ledger.hpp"
 #include "clampai/server/mcp.hpp"
+#include "gateway_http.hpp"
 #include "json_out.hpp"
 #include "jsonrpc.hpp"
 #include "ops.hpp"
@@ -804,6 +807,24 @@ void OutcomeTracker::add(const ck::TraceEntry& entry) {
 
 namespace {
 
+// What the gateway refuses to serve whatever its transport.
+void check_servable(const ck::TaskModel& model, const GatewayOptions& options, bool over_http) {
+  check_options(options);
+  if (ck::needs_reference_monitor(model)) throw InvalidArgument(monitor_refusal(model.name));
+  for (const ck::Action& a : model.actions) {
+    if (!a.approval) continue;
+    if (!options.ledger.empty())
+      throw InvalidArgument("task `" + model.name + "`: action `" + a.id +
+                            "` waits for an approval, whose tickets the gateway keeps only in "
+                            "its own kernel: run it with --trace FILE instead of --ledger");
+    if (over_http)
+      throw InvalidArgument("task `" + model.name + "`: action `" + a.id +
+                            "` waits for an approval, which the gateway asks of the client "
+                            "through MCP elicitation, and over HTTP it has no stream to ask on: "
+                            "serve it over stdio (without --port)");
+  }
+}
+
 // The one loop over the client's lines, read by `reader`; through `fd` (reads waiting `*wait_ms`)
 // also while a call is forwarded, when it has one.
 int serve(std::shared_ptr<const ck::TaskModel> model,
@@ -814,13 +835,7 @@ int serve(std::shared_ptr<const ck::TaskModel> model,
           int* wait_ms,
           std::ostream& out,
           std::ostream& log) {
-  check_options(options);
-  if (ck::needs_reference_monitor(*model)) throw InvalidArgument(monitor_refusal(model->name));
-  for (const ck::Action& a : model->actions)
-    if (a.approval && !options.ledger.empty())
-      throw InvalidArgument("task `" + model->name + "`: action `" + a.id +
-                            "` waits for an approval, whose tickets the gateway keeps only in "
-                            "its own kernel: run it with --trace FILE instead of --ledger");
+  check_servable(*model, options, /*over_http=*/false);
   std::optional<Gateway> started;
   try {
     started.emplace(std::move(model), bindings, options, out, log);
@@ -896,6 +911,35 @@ int run_gateway(std::shared_ptr<const ck::TaskModel> model,
       },
       options.max_message_bytes);
   return serve(std::move(model), bindings, options, reader, in_fd, &wait_ms, out, log);
+}
+
+int run_gateway_http(std::shared_ptr<const ck::TaskModel> model,
+                     const Bindings& bindings,
+                     const GatewayOptions& options,
+                     const GatewayHttpOptions& http,
+                     const std::function<void(const std::string& url)>& on_listening,
+                     std::ostream& log) {
+  check_servable(*model, options, /*over_http=*/true);
+  // The gateway writes its answers here; each exchange takes what one message made it write.
+  std::ostringstream sent;
+  std::optional<Gateway> started;
+  try {
+    started.emplace(std::move(model), bindings, options, sent, log);
+  } catch (const UpstreamError& e) {
+    log << "clampai gateway: " << e.what() << "\n";
+    return 1;
+  }
+  Gateway& gateway = *started;
+  std::mutex one_at_a_time;
+  const McpExchange exchange = [&](const std::string& message) {
+    const std::lock_guard lock(one_at_a_time);
+    sent.str("");
+    sent.clear();
+    gateway.handle(message);
+    while (gateway.calls_in_flight()) gateway.await_answer(false);
+    return sent.str();
+  };
+  return serve_mcp_http(exchange, http, on_listening, log);
 }
 
 int print_bindings(const GatewayOptions& options, std::ostream& out, std::ostream& log) {

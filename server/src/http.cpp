@@ -40,7 +40,7 @@ namespace {
 
 // What the listener and every session share.
 struct Shared {
-  Service& service;
+  const HttpHandler& handler;
   const HttpOptions& options;
   net::thread_pool& solvers;  // where lookahead, repair and verify run
   std::atomic<bool> draining{false};
@@ -171,7 +171,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     Request req = request_head();
     req.body_unreadable = std::move(why);
     keep_alive_ = false;
-    respond(shared_.service.handle(req));
+    respond(shared_.handler.handle(req));
   }
 
   // The request line and headers the service reads.
@@ -182,6 +182,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req.target = std::string(msg.target());
     if (const auto it = msg.find(http::field::authorization); it != msg.end())
       req.authorization = std::string(it->value());
+    for (const auto& f : msg) {
+      const auto name = f.name_string();
+      req.headers.emplace_back(std::string(name.data(), name.size()),
+                               std::string(f.value().data(), f.value().size()));
+    }
     version_ = msg.version();
     return req;
   }
@@ -208,28 +213,27 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     auto& msg = parser_->get();
     req.body = std::move(msg.body());
     keep_alive_ = msg.keep_alive();
-    if (is_search(req.target)) {
+    if (shared_.handler.slow && shared_.handler.slow(req.target)) {
       // A search may take seconds (its limits bound it): on the solver pool, so that the event
       // loop goes on serving its other connections. The tracked executor keeps the loop alive
       // until the answer is posted back.
       auto home = net::prefer(stream_.get_executor(), net::execution::outstanding_work.tracked);
       net::post(
           shared_.solvers, [self = this->shared_from_this(), req = std::move(req), home]() mutable {
-            Response r = self->shared_.service.handle(req);
+            Response r = self->shared_.handler.handle(req);
             net::post(home, [self, r = std::move(r)]() mutable { self->respond(std::move(r)); });
           });
       return;
     }
-    respond(shared_.service.handle(req));
+    respond(shared_.handler.handle(req));
   }
 
   // An answer to a request the parser refused; the connection closes after it, since the
   // rest of the stream cannot be trusted to start a request.
   void refuse(int status, std::string_view code, const std::string& message) {
-    shared_.service.note_refused(status, code);
     keep_alive_ = false;
     version_ = 11;
-    respond(Service::error(status, code, message));
+    respond(shared_.handler.refuse(status, code, message));
   }
 
   template <class Message>
@@ -366,7 +370,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // 10 ms at first and twice as long after each failure up to a second, until descriptors
   // free up. Any success resets the wait.
   void retry(const beast::error_code& ec) {
-    shared_.service.note_accept_error(ec.message());
+    if (shared_.handler.note_accept_error) shared_.handler.note_accept_error(ec.message());
     backoff_ =
         std::clamp(backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
     backoff_timer_.expires_after(backoff_);
@@ -401,7 +405,29 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
 }  // namespace
 
+const std::string* Request::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (beast::iequals(beast::string_view(n), beast::string_view(name.data(), name.size())))
+      return &v;
+  }
+  return nullptr;
+}
+
 int serve_http(Service& service,
+               const HttpOptions& options,
+               const std::function<void(const std::string& url)>& on_listening) {
+  HttpHandler handler;
+  handler.handle = [&service](const Request& r) { return service.handle(r); };
+  handler.refuse = [&service](int status, std::string_view code, const std::string& message) {
+    service.note_refused(status, code);
+    return Service::error(status, code, message);
+  };
+  handler.note_accept_error = [&service](std::string_view m) { service.note_accept_error(m); };
+  handler.slow = is_search;
+  return serve_http(handler, options, on_listening);
+}
+
+int serve_http(const HttpHandler& handler,
                const HttpOptions& options,
                const std::function<void(const std::string& url)>& on_listening) {
   beast::error_code ec;
@@ -427,7 +453,7 @@ int serve_http(Service& service,
   }
   net::io_context& ioc = *iocs.front();
   net::thread_pool solvers(2);
-  Shared shared{service, options, solvers, {}, {}, {}};
+  Shared shared{handler, options, solvers, {}, {}, {}};
   auto listener = std::make_shared<Listener>(
       iocs, shared, tls ? &*tls : nullptr, tcp::endpoint(address, options.port));
   listener->accept();

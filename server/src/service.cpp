@@ -46,6 +46,13 @@ bool same_digest(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
+  const std::string_view scheme = authorization.substr(0, 7);
+  if (authorization.size() <= 7 || (scheme != "Bearer " && scheme != "bearer "))
+    return std::nullopt;
+  return authorization.substr(7);
+}
+
 bool token_matches(std::string_view given, std::string_view expected) {
   return same_digest(ck::sha256_hex(given), ck::sha256_hex(expected));
 }
@@ -291,15 +298,13 @@ struct Service::Impl {
   static const Principal* authenticate(const std::vector<Principal>& all,
                                        std::string_view authorization) {
     if (all.empty()) return nullptr;
-    const std::string_view auth = authorization;
-    const bool bearer =
-        auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer ");
-    if (!bearer)
+    const std::optional<std::string_view> token = bearer_token(authorization);
+    if (!token)
       throw Refusal{401,
                     "unauthorized",
                     "this server needs `Authorization: Bearer TOKEN` (its --token-file, or a "
                     "token of its --principals)"};
-    const std::string given = ck::sha256_hex(auth.substr(7));
+    const std::string given = ck::sha256_hex(*token);
     const Principal* found = nullptr;
     for (const Principal& p : all)
       if (same_digest(p.token_sha256, given)) found = &p;

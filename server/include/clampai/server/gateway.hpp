@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <set>
@@ -17,6 +18,7 @@
 #include "clampai/kernel/number.hpp"
 #include "clampai/kernel/trace.hpp"
 #include "clampai/kernel/value.hpp"
+#include "clampai/server/http.hpp"
 
 namespace clampai::kernel {
 class TaskModel;
@@ -179,6 +181,30 @@ int run_gateway(std::shared_ptr<const kernel::TaskModel> model,
                 int in_fd,
                 std::ostream& out,
                 std::ostream& log);
+
+/// How the gateway serves its client over MCP's Streamable HTTP transport (`--port`).
+struct GatewayHttpOptions {
+  /// Where and how it listens: `http.limits.max_body_bytes` is --max-message-bytes.
+  HttpOptions http{};
+  /// The bearer token every request must carry (`--token-file`); empty: none
+  /// (`--insecure-no-auth`, a loopback address only).
+  std::string token{};
+};
+
+/// The same gateway serving its client over HTTP (docs/GATEWAY.md, "Over HTTP"): one endpoint,
+/// `/mcp`, where each POST of a JSON-RPC message is answered `application/json`; a session id
+/// (`Mcp-Session-Id`) issued at `initialize` and required afterwards (several sessions share
+/// the one upstream, initialised once); no server-to-client stream (GET: 405), so the
+/// upstream's requests of the client are refused. Calls are forwarded one at a time. Serves
+/// until SIGTERM or SIGINT; `on_listening` gets the URL. Returns 0, or 1 if the upstream could
+/// not be started.
+/// @throws Error if the address cannot be bound or the TLS files cannot be loaded.
+int run_gateway_http(std::shared_ptr<const kernel::TaskModel> model,
+                     const Bindings& bindings,
+                     const GatewayOptions& options,
+                     const GatewayHttpOptions& http,
+                     const std::function<void(const std::string& url)>& on_listening,
+                     std::ostream& log);
 
 /// Starts the upstream, lists its tools and writes a starting `bindings` section (each tool
 /// with its pin, bound to no action yet) to `out`. Returns 0, or 1 on failure (said on `log`).

@@ -22,6 +22,23 @@ struct HttpOptions {
   std::function<void()> on_reload{};
 };
 
+/// What the transport serves: `handle` answers a request (and must not throw); `refuse` answers
+/// one the transport could not read (status 413, 431 or 400 with a code and message), and
+/// counts it; `note_accept_error` counts a failed accept; `slow` says a request may take long
+/// and goes to the solver threads. `serve_http(Service&...)` fills it from a `Service`.
+struct HttpHandler {
+  std::function<Response(const Request&)> handle;
+  std::function<Response(int status, std::string_view code, const std::string& message)> refuse;
+  std::function<void(std::string_view message)> note_accept_error{};
+  std::function<bool(std::string_view target)> slow{};
+};
+
+/// Listens and serves `handler` as `serve_http(Service&...)` serves a service.
+/// @throws Error if the address cannot be bound or the TLS files cannot be loaded.
+int serve_http(const HttpHandler& handler,
+               const HttpOptions& options,
+               const std::function<void(const std::string& url)>& on_listening);
+
 /// Listens and serves `service` until SIGTERM or SIGINT: then it stops accepting, finishes the
 /// requests in flight, closes idle connections and returns (the caller seals: Service::shutdown).
 /// `on_listening` gets the URL (`http://HOST:PORT`, `https://` with TLS) once the socket

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -81,6 +82,11 @@ struct Request {
   /// refuses the request (400 malformed_request) whatever its route, so that no route ever
   /// takes a lost body for an empty one (a rollback for "the latest").
   std::string body_unreadable{};
+  /// Every header field as received (names as sent), for handlers that read more than
+  /// `authorization` (the gateway over HTTP: Origin, Mcp-Session-Id...).
+  std::vector<std::pair<std::string, std::string>> headers{};
+  /// The first header field named `name` (case-insensitive), or nothing.
+  [[nodiscard]] const std::string* header(std::string_view name) const;
 };
 
 /// One response. JSON unless `content_type` says otherwise; when `next_chunk` is set, the body
@@ -164,6 +170,10 @@ class Service {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The token of an `Authorization: Bearer TOKEN` header (the scheme in either case the clients
+/// send it: `Bearer`, `bearer`), or nothing when the header carries no bearer token.
+[[nodiscard]] std::optional<std::string_view> bearer_token(std::string_view authorization);
 
 /// True iff `given` equals `expected`, in time that depends on neither (both are hashed with
 /// SHA-256 and the digests compared with CRYPTO_memcmp).
