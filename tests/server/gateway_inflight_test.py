@@ -140,7 +140,8 @@ def main():
         assert json.loads(v.stdout).get("steps_without_outcome", []) == [], v.stdout
 
         # An error answered for a step that is no longer the latest (another call committed
-        # after it): passed to its own id; the step's outcome is `error` in the trace.
+        # after it): passed to its own id; the step is compensated (its exact inverse, its cost
+        # refunded once) and the trace says so.
         trace = os.path.join(tmp, "u.jsonl")
         c = Client(spec, env, trace, ["--max-in-flight", "2"])
         c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -155,10 +156,13 @@ def main():
         assert r["id"] == 60 and r["error"]["message"] == "failed fail-k", r
         code, out, err = c.close()
         assert code == 0 and out == "", (code, out, err)
-        assert "step 1 (`hold`): error: failed fail-k" in err, err
+        assert "step 1 (`hold`): error: compensated (failed fail-k)" in err, err
         v = subprocess.run([CLAMPAI, "trace", "verify", trace, "--spec", spec],
                            capture_output=True, text=True, timeout=60)
         assert v.returncode == 0, (v.stdout, v.stderr)
+        with open(trace, encoding="utf-8") as f:
+            kinds = [json.loads(line)["kind"] for line in f]
+        assert kinds.count("compensated") == 1, kinds
 
         # A gateway killed with three calls in flight leaves three committed steps without an
         # outcome, and no more: `trace verify --spec` names them.
