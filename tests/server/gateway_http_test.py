@@ -119,6 +119,20 @@ def main():
             assert p.returncode == 2, (args, p.returncode, p.stderr)
             assert pattern in p.stderr, (args, p.stderr)
 
+        # An action that asks for an approval is asked of the client through elicitation, which
+        # HTTP (no stream to the client) cannot carry: refused at start, naming the action.
+        with open(spec, encoding="utf-8") as f:
+            approving = json.load(f)
+        approving["actions"][0]["approval"] = {"ttl_s": 60}
+        approving_spec = os.path.join(tmp, "approving.json")
+        with open(approving_spec, "w", encoding="utf-8") as f:
+            json.dump(approving, f)
+        p = subprocess.run([CLAMPAI, "gateway", approving_spec, "--port", "0",
+                            "--insecure-no-auth", "--", *UPSTREAM],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 2, (p.returncode, p.stderr)
+        assert "`pay` waits for an approval" in p.stderr and "over HTTP" in p.stderr, p.stderr
+
         g = Gateway([spec, "--port", "0", "--token-file", token_file, "--max-message-bytes",
                      "4096", "--trace", os.path.join(tmp, "t.jsonl"), "--", *UPSTREAM], env)
         try:
