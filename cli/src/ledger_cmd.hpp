@@ -31,7 +31,7 @@ struct LedgerRun {
   bool recover = false;
   std::string signing_key;             // --signing-key: signs the checkpoints this run commits
   std::uint64_t checkpoint_every = 0;  // --checkpoint-every
-  std::string approvals{};  // --approvals: the tickets live in the shared trace
+  std::string approvals{};             // --approvals: the tickets live in the shared trace
 };
 
 /// Runs `args.spec` with the deterministic driver on the shared ledger `args.ledger` (the task

@@ -698,8 +698,8 @@ class Gateway {
                                 : "the upstream is gone (" + upstream_.why_gone() + ")";
     Settled settled = Settled::unknown;
     try {
-      settled = settle_step(
-          *committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
+      settled =
+          settle_step(*committer_, {own_.get(), shared_.get()}, a, call.receipt, answer, why, log_);
     } catch (const std::exception& e) {  // a ledger gone, say: the client is answered all the same
       log_ << "clampai gateway: step " << call.receipt.sequence << " not settled: " << e.what()
            << "\n";
