@@ -2,12 +2,11 @@
 // trace, so a trace read again (TicketLog::note) rebuilds the pending tickets.
 #include "clampai/driver/approvals.hpp"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <chrono>
 #include <variant>
 
+#include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 
 namespace clampai::driver {
@@ -15,20 +14,6 @@ namespace clampai::driver {
 namespace ck = clampai::kernel;
 
 namespace {
-
-// 32 hex digits from the system's CSPRNG: a ticket cannot be guessed from another.
-std::string new_ticket_id() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1)
-    throw Error("cannot draw a ticket id: the random number generator failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
-}
 
 std::int64_t deadline(const ck::TaskModel& model, std::string_view action, std::int64_t from_us) {
   const auto index = model.find_action(action);
@@ -166,7 +151,7 @@ Approvals::Asked Approvals::ask(const ck::Proposal& proposal) {
   for (std::size_t i = 0; i < a.parameters.size() && i < proposal.params.size(); ++i)
     e.params.emplace_back(a.parameters[i].name, proposal.params[i]);
   e.principal = proposal.principal;
-  e.ticket = new_ticket_id();
+  e.ticket = ck::random_hex(16, "a ticket id");
   const ck::TraceEntry kept = record_locked(std::move(e));
   return {std::move(d), tickets_.pending.at(kept.ticket)};
 }

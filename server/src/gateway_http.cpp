@@ -4,8 +4,6 @@
 // Origin checked against DNS rebinding; a bearer token. docs/GATEWAY.md, "Over HTTP".
 #include "gateway_http.hpp"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -16,6 +14,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "clampai/kernel/digest.hpp"
 #include "clampai/kernel/error.hpp"
 #include "clampai/server/mcp.hpp"
 #include "clampai/server/service.hpp"
@@ -86,19 +85,6 @@ bool origin_allowed(std::string_view origin, const std::string& bound) {
   if (address.is_loopback()) return true;
   const auto listening = boost::asio::ip::make_address(bound, ec);
   return !ec && !listening.is_unspecified() && listening == address;
-}
-
-// 128 random bits in hex: visible ASCII, as MCP asks of a session id.
-std::string new_session_id() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw Error("no random bytes for a session id");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (const unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
 }
 
 class Endpoint {
@@ -285,7 +271,7 @@ class Endpoint {
     }
     Response r;
     r.body = result_message(env.id, result);
-    const std::string id = new_session_id();
+    const std::string id = ck::random_hex(16, "a session id");
     {
       const std::lock_guard lock(mutex_);
       sessions_.insert(id);

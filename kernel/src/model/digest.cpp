@@ -7,6 +7,7 @@
 #include "clampai/kernel/digest.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstring>
 
 #include "clampai/kernel/assert.hpp"
+#include "clampai/kernel/error.hpp"
 #include "digest_pair.hpp"
 
 #if defined(__SSE2__)
@@ -394,6 +396,17 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
                                   &len) != nullptr);
   CLAMPAI_ALWAYS_ASSERT(len == 32);
   return hex32(out);
+}
+
+std::string random_hex(std::size_t bytes, std::string_view what) {
+  CLAMPAI_ALWAYS_ASSERT(bytes <= 64);
+  std::array<unsigned char, 64> drawn{};
+  if (RAND_bytes(drawn.data(), static_cast<int>(bytes)) != 1)
+    throw Error("cannot draw " + std::string(what) + ": the random number generator failed");
+  std::string hex(2 * bytes, '0');
+  for (std::size_t i = 0; i < bytes; ++i)
+    std::memcpy(hex.data() + 2 * i, &kHexPairs[2 * drawn[i]], 2);
+  return hex;
 }
 
 }  // namespace clampai::kernel
