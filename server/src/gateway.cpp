@@ -83,7 +83,6 @@ class Gateway {
             options.trace, ck::FlushPolicy::flush, ck::TraceOpen::create);
       own_ = std::make_unique<ck::SafetyKernel>(model_, std::move(k));
       committer_ = std::make_unique<driver::LocalCommitter>(*own_);
-      approvals_ = std::make_unique<driver::Approvals>(*own_);
     } else {
       ledger_ = clampai::ledger::open_ledger(options.ledger, model_->name);
       ck::SharedOptions s;
@@ -91,6 +90,9 @@ class Gateway {
       shared_ = std::make_unique<ck::SharedKernel>(model_, ledger_, std::move(s));
       committer_ = std::make_unique<driver::SharedCommitter>(*shared_);
     }
+    // The tickets: in the gateway's own trace, or in the shared one (any process on the ledger
+    // lists and answers them; one answer wins).
+    approvals_ = std::make_unique<driver::Approvals>(*committer_);
   }
 
   ~Gateway() {
@@ -566,8 +568,6 @@ class Gateway {
                            const std::vector<std::pair<std::string, std::string>>& texts,
                            const std::variant<ck::Proposal, std::string>& proposal) {
     const ck::Action& a = model_->actions[b.action];
-    if (!approvals_)  // serve() refuses such a spec with --ledger
-      throw RpcError{kInternalError, "approvals are kept only in the gateway's own kernel"};
     ck::Proposal p = std::get<ck::Proposal>(proposal);
     p.principal = std::string(kGatewayClientPrincipal);
     driver::Approvals::Asked asked;
@@ -754,7 +754,7 @@ class Gateway {
   std::shared_ptr<ck::Ledger> ledger_;
   std::unique_ptr<ck::SharedKernel> shared_;
   std::unique_ptr<driver::Committer> committer_;
-  std::unique_ptr<driver::Approvals> approvals_;  // the tickets; null on a shared ledger
+  std::unique_ptr<driver::Approvals> approvals_;  // the tickets (the committer's trace)
   UpstreamClient upstream_;
   JsonNode upstream_capabilities_;
   LineReader* client_ = nullptr;
@@ -812,12 +812,7 @@ void check_servable(const ck::TaskModel& model, const GatewayOptions& options, b
   check_options(options);
   if (ck::needs_reference_monitor(model)) throw InvalidArgument(monitor_refusal(model.name));
   for (const ck::Action& a : model.actions) {
-    if (!a.approval) continue;
-    if (!options.ledger.empty())
-      throw InvalidArgument("task `" + model.name + "`: action `" + a.id +
-                            "` waits for an approval, whose tickets the gateway keeps only in "
-                            "its own kernel: run it with --trace FILE instead of --ledger");
-    if (over_http)
+    if (a.approval && over_http)
       throw InvalidArgument("task `" + model.name + "`: action `" + a.id +
                             "` waits for an approval, which the gateway asks of the client "
                             "through MCP elicitation, and over HTTP it has no stream to ask on: "

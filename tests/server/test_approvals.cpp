@@ -16,7 +16,6 @@
 #include "../kernel/support.hpp"
 #include "clampai/kernel.hpp"
 #include "clampai/server.hpp"
-#include "clampai/server/gateway.hpp"
 
 namespace cs = clampai::server;
 namespace ck = clampai::kernel;
@@ -525,19 +524,6 @@ TEST_CASE("Approvals: through MCP a call answers a pending ticket the client can
   r = call("pay", {{"amount", 50}});  // rejected now: the ordinary rejection, no ticket
   CHECK(r["isError"] == true);
   CHECK_FALSE(r["structuredContent"].contains("pending"));
-}
-
-TEST_CASE("Approvals: the gateway refuses a spec with approvals on a shared ledger",
-          "[server][approvals]") {
-  // Its tickets are kept in its own kernel only (tests/server/gateway_approvals_test.py asks
-  // them of the client).
-  std::istringstream in;
-  std::ostringstream out, log;
-  cs::GatewayOptions options;
-  options.ledger = "memory:";
-  REQUIRE_THROWS_WITH(cs::run_gateway(ck::load_spec(kSpec), cs::Bindings{}, options, in, out, log),
-                      Catch::Matchers::Contains("action `pay` waits for an approval") &&
-                          Catch::Matchers::Contains("--ledger"));
 }
 
 TEST_CASE("Approvals: on a shared ledger, any server answers a ticket once",
