@@ -16,44 +16,23 @@ with CLAMPAI in the environment."""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
-CLAMPAI = os.environ["CLAMPAI"]
-UPSTREAM = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
-                                         "fake_upstream.py")]
+from gateway_passthrough_test import CLAMPAI, UPSTREAM, pins
+from gateway_passthrough_test import Client as StdioClient
 
 
-def pins(env):
-    p = subprocess.run([CLAMPAI, "gateway", "--print-bindings", "--", *UPSTREAM],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 0, (p.returncode, p.stderr)
-    return {n: t["pin"] for n, t in json.loads(p.stdout)["bindings"]["tools"].items()}
+class Client(StdioClient):
+    """The stdio gateway, initialised; the client declares elicitation unless told not to."""
 
-
-class Client:
     def __init__(self, spec, env, trace, extra=(), elicitation=True):
-        self.trace = trace
-        traced = ["--trace", trace] if trace is not None else []
-        self.p = subprocess.Popen([CLAMPAI, "gateway", spec, *traced, *extra, "--",
-                                   *UPSTREAM],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
+        super().__init__(spec, env, trace, extra)
         caps = {"elicitation": {}} if elicitation else {}
         self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
             "capabilities": caps}})
         assert "result" in self.read()
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message):
-        self.p.stdin.write(json.dumps(message) + "\n")
-        self.p.stdin.flush()
-
-    def read(self):
-        line = self.p.stdout.readline()
-        assert line, "the gateway closed its output"
-        return json.loads(line)
 
     def read_request(self):
         """The next message that is not a notification."""
@@ -65,12 +44,6 @@ class Client:
     def call(self, i, name, args):
         self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                    "params": {"name": name, "arguments": args}})
-
-    def close(self):
-        self.p.stdin.close()
-        out = self.p.stdout.read()
-        err = self.p.stderr.read()
-        return self.p.wait(timeout=60), out, err
 
 
 def entries(trace):

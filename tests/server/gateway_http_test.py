@@ -15,20 +15,11 @@ import os
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 
-CLAMPAI = os.environ["CLAMPAI"]
-UPSTREAM = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
-                                         "fake_upstream.py")]
+from gateway_passthrough_test import CLAMPAI, UPSTREAM, pins
+
 TOKEN = "0123456789abcdef-http-token"
-
-
-def pins(env):
-    p = subprocess.run([CLAMPAI, "gateway", "--print-bindings", "--", *UPSTREAM],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 0, (p.returncode, p.stderr)
-    return {n: t["pin"] for n, t in json.loads(p.stdout)["bindings"]["tools"].items()}
 
 
 class Gateway:

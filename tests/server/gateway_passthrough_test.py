@@ -27,9 +27,12 @@ def pins(env):
 
 
 class Client:
+    """The gateway over stdio in front of the fake upstream (`trace` None: no --trace)."""
+
     def __init__(self, spec, env, trace, extra=()):
-        self.p = subprocess.Popen([CLAMPAI, "gateway", spec, "--trace", trace, *extra, "--",
-                                   *UPSTREAM],
+        self.trace = trace
+        traced = ["--trace", trace] if trace is not None else []
+        self.p = subprocess.Popen([CLAMPAI, "gateway", spec, *traced, *extra, "--", *UPSTREAM],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env)
 
