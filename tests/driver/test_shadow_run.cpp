@@ -8,30 +8,14 @@
 
 #include "clampai/driver.hpp"
 #include "clampai/kernel.hpp"
+#include "shadow_spec.hpp"
 
 using namespace clampai::kernel;
 using namespace clampai::driver;
 
 namespace {
 
-// The kShadowSpec of tests/kernel/test_shadow.cpp: bounds, a guard, an overflow, an emergency.
-const char* kSpec = R"J({"name": "shadowed",
-  "variables": {"n": {"type": "int", "initial": 0, "min": -5, "max": 30},
-                "m": {"type": "int", "initial": 1}},
-  "actions": [
-    {"id": "add", "parameters": {"k": {"type": "int", "min": 0, "max": 5, "default": 1}},
-     "cost": "k + 1", "reversible": true,
-     "effects": [{"variable": "n", "mode": "increment", "value": "k"}]},
-    {"id": "sub", "cost": 1, "reversible": true, "requires": "n > 0",
-     "effects": [{"variable": "n", "mode": "decrement", "value": 2}]},
-    {"id": "grow", "cost": 1, "effects": [{"variable": "m", "mode": "multiply", "value": 1000000}]},
-    {"id": "after", "cost": 2, "effects": [{"variable": "n", "mode": "set", "value": 0}]},
-    {"id": "stop", "cost": 0, "effects": [{"variable": "n", "mode": "set", "value": 0}]}],
-  "invariants": [{"name": "small", "check": "n <= 12"},
-                 {"name": "watch", "check": "n <= 8", "enforcement": "monitoring"}],
-  "emergency_actions": ["stop"],
-  "dependencies": {"after": ["sub"]},
-  "budget": {"total": 40, "min_action_cost": 1}})J";
+const char* const kSpec = clampai::testing::kShadowSpec;
 
 // Sends of 4 from a balance of 10 that must stay >= 0: an enforcing run stops after two.
 const char* kSends = R"J({"name": "sends", "goal": "sent >= 20",

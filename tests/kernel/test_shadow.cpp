@@ -3,29 +3,14 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "shadow_spec.hpp"
 #include "support.hpp"
 
 using namespace clampai::kernel;
 
 namespace {
 
-const char* kShadowSpec = R"J({"name": "shadowed",
-  "variables": {"n": {"type": "int", "initial": 0, "min": -5, "max": 30},
-                "m": {"type": "int", "initial": 1}},
-  "actions": [
-    {"id": "add", "parameters": {"k": {"type": "int", "min": 0, "max": 5, "default": 1}},
-     "cost": "k + 1", "reversible": true,
-     "effects": [{"variable": "n", "mode": "increment", "value": "k"}]},
-    {"id": "sub", "cost": 1, "reversible": true, "requires": "n > 0",
-     "effects": [{"variable": "n", "mode": "decrement", "value": 2}]},
-    {"id": "grow", "cost": 1, "effects": [{"variable": "m", "mode": "multiply", "value": 1000000}]},
-    {"id": "after", "cost": 2, "effects": [{"variable": "n", "mode": "set", "value": 0}]},
-    {"id": "stop", "cost": 0, "effects": [{"variable": "n", "mode": "set", "value": 0}]}],
-  "invariants": [{"name": "small", "check": "n <= 12"},
-                 {"name": "watch", "check": "n <= 8", "enforcement": "monitoring"}],
-  "emergency_actions": ["stop"],
-  "dependencies": {"after": ["sub"]},
-  "budget": {"total": 40, "min_action_cost": 1}})J";
+using clampai::testing::kShadowSpec;
 
 std::string reasons_text(const std::vector<Reason>& reasons) {
   std::string out;
