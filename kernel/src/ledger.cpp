@@ -993,15 +993,12 @@ bool SharedKernel::ticket_open(std::string_view ticket) const {
 TraceEntry SharedKernel::record_note(TraceEntry entry) {
   const std::string what =
       entry.kind == EntryKind::attested ? "record_attested: " : "record_note: ";
-  if (!is_note(entry.kind))
-    throw InvalidArgument(what + "a `" + std::string(to_string(entry.kind)) +
-                          "` entry changes more than the trace");
   if (entry.kind == EntryKind::checkpoint)
-    throw InvalidArgument(what + "a checkpoint signs a trace one process keeps, not a ledger");
-  if (entry.kind == EntryKind::attested)
-    if (auto bad = malformed_attestation(entry)) throw InvalidArgument(what + *bad);
-  if (!entry.action.empty() && !model_->find_action(entry.action))
-    throw InvalidArgument(what + "unknown action `" + entry.action + "`");
+    throw InvalidArgument(what +
+                          "a checkpoint of a shared trace is signed on the head it "
+                          "extends: SharedKernel::checkpoint commits it");
+  // What `SafetyKernel::record_note` keeps of it, so that every replica replays it as is.
+  const TraceEntry note = detail::note_entry(*model_, std::move(entry), what);
   std::lock_guard lock(mutex_);
   std::uint64_t conflicts = 0;
   while (true) {
@@ -1009,19 +1006,11 @@ TraceEntry SharedKernel::record_note(TraceEntry entry) {
       throw InvalidArgument("the kernel is sealed: nothing can be recorded after the seal");
     // Checked on the head the entry extends (after a lost compare-and-set, on the new one); a
     // refusal is final only on the ledger's latest head.
-    if (std::optional<std::string> refused = open_tickets_.refusal(entry)) {
+    if (std::optional<std::string> refused = open_tickets_.refusal(note)) {
       if (refresh_locked() > 0) continue;
       throw InvalidArgument(what + *refused);
     }
-    // What `SafetyKernel::record_note` keeps of it, so that every replica replays it as is.
-    TraceEntry kept;
-    kept.kind = entry.kind;
-    kept.action = entry.action;
-    kept.params = entry.params;
-    kept.reasons = entry.reasons;
-    kept.principal = entry.principal;
-    kept.ticket = entry.ticket;
-    kept.cost = model_->format_amount(0);
+    TraceEntry kept = note;  // afresh each attempt: the commit sets its links
     const Situation now = local_->situation();
     stamp(kept, *model_, now, options_.clock());
     if (commit_locked(kept, now) == CommitStatus::committed)

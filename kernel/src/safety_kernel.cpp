@@ -422,6 +422,25 @@ std::vector<std::pair<std::string, Value>> detail::named_params(const Action& a,
   return out;
 }
 
+TraceEntry detail::note_entry(const TaskModel& m, TraceEntry entry, const std::string& what) {
+  if (!is_note(entry.kind))
+    throw InvalidArgument(what + "a `" + std::string(to_string(entry.kind)) +
+                          "` entry changes more than the trace");
+  if (entry.kind == EntryKind::attested)
+    if (auto bad = malformed_attestation(entry)) throw InvalidArgument(what + *bad);
+  if (!entry.action.empty() && !m.find_action(entry.action))
+    throw InvalidArgument(what + "unknown action `" + entry.action + "`");
+  TraceEntry kept;
+  kept.kind = entry.kind;
+  kept.action = std::move(entry.action);
+  kept.params = std::move(entry.params);
+  kept.reasons = std::move(entry.reasons);
+  kept.principal = std::move(entry.principal);
+  kept.ticket = std::move(entry.ticket);
+  kept.cost = m.format_amount(0);
+  return kept;
+}
+
 TraceEntry detail::rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d) {
   TraceEntry entry;
   entry.kind = EntryKind::rejected;
@@ -741,21 +760,7 @@ TraceEntry SafetyKernel::record_attested(TraceEntry entry) {
 TraceEntry SafetyKernel::record_note(TraceEntry entry) {
   const std::string what =
       entry.kind == EntryKind::attested ? "record_attested: " : "record_note: ";
-  if (!is_note(entry.kind))
-    throw InvalidArgument(what + "a `" + std::string(to_string(entry.kind)) +
-                          "` entry changes more than the trace");
-  if (entry.kind == EntryKind::attested)
-    if (auto bad = malformed_attestation(entry)) throw InvalidArgument(what + *bad);
-  if (!entry.action.empty() && !model_->find_action(entry.action))
-    throw InvalidArgument(what + "unknown action `" + entry.action + "`");
-  TraceEntry kept;
-  kept.kind = entry.kind;
-  kept.action = std::move(entry.action);
-  kept.params = std::move(entry.params);
-  kept.reasons = std::move(entry.reasons);
-  kept.principal = std::move(entry.principal);
-  kept.ticket = std::move(entry.ticket);
-  kept.cost = model_->format_amount(0);
+  TraceEntry kept = detail::note_entry(*model_, std::move(entry), what);
   std::string line;
   {
     std::lock_guard lock(mutex_);

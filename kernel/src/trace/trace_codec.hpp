@@ -38,6 +38,12 @@ std::vector<std::pair<std::string, Value>> named_params(const Action& a,
 /// the counters, time and links are the caller's).
 TraceEntry rejected_entry(const TaskModel& m, const Proposal& proposal, const Decision& d);
 
+/// The entry a note (`is_note`: `attested`, `checkpoint`, `approval_*`) is recorded as: its kind,
+/// action, parameters, reasons, principal and ticket, no cost (the counters, time and links are
+/// the caller's). `what` starts each refusal (`record_note: `).
+/// @throws InvalidArgument if it is no note, a malformed attestation, or names an unknown action.
+TraceEntry note_entry(const TaskModel& m, TraceEntry entry, const std::string& what);
+
 /// The `,"hash":"` member that sits between `gross` and `kind`: its length with the 64 digits
 /// and the closing quote.
 inline constexpr std::string_view kHashKey = ",\"hash\":\"";
